@@ -1,0 +1,49 @@
+package buzz
+
+import "errors"
+
+// Rejection is an event or request refused for a reason the client must be
+// told verbatim. Prefix is the NIP-01 machine-readable prefix ("invalid",
+// "restricted", "blocked", "error", ...); Error() is the exact wire message.
+type Rejection struct {
+	Prefix  string
+	Message string
+}
+
+func (r *Rejection) Error() string { return r.Prefix + ": " + r.Message }
+
+func reject(prefix, msg string) *Rejection { return &Rejection{Prefix: prefix, Message: msg} }
+
+// The rejections of the contract (RL-5, RL-6, RL-7, RL-9, CW-22). Compare
+// with errors.Is; the wire text is Error().
+var (
+	ErrParentNotFound        = reject("invalid", "reply parent not found")
+	ErrParentNoChannel       = reject("invalid", "parent event has no channel association")
+	ErrParentOtherChannel    = reject("invalid", "parent event belongs to a different channel")
+	ErrRootMismatch          = reject("invalid", "root tag does not match thread ancestry")
+	ErrDepthExceeded         = reject("invalid", "thread depth limit exceeded")
+	ErrNotAuthor             = reject("invalid", "must be event author")
+	ErrNotAuthorOrAdmin      = reject("invalid", "must be event author or channel admin")
+	ErrDeletionTargets       = reject("invalid", "deletion events must reference exactly one target via e or a tag")
+	ErrMissingH              = reject("invalid", "missing h tag")
+	ErrTargetNotFound        = reject("invalid", "target event not found")
+	ErrTargetOtherChannel    = reject("invalid", "target event belongs to a different channel")
+	ErrEditTarget            = reject("invalid", "edit must reference its target via an e tag")
+	ErrTooFarInFuture        = reject("invalid", "event creation date is too far off from the current time")
+	ErrExpired               = reject("invalid", "event has expired")
+	ErrRelayOnlyKind         = reject("restricted", "relay-only kind")
+	ErrSeveralChannels       = reject("invalid", "event names more than one channel in h tags")
+	ErrEmptyChannel          = reject("invalid", "h tag must name a channel")
+	ErrMalformedDTag         = reject("invalid", "d tag must have a value")
+	ErrStorageFull           = reject("error", "storage is full, event not stored")
+	ErrDuplicate             = reject("duplicate", "already have this event")
+	ErrNewerVersionStored    = reject("duplicate", "a newer version of this event is stored")
+	ErrDeletedBeforeArriving = reject("blocked", "this event has been deleted")
+)
+
+// AsRejection returns the Rejection inside err, if any.
+func AsRejection(err error) (*Rejection, bool) {
+	var r *Rejection
+	ok := errors.As(err, &r)
+	return r, ok
+}

@@ -1,0 +1,37 @@
+package buzz
+
+import (
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// MaxFuture is how far ahead of the relay's clock an event may be dated
+// (RL-9). Old events are accepted: clients republish history.
+const MaxFuture = 15 * time.Minute
+
+// CheckSubmission applies the rules every client-submitted event must pass
+// before the database is asked anything, on every surface (WebSocket,
+// import): relay-only kinds (CW-22), the date (RL-9), the channel tags, and
+// a d tag with a value.
+func CheckSubmission(ev *nostr.Event, now time.Time) error {
+	if IsRelayOnlyKind(ev.Kind) {
+		return ErrRelayOnlyKind
+	}
+	if time.Unix(int64(ev.CreatedAt), 0).After(now.Add(MaxFuture)) {
+		return ErrTooFarInFuture
+	}
+	if _, err := Channel(ev.Tags); err != nil {
+		return err
+	}
+	// Where khatru reads a d tag (every kind it does not call regular), a
+	// bare ["d"] would make it index past the end of the tag.
+	if !IsEphemeralKind(ev.Kind) && !(ev.Kind < 10000 && ev.Kind != 0 && ev.Kind != 3) {
+		for _, tag := range ev.Tags {
+			if len(tag) == 1 && tag[0] == "d" {
+				return ErrMalformedDTag
+			}
+		}
+	}
+	return nil
+}

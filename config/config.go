@@ -1,0 +1,233 @@
+// Package config loads buzz-lite's configuration: embedded defaults, then a
+// TOML file, then BUZZ_LITE_<SECTION>_<KEY> environment variables; the
+// command line applies its flags on top (RL-24). Every key is documented in
+// config.example.toml.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
+)
+
+// Config is the whole configuration.
+type Config struct {
+	Relay   Relay   `toml:"relay"`
+	Server  Server  `toml:"server"`
+	Storage Storage `toml:"storage"`
+	Limits  Limits  `toml:"limits"`
+	Log     Log     `toml:"log"`
+}
+
+// Relay describes the relay to clients (NIP-11) and names its admins.
+type Relay struct {
+	Name        string   `toml:"name"`
+	Description string   `toml:"description"`
+	Contact     string   `toml:"contact"`
+	PubKey      string   `toml:"pubkey"`
+	URL         string   `toml:"url"`
+	Admins      []string `toml:"admins"`
+	KeyFile     string   `toml:"key_file"`
+}
+
+// Server is the listening socket.
+type Server struct {
+	Listen string `toml:"listen"`
+}
+
+// Storage is where the data lives.
+type Storage struct {
+	DataDir string `toml:"data_dir"`
+}
+
+// Limits bound what one client may send (RL-27).
+type Limits struct {
+	MaxMessageBytes int64 `toml:"max_message_bytes"`
+	MaxEventBytes   int   `toml:"max_event_bytes"`
+	MaxEventTags    int   `toml:"max_event_tags"`
+	MaxLimit        int   `toml:"max_limit"`
+}
+
+// Log configures the structured log.
+type Log struct {
+	Level string `toml:"level"`
+}
+
+// Default is the embedded default: `buzz-lite serve` with no arguments
+// (RL-24).
+func Default() Config {
+	return Config{
+		Relay:   Relay{Name: "buzz-lite", Description: "A buzz-lite community relay"},
+		Server:  Server{Listen: "127.0.0.1:7777"},
+		Storage: Storage{DataDir: "./buzz-lite-data"},
+		Limits: Limits{
+			MaxMessageBytes: 512 << 10,
+			MaxEventBytes:   128 << 10,
+			MaxEventTags:    2000,
+			MaxLimit:        1000,
+		},
+		Log: Log{Level: "info"},
+	}
+}
+
+// EnvPrefix starts the name of every configuration environment variable.
+const EnvPrefix = "BUZZ_LITE_"
+
+// Load returns the defaults overlaid with the file at path (none when path is
+// empty) and then with the environment, as looked up by getenv.
+func Load(path string, getenv func(string) (string, bool)) (Config, error) {
+	cfg := Default()
+	if path != "" {
+		md, err := toml.DecodeFile(path, &cfg)
+		if err != nil {
+			return cfg, fmt.Errorf("config file %s: %w", path, err)
+		}
+		if un := md.Undecoded(); len(un) > 0 {
+			keys := make([]string, len(un))
+			for i, k := range un {
+				keys[i] = k.String()
+			}
+			return cfg, fmt.Errorf("config file %s: unknown keys: %s", path, strings.Join(keys, ", "))
+		}
+	}
+	if err := applyEnv(&cfg, getenv); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// eachKey calls fn with the environment variable name and the field of
+// every configuration key.
+func eachKey(root reflect.Value, fn func(env string, field reflect.Value) error) error {
+	rt := root.Type()
+	for i := 0; i < rt.NumField(); i++ {
+		section := root.Field(i)
+		sectionName := rt.Field(i).Tag.Get("toml")
+		st := section.Type()
+		for j := 0; j < st.NumField(); j++ {
+			key := st.Field(j).Tag.Get("toml")
+			env := EnvPrefix + strings.ToUpper(sectionName+"_"+key)
+			if err := fn(env, section.Field(j)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func applyEnv(cfg *Config, getenv func(string) (string, bool)) error {
+	return eachKey(reflect.ValueOf(cfg).Elem(), func(env string, field reflect.Value) error {
+		v, ok := getenv(env)
+		if !ok {
+			return nil
+		}
+		switch field.Kind() {
+		case reflect.String:
+			field.SetString(v)
+		case reflect.Int, reflect.Int64:
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s: not an integer: %q", env, v)
+			}
+			field.SetInt(n)
+		case reflect.Bool:
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				return fmt.Errorf("%s: not a boolean: %q", env, v)
+			}
+			field.SetBool(b)
+		case reflect.Slice:
+			var list []string
+			for _, item := range strings.Split(v, ",") {
+				if item = strings.TrimSpace(item); item != "" {
+					list = append(list, item)
+				}
+			}
+			field.Set(reflect.ValueOf(list))
+		default:
+			return fmt.Errorf("%s: unsupported type %s", env, field.Type())
+		}
+		return nil
+	})
+}
+
+// Normalize checks the configuration and brings pubkeys to hex (npub is
+// accepted wherever a pubkey is).
+func (c *Config) Normalize() error {
+	var errs []error
+	for i, a := range c.Relay.Admins {
+		pk, err := PubKey(a)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("relay.admins: %w", err))
+		}
+		c.Relay.Admins[i] = pk
+	}
+	if c.Relay.PubKey != "" {
+		pk, err := PubKey(c.Relay.PubKey)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("relay.pubkey: %w", err))
+		}
+		c.Relay.PubKey = pk
+	}
+	if c.Relay.URL != "" {
+		u, err := url.Parse(c.Relay.URL)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("relay.url: want a ws:// or wss:// URL, got %q", c.Relay.URL))
+		}
+	}
+	if c.Server.Listen == "" {
+		errs = append(errs, errors.New("server.listen: empty"))
+	}
+	if c.Storage.DataDir == "" {
+		errs = append(errs, errors.New("storage.data_dir: empty"))
+	}
+	for name, v := range map[string]int64{
+		"limits.max_message_bytes": c.Limits.MaxMessageBytes,
+		"limits.max_event_bytes":   int64(c.Limits.MaxEventBytes),
+		"limits.max_event_tags":    int64(c.Limits.MaxEventTags),
+		"limits.max_limit":         int64(c.Limits.MaxLimit),
+	} {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s: must be positive, got %d", name, v))
+		}
+	}
+	if _, err := c.Log.SlogLevel(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// SlogLevel is the log level as slog knows it.
+func (l Log) SlogLevel() (slog.Level, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(l.Level)); err != nil {
+		return lv, fmt.Errorf("log.level: want debug, info, warn or error, got %q", l.Level)
+	}
+	return lv, nil
+}
+
+// PubKey accepts a pubkey as 64 hex characters or as an npub and returns
+// it in lowercase hex.
+func PubKey(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "npub1") {
+		prefix, v, err := nip19.Decode(s)
+		if err != nil || prefix != "npub" {
+			return "", fmt.Errorf("invalid npub %q", s)
+		}
+		return v.(string), nil
+	}
+	s = strings.ToLower(s)
+	if !nostr.IsValid32ByteHex(s) {
+		return "", fmt.Errorf("invalid pubkey %q: want 64 hex characters or an npub", s)
+	}
+	return s, nil
+}

@@ -1,0 +1,156 @@
+// Command buzz-lite is a single-binary nostr relay for threaded group chat
+// on embedded SQLite. This file is the command line only: it reads the
+// configuration, opens the store, builds the relay and serves.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/buzz-lite/buzz-lite/config"
+	"github.com/buzz-lite/buzz-lite/relay"
+	"github.com/buzz-lite/buzz-lite/sqlite"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// dbFile is the database file inside the data directory.
+const dbFile = "buzz-lite.db"
+
+func main() {
+	app := &cli.App{
+		Name:    "buzz-lite",
+		Usage:   "a single-binary nostr relay for threaded group chat",
+		Version: version,
+		Commands: []*cli.Command{
+			serveCommand(),
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "buzz-lite:", err)
+		os.Exit(1)
+	}
+}
+
+// commonFlags are taken by every command (RL-25).
+func commonFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "config", Usage: "TOML configuration file", EnvVars: []string{"BUZZ_LITE_CONFIG"}},
+		&cli.StringFlag{Name: "data", Usage: "data directory (default ./buzz-lite-data)"},
+	}
+}
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the relay",
+		Flags: append(commonFlags(),
+			&cli.StringFlag{Name: "listen", Usage: "address to listen on (default 127.0.0.1:7777)"},
+			&cli.StringFlag{Name: "relay-url", Usage: "public ws(s):// URL of the relay, for NIP-42 and NIP-98 checks behind a proxy"},
+			&cli.StringSliceFlag{Name: "admin", Usage: "relay admin pubkey (hex or npub); repeatable"},
+		),
+		Action: serve,
+	}
+}
+
+// loadConfig applies, in rising precedence, defaults, the config file, the
+// environment and the flags (RL-24).
+func loadConfig(c *cli.Context) (config.Config, error) {
+	cfg, err := config.Load(c.String("config"), os.LookupEnv)
+	if err != nil {
+		return cfg, err
+	}
+	if c.IsSet("data") {
+		cfg.Storage.DataDir = c.String("data")
+	}
+	if c.IsSet("listen") {
+		cfg.Server.Listen = c.String("listen")
+	}
+	if c.IsSet("relay-url") {
+		cfg.Relay.URL = c.String("relay-url")
+	}
+	if c.IsSet("admin") {
+		cfg.Relay.Admins = c.StringSlice("admin")
+	}
+	return cfg, cfg.Normalize()
+}
+
+func newLogger(cfg config.Config) *slog.Logger {
+	level, _ := cfg.Log.SlogLevel() // checked by Normalize
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func serve(c *cli.Context) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg)
+	if err := os.MkdirAll(cfg.Storage.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	keyFile := cfg.Relay.KeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(cfg.Storage.DataDir, "relay.key")
+	}
+	key, err := relay.LoadOrCreateKey(keyFile)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	store, err := sqlite.Open(ctx, sqlite.Options{
+		Path:   filepath.Join(cfg.Storage.DataDir, dbFile),
+		Schema: schema,
+		Admins: cfg.Relay.Admins,
+		Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	rl, err := relay.New(relay.Config{
+		Info: relay.Info{
+			Name:        cfg.Relay.Name,
+			Description: cfg.Relay.Description,
+			Contact:     cfg.Relay.Contact,
+			PubKey:      cfg.Relay.PubKey,
+			Version:     version,
+		},
+		URL: cfg.Relay.URL,
+		Key: key,
+		Limits: relay.Limits{
+			MaxMessageBytes: cfg.Limits.MaxMessageBytes,
+			MaxEventBytes:   cfg.Limits.MaxEventBytes,
+			MaxEventTags:    cfg.Limits.MaxEventTags,
+			MaxLimit:        cfg.Limits.MaxLimit,
+		},
+		Logger: log,
+	}, store)
+	if err != nil {
+		return errors.Join(err, store.Close())
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen: %w", err), store.Close())
+	}
+	log.Info("buzz-lite serving", "addr", ln.Addr().String(), "data", cfg.Storage.DataDir,
+		"self", rl.PubKey(), "version", version)
+	serveErr := rl.Serve(ctx, ln)
+	closeErr := store.Close()
+	if serveErr == nil && closeErr == nil {
+		log.Info("buzz-lite stopped cleanly")
+	}
+	return errors.Join(serveErr, closeErr)
+}

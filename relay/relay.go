@@ -1,0 +1,342 @@
+// Package relay is buzz-lite's server: a khatru relay for WebSocket clients
+// with the hooks that put every event through the store's ingest
+// transaction, the NIP-11 document, and a graceful shutdown. It knows khatru
+// and HTTP and asks the store (sqlite/) for data through the Store interface.
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/fiatjaf/eventstore"
+	"github.com/fiatjaf/khatru"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// Store is what the relay needs of a database.
+type Store interface {
+	// Ingest stores a verified event in one transaction; a *buzz.Rejection
+	// carries the client's message.
+	Ingest(ctx context.Context, ev *nostr.Event) error
+	// Query returns matching stored events, newest first.
+	Query(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error)
+	// Count counts matching stored events.
+	Count(ctx context.Context, f nostr.Filter) (int64, error)
+}
+
+// Config is what the relay is told at start.
+type Config struct {
+	// Info fills the NIP-11 document.
+	Info Info
+	// URL is the public ws(s):// URL of the relay, used to check NIP-42
+	// AUTH events behind a proxy; empty means "as the request says".
+	URL string
+	// Key is the relay identity secret key (hex), whose public key is NIP-11
+	// `self` (RL-21).
+	Key string
+	// Limits bound what one client may send (RL-27).
+	Limits Limits
+	// Logger receives the relay's structured log; nil discards it.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Limits bound what one client may send (RL-27).
+type Limits struct {
+	MaxMessageBytes int64 // one WebSocket message
+	MaxEventBytes   int   // one event, as serialized
+	MaxEventTags    int   // tags of one event
+	MaxLimit        int   // clamp of a REQ filter's limit
+}
+
+// DefaultLimits are the limits of RL-27.
+var DefaultLimits = Limits{
+	MaxMessageBytes: 512 << 10,
+	MaxEventBytes:   128 << 10,
+	MaxEventTags:    2000,
+	MaxLimit:        1000,
+}
+
+// Relay is a running buzz-lite relay.
+type Relay struct {
+	cfg    Config
+	store  Store
+	kh     *khatru.Router
+	log    *slog.Logger
+	now    func() time.Time
+	pubkey string
+
+	// conns are the open WebSocket connections, closed with 1012 on shutdown.
+	connsMu sync.Mutex
+	conns   map[*khatru.WebSocket]struct{}
+
+	// writes counts ingests in flight; shutdown waits for them.
+	writesMu sync.RWMutex
+	closing  bool
+	writes   sync.WaitGroup
+}
+
+// New builds a relay on store.
+func New(cfg Config, store Store) (*Relay, error) {
+	pubkey, err := nostr.GetPublicKey(cfg.Key)
+	if err != nil {
+		return nil, fmt.Errorf("relay identity key: %w", err)
+	}
+	if cfg.Limits == (Limits{}) {
+		cfg.Limits = DefaultLimits
+	}
+	r := &Relay{
+		cfg:    cfg,
+		store:  store,
+		log:    cfg.Logger,
+		now:    cfg.Now,
+		pubkey: pubkey,
+		conns:  make(map[*khatru.WebSocket]struct{}),
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.kh = khatru.NewRouter()
+	r.wire()
+	return r, nil
+}
+
+// PubKey is the relay identity (NIP-11 `self`).
+func (r *Relay) PubKey() string { return r.pubkey }
+
+func (r *Relay) wire() {
+	kh := r.kh
+	kh.Log = log.New(slogWriter{r.log}, "", 0)
+	kh.ServiceURL = r.cfg.URL // khatru's NIP-42 check turns http into ws, and leaves ws(s) alone
+	kh.MaxMessageSize = r.cfg.Limits.MaxMessageBytes
+
+	// A COUNT filter of the NIP-45 HyperLogLog shape makes khatru compute an
+	// HLL offset from the tag value before any hook runs, and a value shorter
+	// than 33 characters panics there and kills the process (RL-22). Routes
+	// see every REQ and COUNT filter first: give such filters a second,
+	// nil-valued tag key, which takes them out of the HLL shape and, being
+	// nil, constrains nothing (go-nostr's Filter.Matches and our store both
+	// skip nil lists). COUNT then answers with a plain exact count.
+	kh.Route().Req(func(f nostr.Filter) bool {
+		if hllShaped(f) {
+			f.Tags[noHLLTag] = nil
+		}
+		return false
+	}).Relay(kh.Relay)
+
+	kh.RejectEvent = append(kh.RejectEvent, r.rejectEvent)
+	kh.OverwriteDeletionOutcome = append(kh.OverwriteDeletionOutcome,
+		// The store checks authorship inside the deletion's own transaction
+		// and answers with the contract's message (RL-6).
+		func(context.Context, *nostr.Event, *nostr.Event) (bool, string) { return true, "" })
+	kh.StoreEvent = append(kh.StoreEvent, r.ingest)
+	kh.ReplaceEvent = append(kh.ReplaceEvent, r.ingest)
+	kh.QueryEvents = append(kh.QueryEvents, r.queryEvents)
+	kh.CountEvents = append(kh.CountEvents, r.countEvents)
+	kh.RejectFilter = append(kh.RejectFilter, r.rejectFilter)
+	kh.OnConnect = append(kh.OnConnect, r.onConnect)
+	kh.OnDisconnect = append(kh.OnDisconnect, r.onDisconnect)
+}
+
+// noHLLTag is the nil-valued tag key that takes a filter out of the HLL
+// shape; see wire.
+const noHLLTag = "buzz-lite:no-hll"
+
+// hllShaped mirrors the first test of go-nostr's
+// nip45.HyperLogLogEventPubkeyOffsetForFilter.
+func hllShaped(f nostr.Filter) bool {
+	return f.IDs == nil && f.Since == nil && f.Until == nil && f.Authors == nil &&
+		len(f.Kinds) == 1 && f.Search == "" && len(f.Tags) == 1
+}
+
+// rejectEvent applies the checks that need no database (RL-9, RL-27,
+// CW-22), before khatru looks further at the event.
+func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string) {
+	if err := buzz.CheckSubmission(ev, r.now()); err != nil {
+		return true, err.Error()
+	}
+	if len(ev.Tags) > r.cfg.Limits.MaxEventTags {
+		return true, fmt.Sprintf("invalid: too many tags (limit %d)", r.cfg.Limits.MaxEventTags)
+	}
+	if n := serializedSize(ev); n > r.cfg.Limits.MaxEventBytes {
+		return true, fmt.Sprintf("invalid: event too large (%d bytes, limit %d)", n, r.cfg.Limits.MaxEventBytes)
+	}
+	return false, ""
+}
+
+// serializedSize is the length of the event's JSON, give or take the
+// escapes.
+func serializedSize(ev *nostr.Event) int {
+	n := 64 + 64 + 128 + 100 + len(ev.Content)
+	for _, tag := range ev.Tags {
+		n += 3
+		for _, s := range tag {
+			n += len(s) + 3
+		}
+	}
+	return n
+}
+
+// errShuttingDown refuses writes that arrive while the relay stops.
+var errShuttingDown = errors.New("error: relay is shutting down, try again shortly")
+
+func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
+	r.writesMu.RLock()
+	if r.closing {
+		r.writesMu.RUnlock()
+		return errShuttingDown
+	}
+	r.writes.Add(1)
+	r.writesMu.RUnlock()
+	defer r.writes.Done()
+
+	err := r.store.Ingest(ctx, ev)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, buzz.ErrDuplicate), errors.Is(err, buzz.ErrNewerVersionStored):
+		return eventstore.ErrDupEvent
+	}
+	if rej, ok := buzz.AsRejection(err); ok {
+		return rej
+	}
+	r.log.Error("storing event failed", "id", ev.ID, "kind", ev.Kind, "err", err)
+	return errors.New("error: could not store event")
+}
+
+func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+	if f.Limit > r.cfg.Limits.MaxLimit {
+		f.Limit = r.cfg.Limits.MaxLimit
+	}
+	evs, err := r.store.Query(ctx, f)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil // the subscription or connection is gone
+		}
+		r.log.Error("query failed", "filter", f.String(), "err", err)
+		return nil, errors.New("error: could not query events")
+	}
+	ch := make(chan *nostr.Event, len(evs))
+	for _, ev := range evs {
+		ch <- ev
+	}
+	close(ch)
+	return ch, nil
+}
+
+func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) {
+	n, err := r.store.Count(ctx, f)
+	if err != nil {
+		r.log.Error("count failed", "filter", f.String(), "err", err)
+		return 0, errors.New("error: could not count events")
+	}
+	return n, nil
+}
+
+// rejectFilter refuses filters no index can serve sensibly.
+func (r *Relay) rejectFilter(ctx context.Context, f nostr.Filter) (bool, string) {
+	if f.Search != "" {
+		return true, "unsupported: search (NIP-50) is not supported"
+	}
+	return false, ""
+}
+
+func (r *Relay) onConnect(ctx context.Context) {
+	if ws := khatru.GetConnection(ctx); ws != nil {
+		r.connsMu.Lock()
+		r.conns[ws] = struct{}{}
+		r.connsMu.Unlock()
+	}
+}
+
+func (r *Relay) onDisconnect(ctx context.Context) {
+	if ws := khatru.GetConnection(ctx); ws != nil {
+		r.connsMu.Lock()
+		delete(r.conns, ws)
+		r.connsMu.Unlock()
+	}
+}
+
+// Handler serves NIP-11 and WebSocket clients.
+func (r *Relay) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get("Upgrade") == "" && req.Header.Get("Accept") == "application/nostr+json" {
+			r.serveInfo(w, req)
+			return
+		}
+		r.kh.ServeHTTP(w, req)
+	})
+	return mux
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully (RL-24):
+// stop accepting, close every WebSocket with 1012 (service restart) so that
+// clients reconnect at once, and wait for the writes in flight. The caller
+// closes the store afterwards.
+func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           r.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(slogWriter{r.log}, "", 0),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	return r.shutdown(srv)
+}
+
+// shutdownGrace bounds how long a shutdown waits for writes and requests.
+const shutdownGrace = 10 * time.Second
+
+func (r *Relay) shutdown(srv *http.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Shutdown(ctx) }()
+
+	r.writesMu.Lock()
+	r.closing = true
+	r.writesMu.Unlock()
+
+	r.connsMu.Lock()
+	closeMsg := websocket.FormatCloseMessage(websocket.CloseServiceRestart, "relay restarting")
+	for ws := range r.conns {
+		if err := ws.WriteMessage(websocket.CloseMessage, closeMsg); err != nil {
+			r.log.Debug("closing websocket", "err", err)
+		}
+	}
+	r.connsMu.Unlock()
+
+	writesDone := make(chan struct{})
+	go func() { r.writes.Wait(); close(writesDone) }()
+	select {
+	case <-writesDone:
+	case <-ctx.Done():
+		return errors.New("shutdown: writes still in flight after grace period")
+	}
+	if err := <-httpDone; err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+-- buzz-lite schema, the whole of it. Embedded into the binary.
+-- schema_version: 1
+--
+-- A fresh database gets this file in one transaction and then
+-- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
+-- ("buzz"). An older database is migrated forward by the steps in
+-- sqlite/migrate.go, each in its own transaction; a newer one is refused.
+--
+-- Ids, pubkeys and signatures are stored as raw bytes (32/32/64), not hex:
+-- half the size, and BLOB order is byte order, which is lowercase-hex order,
+-- the `id ASC` of the channel window (CW-15).
+
+-- Channels named by an event's `h` tag. The events table refers to them by a
+-- small integer so that the channel indexes stay narrow.
+CREATE TABLE channels (
+  seq INTEGER PRIMARY KEY,
+  h   TEXT NOT NULL UNIQUE
+);
+
+-- Every stored event. The signed event is rebuilt from these columns on read
+-- (tags are kept as their JSON array, content verbatim).
+--
+-- Thread classification (CW-10, CW-11) lives here rather than in
+-- thread_metadata because the window's partial index must see it:
+--   parent, root  seq of the parent / thread root; NULL for top-level events
+--   depth         0 top-level, n for a reply n levels down, NULL unclassified
+--                 (legacy, or the parent was not classifiable; CW-12)
+--   broadcast     1 iff the exact tag ["broadcast","1"] is present
+--   row_class     0 never a window row (no channel, or an aux, NIP-29
+--                 moderation/lifecycle or relay-only kind), 1 a quiet reply
+--                 (a row only in projection mode), 2 a row in both modes:
+--                 depth NULL, 0, or 1 with broadcast (CW-9, CW-13)
+CREATE TABLE events (
+  seq        INTEGER PRIMARY KEY,
+  id         BLOB    NOT NULL,
+  pubkey     BLOB    NOT NULL,
+  created_at INTEGER NOT NULL,
+  kind       INTEGER NOT NULL,
+  tags       TEXT    NOT NULL,
+  content    TEXT    NOT NULL,
+  sig        BLOB    NOT NULL,
+  channel    INTEGER REFERENCES channels(seq),
+  dtag       TEXT,
+  expires_at INTEGER,
+  deleted_at INTEGER,
+  parent     INTEGER,
+  root       INTEGER,
+  depth      INTEGER,
+  broadcast  INTEGER NOT NULL DEFAULT 0,
+  row_class  INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE UNIQUE INDEX events_id ON events(id);
+CREATE INDEX events_created ON events(created_at);
+CREATE INDEX events_kind ON events(kind, created_at);
+CREATE INDEX events_pubkey ON events(pubkey, kind, created_at);
+-- REQ by channel and, later, projection-mode windows.
+CREATE INDEX events_channel ON events(channel, created_at DESC, id)
+  WHERE channel IS NOT NULL;
+-- Default-mode window rows only: the top-level row set is an index range scan
+-- in window order, whatever the number of replies (CW-9, CW-15).
+CREATE INDEX events_toplevel ON events(channel, created_at DESC, id)
+  WHERE row_class = 2 AND deleted_at IS NULL;
+-- Addressable replacement (RL-9).
+CREATE INDEX events_address ON events(kind, pubkey, dtag)
+  WHERE dtag IS NOT NULL;
+-- NIP-40 purge.
+CREATE INDEX events_expiry ON events(expires_at)
+  WHERE expires_at IS NOT NULL;
+-- Thread path and exact counter recomputation.
+CREATE INDEX events_root ON events(root, created_at, id)
+  WHERE root IS NOT NULL;
+CREATE INDEX events_parent ON events(parent)
+  WHERE parent IS NOT NULL;
+
+-- Exact tag index (RL-3): one row per distinct single-letter tag name and
+-- value of an event (NIP-01 filters only address single-letter tags). The
+-- `h` tag is not here: events.channel is its index. A value that is 64
+-- lowercase hex characters is stored as its 32 bytes (a BLOB never equals a
+-- TEXT, so the exact match of every other value is unaffected). created_at is
+-- a key column so that a tag filter reads its matches newest first; kind rides
+-- along in the leaf so that kind filters need no event lookup.
+CREATE TABLE tags (
+  name       TEXT    NOT NULL,
+  value      ANY     NOT NULL,
+  created_at INTEGER NOT NULL,
+  seq        INTEGER NOT NULL,
+  kind       INTEGER NOT NULL,
+  PRIMARY KEY (name, value, created_at, seq)
+) WITHOUT ROWID;
+
+-- Subtree counters of a classified channel event (RL-5), kept exact for every
+-- ancestor at ingest and deletion (RL-6). A row exists once the event has had
+-- a reply; no row means all zero.
+--   reply_count       non-deleted direct replies
+--   descendant_count  non-deleted events anywhere below
+--   last_reply_at     created_at of the newest of those, NULL when none
+--   participants      up to 10 distinct authors of those, newest first:
+--                     n x (32-byte pubkey, 8-byte big-endian created_at)
+CREATE TABLE thread_metadata (
+  seq              INTEGER PRIMARY KEY REFERENCES events(seq) ON DELETE CASCADE,
+  reply_count      INTEGER NOT NULL DEFAULT 0,
+  descendant_count INTEGER NOT NULL DEFAULT 0,
+  last_reply_at    INTEGER,
+  participants     BLOB
+);

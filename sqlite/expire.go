@@ -1,0 +1,75 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// purgeEvery is how often expired events (NIP-40) are removed. Reads hide
+// them from the moment they expire; the purge reclaims the space and makes
+// the thread counters exact again.
+const purgeEvery = time.Minute
+
+// purgeBatch bounds one purge transaction, so that a flood of expiring
+// events never holds the writer for long.
+const purgeBatch = 500
+
+func (s *Store) purgeLoop() {
+	defer close(s.purgeDone)
+	tick := time.NewTicker(purgeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stopPurge:
+			return
+		case <-tick.C:
+			if _, err := s.PurgeExpired(context.Background()); err != nil {
+				s.log.Error("purging expired events", "err", err)
+			}
+		}
+	}
+}
+
+// PurgeExpired removes events whose NIP-40 expiration has passed and
+// returns how many it removed.
+func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n := 0
+		now := s.nowUnix()
+		err := s.writer.do(ctx, func(tx *writeTx) error {
+			rows, err := tx.expired.QueryContext(tx.ctx, now, purgeBatch)
+			if err != nil {
+				return fmt.Errorf("find expired events: %w", err)
+			}
+			var seqs []int64
+			for rows.Next() {
+				var seq int64
+				if err := rows.Scan(&seq); err != nil {
+					rows.Close()
+					return fmt.Errorf("find expired events: %w", err)
+				}
+				seqs = append(seqs, seq)
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("find expired events: %w", err)
+			}
+			for _, seq := range seqs {
+				t, err := tx.bySeq(seq)
+				if err != nil {
+					return err
+				}
+				if err := tx.remove(t, now); err != nil {
+					return err
+				}
+			}
+			n = len(seqs)
+			return nil
+		})
+		total += n
+		if err != nil || n < purgeBatch {
+			return total, err
+		}
+	}
+}

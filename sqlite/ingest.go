@@ -1,0 +1,444 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// maxDepth is the deepest reply live ingest accepts (CW-10).
+const maxDepth = 100
+
+// Ingest stores ev, whose id and signature the caller has verified, in one
+// transaction (RL-4): the event row, its tag index rows, its thread
+// classification and the counters of every ancestor; for a deletion, the
+// soft deletion of its targets with their ancestors' counters made exact
+// again (RL-6); for a replaceable or addressable event, the removal of the
+// versions it replaces (RL-9). A refusal is a *buzz.Rejection carrying the
+// exact client message; buzz.ErrDuplicate and buzz.ErrNewerVersionStored
+// mean nothing was stored and nothing is wrong.
+func (s *Store) Ingest(ctx context.Context, ev *nostr.Event) error {
+	r, err := newRecord(ev)
+	if err != nil {
+		return err
+	}
+	now := s.nowUnix()
+	return s.writer.do(ctx, func(tx *writeTx) error { return s.ingest(tx, r, now) })
+}
+
+func (s *Store) ingest(tx *writeTx, r *record, now int64) error {
+	ev := r.ev
+	if existing, err := tx.byID(r.id); err != nil {
+		return err
+	} else if existing != nil {
+		return buzz.ErrDuplicate
+	}
+	if r.expiresAt.Valid && r.expiresAt.Int64 <= now {
+		return buzz.ErrExpired
+	}
+	if deleted, err := tx.exists(tx.deletedBefore, r.id, r.pubkey); err != nil {
+		return err
+	} else if deleted {
+		return buzz.ErrDeletedBeforeArriving
+	}
+
+	var channel sql.NullInt64
+	if r.channel != "" {
+		seq, err := tx.ensureChannel(r.channel)
+		if err != nil {
+			return err
+		}
+		channel = sql.NullInt64{Int64: seq, Valid: true}
+	}
+
+	var superseded []*stored
+	if addr, ok := address(ev); ok {
+		deleted, err := tx.exists(tx.deletedAddress, addr, ev.CreatedAt, r.pubkey)
+		if err != nil {
+			return err
+		}
+		if deleted {
+			return buzz.ErrDeletedBeforeArriving
+		}
+		versions, err := tx.versions(ev.Kind, r.pubkey, ev.Tags.GetD())
+		if err != nil {
+			return err
+		}
+		for _, v := range versions {
+			if v.createdAt > int64(ev.CreatedAt) || (v.createdAt == int64(ev.CreatedAt) && bytes.Compare(v.id, r.id) < 0) {
+				return buzz.ErrNewerVersionStored
+			}
+		}
+		superseded = versions
+	}
+
+	var targets []*stored
+	var err error
+	switch ev.Kind {
+	case buzz.KindDeletion:
+		targets, err = tx.nip09Targets(r)
+	case buzz.KindGroupDelete:
+		targets, err = s.groupDeleteTarget(tx, r, channel)
+	case buzz.KindEdit:
+		err = tx.checkEdit(r, channel)
+	}
+	if err != nil {
+		return err
+	}
+
+	cls, err := tx.classify(r, channel)
+	if err != nil {
+		return err
+	}
+	res, err := tx.insertEvent.ExecContext(tx.ctx, r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind,
+		r.tagsJSON, ev.Content, r.sig, channel, r.dtag, r.expiresAt,
+		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass)
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	for _, t := range r.tags {
+		if _, err := tx.insertTag.ExecContext(tx.ctx, t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
+			return fmt.Errorf("insert tag: %w", err)
+		}
+	}
+	if cls.parent.Valid {
+		if err := tx.addToAncestors(cls.parent.Int64, r.pubkey, int64(ev.CreatedAt)); err != nil {
+			return err
+		}
+	}
+	for _, t := range targets {
+		if err := tx.softDelete(t, now); err != nil {
+			return err
+		}
+	}
+	for _, v := range superseded {
+		if err := tx.remove(v, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// address is the NIP-01 address ("kind:pubkey:d") of a replaceable or
+// addressable event, as deletions name it in `a` tags.
+func address(ev *nostr.Event) (string, bool) {
+	switch {
+	case buzz.IsReplaceableKind(ev.Kind):
+		return strconv.Itoa(ev.Kind) + ":" + ev.PubKey + ":", true
+	case buzz.IsAddressableKind(ev.Kind):
+		return strconv.Itoa(ev.Kind) + ":" + ev.PubKey + ":" + ev.Tags.GetD(), true
+	}
+	return "", false
+}
+
+// classification is an event's place in a thread (CW-10, CW-11, CW-12).
+type classification struct {
+	parent, root, depth sql.NullInt64
+	broadcast           bool
+	rowClass            int
+}
+
+// Row classes of events.row_class: see schema.sql.
+const (
+	rowNever    = 0
+	rowReply    = 1
+	rowTopLevel = 2
+)
+
+func (tx *writeTx) classify(r *record, channel sql.NullInt64) (classification, error) {
+	c := classification{broadcast: r.thread.Broadcast}
+	if !channel.Valid || !buzz.IsClassifiedKind(r.ev.Kind) {
+		return c, nil
+	}
+	c.rowClass = rowTopLevel
+	if r.thread.Parent == "" {
+		c.depth = sql.NullInt64{Valid: true}
+		return c, nil
+	}
+	pid, _ := idKey(r.thread.Parent)
+	p, err := tx.byID(pid)
+	if err != nil {
+		return c, err
+	}
+	switch {
+	case p == nil || p.deletedAt.Valid:
+		return c, buzz.ErrParentNotFound
+	case !p.channel.Valid:
+		return c, buzz.ErrParentNoChannel
+	case p.channel.Int64 != channel.Int64:
+		return c, buzz.ErrParentOtherChannel
+	case !p.depth.Valid:
+		// The parent is unclassified itself (legacy, or not a thread kind):
+		// so is this reply, and it stays visible as a row until a backfill
+		// classifies both (CW-12).
+		return c, nil
+	}
+	rootSeq, rootID := p.seq, p.id
+	if p.depth.Int64 > 0 {
+		rootSeq = p.root.Int64
+		if r.thread.Root != "" {
+			root, err := tx.bySeq(rootSeq)
+			if err != nil {
+				return c, err
+			}
+			if root == nil {
+				return c, fmt.Errorf("thread root %d of %x is missing", rootSeq, p.id)
+			}
+			rootID = root.id
+		}
+	}
+	if r.thread.Root != "" && r.thread.Root != hex.EncodeToString(rootID) {
+		return c, buzz.ErrRootMismatch
+	}
+	depth := p.depth.Int64 + 1
+	if depth > maxDepth {
+		return c, buzz.ErrDepthExceeded
+	}
+	c.parent = sql.NullInt64{Int64: p.seq, Valid: true}
+	c.root = sql.NullInt64{Int64: rootSeq, Valid: true}
+	c.depth = sql.NullInt64{Int64: depth, Valid: true}
+	if depth > 1 || !c.broadcast {
+		c.rowClass = rowReply
+	}
+	return c, nil
+}
+
+// nip09Targets resolves the targets of a kind 5 deletion (RL-6): every
+// stored event its `e` tags name and every version up to its date of the
+// addresses its `a` tags name. One target of another author refuses the
+// whole deletion. A deletion deletes no deletion (NIP-09).
+func (tx *writeTx) nip09Targets(r *record) ([]*stored, error) {
+	var targets []*stored
+	for _, tag := range r.ev.Tags {
+		if len(tag) < 2 {
+			continue
+		}
+		var found []*stored
+		switch tag[0] {
+		case "e":
+			id, ok := idKey(tag[1])
+			if !ok {
+				continue
+			}
+			t, err := tx.byID(id)
+			if err != nil {
+				return nil, err
+			}
+			if t != nil {
+				found = append(found, t)
+			}
+		case "a":
+			vs, err := tx.addressed(tag[1])
+			if err != nil {
+				return nil, err
+			}
+			for _, v := range vs {
+				if v.createdAt <= int64(r.ev.CreatedAt) {
+					found = append(found, v)
+				}
+			}
+		}
+		for _, t := range found {
+			if !bytes.Equal(t.pubkey, r.pubkey) {
+				return nil, buzz.ErrNotAuthor
+			}
+			if t.kind != buzz.KindDeletion {
+				targets = append(targets, t)
+			}
+		}
+	}
+	return targets, nil
+}
+
+// groupDeleteTarget resolves the one target of a NIP-29 kind 9005 deletion
+// (RL-6), checked in the order of the contract.
+func (s *Store) groupDeleteTarget(tx *writeTx, r *record, channel sql.NullInt64) ([]*stored, error) {
+	var ref nostr.Tag
+	n := 0
+	for _, tag := range r.ev.Tags {
+		if len(tag) >= 2 && (tag[0] == "e" || tag[0] == "a") {
+			ref = tag
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, buzz.ErrDeletionTargets
+	}
+	if !channel.Valid {
+		return nil, buzz.ErrMissingH
+	}
+	var t *stored
+	if ref[0] == "e" {
+		if id, ok := idKey(ref[1]); ok {
+			var err error
+			if t, err = tx.byID(id); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		vs, err := tx.addressed(ref[1])
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) > 0 {
+			t = vs[0]
+		}
+	}
+	switch {
+	case t == nil:
+		return nil, buzz.ErrTargetNotFound
+	case t.channel != channel:
+		return nil, buzz.ErrTargetOtherChannel
+	case !bytes.Equal(t.pubkey, r.pubkey) && !s.admins[r.ev.PubKey]:
+		return nil, buzz.ErrNotAuthorOrAdmin
+	}
+	return []*stored{t}, nil
+}
+
+// checkEdit enforces RL-7: an edit names its target with its first `e` tag,
+// in its own channel, and only the target's author may edit it.
+func (tx *writeTx) checkEdit(r *record, channel sql.NullInt64) error {
+	if !channel.Valid {
+		return buzz.ErrMissingH
+	}
+	ref := r.ev.Tags.Find("e")
+	if ref == nil {
+		return buzz.ErrEditTarget
+	}
+	id, ok := idKey(ref[1])
+	if !ok {
+		return buzz.ErrTargetNotFound
+	}
+	t, err := tx.byID(id)
+	switch {
+	case err != nil:
+		return err
+	case t == nil || t.deletedAt.Valid:
+		return buzz.ErrTargetNotFound
+	case t.channel != channel:
+		return buzz.ErrTargetOtherChannel
+	case !bytes.Equal(t.pubkey, r.pubkey):
+		return buzz.ErrNotAuthor
+	}
+	return nil
+}
+
+func (tx *writeTx) byID(id []byte) (*stored, error) {
+	s, err := scanStored(tx.eventByID.QueryRowContext(tx.ctx, id))
+	if err != nil {
+		return nil, fmt.Errorf("look up event %x: %w", id, err)
+	}
+	return s, nil
+}
+
+func (tx *writeTx) bySeq(seq int64) (*stored, error) {
+	s, err := scanStored(tx.eventBySeq.QueryRowContext(tx.ctx, seq))
+	if err != nil {
+		return nil, fmt.Errorf("look up event #%d: %w", seq, err)
+	}
+	return s, nil
+}
+
+// exists runs a `SELECT 1 ... LIMIT 1` statement.
+func (tx *writeTx) exists(st *sql.Stmt, args ...any) (bool, error) {
+	var one int
+	switch err := st.QueryRowContext(tx.ctx, args...).Scan(&one); {
+	case err == sql.ErrNoRows:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("lookup: %w", err)
+	}
+	return true, nil
+}
+
+// versions lists the stored, non-deleted versions of a replaceable (d
+// ignored) or addressable event.
+func (tx *writeTx) versions(kind int, pubkey []byte, d string) ([]*stored, error) {
+	var rows *sql.Rows
+	var err error
+	if buzz.IsAddressableKind(kind) {
+		rows, err = tx.addressableVersion.QueryContext(tx.ctx, kind, pubkey, d)
+	} else {
+		rows, err = tx.replaceableVersions.QueryContext(tx.ctx, pubkey, kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up versions: %w", err)
+	}
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("look up versions: %w", err)
+		}
+		seqs = append(seqs, seq)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("look up versions: %w", err)
+	}
+	out := make([]*stored, 0, len(seqs))
+	for _, seq := range seqs {
+		v, err := tx.bySeq(seq)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// addressed resolves an `a` tag value ("kind:pubkey:d") to the stored
+// versions at that address, newest first. A malformed address names nothing.
+func (tx *writeTx) addressed(a string) ([]*stored, error) {
+	parts := strings.SplitN(a, ":", 3)
+	if len(parts) != 3 {
+		return nil, nil
+	}
+	kind, err := strconv.Atoi(parts[0])
+	if err != nil || !(buzz.IsReplaceableKind(kind) || buzz.IsAddressableKind(kind)) {
+		return nil, nil
+	}
+	pubkey, ok := idKey(parts[1])
+	if !ok {
+		return nil, nil
+	}
+	vs, err := tx.versions(kind, pubkey, parts[2])
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < len(vs); i++ {
+		for j := i; j > 0 && vs[j].createdAt > vs[j-1].createdAt; j-- {
+			vs[j], vs[j-1] = vs[j-1], vs[j]
+		}
+	}
+	return vs, nil
+}
+
+func (tx *writeTx) ensureChannel(h string) (int64, error) {
+	var seq int64
+	err := tx.channelSeq.QueryRowContext(tx.ctx, h).Scan(&seq)
+	if err == nil {
+		return seq, nil
+	}
+	if err != sql.ErrNoRows {
+		return 0, fmt.Errorf("look up channel: %w", err)
+	}
+	res, err := tx.insertChannel.ExecContext(tx.ctx, h)
+	if err != nil {
+		return 0, fmt.Errorf("create channel: %w", err)
+	}
+	return res.LastInsertId()
+}

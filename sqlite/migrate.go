@@ -1,0 +1,112 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+)
+
+// applicationID marks a file as a buzz-lite database ("buzz").
+const applicationID = 0x62757a7a
+
+// migrations[v] takes a database from schema version v to v+1. Version 0 is
+// an empty file, which gets schema.sql whole instead.
+var migrations = map[int]string{}
+
+var versionLine = regexp.MustCompile(`(?m)^-- schema_version: (\d+)$`)
+
+// SchemaVersion returns the version schema.sql declares.
+func SchemaVersion(schema string) (int, error) {
+	m := versionLine.FindStringSubmatch(schema)
+	if m == nil {
+		return 0, errors.New("schema.sql has no '-- schema_version: N' line")
+	}
+	return strconv.Atoi(m[1])
+}
+
+// ErrNotBuzzLite is returned when a file is an SQLite database of something
+// else.
+var ErrNotBuzzLite = errors.New("not a buzz-lite database")
+
+// ErrNewerSchema is returned when a database was written by a newer buzz-lite.
+var ErrNewerSchema = errors.New("database schema is newer than this buzz-lite")
+
+// migrate brings the database on conn to the version of schema: creating it
+// when empty, migrating it forward when older, refusing it when newer or not
+// ours (RL-2).
+func migrate(ctx context.Context, conn *sql.Conn, schema string) error {
+	want, err := SchemaVersion(schema)
+	if err != nil {
+		return err
+	}
+	var appID, version, objects int
+	if err := conn.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return describeOpenError(err)
+	}
+	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return describeOpenError(err)
+	}
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+		return describeOpenError(err)
+	}
+	switch {
+	case appID == 0 && objects == 0:
+		return inTx(ctx, conn, func() error {
+			if _, err := conn.ExecContext(ctx, schema); err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
+			return stampVersion(ctx, conn, want)
+		})
+	case appID != applicationID:
+		return fmt.Errorf("%w (application_id %#x)", ErrNotBuzzLite, appID)
+	case version > want:
+		return fmt.Errorf("%w: it has version %d, this build knows up to %d; run a newer buzz-lite", ErrNewerSchema, version, want)
+	}
+	for v := version; v < want; v++ {
+		step, ok := migrations[v]
+		if !ok {
+			return fmt.Errorf("no migration from schema version %d to %d", v, v+1)
+		}
+		err := inTx(ctx, conn, func() error {
+			if _, err := conn.ExecContext(ctx, step); err != nil {
+				return fmt.Errorf("migrate schema %d -> %d: %w", v, v+1, err)
+			}
+			return stampVersion(ctx, conn, v+1)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func stampVersion(ctx context.Context, conn *sql.Conn, v int) error {
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", applicationID)); err != nil {
+		return fmt.Errorf("set application id: %w", err)
+	}
+	return nil
+}
+
+// inTx runs fn between BEGIN IMMEDIATE and COMMIT on conn, rolling back when
+// fn fails.
+func inTx(ctx context.Context, conn *sql.Conn, fn func() error) error {
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(); err != nil {
+		if _, rerr := conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

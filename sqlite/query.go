@@ -1,0 +1,260 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// MaxLimit is the most events one filter returns, and what a filter without
+// a limit gets (RL-27).
+const MaxLimit = 1000
+
+// Query returns the stored, non-deleted, unexpired events that match f, in
+// `created_at DESC, id ASC` order, at most f.Limit (clamped to 1..MaxLimit;
+// no limit means MaxLimit). NIP-01 semantics: tag filters match exactly, an
+// empty list matches nothing, a filter on a multi-letter tag or with a
+// search term (NIP-50 is not supported) matches nothing.
+func (s *Store) Query(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error) {
+	if matchesNothing(f) {
+		return nil, nil
+	}
+	var out []*nostr.Event
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		q, ok, err := s.translate(ctx, tx, f, false)
+		if err != nil || !ok {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, q.sql, q.args...)
+		if err != nil {
+			return fmt.Errorf("query events: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			ev, err := scanEvent(rows)
+			if err != nil {
+				s.log.Warn("skipping unreadable stored event", "err", err)
+				continue
+			}
+			out = append(out, ev)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("query events: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Count returns how many stored events match f, with the semantics of Query
+// and no limit (NIP-45).
+func (s *Store) Count(ctx context.Context, f nostr.Filter) (int64, error) {
+	if matchesNothing(f) {
+		return 0, nil
+	}
+	var n int64
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		q, ok, err := s.translate(ctx, tx, f, true)
+		if err != nil || !ok {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, q.sql, q.args...).Scan(&n); err != nil {
+			return fmt.Errorf("count events: %w", err)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// matchesNothing spots, without the database, filters that can match no
+// event: an empty list, a tag name no filter can address, a search term.
+// (khatru asks such questions, with "#e" as a tag name, on every ingest.)
+func matchesNothing(f nostr.Filter) bool {
+	if f.Search != "" || (f.IDs != nil && len(f.IDs) == 0) ||
+		(f.Authors != nil && len(f.Authors) == 0) || (f.Kinds != nil && len(f.Kinds) == 0) {
+		return true
+	}
+	for name, values := range f.Tags {
+		if values != nil && (len(values) == 0 || !isTagName(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+type sqlQuery struct {
+	sql  string
+	args []any
+}
+
+// translate turns a NIP-01 filter into one SQL statement driven by an index:
+// ids by events_id, channels by events_channel, tags by the tags table,
+// authors by events_pubkey, kinds by events_kind, time by events_created
+// (SQLite picks among those present). ok is false when the filter can match
+// nothing, so no statement is needed.
+func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, count bool) (q sqlQuery, ok bool, err error) {
+	if f.Search != "" {
+		return q, false, nil
+	}
+	var where []string
+	args := []any{}
+	add := func(cond string, a ...any) {
+		where = append(where, cond)
+		args = append(args, a...)
+	}
+	add("e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?)", s.nowUnix())
+
+	// SQLite has no statistics here to tell a rare tag value from a busy
+	// channel or kind. Ids and tag values (mostly ids and pubkeys
+	// themselves) are the selective ones: when a filter has them, the unary
+	// + keeps the kind and channel terms from driving the scan.
+	selective := f.IDs != nil
+	for name, values := range f.Tags {
+		if values != nil && name != "h" {
+			selective = true
+		}
+	}
+	if f.IDs != nil {
+		ids := hexKeys(f.IDs)
+		if len(ids) == 0 {
+			return q, false, nil
+		}
+		add("e.id IN ("+placeholders(len(ids))+")", ids...)
+	}
+	if f.Authors != nil {
+		keys := hexKeys(f.Authors)
+		if len(keys) == 0 {
+			return q, false, nil
+		}
+		add("e.pubkey IN ("+placeholders(len(keys))+")", keys...)
+	}
+	if f.Kinds != nil {
+		if len(f.Kinds) == 0 {
+			return q, false, nil
+		}
+		kinds := make([]any, len(f.Kinds))
+		for i, k := range f.Kinds {
+			kinds[i] = k
+		}
+		col := "e.kind"
+		if selective {
+			col = "+e.kind"
+		}
+		add(col+" IN ("+placeholders(len(kinds))+")", kinds...)
+	}
+	if f.Since != nil {
+		add("e.created_at >= ?", int64(*f.Since))
+	}
+	if f.Until != nil {
+		add("e.created_at <= ?", int64(*f.Until))
+	}
+
+	names := make([]string, 0, len(f.Tags))
+	for name := range f.Tags {
+		names = append(names, name)
+	}
+	slices.Sort(names) // one statement text per filter shape
+	for _, name := range names {
+		values := f.Tags[name]
+		if values == nil {
+			// A nil list constrains nothing, as in go-nostr's Filter.Matches.
+			continue
+		}
+		if len(values) == 0 || !isTagName(name) {
+			return q, false, nil
+		}
+		if name == "h" {
+			seqs, err := s.channelSeqs(ctx, tx, values)
+			if err != nil {
+				return q, false, err
+			}
+			if len(seqs) == 0 {
+				return q, false, nil
+			}
+			col := "e.channel"
+			if selective {
+				col = "+e.channel"
+			}
+			add(col+" IN ("+placeholders(len(seqs))+")", seqs...)
+			continue
+		}
+		vals := make([]any, 0, len(values)+3)
+		vals = append(vals, name)
+		for _, v := range values {
+			vals = append(vals, tagValue(v))
+		}
+		cond := "e.seq IN (SELECT t.seq FROM tags t WHERE t.name = ? AND t.value IN (" + placeholders(len(values)) + ")"
+		if f.Since != nil {
+			cond += " AND t.created_at >= ?"
+			vals = append(vals, int64(*f.Since))
+		}
+		if f.Until != nil {
+			cond += " AND t.created_at <= ?"
+			vals = append(vals, int64(*f.Until))
+		}
+		add(cond+")", vals...)
+	}
+
+	var b strings.Builder
+	if count {
+		b.WriteString("SELECT count(*) FROM events e WHERE ")
+	} else {
+		b.WriteString("SELECT " + eventSelect + " FROM events e WHERE ")
+	}
+	b.WriteString(strings.Join(where, " AND "))
+	if !count {
+		limit := f.Limit
+		if limit <= 0 || limit > MaxLimit {
+			limit = MaxLimit
+		}
+		b.WriteString(" ORDER BY e.created_at DESC, e.id ASC LIMIT ?")
+		args = append(args, limit)
+	}
+	return sqlQuery{sql: b.String(), args: args}, true, nil
+}
+
+// hexKeys decodes the 64-hex values of list (either case), dropping the rest.
+func hexKeys(list []string) []any {
+	out := make([]any, 0, len(list))
+	for _, v := range list {
+		if b, ok := idKey(v); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
+}
+
+// channelSeqs maps `h` values to channel numbers, leaving out channels that
+// have no events. Known channels are cached: a channel number never changes.
+func (s *Store) channelSeqs(ctx context.Context, tx *sql.Tx, hs []string) ([]any, error) {
+	out := make([]any, 0, len(hs))
+	for _, h := range hs {
+		s.channelsMu.RLock()
+		seq, ok := s.channels[h]
+		s.channelsMu.RUnlock()
+		if !ok {
+			err := tx.QueryRowContext(ctx, "SELECT seq FROM channels WHERE h = ?", h).Scan(&seq)
+			if err == sql.ErrNoRows {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("look up channel: %w", err)
+			}
+			s.channelsMu.Lock()
+			s.channels[h] = seq
+			s.channelsMu.Unlock()
+		}
+		if !slices.Contains(out, any(seq)) {
+			out = append(out, seq)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,99 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// writeStmts are the statements of the write path, prepared once on the
+// writer connection.
+type writeStmts struct {
+	insertEvent, insertTag, deleteTag       *sql.Stmt
+	eventByID, eventBySeq                   *sql.Stmt
+	deletedBefore, deletedAddress           *sql.Stmt
+	replaceableVersions, addressableVersion *sql.Stmt
+	channelSeq, insertChannel               *sql.Stmt
+	threadRow, upsertThread                 *sql.Stmt
+	markDeleted, hasChildren, hardDelete    *sql.Stmt
+	liveChildren, subtreeAuthors            *sql.Stmt
+	expired, clearExpiry                    *sql.Stmt
+
+	all []*sql.Stmt
+}
+
+// eventColumns are what the write path needs to know of a stored event.
+const eventColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at`
+
+func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.insertEvent, `INSERT INTO events
+			(id, pubkey, created_at, kind, tags, content, sig, channel, dtag, expires_at,
+			 parent, root, depth, broadcast, row_class)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&s.insertTag, `INSERT OR IGNORE INTO tags (name, value, created_at, seq, kind) VALUES (?,?,?,?,?)`},
+		{&s.deleteTag, `DELETE FROM tags WHERE name = ? AND value = ? AND created_at = ? AND seq = ?`},
+		{&s.eventByID, `SELECT ` + eventColumns + ` FROM events WHERE id = ?`},
+		{&s.eventBySeq, `SELECT ` + eventColumns + ` FROM events WHERE seq = ?`},
+		// NIP-09: a deletion by the author that arrived before the event.
+		{&s.deletedBefore, `SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
+			WHERE t.name = 'e' AND t.value = ? AND t.kind = 5 AND d.pubkey = ? AND d.deleted_at IS NULL LIMIT 1`},
+		// NIP-09: an `a` deletion by the author dated at or after the event.
+		{&s.deletedAddress, `SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
+			WHERE t.name = 'a' AND t.value = ? AND t.kind = 5 AND t.created_at >= ? AND d.pubkey = ?
+			AND d.deleted_at IS NULL LIMIT 1`},
+		{&s.replaceableVersions, `SELECT seq FROM events INDEXED BY events_pubkey
+			WHERE pubkey = ? AND kind = ? AND deleted_at IS NULL`},
+		{&s.addressableVersion, `SELECT seq FROM events INDEXED BY events_address
+			WHERE kind = ? AND pubkey = ? AND dtag = ? AND deleted_at IS NULL`},
+		{&s.channelSeq, `SELECT seq FROM channels WHERE h = ?`},
+		{&s.insertChannel, `INSERT INTO channels (h) VALUES (?)`},
+		{&s.threadRow, `SELECT e.parent, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
+			t.last_reply_at, t.participants
+			FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq WHERE e.seq = ?`},
+		{&s.upsertThread, `INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants)
+			VALUES (?,?,?,?,?)
+			ON CONFLICT (seq) DO UPDATE SET reply_count = excluded.reply_count,
+			descendant_count = excluded.descendant_count, last_reply_at = excluded.last_reply_at,
+			participants = excluded.participants`},
+		{&s.markDeleted, `UPDATE events SET deleted_at = ? WHERE seq = ? AND deleted_at IS NULL`},
+		{&s.hasChildren, `SELECT 1 FROM events WHERE parent = ? LIMIT 1`},
+		{&s.hardDelete, `DELETE FROM events WHERE seq = ?`},
+		{&s.liveChildren, `SELECT count(*) FROM events WHERE parent = ? AND deleted_at IS NULL`},
+		// Every non-deleted event below ?1, grouped by author, newest author
+		// first: the exact counters, last_reply_at and participants of ?1.
+		{&s.subtreeAuthors, `WITH RECURSIVE below(seq) AS (
+				SELECT seq FROM events WHERE parent = ?1
+				UNION ALL
+				SELECT e.seq FROM events e JOIN below b ON e.parent = b.seq
+			)
+			SELECT e.pubkey, max(e.created_at) AS newest, count(*)
+			FROM below b JOIN events e ON e.seq = b.seq
+			WHERE e.deleted_at IS NULL
+			GROUP BY e.pubkey ORDER BY newest DESC, e.pubkey ASC`},
+		{&s.expired, `SELECT seq FROM events WHERE expires_at <= ? LIMIT ?`},
+		{&s.clearExpiry, `UPDATE events SET expires_at = NULL WHERE seq = ?`},
+	} {
+		st, err := conn.PrepareContext(ctx, p.sql)
+		if err != nil {
+			s.close()
+			return fmt.Errorf("prepare %q: %w", p.sql, err)
+		}
+		*p.dst = st
+		s.all = append(s.all, st)
+	}
+	return nil
+}
+
+func (s *writeStmts) close() error {
+	var errs []error
+	for _, st := range s.all {
+		errs = append(errs, st.Close())
+	}
+	s.all = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,195 @@
+// Package sqlite is buzz-lite's store: one SQLite file in WAL mode, written
+// by a single writer connection that commits events in batches, read through
+// a pool of read-only connections. It knows SQL and nostr events and nothing
+// of HTTP or khatru. Thread metadata is computed inside the ingest
+// transaction (RL-4, RL-5).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"runtime"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Path of the database file; created when missing.
+	Path string
+	// Schema is the text of schema.sql.
+	Schema string
+	// Admins are relay admins: they act as owner of every channel (RL-10).
+	Admins []string
+	// ReadConns bounds the read pool; 0 picks a default from the CPU count.
+	ReadConns int
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now. Tests move it.
+	Now func() time.Time
+}
+
+// Store is an open buzz-lite database.
+type Store struct {
+	writer  *writer
+	readers *sql.DB
+	log     *slog.Logger
+	now     func() time.Time
+	admins  map[string]bool
+
+	channelsMu sync.RWMutex
+	channels   map[string]int64 // h value -> channels.seq, append-only
+
+	stopPurge chan struct{}
+	purgeDone chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// queryTimeout bounds every read, so that no statement outlives a client
+// that went away.
+const queryTimeout = 15 * time.Second
+
+// busyTimeoutMS is how long a connection waits for a lock before SQLite says
+// "database is locked": long enough that the single writer and a concurrent
+// command (backup, check) never surface it to a client (RL-1).
+const busyTimeoutMS = 10000
+
+// Open opens (creating or migrating as needed) the database at opts.Path.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.Path == "" {
+		return nil, errors.New("sqlite: no database path")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{
+		log:       log,
+		now:       now,
+		admins:    make(map[string]bool, len(opts.Admins)),
+		channels:  make(map[string]int64),
+		stopPurge: make(chan struct{}),
+		purgeDone: make(chan struct{}),
+	}
+	for _, a := range opts.Admins {
+		s.admins[a] = true
+	}
+
+	wdb, err := sql.Open("sqlite", dsn(opts.Path, false))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", opts.Path, err)
+	}
+	wdb.SetMaxOpenConns(1)
+	wdb.SetMaxIdleConns(1)
+	wdb.SetConnMaxLifetime(0)
+	wdb.SetConnMaxIdleTime(0)
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		wdb.Close()
+		return nil, fmt.Errorf("open %s: %w", opts.Path, describeOpenError(err))
+	}
+	if err := migrate(ctx, conn, opts.Schema); err != nil {
+		conn.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("open %s: %w", opts.Path, err)
+	}
+
+	s.readers, err = sql.Open("sqlite", dsn(opts.Path, true))
+	if err != nil {
+		conn.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("open read pool on %s: %w", opts.Path, err)
+	}
+	n := opts.ReadConns
+	if n <= 0 {
+		n = max(4, 2*runtime.NumCPU())
+	}
+	s.readers.SetMaxOpenConns(n)
+	s.readers.SetMaxIdleConns(n)
+
+	s.writer, err = newWriter(ctx, wdb, conn, log)
+	if err != nil {
+		s.readers.Close()
+		conn.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("open %s: %w", opts.Path, err)
+	}
+	go s.purgeLoop()
+	return s, nil
+}
+
+// dsn builds the connection string. busy_timeout comes first (the driver
+// orders it so), then WAL, NORMAL sync, foreign keys and a bound on the WAL
+// file that is left after a checkpoint (RL-1).
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "mmap_size(268435456)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+		q.Set("mode", "ro")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "journal_size_limit(67108864)")
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// Close stops the purge loop, lets the writer finish what is queued,
+// checkpoints the WAL into the database file and closes every connection.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stopPurge)
+		<-s.purgeDone
+		werr := s.writer.close()
+		rerr := s.readers.Close()
+		s.closeErr = errors.Join(werr, rerr)
+	})
+	return s.closeErr
+}
+
+func (s *Store) nowUnix() int64 { return s.now().Unix() }
+
+// readTx runs fn in one read transaction: one snapshot for everything fn
+// reads. Bounded by queryTimeout.
+func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(tx)
+}
+
+// describeOpenError turns SQLite's "file is not a database" into a message an
+// operator understands.
+func describeOpenError(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_NOTADB {
+		return fmt.Errorf("not a buzz-lite database (not an SQLite file): %w", err)
+	}
+	return err
+}
+
+// isFull reports whether err is SQLite running out of disk.
+func isFull(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL
+}

@@ -1,0 +1,224 @@
+package sqlite
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// maxParticipants is how many distinct reply authors a subtree keeps
+// (CW-19).
+const maxParticipants = 10
+
+// participantSize is one packed participant: 32-byte pubkey, 8-byte
+// big-endian created_at of the author's newest event in the subtree.
+const participantSize = 40
+
+// Participant is a distinct author below an event and the created_at of
+// their newest event there.
+type Participant struct {
+	PubKey []byte
+	At     int64
+}
+
+func decodeParticipants(b []byte) []Participant {
+	out := make([]Participant, 0, len(b)/participantSize+1)
+	for len(b) >= participantSize {
+		out = append(out, Participant{PubKey: b[:32], At: int64(binary.BigEndian.Uint64(b[32:40]))})
+		b = b[participantSize:]
+	}
+	return out
+}
+
+func encodeParticipants(ps []Participant) []byte {
+	b := make([]byte, 0, len(ps)*participantSize)
+	for _, p := range ps {
+		b = append(b, p.PubKey...)
+		b = binary.BigEndian.AppendUint64(b, uint64(p.At))
+	}
+	return b
+}
+
+// mergeParticipant adds an event by pubkey at time at to a participants list
+// that holds the top authors by their newest event (created_at DESC, then
+// pubkey ASC). Since an event only ever raises its author's newest time, the
+// list stays exact without looking at the rest of the subtree.
+func mergeParticipant(blob, pubkey []byte, at int64) []byte {
+	ps := decodeParticipants(blob)
+	found := false
+	for i := range ps {
+		if bytes.Equal(ps[i].PubKey, pubkey) {
+			found = true
+			if at <= ps[i].At {
+				return blob
+			}
+			ps[i].At = at
+		}
+	}
+	if !found {
+		ps = append(ps, Participant{PubKey: pubkey, At: at})
+	}
+	sort.SliceStable(ps, func(i, j int) bool {
+		if ps[i].At != ps[j].At {
+			return ps[i].At > ps[j].At
+		}
+		return bytes.Compare(ps[i].PubKey, ps[j].PubKey) < 0
+	})
+	if len(ps) > maxParticipants {
+		ps = ps[:maxParticipants]
+	}
+	return encodeParticipants(ps)
+}
+
+// addToAncestors counts a new reply by pubkey at time at on its parent
+// (reply_count) and on every ancestor up to the root (descendant_count,
+// last_reply_at, participants): RL-5.
+func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
+	seq, direct := parent, true
+	for hops := 0; seq != 0; hops++ {
+		if hops > maxDepth+1 {
+			return fmt.Errorf("thread ancestry of #%d does not end", parent)
+		}
+		var (
+			up            sql.NullInt64
+			replies, desc int64
+			last          sql.NullInt64
+			parts         []byte
+		)
+		if err := tx.threadRow.QueryRowContext(tx.ctx, seq).Scan(&up, &replies, &desc, &last, &parts); err != nil {
+			return fmt.Errorf("read thread counters of #%d: %w", seq, err)
+		}
+		if direct {
+			replies++
+		}
+		desc++
+		if !last.Valid || at > last.Int64 {
+			last = sql.NullInt64{Int64: at, Valid: true}
+		}
+		parts = mergeParticipant(parts, pubkey, at)
+		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts); err != nil {
+			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
+		}
+		seq, direct = up.Int64, false
+	}
+	return nil
+}
+
+// softDelete marks t deleted and makes the counters of every ancestor exact
+// again for the remaining subtree (RL-6). Deleting a deleted event is a
+// no-op.
+func (tx *writeTx) softDelete(t *stored, now int64) error {
+	res, err := tx.markDeleted.ExecContext(tx.ctx, now, t.seq)
+	if err != nil {
+		return fmt.Errorf("delete event #%d: %w", t.seq, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete event #%d: %w", t.seq, err)
+	} else if n == 0 {
+		return nil
+	}
+	for seq, hops := t.parent.Int64, 0; seq != 0; hops++ {
+		if hops > maxDepth+1 {
+			return fmt.Errorf("thread ancestry of #%d does not end", t.seq)
+		}
+		up, err := tx.recount(seq)
+		if err != nil {
+			return err
+		}
+		seq = up
+	}
+	return nil
+}
+
+// recount recomputes the counters of seq from its non-deleted subtree and
+// returns seq's parent (0 for a root).
+func (tx *writeTx) recount(seq int64) (parent int64, err error) {
+	c, err := tx.subtreeCounters(seq)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, c.ReplyCount, c.DescendantCount, c.lastReplyAt(), encodeParticipants(c.Participants)); err != nil {
+		return 0, fmt.Errorf("write thread counters of #%d: %w", seq, err)
+	}
+	t, err := tx.bySeq(seq)
+	if err != nil || t == nil {
+		return 0, errors.Join(err, fmt.Errorf("event #%d vanished", seq))
+	}
+	return t.parent.Int64, nil
+}
+
+// Counters are the subtree counters of one event (RL-5).
+type Counters struct {
+	ReplyCount      int64
+	DescendantCount int64
+	LastReplyAt     int64 // 0 when there is no non-deleted descendant
+	Participants    []Participant
+}
+
+func (c Counters) lastReplyAt() sql.NullInt64 {
+	return sql.NullInt64{Int64: c.LastReplyAt, Valid: c.DescendantCount > 0}
+}
+
+// subtreeCounters computes the counters of seq from scratch.
+func (tx *writeTx) subtreeCounters(seq int64) (Counters, error) {
+	var c Counters
+	if err := tx.liveChildren.QueryRowContext(tx.ctx, seq).Scan(&c.ReplyCount); err != nil {
+		return c, fmt.Errorf("count replies of #%d: %w", seq, err)
+	}
+	rows, err := tx.subtreeAuthors.QueryContext(tx.ctx, seq)
+	if err != nil {
+		return c, fmt.Errorf("read subtree of #%d: %w", seq, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p Participant
+		var n int64
+		if err := rows.Scan(&p.PubKey, &p.At, &n); err != nil {
+			return c, fmt.Errorf("read subtree of #%d: %w", seq, err)
+		}
+		if c.DescendantCount == 0 {
+			c.LastReplyAt = p.At
+		}
+		c.DescendantCount += n
+		if len(c.Participants) < maxParticipants {
+			c.Participants = append(c.Participants, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return c, fmt.Errorf("read subtree of #%d: %w", seq, err)
+	}
+	return c, nil
+}
+
+// remove takes a superseded or expired event out of every read: soft-deleted
+// with its ancestors' counters fixed, then dropped with its tag rows unless
+// replies still hang below it (they keep it as their thread anchor).
+func (tx *writeTx) remove(t *stored, now int64) error {
+	if err := tx.softDelete(t, now); err != nil {
+		return err
+	}
+	children, err := tx.exists(tx.hasChildren, t.seq)
+	if err != nil {
+		return err
+	}
+	if children {
+		_, err := tx.clearExpiry.ExecContext(tx.ctx, t.seq)
+		return err
+	}
+	tags, err := parseTags(t.tagsJSON)
+	if err != nil {
+		return fmt.Errorf("remove event #%d: %w", t.seq, err)
+	}
+	for _, row := range indexedTags(tags) {
+		if _, err := tx.deleteTag.ExecContext(tx.ctx, row.name, row.value, t.createdAt, t.seq); err != nil {
+			return fmt.Errorf("remove tags of #%d: %w", t.seq, err)
+		}
+	}
+	if _, err := tx.hardDelete.ExecContext(tx.ctx, t.seq); err != nil {
+		return fmt.Errorf("remove event #%d: %w", t.seq, err)
+	}
+	return nil
+}
