@@ -16,6 +16,8 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
+
+	"github.com/buzz-lite/buzz-lite/relay"
 )
 
 // Config is the whole configuration.
@@ -69,10 +71,10 @@ func Default() Config {
 		Server:  Server{Listen: "127.0.0.1:7777"},
 		Storage: Storage{DataDir: "./buzz-lite-data"},
 		Limits: Limits{
-			MaxMessageBytes: 512 << 10,
-			MaxEventBytes:   128 << 10,
-			MaxEventTags:    2000,
-			MaxLimit:        1000,
+			MaxMessageBytes: relay.DefaultLimits.MaxMessageBytes,
+			MaxEventBytes:   relay.DefaultLimits.MaxEventBytes,
+			MaxEventTags:    relay.DefaultLimits.MaxEventTags,
+			MaxLimit:        relay.DefaultLimits.MaxLimit,
 		},
 		Log: Log{Level: "info"},
 	}

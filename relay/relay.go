@@ -219,7 +219,7 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
 }
 
 func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
-	if f.Limit > r.cfg.Limits.MaxLimit {
+	if f.Limit <= 0 || f.Limit > r.cfg.Limits.MaxLimit {
 		f.Limit = r.cfg.Limits.MaxLimit
 	}
 	evs, err := r.store.Query(ctx, f)

@@ -428,9 +428,13 @@ func (tx *writeTx) addressed(a string) ([]*stored, error) {
 }
 
 func (tx *writeTx) ensureChannel(h string) (int64, error) {
+	if seq, ok := tx.channels[h]; ok {
+		return seq, nil
+	}
 	var seq int64
 	err := tx.channelSeq.QueryRowContext(tx.ctx, h).Scan(&seq)
 	if err == nil {
+		tx.channels[h] = seq
 		return seq, nil
 	}
 	if err != sql.ErrNoRows {

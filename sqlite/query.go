@@ -10,13 +10,13 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// MaxLimit is the most events one filter returns, and what a filter without
-// a limit gets (RL-27).
-const MaxLimit = 1000
+// DefaultLimit is what a filter without a limit gets. Callers clamp larger
+// limits to their own bound (RL-27).
+const DefaultLimit = 1000
 
 // Query returns the stored, non-deleted, unexpired events that match f, in
-// `created_at DESC, id ASC` order, at most f.Limit (clamped to 1..MaxLimit;
-// no limit means MaxLimit). NIP-01 semantics: tag filters match exactly, an
+// `created_at DESC, id ASC` order, at most f.Limit (DefaultLimit when f has
+// none). NIP-01 semantics: tag filters match exactly, an
 // empty list matches nothing, a filter on a multi-letter tag or with a
 // search term (NIP-50 is not supported) matches nothing.
 func (s *Store) Query(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error) {
@@ -208,8 +208,8 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, count
 	b.WriteString(strings.Join(where, " AND "))
 	if !count {
 		limit := f.Limit
-		if limit <= 0 || limit > MaxLimit {
-			limit = MaxLimit
+		if limit <= 0 {
+			limit = DefaultLimit
 		}
 		b.WriteString(" ORDER BY e.created_at DESC, e.id ASC LIMIT ?")
 		args = append(args, limit)

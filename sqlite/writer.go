@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -26,6 +27,10 @@ type writer struct {
 	jobs  chan *writeJob
 	done  chan struct{}
 	stmts writeStmts
+	// channels caches channel numbers the writer has read back. A number
+	// read inside a batch whose commit then fails may not exist: the cache
+	// is dropped with such a batch.
+	channels map[string]int64
 
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
@@ -42,12 +47,12 @@ type writeJob struct {
 type writeTx struct {
 	ctx context.Context
 	*writeStmts
-	conn *sql.Conn
+	channels map[string]int64
 }
 
 const (
 	maxBatch     = 512
-	batchTimeout = 60 * time.Second
+	closeTimeout = 60 * time.Second
 )
 
 func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, log *slog.Logger) (*writer, error) {
@@ -57,6 +62,8 @@ func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, log *slog.Logger
 		log:  log,
 		jobs: make(chan *writeJob, maxBatch),
 		done: make(chan struct{}),
+
+		channels: make(map[string]int64),
 	}
 	if err := w.stmts.prepare(ctx, conn); err != nil {
 		return nil, err
@@ -94,6 +101,9 @@ func (w *writer) loop() {
 	batch := make([]*writeJob, 0, maxBatch)
 	for job := range w.jobs {
 		batch = append(batch[:0], job)
+		// The writers woken by the last commit are about to queue their next
+		// events: let them run first, so that one commit takes them all.
+		runtime.Gosched()
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -111,14 +121,18 @@ func (w *writer) loop() {
 }
 
 func (w *writer) run(batch []*writeJob) {
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-	defer cancel()
+	// The writer's statements run without a cancellable context: the driver
+	// starts a watcher goroutine per statement for one, and no client's
+	// departure may interrupt a batch that holds other clients' events.
+	// Each statement is an indexed point operation or a walk of one
+	// subtree, bounded by the data itself.
+	ctx := context.Background()
 	errs := make([]error, len(batch))
-	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := w.stmts.begin.ExecContext(ctx); err != nil {
 		w.fail(batch, fmt.Errorf("begin write: %w", err))
 		return
 	}
-	tx := &writeTx{ctx: ctx, writeStmts: &w.stmts, conn: w.conn}
+	tx := &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels}
 	for i, job := range batch {
 		if err := job.ctx.Err(); err != nil {
 			errs[i] = err
@@ -126,10 +140,11 @@ func (w *writer) run(batch []*writeJob) {
 		}
 		errs[i] = w.runJob(tx, job)
 	}
-	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
-		if _, rerr := w.conn.ExecContext(context.Background(), "ROLLBACK"); rerr != nil {
+	if _, err := w.stmts.commit.ExecContext(ctx); err != nil {
+		if _, rerr := w.stmts.rollback.ExecContext(ctx); rerr != nil {
 			w.log.Error("rollback after failed commit", "err", rerr)
 		}
+		clear(w.channels)
 		w.fail(batch, fmt.Errorf("commit: %w", err))
 		return
 	}
@@ -141,7 +156,7 @@ func (w *writer) run(batch []*writeJob) {
 // runJob runs one job inside a savepoint. A panic in a job is turned into an
 // error for that job alone: the writer must outlive any single event.
 func (w *writer) runJob(tx *writeTx, job *writeJob) (err error) {
-	if _, err := w.conn.ExecContext(tx.ctx, "SAVEPOINT job"); err != nil {
+	if _, err := w.stmts.savepoint.ExecContext(tx.ctx); err != nil {
 		return fmt.Errorf("savepoint: %w", err)
 	}
 	defer func() {
@@ -150,11 +165,11 @@ func (w *writer) runJob(tx *writeTx, job *writeJob) (err error) {
 			err = fmt.Errorf("write job panicked: %v", p)
 		}
 		if err != nil {
-			if _, rerr := w.conn.ExecContext(tx.ctx, "ROLLBACK TO job"); rerr != nil {
+			if _, rerr := w.stmts.rollbackTo.ExecContext(tx.ctx); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("rollback to savepoint: %w", rerr))
 			}
 		}
-		if _, rerr := w.conn.ExecContext(tx.ctx, "RELEASE job"); rerr != nil {
+		if _, rerr := w.stmts.release.ExecContext(tx.ctx); rerr != nil {
 			err = errors.Join(err, fmt.Errorf("release savepoint: %w", rerr))
 		}
 		if isFull(err) {
@@ -183,7 +198,7 @@ func (w *writer) close() error {
 	w.mu.Unlock()
 	<-w.done
 	var errs []error
-	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	if _, err := w.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
 		errs = append(errs, fmt.Errorf("checkpoint: %w", err))
