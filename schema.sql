@@ -6,6 +6,9 @@
 -- ("buzz"). An older database is migrated forward by the steps in
 -- sqlite/migrate.go, each in its own transaction; a newer one is refused.
 --
+-- Every table is STRICT: a value is stored as given, never converted (in
+-- the tag index, "01" must not equal "1").
+--
 -- Ids, pubkeys and signatures are stored as raw bytes (32/32/64), not hex:
 -- half the size, and BLOB order is byte order, which is lowercase-hex order,
 -- the `id ASC` of the channel window (CW-15).
@@ -15,7 +18,7 @@
 CREATE TABLE channels (
   seq INTEGER PRIMARY KEY,
   h   TEXT NOT NULL UNIQUE
-);
+) STRICT;
 
 -- Every stored event. The signed event is rebuilt from these columns on read
 -- (tags are kept as their JSON array, content verbatim).
@@ -48,7 +51,7 @@ CREATE TABLE events (
   depth      INTEGER,
   broadcast  INTEGER NOT NULL DEFAULT 0,
   row_class  INTEGER NOT NULL DEFAULT 0
-);
+) STRICT;
 
 CREATE UNIQUE INDEX events_id ON events(id);
 CREATE INDEX events_created ON events(created_at);
@@ -87,7 +90,7 @@ CREATE TABLE tags (
   seq        INTEGER NOT NULL,
   kind       INTEGER NOT NULL,
   PRIMARY KEY (name, value, created_at, seq)
-) WITHOUT ROWID;
+) STRICT, WITHOUT ROWID;
 
 -- Subtree counters of a classified channel event (RL-5), kept exact for every
 -- ancestor at ingest and deletion (RL-6). A row exists once the event has had
@@ -103,4 +106,4 @@ CREATE TABLE thread_metadata (
   descendant_count INTEGER NOT NULL DEFAULT 0,
   last_reply_at    INTEGER,
   participants     BLOB
-);
+) STRICT;

@@ -229,10 +229,12 @@ func (tx *writeTx) nip09Targets(r *record) ([]*stored, error) {
 		var found []*stored
 		switch tag[0] {
 		case "e":
-			id, ok := idKey(tag[1])
-			if !ok {
+			// Only the canonical (lowercase) spelling deletes: it is the one
+			// the check for deletions that arrive first looks up.
+			if !buzz.IsLowerHex64(tag[1]) {
 				continue
 			}
+			id, _ := idKey(tag[1])
 			t, err := tx.byID(id)
 			if err != nil {
 				return nil, err
@@ -282,7 +284,8 @@ func (s *Store) groupDeleteTarget(tx *writeTx, r *record, channel sql.NullInt64)
 	}
 	var t *stored
 	if ref[0] == "e" {
-		if id, ok := idKey(ref[1]); ok {
+		if buzz.IsLowerHex64(ref[1]) {
+			id, _ := idKey(ref[1])
 			var err error
 			if t, err = tx.byID(id); err != nil {
 				return nil, err
@@ -401,20 +404,23 @@ func (tx *writeTx) versions(kind int, pubkey []byte, d string) ([]*stored, error
 }
 
 // addressed resolves an `a` tag value ("kind:pubkey:d") to the stored
-// versions at that address, newest first. A malformed address names nothing.
+// versions at that address, newest first. Only the canonical spelling (the
+// one address() writes: lowercase pubkey, empty d for replaceable kinds)
+// names anything, as only it is found by the check for deletions that
+// arrive before their target.
 func (tx *writeTx) addressed(a string) ([]*stored, error) {
 	parts := strings.SplitN(a, ":", 3)
-	if len(parts) != 3 {
+	if len(parts) != 3 || !buzz.IsLowerHex64(parts[1]) {
 		return nil, nil
 	}
 	kind, err := strconv.Atoi(parts[0])
-	if err != nil || !(buzz.IsReplaceableKind(kind) || buzz.IsAddressableKind(kind)) {
+	if err != nil || strconv.Itoa(kind) != parts[0] {
 		return nil, nil
 	}
-	pubkey, ok := idKey(parts[1])
-	if !ok {
+	if !buzz.IsAddressableKind(kind) && !(buzz.IsReplaceableKind(kind) && parts[2] == "") {
 		return nil, nil
 	}
+	pubkey, _ := idKey(parts[1])
 	vs, err := tx.versions(kind, pubkey, parts[2])
 	if err != nil {
 		return nil, err

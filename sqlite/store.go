@@ -105,6 +105,15 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		wdb.Close()
 		return nil, fmt.Errorf("open %s: %w", opts.Path, err)
 	}
+	// WAL is a property of the file: set only once the file is known to be
+	// ours, so that refusing someone else's database leaves it untouched.
+	for _, pragma := range []string{"PRAGMA journal_mode = WAL", "PRAGMA journal_size_limit = 67108864"} {
+		if _, err := conn.ExecContext(ctx, pragma); err != nil {
+			conn.Close()
+			wdb.Close()
+			return nil, fmt.Errorf("open %s: %s: %w", opts.Path, pragma, err)
+		}
+	}
 
 	s.readers, err = sql.Open("sqlite", dsn(opts.Path, true))
 	if err != nil {
@@ -130,9 +139,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// dsn builds the connection string. busy_timeout comes first (the driver
-// orders it so), then WAL, NORMAL sync, foreign keys and a bound on the WAL
-// file that is left after a checkpoint (RL-1).
+// dsn builds the connection string: busy_timeout first (the driver orders
+// it so), NORMAL sync, foreign keys (RL-1). WAL mode and the bound on the WAL
+// file left after a checkpoint are set by Open once the file is known to be
+// a buzz-lite database.
 func dsn(path string, readOnly bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
@@ -143,8 +153,6 @@ func dsn(path string, readOnly bool) string {
 		q.Add("_pragma", "query_only(1)")
 		q.Set("mode", "ro")
 	} else {
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "journal_size_limit(67108864)")
 		q.Set("_txlock", "immediate")
 	}
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()

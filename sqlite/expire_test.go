@@ -1,0 +1,227 @@
+package sqlite
+
+// NIP-40 expiration (RL-22): refused when already expired, readable until it
+// expires, hidden from every read from that second on, removed by
+// PurgeExpired. The store's clock is Options.Now, moved by the test.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+func exTag(unix int64) nostr.Tag { return nostr.Tag{"expiration", strconv.FormatInt(unix, 10)} }
+
+// exRows counts the stored rows of an event and of its tag index.
+func exRows(t testing.TB, s *Store, ev *nostr.Event) (events, tags int64) {
+	t.Helper()
+	key, _ := idKey(ev.ID)
+	events = qtSQLCount(t, s, `SELECT count(*) FROM events WHERE id = ?`, key)
+	tags = qtSQLCount(t, s, `SELECT count(*) FROM tags t JOIN events e ON e.seq = t.seq WHERE e.id = ?`, key)
+	return events, tags
+}
+
+// NIP-40 (RL-22): an event whose expiration is not after the store's clock is
+// refused with ErrExpired and nothing of it is stored.
+func TestExpireRefusedOnArrival(t *testing.T) {
+	now := qtT0 + 1000
+	clock := qtNewClock(now)
+	s := qtOpen(t, clock)
+	a := testutil.NewSigner(t)
+	for _, tc := range []struct {
+		name string
+		exp  int64
+	}{
+		{"long ago", now - 86400},
+		{"a second ago", now - 1},
+		{"this very second", now},
+		{"before its own created_at", qtT0 - 10},
+		{"zero", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := a.Event(t, 1, qtT0, tc.name, exTag(tc.exp), nostr.Tag{"t", "exp"})
+			if err := s.Ingest(context.Background(), ev); !errors.Is(err, buzz.ErrExpired) {
+				t.Fatalf("ingest: got %v, want ErrExpired", err)
+			}
+			if r, ok := buzz.AsRejection(s.Ingest(context.Background(), ev)); !ok || r.Error() != "invalid: event has expired" {
+				t.Errorf("rejection %v, want %q", r, "invalid: event has expired")
+			}
+			if n, _ := exRows(t, s, ev); n != 0 {
+				t.Errorf("expired event stored")
+			}
+		})
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM tags`); n != 0 {
+		t.Errorf("%d tag rows stored for refused events", n)
+	}
+}
+
+// NIP-40 (RL-22): an event that expires later is returned by every read
+// until the clock reaches its expiration, then hidden from Query and Count
+// while its row remains, then removed with its tag rows by PurgeExpired.
+// Malformed expiration tags are ignored.
+func TestExpireLifecycle(t *testing.T) {
+	ctx := context.Background()
+	start := qtT0 + 1000
+	clock := qtNewClock(start)
+	s := qtOpen(t, clock)
+	a := testutil.NewSigner(t)
+	const ch = "9a0c7d4e-3b2f-4c1a-8e5d-6f7a8b9c0d1e"
+
+	soon := a.Event(t, 9, qtT0, "soon", exTag(start+100), nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
+	later := a.Event(t, 9, qtT0+1, "later", exTag(start+200), nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
+	never := a.Event(t, 9, qtT0+2, "never", nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
+	// Unparsable expiration tags are ignored.
+	junk := a.Event(t, 9, qtT0+3, "junk", nostr.Tag{"expiration", "soon"}, nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
+	empty := a.Event(t, 9, qtT0+4, "empty", nostr.Tag{"expiration"}, nostr.Tag{"expiration", ""}, nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
+	qtIngest(t, s, soon, later, never, junk, empty)
+
+	filters := []nostr.Filter{
+		{Tags: nostr.TagMap{"t": {"exp"}}},
+		{Tags: nostr.TagMap{"h": {ch}}},
+		{Authors: []string{a.PK}},
+		{Kinds: []int{9}},
+		{IDs: qtIDs(soon, later, never, junk, empty)},
+		{},
+	}
+	check := func(step string, want ...*nostr.Event) {
+		t.Helper()
+		ids := qtOrdered(want)
+		for _, f := range filters {
+			if got := qtQuery(t, s, f); !slices.Equal(got, ids) {
+				t.Errorf("%s: Query(%v) = %v, want %v", step, f, got, ids)
+			}
+			if n := qtCountF(t, s, f); n != int64(len(want)) {
+				t.Errorf("%s: Count(%v) = %d, want %d", step, f, n, len(want))
+			}
+		}
+	}
+
+	check("before", soon, later, never, junk, empty)
+	clock.set(start + 99)
+	check("a second before expiry", soon, later, never, junk, empty)
+	if n, err := s.PurgeExpired(ctx); err != nil || n != 0 {
+		t.Fatalf("purge before expiry: %d, %v; want 0", n, err)
+	}
+	clock.set(start + 100)
+	check("at expiry", later, never, junk, empty)
+	if ev, tags := exRows(t, s, soon); ev != 1 || tags != 1 {
+		t.Errorf("before purge: %d event rows, %d tag rows; want 1, 1", ev, tags)
+	}
+	// Submitting it again once expired: still the duplicate row, or refused
+	// as expired; never readable.
+	if err := s.Ingest(ctx, soon); !errors.Is(err, buzz.ErrDuplicate) && !errors.Is(err, buzz.ErrExpired) {
+		t.Errorf("resubmitted expired event: %v", err)
+	}
+
+	n, err := s.PurgeExpired(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v; want 1", n, err)
+	}
+	if ev, tags := exRows(t, s, soon); ev != 0 || tags != 0 {
+		t.Errorf("after purge: %d event rows, %d tag rows; want none", ev, tags)
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM tags WHERE seq NOT IN (SELECT seq FROM events)`); n != 0 {
+		t.Errorf("%d orphan tag rows after purge", n)
+	}
+	check("after purge", later, never, junk, empty)
+	if n, err := s.PurgeExpired(ctx); err != nil || n != 0 {
+		t.Errorf("second purge: %d, %v; want 0", n, err)
+	}
+	// Once purged, the event is refused as expired.
+	if err := s.Ingest(ctx, soon); !errors.Is(err, buzz.ErrExpired) {
+		t.Errorf("purged event again: %v, want ErrExpired", err)
+	}
+
+	clock.set(start + 1_000_000)
+	check("much later", never, junk, empty)
+	if n, err := s.PurgeExpired(ctx); err != nil || n != 1 {
+		t.Errorf("last purge: %d, %v; want 1", n, err)
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM events`); n != 3 {
+		t.Errorf("%d events left, want 3", n)
+	}
+}
+
+// NIP-40: PurgeExpired works through more expired events than one batch
+// holds, and leaves the others alone.
+func TestExpirePurgeManyBatches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := qtT0 + 1000
+	clock := qtNewClock(start)
+	s := qtOpen(t, clock)
+	a := testutil.NewSigner(t)
+	expiring := purgeBatch + 37
+	evs := qtSignMany(t, expiring+10, func(i int) (testutil.Signer, *nostr.Event) {
+		exp := start + 10 + int64(i%50)
+		if i >= expiring {
+			exp = start + 10_000 // stays
+		}
+		return a, &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(qtT0 + int64(i)), Content: "x",
+			Tags: nostr.Tags{exTag(exp), {"t", "bulk"}}}
+	})
+	qtIngestConcurrently(t, s, evs)
+	clock.set(start + 100)
+	if n := qtCountF(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"bulk"}}}); n != 10 {
+		t.Errorf("Count before purge = %d, want 10", n)
+	}
+	n, err := s.PurgeExpired(ctx)
+	if err != nil || n != expiring {
+		t.Fatalf("purge: %d, %v; want %d", n, err, expiring)
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM events`); n != 10 {
+		t.Errorf("%d events left, want 10", n)
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM tags`); n != 10 {
+		t.Errorf("%d tag rows left, want 10", n)
+	}
+}
+
+// NIP-40, RL-5: an expired thread root with replies is hidden and purged
+// out of every read, but its row stays as the anchor of the replies, which
+// remain readable; the purge does not find it again.
+func TestExpireRootWithReplies(t *testing.T) {
+	ctx := context.Background()
+	start := qtT0 + 1000
+	clock := qtNewClock(start)
+	s := qtOpen(t, clock)
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	const ch = "9a0c7d4e-3b2f-4c1a-8e5d-6f7a8b9c0d1f"
+	root := a.Event(t, 9, qtT0, "root", exTag(start+10), nostr.Tag{"h", ch})
+	qtIngest(t, s, root)
+	reply := b.Event(t, 9, qtT0+1, "reply", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
+	qtIngest(t, s, reply)
+
+	clock.set(start + 10)
+	if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}); !slices.Equal(got, qtIDs(reply)) {
+		t.Errorf("after expiry: got %v, want only the reply", got)
+	}
+	if n, err := s.PurgeExpired(ctx); err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v; want 1", n, err)
+	}
+	if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}); !slices.Equal(got, qtIDs(reply)) {
+		t.Errorf("after purge: got %v, want only the reply", got)
+	}
+	if n := qtCountF(t, s, nostr.Filter{IDs: []string{root.ID}}); n != 0 {
+		t.Errorf("purged root counted")
+	}
+	if ev, _ := exRows(t, s, root); ev != 1 {
+		t.Errorf("root row removed although a reply hangs below it")
+	}
+	if n, err := s.PurgeExpired(ctx); err != nil || n != 0 {
+		t.Errorf("second purge: %d, %v; want 0", n, err)
+	}
+	// A new reply to the expired root is refused like one to a deleted root.
+	late := b.Event(t, 9, qtT0+2, "late", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
+	if err := s.Ingest(ctx, late); !errors.Is(err, buzz.ErrParentNotFound) {
+		t.Errorf("reply to a purged root: %v, want ErrParentNotFound", err)
+	}
+}

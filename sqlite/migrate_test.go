@@ -1,0 +1,437 @@
+package sqlite
+
+// RL-2: schema.sql is the whole schema, versioned with PRAGMA user_version and
+// marked with PRAGMA application_id; older databases are migrated forward in
+// a transaction, newer ones and files that are not buzz-lite's are refused.
+// RL-1: the pragmas every connection runs with.
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+// mgOpen opens the store at path with schema, closing it at cleanup.
+func mgOpen(t testing.TB, path, schema string) (*Store, error) {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Path: path, Schema: schema})
+	if err == nil {
+		t.Cleanup(func() { s.Close() })
+	}
+	return s, err
+}
+
+// mgRaw opens path with plain database/sql and the modernc driver.
+func mgRaw(t testing.TB, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func mgPragma(t testing.TB, db interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, name string) int64 {
+	t.Helper()
+	var v int64
+	if err := db.QueryRowContext(context.Background(), "PRAGMA "+name).Scan(&v); err != nil {
+		t.Fatalf("PRAGMA %s: %v", name, err)
+	}
+	return v
+}
+
+// mgDiff describes where two files differ.
+func mgDiff(a, b []byte) string {
+	if len(a) != len(b) {
+		return fmt.Sprintf("size %d -> %d", len(a), len(b))
+	}
+	var at []string
+	for i := range a {
+		if a[i] != b[i] {
+			at = append(at, fmt.Sprintf("byte %d: %#x -> %#x", i, a[i], b[i]))
+		}
+	}
+	return strings.Join(at, ", ")
+}
+
+// mgSchemaV2 is schema.sql declaring version 2.
+func mgSchemaV2(t testing.TB) string {
+	t.Helper()
+	schema := testutil.Schema(t)
+	if !strings.Contains(schema, "-- schema_version: 1\n") {
+		t.Fatal("schema.sql does not declare version 1")
+	}
+	return strings.Replace(schema, "-- schema_version: 1\n", "-- schema_version: 2\n", 1)
+}
+
+// mgSetMigration installs a migration step for the duration of the test.
+func mgSetMigration(t testing.TB, from int, step string) {
+	t.Helper()
+	old, had := migrations[from]
+	migrations[from] = step
+	t.Cleanup(func() {
+		if had {
+			migrations[from] = old
+		} else {
+			delete(migrations, from)
+		}
+	})
+}
+
+// RL-2: SchemaVersion reads the version line of schema.sql.
+func TestMigrateSchemaVersion(t *testing.T) {
+	if v, err := SchemaVersion(testutil.Schema(t)); err != nil || v != 1 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 1", v, err)
+	}
+	for _, tc := range []struct {
+		text string
+		want int
+		ok   bool
+	}{
+		{"-- schema_version: 7\nCREATE TABLE x(y);", 7, true},
+		{"CREATE TABLE x(y);\n-- schema_version: 12\n", 12, true},
+		{"CREATE TABLE x(y);", 0, false},
+		{"--schema_version: 3\n", 0, false},
+		{"-- schema_version: x\n", 0, false},
+	} {
+		v, err := SchemaVersion(tc.text)
+		if (err == nil) != tc.ok || (tc.ok && v != tc.want) {
+			t.Errorf("SchemaVersion(%q) = %d, %v; want %d, ok=%v", tc.text, v, err, tc.want, tc.ok)
+		}
+	}
+	// A schema without a version is never applied.
+	path := filepath.Join(t.TempDir(), "buzz.db")
+	if _, err := mgOpen(t, path, "CREATE TABLE x(y);"); err == nil {
+		t.Error("opened a database with an unversioned schema")
+	}
+}
+
+// RL-2: a fresh database gets schema.sql, user_version = its version and the
+// buzz-lite application_id; reopening keeps the data and the stamp.
+func TestMigrateFreshAndReopen(t *testing.T) {
+	ctx := context.Background()
+	schema := testutil.Schema(t)
+	want, err := SchemaVersion(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "buzz.db")
+	s, err := Open(ctx, Options{Path: path, Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := mgPragma(t, s.readers, "user_version"); v != int64(want) {
+		t.Errorf("user_version = %d, want %d", v, want)
+	}
+	if v := mgPragma(t, s.readers, "application_id"); v != applicationID {
+		t.Errorf("application_id = %#x, want %#x", v, applicationID)
+	}
+	for _, table := range []string{"channels", "events", "tags", "thread_metadata"} {
+		if n := qtSQLCount(t, s, `SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?`, table); n != 1 {
+			t.Errorf("table %s missing", table)
+		}
+	}
+	a := testutil.NewSigner(t)
+	ev := a.Event(t, 1, qtT0, "kept", nostr.Tag{"t", "kept"})
+	qtIngest(t, s, ev)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	for i := 0; i < 2; i++ {
+		s, err := Open(ctx, Options{Path: path, Schema: schema})
+		if err != nil {
+			t.Fatalf("reopen %d: %v", i, err)
+		}
+		if v := mgPragma(t, s.readers, "user_version"); v != int64(want) {
+			t.Errorf("reopen %d: user_version = %d, want %d", i, v, want)
+		}
+		if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"kept"}}}); !slices.Equal(got, qtIDs(ev)) {
+			t.Errorf("reopen %d: got %v, want the stored event", i, got)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// RL-1: WAL mode, foreign keys, NORMAL sync and a busy timeout on the
+// writer; the read pool is read-only.
+func TestMigrateConnectionPragmas(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "buzz.db")
+	s, err := mgOpen(t, path, testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := s.readers.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	if v := mgPragma(t, s.readers, "foreign_keys"); v != 1 {
+		t.Errorf("readers: foreign_keys = %d", v)
+	}
+	if v := mgPragma(t, s.readers, "busy_timeout"); v < 1000 {
+		t.Errorf("readers: busy_timeout = %d ms", v)
+	}
+	if v := mgPragma(t, s.readers, "synchronous"); v != 1 {
+		t.Errorf("readers: synchronous = %d, want 1 (NORMAL)", v)
+	}
+	// The writer's connection string, on a connection of our own.
+	wdb, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wdb.Close()
+	if v := mgPragma(t, wdb, "foreign_keys"); v != 1 {
+		t.Errorf("writer: foreign_keys = %d", v)
+	}
+	if v := mgPragma(t, wdb, "synchronous"); v != 1 {
+		t.Errorf("writer: synchronous = %d, want 1 (NORMAL)", v)
+	}
+	if v := mgPragma(t, wdb, "busy_timeout"); v < 1000 {
+		t.Errorf("writer: busy_timeout = %d ms", v)
+	}
+	// Set by Open on the writer itself, once the file is known to be ours.
+	var limit int64
+	if err := s.writer.conn.QueryRowContext(ctx, "PRAGMA journal_size_limit").Scan(&limit); err != nil || limit <= 0 {
+		t.Errorf("writer: journal_size_limit = %d, %v; want a bound", limit, err)
+	}
+	if _, err := s.readers.ExecContext(ctx, "INSERT INTO channels (h) VALUES ('x')"); err == nil {
+		t.Error("the read pool accepted a write")
+	}
+}
+
+// RL-2: a database written by a newer buzz-lite is refused with
+// ErrNewerSchema and left as it was.
+func TestMigrateRefusesNewer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "buzz.db")
+	s, err := Open(context.Background(), Options{Path: path, Schema: testutil.Schema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	raw := mgRaw(t, path)
+	if _, err := raw.Exec("PRAGMA user_version = 2"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+
+	_, err = mgOpen(t, path, testutil.Schema(t))
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("got %v, want ErrNewerSchema", err)
+	}
+	if !strings.Contains(err.Error(), "2") || !strings.Contains(err.Error(), "newer") {
+		t.Errorf("message %q does not say which versions", err)
+	}
+	if v := mgPragma(t, mgRaw(t, path), "user_version"); v != 2 {
+		t.Errorf("user_version changed to %d", v)
+	}
+}
+
+// mgForeignCases are SQLite databases of other applications.
+var mgForeignCases = []struct {
+	name  string
+	setup []string
+}{
+	{"tables, no application id", []string{"CREATE TABLE notes(body TEXT)", "INSERT INTO notes VALUES ('mine')"}},
+	{"other application id", []string{"CREATE TABLE notes(body TEXT)", "INSERT INTO notes VALUES ('mine')", "PRAGMA application_id = 1234"}},
+	{"other application id, empty", []string{"PRAGMA application_id = 1234"}},
+	{"user_version only", []string{"CREATE TABLE notes(body TEXT)", "INSERT INTO notes VALUES ('mine')", "PRAGMA user_version = 1"}},
+}
+
+// mgForeign writes the database of one mgForeignCases entry and returns its
+// path and bytes.
+func mgForeign(t *testing.T, setup []string) (string, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "other.db")
+	raw := mgRaw(t, path)
+	for _, q := range setup {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, b
+}
+
+// RL-2: an SQLite database of another application is refused with
+// ErrNotBuzzLite, whether it carries no application id or another one, and
+// gets none of buzz-lite's tables.
+func TestMigrateRefusesOtherApplication(t *testing.T) {
+	for _, tc := range mgForeignCases {
+		t.Run(tc.name, func(t *testing.T) {
+			path, _ := mgForeign(t, tc.setup)
+			_, err := mgOpen(t, path, testutil.Schema(t))
+			if !errors.Is(err, ErrNotBuzzLite) {
+				t.Fatalf("got %v, want ErrNotBuzzLite", err)
+			}
+			if !strings.Contains(err.Error(), path) {
+				t.Errorf("message %q does not name the file", err)
+			}
+			raw := mgRaw(t, path)
+			var tables int
+			if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'events'`).Scan(&tables); err != nil || tables != 0 {
+				t.Errorf("buzz-lite tables created in a foreign database (%d, %v)", tables, err)
+			}
+			if v := mgPragma(t, raw, "application_id"); v == applicationID {
+				t.Error("foreign database stamped as buzz-lite's")
+			}
+		})
+	}
+}
+
+// RL-2: refusing another application's database leaves its file byte for
+// byte as it was (no switch to WAL mode, no stamp).
+func TestMigrateRefusedForeignFileUnchanged(t *testing.T) {
+	for _, tc := range mgForeignCases {
+		t.Run(tc.name, func(t *testing.T) {
+			path, before := mgForeign(t, tc.setup)
+			if _, err := mgOpen(t, path, testutil.Schema(t)); err == nil {
+				t.Fatal("foreign database opened")
+			}
+			after, _ := os.ReadFile(path)
+			if !bytes.Equal(before, after) {
+				t.Errorf("refused database file was modified: %s", mgDiff(before, after))
+			}
+		})
+	}
+}
+
+// RL-2: a file that is not SQLite at all is refused with a message that
+// says so, and left as it was.
+func TestMigrateRefusesNonSQLite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	random := make([]byte, 8192)
+	for i := range random {
+		random[i] = byte(rng.UintN(256))
+	}
+	for _, tc := range []struct {
+		name    string
+		content []byte
+	}{
+		{"random bytes", random},
+		{"text", bytes.Repeat([]byte("this is a config file, not a database\n"), 100)},
+		{"sqlite header, garbage after", append([]byte("SQLite format 3\x00"), random...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "buzz.db")
+			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := mgOpen(t, path, testutil.Schema(t))
+			if err == nil {
+				t.Fatal("opened a file that is not a database")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "not a buzz-lite database") && !strings.Contains(msg, "not a database") {
+				t.Errorf("message %q does not say the file is not a database", msg)
+			}
+			if !strings.Contains(msg, path) {
+				t.Errorf("message %q does not name the file", msg)
+			}
+			after, _ := os.ReadFile(path)
+			if !bytes.Equal(after, tc.content) {
+				t.Error("refused file was modified")
+			}
+		})
+	}
+}
+
+// RL-2: a version 1 database opened by a build whose schema is version 2
+// runs migration 1 -> 2 and is stamped 2; reopening does not migrate again.
+func TestMigrateForward(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "buzz.db")
+	s, err := Open(ctx, Options{Path: path, Schema: testutil.Schema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := testutil.NewSigner(t).Event(t, 1, qtT0, "from v1", nostr.Tag{"t", "v1"})
+	qtIngest(t, s, ev)
+	s.Close()
+
+	mgSetMigration(t, 1, "CREATE TABLE extra(x); INSERT INTO extra VALUES (42);")
+	v2 := mgSchemaV2(t)
+	for i := 0; i < 2; i++ {
+		s, err := Open(ctx, Options{Path: path, Schema: v2})
+		if err != nil {
+			t.Fatalf("open %d with schema v2: %v", i, err)
+		}
+		if v := mgPragma(t, s.readers, "user_version"); v != 2 {
+			t.Errorf("open %d: user_version = %d, want 2", i, v)
+		}
+		if v := mgPragma(t, s.readers, "application_id"); v != applicationID {
+			t.Errorf("open %d: application_id = %#x", i, v)
+		}
+		if n := qtSQLCount(t, s, `SELECT count(*) FROM extra`); n != 1 {
+			t.Errorf("open %d: extra holds %d rows, want 1 (the migration ran once)", i, n)
+		}
+		if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"v1"}}}); !slices.Equal(got, qtIDs(ev)) {
+			t.Errorf("open %d: data of v1 lost: %v", i, got)
+		}
+		s.Close()
+	}
+	// The v1 build now refuses it.
+	if _, err := mgOpen(t, path, testutil.Schema(t)); !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("v1 schema on a v2 database: %v, want ErrNewerSchema", err)
+	}
+}
+
+// RL-2: a migration step that fails is rolled back whole: the database
+// stays at its version, without half the step, and opens again.
+func TestMigrateFailedStepRollsBack(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "buzz.db")
+	s, err := Open(ctx, Options{Path: path, Schema: testutil.Schema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// The second statement fails: events exists.
+	mgSetMigration(t, 1, "CREATE TABLE extra(x); CREATE TABLE events(y);")
+	if _, err := mgOpen(t, path, mgSchemaV2(t)); err == nil {
+		t.Fatal("a failing migration succeeded")
+	} else if !strings.Contains(err.Error(), "1 -> 2") {
+		t.Errorf("message %q does not name the step", err)
+	}
+	raw := mgRaw(t, path)
+	if v := mgPragma(t, raw, "user_version"); v != 1 {
+		t.Errorf("user_version = %d after a failed migration, want 1", v)
+	}
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'extra'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("half a migration committed (extra exists: %d, %v)", n, err)
+	}
+	raw.Close()
+
+	// A missing step is refused too, naming the versions.
+	delete(migrations, 1)
+	if _, err := mgOpen(t, path, mgSchemaV2(t)); err == nil || !strings.Contains(err.Error(), "no migration from schema version 1 to 2") {
+		t.Errorf("missing migration: %v", err)
+	}
+	// And the v1 build still opens it.
+	if _, err := mgOpen(t, path, testutil.Schema(t)); err != nil {
+		t.Errorf("reopen at v1: %v", err)
+	}
+}

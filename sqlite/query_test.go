@@ -1,0 +1,553 @@
+package sqlite
+
+// NIP-01 filter semantics of Store.Query and Store.Count (RL-3), their order
+// (RL-19: created_at DESC, id ASC, ties included) and the visibility rules
+// (RL-6 deleted, NIP-40 expired). Helpers shared by query_test.go,
+// replace_test.go, expire_test.go, migrate_test.go and tagcodec_test.go start
+// with "qt".
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+// qtT0 is the created_at of the first event of a fixture. The store does not
+// check dates (buzz.CheckSubmission does), so fixed dates keep tests exact.
+const qtT0 int64 = 1_700_000_000
+
+// qtClock is a store clock the test moves (Options.Now). The writer and the
+// purge loop read it from their own goroutines, hence the atomic.
+type qtClock struct{ unix atomic.Int64 }
+
+func qtNewClock(unix int64) *qtClock {
+	c := &qtClock{}
+	c.unix.Store(unix)
+	return c
+}
+
+func (c *qtClock) now() time.Time { return time.Unix(c.unix.Load(), 0) }
+func (c *qtClock) set(unix int64) { c.unix.Store(unix) }
+
+// qtOpen opens a fresh store in t.TempDir(); clock may be nil (time.Now).
+func qtOpen(t testing.TB, clock *qtClock) *Store {
+	t.Helper()
+	opts := Options{Path: filepath.Join(t.TempDir(), "buzz.db"), Schema: testutil.Schema(t)}
+	if clock != nil {
+		opts.Now = clock.now
+	}
+	s, err := Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
+}
+
+// qtIngest stores every event, failing the test on any error.
+func qtIngest(t testing.TB, s *Store, evs ...*nostr.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := s.Ingest(context.Background(), ev); err != nil {
+			t.Fatalf("ingest %s (kind %d, %q): %v", ev.ID, ev.Kind, ev.Content, err)
+		}
+	}
+}
+
+// qtIngestConcurrently stores evs from several goroutines, so that the
+// writer batches them (a fast way to load many events).
+func qtIngestConcurrently(t testing.TB, s *Store, evs []*nostr.Event) {
+	t.Helper()
+	const workers = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, len(evs))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(evs); i += workers {
+				if err := s.Ingest(context.Background(), evs[i]); err != nil {
+					errs <- fmt.Errorf("ingest %s: %w", evs[i].ID, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// qtSignMany signs n events built by mk, on every core (signing dominates
+// the time of large fixtures, above all under -race).
+func qtSignMany(t testing.TB, n int, mk func(i int) (testutil.Signer, *nostr.Event)) []*nostr.Event {
+	t.Helper()
+	evs := make([]*nostr.Event, n)
+	signers := make([]testutil.Signer, n)
+	for i := range evs {
+		signers[i], evs[i] = mk(i)
+		if evs[i].Tags == nil {
+			evs[i].Tags = nostr.Tags{}
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				evs[i].PubKey = signers[i].PK
+				if err := evs[i].Sign(signers[i].SK); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// qtQuery runs Query and returns the ids in the order returned.
+func qtQuery(t testing.TB, s *Store, f nostr.Filter) []string {
+	t.Helper()
+	evs, err := s.Query(context.Background(), f)
+	if err != nil {
+		t.Fatalf("query %v: %v", f, err)
+	}
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+// qtCountF runs Count.
+func qtCountF(t testing.TB, s *Store, f nostr.Filter) int64 {
+	t.Helper()
+	n, err := s.Count(context.Background(), f)
+	if err != nil {
+		t.Fatalf("count %v: %v", f, err)
+	}
+	return n
+}
+
+// qtSQLCount runs a count(*) statement on the read pool.
+func qtSQLCount(t testing.TB, s *Store, query string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := s.readers.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// qtOrdered returns the ids of evs in the order the contract asks for,
+// created_at DESC then id ASC, computed independently of the store.
+func qtOrdered(evs []*nostr.Event) []string {
+	sorted := slices.Clone(evs)
+	slices.SortFunc(sorted, func(a, b *nostr.Event) int {
+		if a.CreatedAt != b.CreatedAt {
+			if a.CreatedAt > b.CreatedAt {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	ids := make([]string, len(sorted))
+	for i, ev := range sorted {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+// qtIDs lists the ids of evs in their order.
+func qtIDs(evs ...*nostr.Event) []string {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+func qtTS(v int64) *nostr.Timestamp { ts := nostr.Timestamp(v); return &ts }
+
+// qtMixedCase upper-cases every other character of a hex string.
+func qtMixedCase(s string) string {
+	b := []byte(s)
+	for i := 0; i < len(b); i += 2 {
+		if 'a' <= b[i] && b[i] <= 'f' {
+			b[i] -= 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// The channels of the query fixture.
+const (
+	qtCh1       = "5b1e9c3a-7f2d-4e6b-8a1c-2d3e4f5a6b01"
+	qtCh2       = "5b1e9c3a-7f2d-4e6b-8a1c-2d3e4f5a6b02"
+	qtChUnknown = "5b1e9c3a-7f2d-4e6b-8a1c-2d3e4f5a6b03"
+)
+
+// qtFixture is the event set of TestQueryFilters, by name.
+type qtFixture struct {
+	s       *Store
+	ev      map[string]*nostr.Event
+	visible []string // names of the events every read may return
+	A, B, C testutil.Signer
+}
+
+func qtBuildFixture(t *testing.T) *qtFixture {
+	t.Helper()
+	clock := qtNewClock(qtT0 + 1000)
+	fx := &qtFixture{
+		s:  qtOpen(t, clock),
+		ev: map[string]*nostr.Event{},
+		A:  testutil.NewSigner(t), B: testutil.NewSigner(t), C: testutil.NewSigner(t),
+	}
+	A, B, C := fx.A, fx.B, fx.C
+	add := func(name string, ev *nostr.Event) *nostr.Event {
+		fx.ev[name] = ev
+		qtIngest(t, fx.s, ev)
+		return ev
+	}
+	a1 := add("a1", A.Event(t, 1, qtT0+10, "first", nostr.Tag{"t", "foo"}, nostr.Tag{"p", B.PK}))
+	// "foo" only in content, inside other values, as a prefix of a value.
+	add("a2", A.Event(t, 1, qtT0+20, "foo",
+		nostr.Tag{"t", "foobar"}, nostr.Tag{"t", "xfoo"}, nostr.Tag{"t", "a foo b"}))
+	add("a3", A.Event(t, 7, qtT0+20, "+", nostr.Tag{"e", a1.ID}, nostr.Tag{"p", A.PK}))
+	add("b1", B.Event(t, 1, qtT0+20, "", nostr.Tag{"t", "foo"}, nostr.Tag{"t", "baz"}, nostr.Tag{"p", B.PK}))
+	// "foo" under other tag names, in second position, under a two-letter
+	// name; a1's id in content and under another tag name.
+	add("b2", B.Event(t, 1, qtT0+30, "mentions "+a1.ID,
+		nostr.Tag{"r", "foo"}, nostr.Tag{"T", "foo"}, nostr.Tag{"t", "bar", "foo"},
+		nostr.Tag{"tt", "foo"}, nostr.Tag{"1", "foo"}, nostr.Tag{"p", a1.ID}))
+	// a1's id in uppercase hex.
+	add("b3", B.Event(t, 1, qtT0+30, "", nostr.Tag{"e", strings.ToUpper(a1.ID)}))
+	add("c1", C.Event(t, 9, qtT0+40, "", nostr.Tag{"h", qtCh1}, nostr.Tag{"t", "foo"}))
+	add("c2", C.Event(t, 9, qtT0+40, qtCh2, nostr.Tag{"h", qtCh1}))
+	add("c3", C.Event(t, 9, qtT0+50, "", nostr.Tag{"h", qtCh2}, nostr.Tag{"p", A.PK}))
+	// A channel id under another tag name is no channel.
+	add("c4", C.Event(t, 1, qtT0+50, qtCh1, nostr.Tag{"H", qtCh1}, nostr.Tag{"t", qtCh1}))
+	add("up", A.Event(t, 1, qtT0+60, "", nostr.Tag{"p", strings.ToUpper(B.PK)}))
+	// Deleted (RL-6): d1 stays stored but must never be read.
+	d1 := add("d1", A.Event(t, 1, qtT0+15, "", nostr.Tag{"t", "foo"}, nostr.Tag{"p", B.PK}, nostr.Tag{"h", qtCh1}))
+	add("del", A.Event(t, 5, qtT0+70, "", nostr.Tag{"e", d1.ID}))
+	// NIP-40: x1 expires once the clock moves past it, x2 much later.
+	add("x1", B.Event(t, 1, qtT0+25, "", nostr.Tag{"t", "foo"}, nostr.Tag{"h", qtCh2},
+		nostr.Tag{"expiration", strconv.FormatInt(qtT0+1100, 10)}))
+	add("x2", B.Event(t, 1, qtT0+26, "", nostr.Tag{"t", "foo"},
+		nostr.Tag{"expiration", strconv.FormatInt(qtT0+1_000_000, 10)}))
+	clock.set(qtT0 + 2000)
+
+	fx.visible = []string{"a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2", "c3", "c4", "up", "del", "x2"}
+	return fx
+}
+
+// RL-3: NIP-01 filters match exactly and are answered with the same result by
+// Query and Count; RL-19: in created_at DESC, id ASC order; RL-6, NIP-40:
+// deleted and expired events are never returned.
+func TestQueryFilters(t *testing.T) {
+	fx := qtBuildFixture(t)
+	A, B := fx.A, fx.B
+	id := func(name string) string { return fx.ev[name].ID }
+	zeros := strings.Repeat("0", 64)
+
+	cases := []struct {
+		name  string
+		f     nostr.Filter
+		want  []string // names of the matching events, in any order
+		limit int      // expected length of Query when the filter has a limit
+	}{
+		{name: "empty filter returns every visible event", f: nostr.Filter{}, want: fx.visible},
+
+		// ids
+		{name: "ids lowercase", f: nostr.Filter{IDs: []string{id("a1")}}, want: []string{"a1"}},
+		{name: "ids uppercase", f: nostr.Filter{IDs: []string{strings.ToUpper(id("a1"))}}, want: []string{"a1"}},
+		{name: "ids mixed case", f: nostr.Filter{IDs: []string{qtMixedCase(id("b2"))}}, want: []string{"b2"}},
+		{name: "ids several", f: nostr.Filter{IDs: []string{id("a1"), id("c3"), id("b1")}}, want: []string{"a1", "b1", "c3"}},
+		{name: "ids invalid dropped", f: nostr.Filter{IDs: []string{
+			"zz", id("a1")[:63], id("a1") + "0", strings.Repeat("g", 64), "", id("a2"),
+		}}, want: []string{"a2"}},
+		{name: "ids all invalid match nothing", f: nostr.Filter{IDs: []string{"zz", id("a1")[:63], strings.Repeat("g", 64)}}},
+		{name: "ids empty list matches nothing", f: nostr.Filter{IDs: []string{}}},
+		{name: "ids unknown", f: nostr.Filter{IDs: []string{zeros}}},
+		{name: "ids same id twice, two cases, returned once", f: nostr.Filter{IDs: []string{
+			id("b1"), strings.ToUpper(id("b1")), id("b1"),
+		}}, want: []string{"b1"}},
+		{name: "ids deleted and expired hidden", f: nostr.Filter{IDs: []string{id("d1"), id("a1"), id("x1")}}, want: []string{"a1"}},
+
+		// authors
+		{name: "authors", f: nostr.Filter{Authors: []string{A.PK}}, want: []string{"a1", "a2", "a3", "up", "del"}},
+		{name: "authors uppercase", f: nostr.Filter{Authors: []string{strings.ToUpper(B.PK)}}, want: []string{"b1", "b2", "b3", "x2"}},
+		{name: "authors two", f: nostr.Filter{Authors: []string{B.PK, fx.C.PK}}, want: []string{"b1", "b2", "b3", "x2", "c1", "c2", "c3", "c4"}},
+		{name: "authors invalid dropped", f: nostr.Filter{Authors: []string{"nope", A.PK, B.PK[:63]}}, want: []string{"a1", "a2", "a3", "up", "del"}},
+		{name: "authors all invalid match nothing", f: nostr.Filter{Authors: []string{"nope", B.PK[:63]}}},
+		{name: "authors empty list matches nothing", f: nostr.Filter{Authors: []string{}}},
+		{name: "authors unknown", f: nostr.Filter{Authors: []string{zeros}}},
+
+		// kinds
+		{name: "kinds 1", f: nostr.Filter{Kinds: []int{1}}, want: []string{"a1", "a2", "b1", "b2", "b3", "c4", "up", "x2"}},
+		{name: "kinds 9", f: nostr.Filter{Kinds: []int{9}}, want: []string{"c1", "c2", "c3"}},
+		{name: "kinds 7 and 5", f: nostr.Filter{Kinds: []int{7, 5}}, want: []string{"a3", "del"}},
+		{name: "kinds empty list matches nothing", f: nostr.Filter{Kinds: []int{}}},
+		{name: "kinds unknown", f: nostr.Filter{Kinds: []int{2}}},
+		{name: "kinds and authors", f: nostr.Filter{Kinds: []int{1}, Authors: []string{A.PK}}, want: []string{"a1", "a2", "up"}},
+
+		// #t: exact values only
+		{name: "#t exact", f: nostr.Filter{Tags: nostr.TagMap{"t": {"foo"}}}, want: []string{"a1", "b1", "c1", "x2"}},
+		{name: "#t prefix of a value matches nothing", f: nostr.Filter{Tags: nostr.TagMap{"t": {"fo"}}}},
+		{name: "#t inside a value matches nothing", f: nostr.Filter{Tags: nostr.TagMap{"t": {"oob"}}}},
+		{name: "#t whole longer value", f: nostr.Filter{Tags: nostr.TagMap{"t": {"foobar"}}}, want: []string{"a2"}},
+		{name: "#t value with spaces", f: nostr.Filter{Tags: nostr.TagMap{"t": {"a foo b"}}}, want: []string{"a2"}},
+		{name: "#t first value only", f: nostr.Filter{Tags: nostr.TagMap{"t": {"bar"}}}, want: []string{"b2"}},
+		{name: "#t is case sensitive", f: nostr.Filter{Tags: nostr.TagMap{"t": {"FOO"}}}},
+		{name: "#T is another tag than #t", f: nostr.Filter{Tags: nostr.TagMap{"T": {"foo"}}}, want: []string{"b2"}},
+		{name: "#r", f: nostr.Filter{Tags: nostr.TagMap{"r": {"foo"}}}, want: []string{"b2"}},
+		{name: "#t only in content matches nothing", f: nostr.Filter{Tags: nostr.TagMap{"t": {"first"}}}},
+		{name: "#t two values, event with both returned once", f: nostr.Filter{Tags: nostr.TagMap{"t": {"foo", "baz"}}}, want: []string{"a1", "b1", "c1", "x2"}},
+		{name: "#t value repeated", f: nostr.Filter{Tags: nostr.TagMap{"t": {"baz", "baz"}}}, want: []string{"b1"}},
+		{name: "multi-letter tag name matches nothing", f: nostr.Filter{Tags: nostr.TagMap{"tt": {"foo"}}}},
+		{name: "multi-letter tag name with kinds matches nothing", f: nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"tt": {"foo"}}}},
+		{name: "digit tag name matches nothing", f: nostr.Filter{Tags: nostr.TagMap{"1": {"foo"}}}},
+		{name: "nil tag list constrains nothing", f: nostr.Filter{Tags: nostr.TagMap{"t": nil}}, want: fx.visible},
+		{name: "nil tag list with kinds", f: nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"t": nil, "zz": nil}}, want: []string{"c1", "c2", "c3"}},
+		{name: "empty tag list matches nothing", f: nostr.Filter{Tags: nostr.TagMap{"t": {}}}},
+		{name: "empty tag list next to a matching one", f: nostr.Filter{Tags: nostr.TagMap{"t": {"foo"}, "p": {}}}},
+
+		// #e / #p: hex values
+		{name: "#e", f: nostr.Filter{Tags: nostr.TagMap{"e": {id("a1")}}}, want: []string{"a3"}},
+		{name: "#e uppercase matches only the uppercase tag", f: nostr.Filter{Tags: nostr.TagMap{"e": {strings.ToUpper(id("a1"))}}}, want: []string{"b3"}},
+		{name: "#e prefix matches nothing", f: nostr.Filter{Tags: nostr.TagMap{"e": {id("a1")[:32]}}}},
+		{name: "#e 63 chars matches nothing", f: nostr.Filter{Tags: nostr.TagMap{"e": {id("a1")[:63]}}}},
+		{name: "#e of a deleted event's deletion", f: nostr.Filter{Tags: nostr.TagMap{"e": {id("d1")}}}, want: []string{"del"}},
+		{name: "#p", f: nostr.Filter{Tags: nostr.TagMap{"p": {B.PK}}}, want: []string{"a1", "b1"}},
+		{name: "#p uppercase matches only the uppercase tag", f: nostr.Filter{Tags: nostr.TagMap{"p": {strings.ToUpper(B.PK)}}}, want: []string{"up"}},
+		{name: "#p with an event id value", f: nostr.Filter{Tags: nostr.TagMap{"p": {id("a1")}}}, want: []string{"b2"}},
+		{name: "#p two values", f: nostr.Filter{Tags: nostr.TagMap{"p": {A.PK, B.PK}}}, want: []string{"a1", "a3", "b1", "c3"}},
+
+		// #h: channels
+		{name: "#h", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtCh1}}}, want: []string{"c1", "c2"}},
+		{name: "#h other channel", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtCh2}}}, want: []string{"c3"}},
+		{name: "#h two channels", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtCh2, qtCh1}}}, want: []string{"c1", "c2", "c3"}},
+		{name: "#h same channel twice", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtCh1, qtCh1}}}, want: []string{"c1", "c2"}},
+		{name: "#h unknown channel", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtChUnknown}}}},
+		{name: "#h unknown and known", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtChUnknown, qtCh2}}}, want: []string{"c3"}},
+		{name: "#h prefix of a channel", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtCh1[:8]}}}},
+		{name: "#H is not the channel", f: nostr.Filter{Tags: nostr.TagMap{"H": {qtCh1}}}, want: []string{"c4"}},
+		{name: "#h and kinds", f: nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {qtCh1}}}, want: []string{"c1", "c2"}},
+		{name: "#h and other kinds", f: nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"h": {qtCh1}}}},
+		{name: "#h and #t", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtCh1}, "t": {"foo"}}}, want: []string{"c1"}},
+		{name: "#h two channels and #p", f: nostr.Filter{Tags: nostr.TagMap{"h": {qtCh1, qtCh2}, "p": {A.PK}}}, want: []string{"c3"}},
+
+		// several conditions at once
+		{name: "#t and #p", f: nostr.Filter{Tags: nostr.TagMap{"t": {"foo"}, "p": {B.PK}}}, want: []string{"a1", "b1"}},
+		{name: "#t, #p, kinds and authors", f: nostr.Filter{
+			Kinds: []int{1}, Authors: []string{A.PK}, Tags: nostr.TagMap{"t": {"foo", "baz"}, "p": {B.PK, A.PK}},
+		}, want: []string{"a1"}},
+		{name: "#e and #p", f: nostr.Filter{Tags: nostr.TagMap{"e": {id("a1")}, "p": {A.PK}}}, want: []string{"a3"}},
+		{name: "#e and #t disjoint", f: nostr.Filter{Tags: nostr.TagMap{"e": {id("a1")}, "t": {"foo"}}}},
+		{name: "ids and #t", f: nostr.Filter{IDs: []string{id("a1"), id("a2")}, Tags: nostr.TagMap{"t": {"foo"}}}, want: []string{"a1"}},
+		{name: "ids and authors disjoint", f: nostr.Filter{IDs: []string{id("a1")}, Authors: []string{B.PK}}},
+
+		// since / until, inclusive
+		{name: "since inclusive", f: nostr.Filter{Since: qtTS(qtT0 + 40)}, want: []string{"c1", "c2", "c3", "c4", "up", "del"}},
+		{name: "until inclusive", f: nostr.Filter{Until: qtTS(qtT0 + 20)}, want: []string{"a1", "a2", "a3", "b1"}},
+		{name: "since = until", f: nostr.Filter{Since: qtTS(qtT0 + 20), Until: qtTS(qtT0 + 20)}, want: []string{"a2", "a3", "b1"}},
+		{name: "empty window", f: nostr.Filter{Since: qtTS(qtT0 + 41), Until: qtTS(qtT0 + 49)}},
+		{name: "since after until", f: nostr.Filter{Since: qtTS(qtT0 + 50), Until: qtTS(qtT0 + 40)}},
+		{name: "#t and since", f: nostr.Filter{Since: qtTS(qtT0 + 20), Tags: nostr.TagMap{"t": {"foo"}}}, want: []string{"b1", "c1", "x2"}},
+		{name: "#t and until", f: nostr.Filter{Until: qtTS(qtT0 + 10), Tags: nostr.TagMap{"t": {"foo"}}}, want: []string{"a1"}},
+		{name: "#h and since/until", f: nostr.Filter{Since: qtTS(qtT0 + 40), Until: qtTS(qtT0 + 40), Tags: nostr.TagMap{"h": {qtCh1, qtCh2}}}, want: []string{"c1", "c2"}},
+
+		// limit: the first events of the full order
+		{name: "limit", f: nostr.Filter{Limit: 3}, want: fx.visible, limit: 3},
+		{name: "limit 1 with tags", f: nostr.Filter{Limit: 1, Tags: nostr.TagMap{"t": {"foo"}}}, want: []string{"a1", "b1", "c1", "x2"}, limit: 1},
+		{name: "limit above the match count", f: nostr.Filter{Limit: 50, Kinds: []int{9}}, want: []string{"c1", "c2", "c3"}, limit: 3},
+
+		// unsupported
+		{name: "search matches nothing", f: nostr.Filter{Search: "foo"}},
+		{name: "search with kinds matches nothing", f: nostr.Filter{Kinds: []int{1}, Search: "foo"}},
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			evs := make([]*nostr.Event, 0, len(tc.want))
+			for _, name := range tc.want {
+				ev, ok := fx.ev[name]
+				if !ok {
+					t.Fatalf("bad case: no event %q", name)
+				}
+				evs = append(evs, ev)
+			}
+			want := qtOrdered(evs)
+			if tc.limit > 0 {
+				want = want[:tc.limit]
+			}
+			got := qtQuery(t, fx.s, tc.f)
+			if !slices.Equal(got, want) {
+				t.Errorf("Query(%v)\n got %s\nwant %s", tc.f, fx.names(got), fx.names(want))
+			}
+			if n := qtCountF(t, fx.s, tc.f); n != int64(len(tc.want)) {
+				t.Errorf("Count(%v) = %d, want %d", tc.f, n, len(tc.want))
+			}
+		})
+	}
+}
+
+// names turns ids back into fixture names for readable failures.
+func (fx *qtFixture) names(ids []string) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id[:8]
+		for name, ev := range fx.ev {
+			if ev.ID == id {
+				out[i] = name
+			}
+		}
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+// RL-3: tag values are compared as the exact strings they are. Values that
+// SQLite would read as numbers ("1e3", "01", " 7 ", "1.0", 30-digit
+// integers) must neither match their numeric equals nor each other.
+func TestQueryTagValuesExactNotNumeric(t *testing.T) {
+	s := qtOpen(t, nil)
+	a := testutil.NewSigner(t)
+	values := []string{
+		"1000", "1e3", "1", "01", "1.0", "+1", "7", " 7 ",
+		"123456789012345678901234567890", "123456789012345678901234567891",
+		"-0", "0", "0.0",
+	}
+	byValue := map[string]string{}
+	for i, v := range values {
+		ev := a.Event(t, 1, qtT0+int64(i), "v", nostr.Tag{"t", v})
+		qtIngest(t, s, ev)
+		byValue[v] = ev.ID
+	}
+	for _, v := range values {
+		t.Run(strconv.Quote(v), func(t *testing.T) {
+			f := nostr.Filter{Tags: nostr.TagMap{"t": {v}}}
+			got := qtQuery(t, s, f)
+			if want := []string{byValue[v]}; !slices.Equal(got, want) {
+				var gotValues []string
+				for _, id := range got {
+					for val, vid := range byValue {
+						if vid == id {
+							gotValues = append(gotValues, strconv.Quote(val))
+						}
+					}
+				}
+				t.Errorf("#t %q matched the events tagged %v, want only its own", v, gotValues)
+			}
+			if n := qtCountF(t, s, f); n != 1 {
+				t.Errorf("Count(#t %q) = %d, want 1", v, n)
+			}
+		})
+	}
+}
+
+// RL-19: order is created_at DESC, then id ASC among events of the same
+// second, whatever the insertion order.
+func TestQueryOrderSameSecond(t *testing.T) {
+	s := qtOpen(t, nil)
+	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)}
+	var evs []*nostr.Event
+	for i := 0; i < 30; i++ {
+		// Ten events in each of three seconds, inserted oldest second last.
+		sec := qtT0 + int64(2-i/10)*10
+		evs = append(evs, signers[i%3].Event(t, 1, sec, fmt.Sprintf("tie %d", i), nostr.Tag{"t", "tie"}))
+	}
+	qtIngest(t, s, evs...)
+	want := qtOrdered(evs)
+
+	for _, f := range []nostr.Filter{
+		{},
+		{Kinds: []int{1}},
+		{Tags: nostr.TagMap{"t": {"tie"}}},
+		{Authors: []string{signers[0].PK, signers[1].PK, signers[2].PK}},
+		{IDs: want},
+	} {
+		got := qtQuery(t, s, f)
+		if !slices.Equal(got, want) {
+			t.Errorf("Query(%v) order\n got %v\nwant %v", f, got, want)
+		}
+	}
+	// The property itself, independently of qtOrdered.
+	got, err := s.Query(context.Background(), nostr.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(got); i++ {
+		p, c := got[i-1], got[i]
+		if p.CreatedAt < c.CreatedAt || (p.CreatedAt == c.CreatedAt && p.ID >= c.ID) {
+			t.Fatalf("events %d and %d out of order: (%d, %s) before (%d, %s)", i-1, i, p.CreatedAt, p.ID, c.CreatedAt, c.ID)
+		}
+	}
+	// A limit cuts inside a second: the first n of the same order.
+	for _, n := range []int{1, 5, 10, 11, 29} {
+		if got := qtQuery(t, s, nostr.Filter{Limit: n}); !slices.Equal(got, want[:n]) {
+			t.Errorf("limit %d: got %v, want %v", n, got, want[:n])
+		}
+	}
+}
+
+// RL-27, RL-19: a filter without a limit gets DefaultLimit events, the
+// newest of the full order; a larger limit is the caller's bound to clamp,
+// and Count is never limited.
+func TestQueryDefaultLimit(t *testing.T) {
+	t.Parallel()
+	s := qtOpen(t, nil)
+	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t)}
+	total := DefaultLimit + 5
+	evs := qtSignMany(t, total, func(i int) (testutil.Signer, *nostr.Event) {
+		// Three events per second, so the limit cuts through ties.
+		return signers[i%2], &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(qtT0 + int64(i/3)), Content: strconv.Itoa(i)}
+	})
+	qtIngestConcurrently(t, s, evs)
+	want := qtOrdered(evs)
+
+	if got := qtQuery(t, s, nostr.Filter{}); !slices.Equal(got, want[:DefaultLimit]) {
+		t.Errorf("no limit: got %d events, want the first %d of the order", len(got), DefaultLimit)
+	}
+	if got := qtQuery(t, s, nostr.Filter{Kinds: []int{1}, Limit: 0}); len(got) != DefaultLimit {
+		t.Errorf("limit 0: got %d events, want %d", len(got), DefaultLimit)
+	}
+	if got := qtQuery(t, s, nostr.Filter{Limit: DefaultLimit + 3}); !slices.Equal(got, want[:DefaultLimit+3]) {
+		t.Errorf("limit %d: got %d events, want the first %d of the order", DefaultLimit+3, len(got), DefaultLimit+3)
+	}
+	if got := qtQuery(t, s, nostr.Filter{Limit: 7}); !slices.Equal(got, want[:7]) {
+		t.Errorf("limit 7: got %v, want %v", got, want[:7])
+	}
+	if n := qtCountF(t, s, nostr.Filter{}); n != int64(total) {
+		t.Errorf("Count = %d, want %d", n, total)
+	}
+	if n := qtCountF(t, s, nostr.Filter{Limit: 7}); n != int64(total) {
+		t.Errorf("Count with limit 7 = %d, want %d (Count has no limit)", n, total)
+	}
+}
