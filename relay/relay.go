@@ -72,14 +72,17 @@ var DefaultLimits = Limits{
 type Relay struct {
 	cfg    Config
 	store  Store
-	kh     *khatru.Router
+	kh     *khatru.Relay
 	log    *slog.Logger
 	now    func() time.Time
 	pubkey string
 
-	// conns are the open WebSocket connections, closed with 1012 on shutdown.
-	connsMu sync.Mutex
-	conns   map[*khatru.WebSocket]struct{}
+	// conns are the open WebSocket connections, closed with 1012 on
+	// shutdown; once connsClosed, a connection that still arrives is closed
+	// at once.
+	connsMu     sync.Mutex
+	conns       map[*khatru.WebSocket]struct{}
+	connsClosed bool
 
 	// writes counts ingests in flight; shutdown waits for them.
 	writesMu sync.RWMutex
@@ -89,6 +92,9 @@ type Relay struct {
 
 // New builds a relay on store.
 func New(cfg Config, store Store) (*Relay, error) {
+	if !nostr.IsValid32ByteHex(cfg.Key) {
+		return nil, errors.New("relay identity key: want 64 hex characters")
+	}
 	pubkey, err := nostr.GetPublicKey(cfg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("relay identity key: %w", err)
@@ -110,7 +116,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
-	r.kh = khatru.NewRouter()
+	r.kh = khatru.NewRelay()
 	r.wire()
 	return r, nil
 }
@@ -124,20 +130,6 @@ func (r *Relay) wire() {
 	kh.ServiceURL = r.cfg.URL // khatru's NIP-42 check turns http into ws, and leaves ws(s) alone
 	kh.MaxMessageSize = r.cfg.Limits.MaxMessageBytes
 
-	// A COUNT filter of the NIP-45 HyperLogLog shape makes khatru compute an
-	// HLL offset from the tag value before any hook runs, and a value shorter
-	// than 33 characters panics there and kills the process (RL-22). Routes
-	// see every REQ and COUNT filter first: give such filters a second,
-	// nil-valued tag key, which takes them out of the HLL shape and, being
-	// nil, constrains nothing (go-nostr's Filter.Matches and our store both
-	// skip nil lists). COUNT then answers with a plain exact count.
-	kh.Route().Req(func(f nostr.Filter) bool {
-		if hllShaped(f) {
-			f.Tags[noHLLTag] = nil
-		}
-		return false
-	}).Relay(kh.Relay)
-
 	kh.RejectEvent = append(kh.RejectEvent, r.rejectEvent)
 	kh.OverwriteDeletionOutcome = append(kh.OverwriteDeletionOutcome,
 		// The store checks authorship inside the deletion's own transaction
@@ -150,17 +142,6 @@ func (r *Relay) wire() {
 	kh.RejectFilter = append(kh.RejectFilter, r.rejectFilter)
 	kh.OnConnect = append(kh.OnConnect, r.onConnect)
 	kh.OnDisconnect = append(kh.OnDisconnect, r.onDisconnect)
-}
-
-// noHLLTag is the nil-valued tag key that takes a filter out of the HLL
-// shape; see wire.
-const noHLLTag = "buzz-lite:no-hll"
-
-// hllShaped mirrors the first test of go-nostr's
-// nip45.HyperLogLogEventPubkeyOffsetForFilter.
-func hllShaped(f nostr.Filter) bool {
-	return f.IDs == nil && f.Since == nil && f.Until == nil && f.Authors == nil &&
-		len(f.Kinds) == 1 && f.Search == "" && len(f.Tags) == 1
 }
 
 // rejectEvent applies the checks that need no database (RL-9, RL-27,
@@ -256,12 +237,23 @@ func (r *Relay) rejectFilter(ctx context.Context, f nostr.Filter) (bool, string)
 }
 
 func (r *Relay) onConnect(ctx context.Context) {
-	if ws := khatru.GetConnection(ctx); ws != nil {
-		r.connsMu.Lock()
+	ws := khatru.GetConnection(ctx)
+	if ws == nil {
+		return
+	}
+	r.connsMu.Lock()
+	closed := r.connsClosed
+	if !closed {
 		r.conns[ws] = struct{}{}
-		r.connsMu.Unlock()
+	}
+	r.connsMu.Unlock()
+	if closed {
+		ws.Close(websocket.CloseServiceRestart, restartReason)
 	}
 }
+
+// restartReason goes with close code 1012 (service restart).
+const restartReason = "relay restarting"
 
 func (r *Relay) onDisconnect(ctx context.Context) {
 	if ws := khatru.GetConnection(ctx); ws != nil {
@@ -320,13 +312,18 @@ func (r *Relay) shutdown(srv *http.Server) error {
 	r.writesMu.Unlock()
 
 	r.connsMu.Lock()
-	closeMsg := websocket.FormatCloseMessage(websocket.CloseServiceRestart, "relay restarting")
+	r.connsClosed = true
+	conns := make([]*khatru.WebSocket, 0, len(r.conns))
 	for ws := range r.conns {
-		if err := ws.WriteMessage(websocket.CloseMessage, closeMsg); err != nil {
-			r.log.Debug("closing websocket", "err", err)
-		}
+		conns = append(conns, ws)
 	}
 	r.connsMu.Unlock()
+	// Close never waits for a peer that stopped reading (the close frame
+	// has a one-second deadline), so one stalled client cannot hold up the
+	// shutdown.
+	for _, ws := range conns {
+		ws.Close(websocket.CloseServiceRestart, restartReason)
+	}
 
 	writesDone := make(chan struct{})
 	go func() { r.writes.Wait(); close(writesDone) }()

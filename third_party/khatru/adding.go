@@ -68,7 +68,7 @@ func (rl *Relay) handleNormal(ctx context.Context, evt *nostr.Event) (skipBroadc
 		for _, query := range rl.QueryEvents {
 			dTagValue := ""
 			for _, tag := range evt.Tags {
-				if len(tag) > 0 && tag[0] == "d" {
+				if len(tag) > 1 && tag[0] == "d" { // buzz-lite patch: a bare ["d"] panicked
 					dTagValue = tag[1]
 					break
 				}

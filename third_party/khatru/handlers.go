@@ -77,8 +77,11 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		Request:            r,
 		Challenge:          hex.EncodeToString(challenge),
 		negentropySessions: xsync.NewMapOf[string, *NegentropySession](),
+		send:               make(chan []byte, sendQueue),
+		writeWait:          rl.WriteWait,
 	}
 	ws.Context, ws.cancel = context.WithCancel(context.Background())
+	go ws.writeLoop()
 
 	rl.clientsMutex.Lock()
 	rl.clients[ws] = make([]listenerSpec, 0, 2)
@@ -98,8 +101,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 		ticker.Stop()
 		cancel()
-		ws.cancel()
-		ws.conn.Close()
+		ws.Close(websocket.CloseNormalClosure, "")
 
 		rl.removeClientAndListeners(ws)
 	}
@@ -270,7 +272,10 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						srl = rl.getSubRelayFromFilter(env.Filter)
 					}
 
-					if offset := nip45.HyperLogLogEventPubkeyOffsetForFilter(env.Filter); offset != -1 {
+					// buzz-lite patch: the HLL path only with HLL hooks, and only
+					// for tag values go-nostr's offset helper can index without
+					// panicking (a short #e/#p value crashed the process).
+					if offset := hllOffset(env.Filter); offset != -1 && len(srl.CountEventsHLL) > 0 {
 						total, hll = srl.handleCountRequestWithHLL(ctx, ws, env.Filter, offset)
 					} else {
 						total = srl.handleCountRequest(ctx, ws, env.Filter)
@@ -421,7 +426,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
-				err := ws.WriteMessage(websocket.PingMessage, nil)
+				err := ws.conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(rl.WriteWait))
 				if err != nil {
 					if !strings.HasSuffix(err.Error(), "use of closed network connection") {
 						rl.Log.Printf("error writing ping: %v; closing websocket\n", err)
@@ -431,4 +436,17 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
+}
+
+// hllOffset is nip45.HyperLogLogEventPubkeyOffsetForFilter for filters
+// whose one tag value is a 64-hex id or pubkey; -1 for anything else.
+func hllOffset(filter nostr.Filter) int {
+	for _, values := range filter.Tags {
+		for _, v := range values {
+			if !nostr.IsValid32ByteHex(v) {
+				return -1
+			}
+		}
+	}
+	return nip45.HyperLogLogEventPubkeyOffsetForFilter(filter)
 }

@@ -133,19 +133,31 @@ func (rl *Relay) removeClientAndListeners(ws *WebSocket) {
 }
 
 // returns how many listeners were notified
+//
+// buzz-lite patch: the listeners are read under clientsMutex (they are
+// changed under it, and reading them unlocked was a data race), and each is
+// sent the event without waiting (TrySendJSON), so that one peer that does
+// not read never delays the others.
 func (rl *Relay) notifyListeners(event *nostr.Event) int {
+	rl.clientsMutex.Lock()
+	matched := make([]listener, 0, 8)
+	for _, l := range rl.listeners {
+		if l.filter.Matches(event) {
+			matched = append(matched, l)
+		}
+	}
+	rl.clientsMutex.Unlock()
+
 	count := 0
 listenersloop:
-	for _, listener := range rl.listeners {
-		if listener.filter.Matches(event) {
-			for _, pb := range rl.PreventBroadcast {
-				if pb(listener.ws, event) {
-					continue listenersloop
-				}
+	for _, listener := range matched {
+		for _, pb := range rl.PreventBroadcast {
+			if pb(listener.ws, event) {
+				continue listenersloop
 			}
-			listener.ws.WriteJSON(nostr.EventEnvelope{SubscriptionID: &listener.id, Event: *event})
-			count++
 		}
+		listener.ws.TrySendJSON(nostr.EventEnvelope{SubscriptionID: &listener.id, Event: *event})
+		count++
 	}
 	return count
 }

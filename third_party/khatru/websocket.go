@@ -2,8 +2,11 @@ package khatru
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/fasthttp/websocket"
 	"github.com/puzpuzpuz/xsync/v3"
@@ -29,18 +32,98 @@ type WebSocket struct {
 	negentropySessions *xsync.MapOf[string, *NegentropySession]
 
 	authLock sync.Mutex
+
+	// buzz-lite patch: every message to the peer goes through this queue,
+	// written by one goroutine per connection (writeLoop), so that a peer
+	// that stops reading never blocks anyone but itself.
+	send      chan []byte
+	writeWait time.Duration
+	closeOnce sync.Once
 }
 
-func (ws *WebSocket) WriteJSON(any any) error {
-	ws.mutex.Lock()
-	err := ws.conn.WriteJSON(any)
-	ws.mutex.Unlock()
-	return err
+// sendQueue is how many messages may wait for a peer. A live event for a
+// peer whose queue is full is not waited for: the peer is disconnected.
+const sendQueue = 1024
+
+// ErrSlowConsumer is returned when a peer's queue is full and it was
+// disconnected.
+var ErrSlowConsumer = errors.New("connection dropped: peer does not read fast enough")
+
+// errConnClosed is returned for writes to a closed connection.
+var errConnClosed = errors.New("connection closed")
+
+// WriteJSON queues a message for the peer, waiting while its queue is full:
+// for answers to the peer's own requests, which may wait for the peer.
+func (ws *WebSocket) WriteJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	select {
+	case ws.send <- b:
+		return nil
+	case <-ws.Context.Done():
+		return errConnClosed
+	}
 }
 
+// TrySendJSON queues a message for the peer without waiting: a peer whose
+// queue is full is disconnected. For live events, which must not wait for
+// one slow peer.
+func (ws *WebSocket) TrySendJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	select {
+	case ws.send <- b:
+		return nil
+	case <-ws.Context.Done():
+		return errConnClosed
+	default:
+		ws.Close(websocket.ClosePolicyViolation, "too slow")
+		return ErrSlowConsumer
+	}
+}
+
+// WriteMessage writes a control or data message directly.
 func (ws *WebSocket) WriteMessage(t int, b []byte) error {
+	if t == websocket.PingMessage || t == websocket.PongMessage || t == websocket.CloseMessage {
+		return ws.conn.WriteControl(t, b, time.Now().Add(ws.writeWait))
+	}
 	ws.mutex.Lock()
-	err := ws.conn.WriteMessage(t, b)
-	ws.mutex.Unlock()
-	return err
+	defer ws.mutex.Unlock()
+	ws.conn.SetWriteDeadline(time.Now().Add(ws.writeWait))
+	return ws.conn.WriteMessage(t, b)
+}
+
+// Close sends a close frame with code and reason (without waiting for a
+// stalled peer) and closes the connection.
+func (ws *WebSocket) Close(code int, reason string) {
+	ws.closeOnce.Do(func() {
+		ws.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason),
+			time.Now().Add(time.Second))
+		ws.cancel()
+		ws.conn.Close()
+	})
+}
+
+// writeLoop writes the queued messages until the connection ends. A write
+// that cannot finish within writeWait ends the connection.
+func (ws *WebSocket) writeLoop() {
+	for {
+		select {
+		case b := <-ws.send:
+			ws.mutex.Lock()
+			ws.conn.SetWriteDeadline(time.Now().Add(ws.writeWait))
+			err := ws.conn.WriteMessage(websocket.TextMessage, b)
+			ws.mutex.Unlock()
+			if err != nil {
+				ws.Close(websocket.CloseGoingAway, "write failed")
+				return
+			}
+		case <-ws.Context.Done():
+			return
+		}
+	}
 }

@@ -1,0 +1,433 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
+)
+
+// env is a fake environment for Load.
+type env map[string]string
+
+func (e env) get(k string) (string, bool) { v, ok := e[k]; return v, ok }
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "buzz-lite.toml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func newPubKey(t *testing.T) (hex, npub string) {
+	t.Helper()
+	pk, err := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	npub, err = nip19.EncodePublicKey(pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pk, npub
+}
+
+// RL-24: with no file and no environment, Load is the embedded default,
+// which is a valid configuration: 127.0.0.1:7777, ./buzz-lite-data, the
+// limits of RL-27.
+func TestDefaults(t *testing.T) {
+	cfg, err := Load("", env{}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg, Default()) {
+		t.Fatalf("Load with nothing = %+v, want Default() %+v", cfg, Default())
+	}
+	if cfg.Server.Listen != "127.0.0.1:7777" || cfg.Storage.DataDir != "./buzz-lite-data" {
+		t.Errorf("listen %q, data dir %q", cfg.Server.Listen, cfg.Storage.DataDir)
+	}
+	// RL-27 defaults.
+	if cfg.Limits != (Limits{MaxMessageBytes: 512 << 10, MaxEventBytes: 128 << 10, MaxEventTags: 2000, MaxLimit: 1000}) {
+		t.Errorf("limits %+v", cfg.Limits)
+	}
+	if err := cfg.Normalize(); err != nil {
+		t.Fatalf("the default does not normalize: %v", err)
+	}
+}
+
+// RL-24: defaults < file < environment, key by key, for strings, lists
+// and integers.
+func TestPrecedence(t *testing.T) {
+	fileAdmin, _ := newPubKey(t)
+	envAdmin1, envAdmin1npub := newPubKey(t)
+	envAdmin2, _ := newPubKey(t)
+	path := writeFile(t, `
+[relay]
+name = "from file"
+description = "file description"
+admins = ["`+fileAdmin+`"]
+
+[server]
+listen = "0.0.0.0:8080"
+
+[limits]
+max_limit = 500
+max_event_tags = 100
+
+[log]
+level = "debug"
+`)
+
+	// File only.
+	cfg, err := Load(path, env{}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := Default()
+	if cfg.Relay.Name != "from file" || cfg.Relay.Description != "file description" ||
+		cfg.Server.Listen != "0.0.0.0:8080" || cfg.Limits.MaxLimit != 500 || cfg.Limits.MaxEventTags != 100 ||
+		cfg.Log.Level != "debug" || !reflect.DeepEqual(cfg.Relay.Admins, []string{fileAdmin}) {
+		t.Errorf("file values not applied: %+v", cfg)
+	}
+	if cfg.Storage.DataDir != def.Storage.DataDir || cfg.Limits.MaxMessageBytes != def.Limits.MaxMessageBytes ||
+		cfg.Limits.MaxEventBytes != def.Limits.MaxEventBytes {
+		t.Errorf("keys absent from the file lost their defaults: %+v", cfg)
+	}
+
+	// Environment over file, key by key.
+	e := env{
+		"BUZZ_LITE_RELAY_NAME":               "from env",
+		"BUZZ_LITE_RELAY_ADMINS":             " " + envAdmin1npub + " , " + envAdmin2 + ",, ",
+		"BUZZ_LITE_LIMITS_MAX_LIMIT":         " 250 ",
+		"BUZZ_LITE_LIMITS_MAX_MESSAGE_BYTES": "1048576",
+		"BUZZ_LITE_STORAGE_DATA_DIR":         "/var/lib/buzz",
+		"BUZZ_LITE_RELAY_URL":                "wss://relay.example.com",
+		"UNRELATED":                          "x",
+	}
+	cfg, err = Load(path, e.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Relay: Relay{
+			Name:        "from env",
+			Description: "file description",
+			URL:         "wss://relay.example.com",
+			Admins:      []string{envAdmin1npub, envAdmin2},
+		},
+		Server:  Server{Listen: "0.0.0.0:8080"},
+		Storage: Storage{DataDir: "/var/lib/buzz"},
+		Limits: Limits{
+			MaxMessageBytes: 1 << 20,
+			MaxEventBytes:   def.Limits.MaxEventBytes,
+			MaxEventTags:    100,
+			MaxLimit:        250,
+		},
+		Log: Log{Level: "debug"},
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("env over file:\n got %+v\nwant %+v", cfg, want)
+	}
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.Relay.Admins, []string{envAdmin1, envAdmin2}) {
+		t.Errorf("admins after Normalize: %v, want hex %v", cfg.Relay.Admins, []string{envAdmin1, envAdmin2})
+	}
+
+	// Environment over defaults, no file.
+	cfg, err = Load("", env{"BUZZ_LITE_SERVER_LISTEN": "[::1]:9000", "BUZZ_LITE_LIMITS_MAX_EVENT_BYTES": "4096"}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.Listen != "[::1]:9000" || cfg.Limits.MaxEventBytes != 4096 || cfg.Relay.Name != def.Relay.Name {
+		t.Errorf("env over defaults: %+v", cfg)
+	}
+
+	// An empty environment value is a value: it empties the key.
+	cfg, err = Load(path, env{"BUZZ_LITE_RELAY_ADMINS": ""}.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Relay.Admins) != 0 {
+		t.Errorf("BUZZ_LITE_RELAY_ADMINS=\"\": admins %v, want none", cfg.Relay.Admins)
+	}
+}
+
+// RL-24: every key has an environment variable BUZZ_LITE_<SECTION>_<KEY>
+// that Load applies.
+func TestEveryKeyHasEnv(t *testing.T) {
+	e := env{}
+	keys := 0
+	var cfg Config
+	err := eachKey(reflect.ValueOf(&cfg).Elem(), func(name string, field reflect.Value) error {
+		keys++
+		if !regexp.MustCompile(`^BUZZ_LITE_[A-Z]+_[A-Z_]+$`).MatchString(name) {
+			t.Errorf("env var %q is not BUZZ_LITE_<SECTION>_<KEY>", name)
+		}
+		switch field.Kind() {
+		case reflect.String:
+			e[name] = "v-" + name
+		case reflect.Int, reflect.Int64:
+			e[name] = "4242"
+		case reflect.Slice:
+			e[name] = "a,b"
+		case reflect.Bool:
+			e[name] = "true"
+		default:
+			t.Errorf("%s: type %s", name, field.Type())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys == 0 {
+		t.Fatal("eachKey visited no key")
+	}
+	got, err := Load("", e.get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eachKey(reflect.ValueOf(&got).Elem(), func(name string, field reflect.Value) error {
+		var want any
+		switch field.Kind() {
+		case reflect.String:
+			want = "v-" + name
+		case reflect.Int:
+			want = 4242
+		case reflect.Int64:
+			want = int64(4242)
+		case reflect.Slice:
+			want = []string{"a", "b"}
+		case reflect.Bool:
+			want = true
+		}
+		if !reflect.DeepEqual(field.Interface(), want) {
+			t.Errorf("%s: field is %v, want %v", name, field.Interface(), want)
+		}
+		return nil
+	})
+}
+
+// RL-24: the environment names the offending variable when its value is no
+// integer or boolean.
+func TestEnvBadValues(t *testing.T) {
+	for name, v := range map[string]string{
+		"BUZZ_LITE_LIMITS_MAX_LIMIT":         "many",
+		"BUZZ_LITE_LIMITS_MAX_MESSAGE_BYTES": "1.5",
+		"BUZZ_LITE_LIMITS_MAX_EVENT_TAGS":    "",
+	} {
+		_, err := Load("", env{name: v}.get)
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: error %v, want one naming the variable", name, v, err)
+		}
+	}
+}
+
+// RL-24: an unknown key in the file is an error that names it; so is a file that
+// is no TOML, or a value of the wrong type.
+func TestFileErrors(t *testing.T) {
+	path := writeFile(t, `
+[relay]
+nmae = "typo"
+
+[bogus]
+key = 1
+`)
+	_, err := Load(path, env{}.get)
+	if err == nil {
+		t.Fatal("unknown keys accepted")
+	}
+	for _, key := range []string{"relay.nmae", "bogus"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error %q does not name %s", err, key)
+		}
+	}
+
+	path = writeFile(t, "max_limit = 10\n") // a key outside any section
+	if _, err := Load(path, env{}.get); err == nil || !strings.Contains(err.Error(), "max_limit") {
+		t.Errorf("top-level key: %v", err)
+	}
+
+	for _, content := range []string{"[relay\nname = 1", "[limits]\nmax_limit = \"ten\"", "[relay]\nadmins = \"abc\""} {
+		if _, err := Load(writeFile(t, content), env{}.get); err == nil {
+			t.Errorf("file %q accepted", content)
+		}
+	}
+
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.toml"), env{}.get); err == nil {
+		t.Error("a missing file is no error")
+	}
+}
+
+// RL-24, RL-21: Normalize turns npub and uppercase pubkeys into lowercase hex and refuses
+// what cannot work: bad pubkeys, a relay URL that is not ws(s)://,
+// non-positive limits, an unknown log level, an empty listen address or data
+// directory.
+func TestNormalize(t *testing.T) {
+	hex1, npub1 := newPubKey(t)
+	hex2, _ := newPubKey(t)
+	op, opNpub := newPubKey(t)
+
+	cfg := Default()
+	cfg.Relay.Admins = []string{npub1, strings.ToUpper(hex2), " " + hex1 + " "}
+	cfg.Relay.PubKey = opNpub
+	cfg.Relay.URL = "wss://relay.example.com/path"
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg.Relay.Admins, []string{hex1, hex2, hex1}) {
+		t.Errorf("admins %v", cfg.Relay.Admins)
+	}
+	if cfg.Relay.PubKey != op {
+		t.Errorf("pubkey %q, want %q", cfg.Relay.PubKey, op)
+	}
+	for _, u := range []string{"ws://127.0.0.1:7777", "wss://relay.example.com"} {
+		c := Default()
+		c.Relay.URL = u
+		if err := c.Normalize(); err != nil {
+			t.Errorf("relay.url %q: %v", u, err)
+		}
+	}
+	for _, lv := range []string{"debug", "info", "warn", "error", "DEBUG"} {
+		c := Default()
+		c.Log.Level = lv
+		if err := c.Normalize(); err != nil {
+			t.Errorf("log.level %q: %v", lv, err)
+		}
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string // in the error
+	}{
+		{"bad admin", func(c *Config) { c.Relay.Admins = []string{hex1, "nothex"} }, "relay.admins"},
+		{"short admin", func(c *Config) { c.Relay.Admins = []string{hex1[:63]} }, "relay.admins"},
+		{"bad npub", func(c *Config) { c.Relay.Admins = []string{npub1[:len(npub1)-1] + "x"} }, "relay.admins"},
+		{"nsec as admin", func(c *Config) {
+			nsec, _ := nip19.EncodePrivateKey(nostr.GeneratePrivateKey())
+			c.Relay.Admins = []string{nsec}
+		}, "relay.admins"},
+		{"bad operator pubkey", func(c *Config) { c.Relay.PubKey = "npub1xyz" }, "relay.pubkey"},
+		{"http url", func(c *Config) { c.Relay.URL = "http://relay.example.com" }, "relay.url"},
+		{"https url", func(c *Config) { c.Relay.URL = "https://relay.example.com" }, "relay.url"},
+		{"url without host", func(c *Config) { c.Relay.URL = "wss://" }, "relay.url"},
+		{"url garbage", func(c *Config) { c.Relay.URL = "::not a url" }, "relay.url"},
+		{"zero max_limit", func(c *Config) { c.Limits.MaxLimit = 0 }, "limits.max_limit"},
+		{"negative max_event_tags", func(c *Config) { c.Limits.MaxEventTags = -1 }, "limits.max_event_tags"},
+		{"zero max_event_bytes", func(c *Config) { c.Limits.MaxEventBytes = 0 }, "limits.max_event_bytes"},
+		{"negative max_message_bytes", func(c *Config) { c.Limits.MaxMessageBytes = -5 }, "limits.max_message_bytes"},
+		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
+		{"empty listen", func(c *Config) { c.Server.Listen = "" }, "server.listen"},
+		{"empty data dir", func(c *Config) { c.Storage.DataDir = "" }, "storage.data_dir"},
+	} {
+		c := Default()
+		tc.edit(&c)
+		err := c.Normalize()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %s", tc.name, err, tc.want)
+		}
+	}
+
+	// Several problems are all reported.
+	c := Default()
+	c.Limits.MaxLimit = 0
+	c.Log.Level = "loud"
+	err := c.Normalize()
+	if err == nil || !strings.Contains(err.Error(), "limits.max_limit") || !strings.Contains(err.Error(), "log.level") {
+		t.Errorf("two problems: %v", err)
+	}
+}
+
+// RL-21: PubKey accepts hex of either case and npub, nothing else.
+func TestPubKey(t *testing.T) {
+	hex, npub := newPubKey(t)
+	for _, in := range []string{hex, strings.ToUpper(hex), npub, " " + npub + "\n"} {
+		if got, err := PubKey(in); err != nil || got != hex {
+			t.Errorf("PubKey(%q) = %q, %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"", "npub1", "zz" + hex[2:], hex + "0", "nprofile1xyz"} {
+		if got, err := PubKey(in); err == nil {
+			t.Errorf("PubKey(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+// RL-24: config.example.toml documents every key with its environment
+// variable, loads without unknown keys, and shows the embedded defaults.
+func TestExampleFile(t *testing.T) {
+	path := filepath.Join("..", "config.example.toml")
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		t.Skip("config.example.toml does not exist yet")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, env{}.get)
+	if err != nil {
+		t.Fatalf("Load(config.example.toml): %v", err)
+	}
+	// The example says its values are the defaults.
+	def := Default()
+	if len(cfg.Relay.Admins) == 0 && len(def.Relay.Admins) == 0 {
+		cfg.Relay.Admins, def.Relay.Admins = nil, nil
+	}
+	if !reflect.DeepEqual(cfg, def) {
+		t.Errorf("the example's values are not the defaults:\n got %+v\nwant %+v", cfg, def)
+	}
+	if err := cfg.Normalize(); err != nil {
+		t.Errorf("the example does not normalize: %v", err)
+	}
+
+	// Which keys the file sets, per section.
+	var doc map[string]map[string]any
+	if _, err := toml.Decode(string(b), &doc); err != nil {
+		t.Fatalf("example is not TOML of sections: %v", err)
+	}
+	text := string(b)
+	var zero Config
+	rt := reflect.TypeOf(zero)
+	visited := 0
+	for i := 0; i < rt.NumField(); i++ {
+		section := rt.Field(i).Tag.Get("toml")
+		st := rt.Field(i).Type
+		if !strings.Contains(text, "["+section+"]") {
+			t.Errorf("example has no [%s] section", section)
+		}
+		for j := 0; j < st.NumField(); j++ {
+			key := st.Field(j).Tag.Get("toml")
+			visited++
+			_, set := doc[section][key]
+			commented := regexp.MustCompile(`(?m)^\s*#\s*` + regexp.QuoteMeta(key) + `\s*=`).MatchString(text)
+			if !set && !commented {
+				t.Errorf("example does not mention %s.%s", section, key)
+			}
+		}
+	}
+
+	// Every environment variable, as eachKey names them, is in the file.
+	envs := 0
+	eachKey(reflect.ValueOf(&zero).Elem(), func(name string, _ reflect.Value) error {
+		envs++
+		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(text) {
+			t.Errorf("example does not name the environment variable %s", name)
+		}
+		return nil
+	})
+	if envs != visited {
+		t.Errorf("eachKey visits %d keys, the Config struct has %d", envs, visited)
+	}
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
+	"github.com/urfave/cli/v2"
+
+	"github.com/buzz-lite/buzz-lite/config"
+)
+
+// clearEnv removes every BUZZ_LITE_ variable of the test process for the
+// duration of the test, so that the machine's environment cannot leak in.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, config.EnvPrefix) {
+			t.Setenv(name, "") // restored after the test
+			os.Unsetenv(name)
+		}
+	}
+}
+
+// runServeConfig runs the serve command's flag parsing with args and returns
+// what loadConfig makes of it, without serving.
+func runServeConfig(t *testing.T, args ...string) (config.Config, error) {
+	t.Helper()
+	var cfg config.Config
+	var loadErr error
+	called := false
+	cmd := serveCommand()
+	cmd.Action = func(c *cli.Context) error {
+		called = true
+		cfg, loadErr = loadConfig(c)
+		return nil
+	}
+	app := &cli.App{
+		Name:           "buzz-lite",
+		Commands:       []*cli.Command{cmd},
+		ExitErrHandler: func(*cli.Context, error) {},
+		Writer:         new(strings.Builder),
+		ErrWriter:      new(strings.Builder),
+	}
+	if err := app.Run(append([]string{"buzz-lite", "serve"}, args...)); err != nil {
+		t.Fatalf("serve %v: %v", args, err)
+	}
+	if !called {
+		t.Fatalf("serve %v: action not run", args)
+	}
+	return cfg, loadErr
+}
+
+func pubkey(t *testing.T) (hex, npub string) {
+	t.Helper()
+	pk, err := nostr.GetPublicKey(nostr.GeneratePrivateKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	npub, err = nip19.EncodePublicKey(pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pk, npub
+}
+
+// RL-24: `buzz-lite serve` with no arguments runs on the embedded default.
+func TestServeDefaults(t *testing.T) {
+	clearEnv(t)
+	cfg, err := runServeConfig(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default()
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("serve with no arguments:\n got %+v\nwant %+v", cfg, want)
+	}
+	if cfg.Server.Listen != "127.0.0.1:7777" || cfg.Storage.DataDir != "./buzz-lite-data" {
+		t.Errorf("listen %q, data %q", cfg.Server.Listen, cfg.Storage.DataDir)
+	}
+}
+
+// RL-24: flags override the environment, which overrides the config file,
+// which overrides the defaults; the file may be named by --config or by
+// BUZZ_LITE_CONFIG.
+func TestLoadConfigPrecedence(t *testing.T) {
+	clearEnv(t)
+	fileAdmin, _ := pubkey(t)
+	envAdmin, _ := pubkey(t)
+	flagAdmin1, flagAdmin1npub := pubkey(t)
+	flagAdmin2, _ := pubkey(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "buzz-lite.toml")
+	err := os.WriteFile(path, []byte(`
+[relay]
+name = "file name"
+url = "wss://file.example.com"
+admins = ["`+fileAdmin+`"]
+
+[server]
+listen = "127.0.0.1:1111"
+
+[storage]
+data_dir = "/file/data"
+
+[limits]
+max_limit = 111
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// File only, named by --config.
+	cfg, err := runServeConfig(t, "--config", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Relay.Name != "file name" || cfg.Server.Listen != "127.0.0.1:1111" || cfg.Storage.DataDir != "/file/data" ||
+		cfg.Relay.URL != "wss://file.example.com" || cfg.Limits.MaxLimit != 111 ||
+		!reflect.DeepEqual(cfg.Relay.Admins, []string{fileAdmin}) {
+		t.Errorf("file only: %+v", cfg)
+	}
+	if cfg.Limits.MaxEventTags != config.Default().Limits.MaxEventTags {
+		t.Errorf("a key absent from the file lost its default: %+v", cfg.Limits)
+	}
+
+	// File named by BUZZ_LITE_CONFIG; environment over file.
+	t.Setenv("BUZZ_LITE_CONFIG", path)
+	t.Setenv("BUZZ_LITE_SERVER_LISTEN", "127.0.0.1:2222")
+	t.Setenv("BUZZ_LITE_STORAGE_DATA_DIR", "/env/data")
+	t.Setenv("BUZZ_LITE_RELAY_ADMINS", envAdmin)
+	t.Setenv("BUZZ_LITE_LIMITS_MAX_LIMIT", "222")
+	cfg, err = runServeConfig(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Relay.Name != "file name" || cfg.Server.Listen != "127.0.0.1:2222" || cfg.Storage.DataDir != "/env/data" ||
+		cfg.Limits.MaxLimit != 222 || !reflect.DeepEqual(cfg.Relay.Admins, []string{envAdmin}) {
+		t.Errorf("env over file: %+v", cfg)
+	}
+
+	// Flags over environment over file.
+	cfg, err = runServeConfig(t,
+		"--data", "/flag/data",
+		"--listen", "127.0.0.1:3333",
+		"--relay-url", "ws://flag.example.com:3333",
+		"--admin", flagAdmin1npub,
+		"--admin", flagAdmin2,
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.Default()
+	want.Relay.Name = "file name"                        // file
+	want.Relay.URL = "ws://flag.example.com:3333"        // flag over file
+	want.Relay.Admins = []string{flagAdmin1, flagAdmin2} // flag over env over file, npub made hex
+	want.Server.Listen = "127.0.0.1:3333"                // flag over env over file
+	want.Storage.DataDir = "/flag/data"                  // flag over env over file
+	want.Limits.MaxLimit = 222                           // env over file; no flag
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("flags over env over file:\n got %+v\nwant %+v", cfg, want)
+	}
+
+	// --config beats BUZZ_LITE_CONFIG.
+	other := filepath.Join(dir, "other.toml")
+	if err := os.WriteFile(other, []byte("[relay]\nname = \"other file\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = runServeConfig(t, "--config", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Relay.Name != "other file" {
+		t.Errorf("--config over BUZZ_LITE_CONFIG: name %q", cfg.Relay.Name)
+	}
+}
+
+// RL-24: loadConfig refuses what Normalize refuses, whatever the source.
+func TestLoadConfigErrors(t *testing.T) {
+	clearEnv(t)
+	if _, err := runServeConfig(t, "--relay-url", "http://relay.example.com"); err == nil || !strings.Contains(err.Error(), "relay.url") {
+		t.Errorf("--relay-url http://: %v", err)
+	}
+	if _, err := runServeConfig(t, "--admin", "not-a-pubkey"); err == nil || !strings.Contains(err.Error(), "relay.admins") {
+		t.Errorf("--admin garbage: %v", err)
+	}
+	t.Setenv("BUZZ_LITE_LIMITS_MAX_EVENT_TAGS", "0")
+	if _, err := runServeConfig(t); err == nil || !strings.Contains(err.Error(), "limits.max_event_tags") {
+		t.Errorf("BUZZ_LITE_LIMITS_MAX_EVENT_TAGS=0: %v", err)
+	}
+	t.Setenv("BUZZ_LITE_LIMITS_MAX_EVENT_TAGS", "2000")
+
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(bad, []byte("[server]\nlisten = \"x\"\nport = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runServeConfig(t, "--config", bad); err == nil || !strings.Contains(err.Error(), "server.port") {
+		t.Errorf("unknown key in --config file: %v", err)
+	}
+	if _, err := runServeConfig(t, "--config", filepath.Join(t.TempDir(), "missing.toml")); err == nil {
+		t.Error("a missing --config file is no error")
+	}
+}

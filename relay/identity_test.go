@@ -1,0 +1,94 @@
+package relay
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// RL-21: the relay identity key is created on first start in a 0600 file,
+// the same key is returned afterwards, and a file that holds no key is
+// refused rather than replaced.
+func TestLoadOrCreateKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data", "relay.key") // the directory does not exist yet
+
+	sk, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !nostr.IsValid32ByteHex(sk) {
+		t.Fatalf("key %q is not 64 lowercase hex characters", sk)
+	}
+	if _, err := nostr.GetPublicKey(sk); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %v, want 0600", fi.Mode().Perm())
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("temporary file left behind: %v", err)
+	}
+
+	again, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != sk {
+		t.Fatal("second call returned a different key")
+	}
+
+	// A key written by hand, with surrounding whitespace, is read as is.
+	manual := nostr.GeneratePrivateKey()
+	manualPath := filepath.Join(t.TempDir(), "manual.key")
+	if err := os.WriteFile(manualPath, []byte("  "+manual+"\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LoadOrCreateKey(manualPath); err != nil || got != manual {
+		t.Fatalf("hand-written key: %q, %v", got, err)
+	}
+}
+
+// RL-21: garbage in the key file is an error, and the file is left alone.
+func TestLoadOrCreateKeyRefusesGarbage(t *testing.T) {
+	for _, content := range []string{
+		"garbage",
+		"",
+		"\n",
+		"nsec1notreallyakey",
+		"abcd",
+		nostr.GeneratePrivateKey() + "00",     // too long
+		nostr.GeneratePrivateKey()[:62],       // too short
+		"zz" + nostr.GeneratePrivateKey()[2:], // not hex
+	} {
+		path := filepath.Join(t.TempDir(), "relay.key")
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if sk, err := LoadOrCreateKey(path); err == nil {
+			t.Errorf("file %q: accepted as key %q", content, sk)
+		}
+		if b, _ := os.ReadFile(path); string(b) != content {
+			t.Errorf("file %q was rewritten to %q", content, b)
+		}
+	}
+}
+
+// RL-21: a key path that cannot be read is an error, not a new key.
+func TestLoadOrCreateKeyUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	// A directory where the file should be.
+	path := filepath.Join(dir, "relay.key")
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateKey(path); err == nil {
+		t.Fatal("a directory was accepted as key file")
+	}
+}
