@@ -51,13 +51,17 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64) error {
 		return buzz.ErrDeletedBeforeArriving
 	}
 
+	// A channel seen for the first time gets its row with the event's
+	// writes below; until then it is number 0, which no stored event has.
 	var channel sql.NullInt64
+	newChannel := false
 	if r.channel != "" {
-		seq, err := tx.ensureChannel(r.channel)
+		seq, found, err := tx.lookupChannel(r.channel)
 		if err != nil {
 			return err
 		}
 		channel = sql.NullInt64{Int64: seq, Valid: true}
+		newChannel = !found
 	}
 
 	var superseded []*stored
@@ -98,6 +102,14 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64) error {
 	cls, err := tx.classify(r, channel)
 	if err != nil {
 		return err
+	}
+
+	// Everything above only reads; every rejection is decided by now (see
+	// writer.run: a job writes nothing before it can no longer be rejected).
+	if newChannel {
+		if channel.Int64, err = tx.insertChannelRow(r.channel); err != nil {
+			return err
+		}
 	}
 	res, err := tx.insertEvent.ExecContext(tx.ctx, r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind,
 		r.tagsJSON, ev.Content, r.sig, channel, r.dtag, r.expiresAt,
@@ -433,19 +445,22 @@ func (tx *writeTx) addressed(a string) ([]*stored, error) {
 	return vs, nil
 }
 
-func (tx *writeTx) ensureChannel(h string) (int64, error) {
+// lookupChannel returns the number of channel h, if it has one.
+func (tx *writeTx) lookupChannel(h string) (seq int64, found bool, err error) {
 	if seq, ok := tx.channels[h]; ok {
-		return seq, nil
+		return seq, true, nil
 	}
-	var seq int64
-	err := tx.channelSeq.QueryRowContext(tx.ctx, h).Scan(&seq)
-	if err == nil {
-		tx.channels[h] = seq
-		return seq, nil
+	switch err := tx.channelSeq.QueryRowContext(tx.ctx, h).Scan(&seq); {
+	case err == sql.ErrNoRows:
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("look up channel: %w", err)
 	}
-	if err != sql.ErrNoRows {
-		return 0, fmt.Errorf("look up channel: %w", err)
-	}
+	tx.channels[h] = seq
+	return seq, true, nil
+}
+
+func (tx *writeTx) insertChannelRow(h string) (int64, error) {
 	res, err := tx.insertChannel.ExecContext(tx.ctx, h)
 	if err != nil {
 		return 0, fmt.Errorf("create channel: %w", err)

@@ -10,16 +10,16 @@ import (
 // writeStmts are the statements of the write path, prepared once on the
 // writer connection.
 type writeStmts struct {
-	begin, commit, rollback, savepoint, release, rollbackTo *sql.Stmt
-	insertEvent, insertTag, deleteTag                       *sql.Stmt
-	eventByID, eventBySeq                                   *sql.Stmt
-	deletedBefore, deletedAddress                           *sql.Stmt
-	replaceableVersions, addressableVersion                 *sql.Stmt
-	channelSeq, insertChannel                               *sql.Stmt
-	threadRow, upsertThread                                 *sql.Stmt
-	markDeleted, hasChildren, hardDelete                    *sql.Stmt
-	liveChildren, subtreeAuthors                            *sql.Stmt
-	expired, clearExpiry                                    *sql.Stmt
+	begin, commit, rollback                 *sql.Stmt
+	insertEvent, insertTag, deleteTag       *sql.Stmt
+	eventByID, eventBySeq                   *sql.Stmt
+	deletedBefore, deletedAddress           *sql.Stmt
+	replaceableVersions, addressableVersion *sql.Stmt
+	channelSeq, insertChannel               *sql.Stmt
+	threadRow, upsertThread                 *sql.Stmt
+	markDeleted, hasChildren, hardDelete    *sql.Stmt
+	liveChildren, subtreeAuthors            *sql.Stmt
+	expired, clearExpiry                    *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -35,9 +35,6 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.begin, `BEGIN IMMEDIATE`},
 		{&s.commit, `COMMIT`},
 		{&s.rollback, `ROLLBACK`},
-		{&s.savepoint, `SAVEPOINT job`},
-		{&s.release, `RELEASE job`},
-		{&s.rollbackTo, `ROLLBACK TO job`},
 		{&s.insertEvent, `INSERT INTO events
 			(id, pubkey, created_at, kind, tags, content, sig, channel, dtag, expires_at,
 			 parent, root, depth, broadcast, row_class)

