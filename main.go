@@ -28,17 +28,22 @@ var version = "dev"
 const dbFile = "buzz-lite.db"
 
 func main() {
-	app := &cli.App{
+	if err := newApp().Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "buzz-lite:", err)
+		os.Exit(1)
+	}
+}
+
+func newApp() *cli.App {
+	return &cli.App{
 		Name:    "buzz-lite",
 		Usage:   "a single-binary nostr relay for threaded group chat",
 		Version: version,
 		Commands: []*cli.Command{
 			serveCommand(),
+			exportCommand(),
+			backupCommand(),
 		},
-	}
-	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintln(os.Stderr, "buzz-lite:", err)
-		os.Exit(1)
 	}
 }
 

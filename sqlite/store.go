@@ -38,6 +38,7 @@ type Options struct {
 
 // Store is an open buzz-lite database.
 type Store struct {
+	path    string
 	writer  *writer
 	readers *sql.DB
 	log     *slog.Logger
@@ -76,6 +77,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		now = time.Now
 	}
 	s := &Store{
+		path:      opts.Path,
 		log:       log,
 		now:       now,
 		admins:    make(map[string]bool, len(opts.Admins)),

@@ -1,0 +1,72 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// ErrBackupExists is returned when the backup file exists and force is off.
+var ErrBackupExists = errors.New("backup file exists (use --force to overwrite)")
+
+// Backup writes a consistent snapshot of the database to path while the
+// store keeps serving and accepting writes: VACUUM INTO reads one snapshot
+// (writers carry on in the WAL) into a temporary file beside path, which is
+// synced and then renamed over path, so that path is either the old file or
+// a complete new backup. An existing path is refused unless force is set.
+func (s *Store) Backup(ctx context.Context, path string, force bool) error {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if _, err := os.Stat(path); err == nil && !force {
+		return fmt.Errorf("backup %s: %w", path, ErrBackupExists)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("backup: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	tmpPath := tmp.Name()
+	tmp.Close()
+	os.Remove(tmpPath) // VACUUM INTO wants to create the file itself
+	defer os.Remove(tmpPath)
+
+	// The read pool is query-only, which VACUUM INTO counts as a write: a
+	// connection of its own, which writes nothing to the database.
+	db, err := sql.Open("sqlite", dsn(s.path, false))
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", tmpPath); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Chmod(tmpPath, 0o600); err != nil { // community history is private
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := syncFile(tmpPath); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := os.Rename(tmpPath, path); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	if err := syncFile(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	return nil
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

@@ -1,0 +1,121 @@
+package sqlite
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+func exportLines(t *testing.T, s *Store, f ExportFilter) []*nostr.Event {
+	t.Helper()
+	var buf bytes.Buffer
+	n, err := s.Export(context.Background(), f, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*nostr.Event
+	sc := bufio.NewScanner(&buf)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "{") {
+			t.Fatalf("line is not one JSON object: %q", line)
+		}
+		var ev nostr.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if ok, err := ev.CheckSignature(); !ok || err != nil {
+			t.Fatalf("exported event %s does not verify", ev.ID)
+		}
+		out = append(out, &ev)
+	}
+	if int64(len(out)) != n {
+		t.Fatalf("Export said %d events, wrote %d lines", n, len(out))
+	}
+	return out
+}
+
+// RL-25, issue 8: one signed event per line, oldest first (created_at ASC,
+// id ASC) across page boundaries, parents before replies; deleted events
+// and deletions only on request; the relay's group state never.
+func TestExport(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	ch1, ch2 := "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	var all []*nostr.Event
+	ingest := func(ev *nostr.Event) *nostr.Event {
+		t.Helper()
+		if err := s.Ingest(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, ev)
+		return ev
+	}
+	// More than one export page, many in the same second.
+	for i := range exportPage + 300 {
+		ingest(a.Event(t, 9, 1000+int64(i/7), fmt.Sprint("m", i), nostr.Tag{"h", ch1}))
+	}
+	root := ingest(b.Event(t, 9, 5000, "root", nostr.Tag{"h", ch2}))
+	reply := ingest(a.Event(t, 9, 5000, "reply", nostr.Tag{"h", ch2}, nostr.Tag{"e", root.ID, "", "reply"}))
+	gone := ingest(b.Event(t, 9, 5001, "gone", nostr.Tag{"h", ch2}))
+	del := b.Event(t, 5, 5002, "", nostr.Tag{"e", gone.ID})
+	if err := s.Ingest(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	state := b.Event(t, 39000, 5003, "", nostr.Tag{"d", ch2})
+	if err := s.Ingest(ctx, state); err != nil { // the store takes relay-signed state
+		t.Fatal(err)
+	}
+
+	got := exportLines(t, s, ExportFilter{})
+	if len(got) != len(all)-1 {
+		t.Fatalf("exported %d events, want %d (all but the deleted one)", len(got), len(all)-1)
+	}
+	seen := map[string]int{}
+	for i, ev := range got {
+		if i > 0 {
+			p := got[i-1]
+			if p.CreatedAt > ev.CreatedAt || (p.CreatedAt == ev.CreatedAt && p.ID >= ev.ID) {
+				t.Fatalf("events %d and %d out of order", i-1, i)
+			}
+		}
+		if ev.ID == gone.ID || ev.ID == del.ID || ev.Kind == 39000 {
+			t.Fatalf("exported %d event %s", ev.Kind, ev.ID)
+		}
+		seen[ev.ID] = i
+	}
+	if seen[root.ID] >= seen[reply.ID] {
+		t.Fatal("reply exported before its parent")
+	}
+
+	withDeleted := exportLines(t, s, ExportFilter{WithDeleted: true})
+	if len(withDeleted) != len(all)+1 {
+		t.Fatalf("--with-deleted exported %d events, want %d", len(withDeleted), len(all)+1)
+	}
+
+	byChannel := exportLines(t, s, ExportFilter{Channel: ch2})
+	if len(byChannel) != 2 || byChannel[0].ID != min(root.ID, reply.ID) {
+		t.Fatalf("channel export: %v", byChannel)
+	}
+	if got := exportLines(t, s, ExportFilter{Channel: "33333333-3333-4333-8333-333333333333"}); len(got) != 0 {
+		t.Fatalf("unknown channel exported %d events", len(got))
+	}
+	since, until := int64(1001), int64(1002)
+	window := exportLines(t, s, ExportFilter{Since: &since, Until: &until, Kinds: []int{9}})
+	if len(window) != 14 {
+		t.Fatalf("since/until export: %d events, want 14", len(window))
+	}
+	if got := exportLines(t, s, ExportFilter{Kinds: []int{5}, WithDeleted: true}); len(got) != 1 || got[0].ID != del.ID {
+		t.Fatalf("kinds export: %v", got)
+	}
+}

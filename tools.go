@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/buzz-lite/buzz-lite/sqlite"
+)
+
+// The operator's commands on a data directory (RL-25, issue 8). Each works
+// on a database the relay has open: SQLite's WAL and busy timeout let them
+// run beside it.
+
+func exportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "export",
+		Usage:     "write stored events as JSON Lines (strfry/nak format), oldest first",
+		ArgsUsage: " ",
+		Flags: append(commonFlags(),
+			&cli.StringFlag{Name: "channel", Usage: "only this channel's events (its h tag value)"},
+			&cli.Int64Flag{Name: "since", Usage: "only events with created_at >= `UNIX`"},
+			&cli.Int64Flag{Name: "until", Usage: "only events with created_at <= `UNIX`"},
+			&cli.StringFlag{Name: "kinds", Usage: "only these kinds, comma-separated (e.g. 9,7)"},
+			&cli.BoolFlag{Name: "with-deleted", Usage: "also the deleted events and the deletions that deleted them"},
+			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output"},
+		),
+		Action: export,
+	}
+}
+
+func backupCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "backup",
+		Usage:     "write a consistent snapshot of the database to PATH, while the relay serves",
+		ArgsUsage: "PATH",
+		Flags: append(commonFlags(),
+			&cli.BoolFlag{Name: "force", Usage: "overwrite PATH if it exists"},
+		),
+		Action: backup,
+	}
+}
+
+// openExisting opens the database of the data directory, refusing to create
+// one: an operator's command on a mistyped directory must say so.
+func openExisting(ctx context.Context, c *cli.Context) (*sqlite.Store, error) {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(cfg.Storage.DataDir, dbFile)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no buzz-lite database at %s (is --data right?)", path)
+	}
+	return sqlite.Open(ctx, sqlite.Options{Path: path, Schema: schema, Admins: cfg.Relay.Admins, Logger: newLogger(cfg)})
+}
+
+func export(c *cli.Context) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	f := sqlite.ExportFilter{Channel: c.String("channel"), WithDeleted: c.Bool("with-deleted")}
+	if c.IsSet("since") {
+		v := c.Int64("since")
+		f.Since = &v
+	}
+	if c.IsSet("until") {
+		v := c.Int64("until")
+		f.Until = &v
+	}
+	if c.IsSet("kinds") {
+		for _, k := range strings.Split(c.String("kinds"), ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(k))
+			if err != nil {
+				return fmt.Errorf("--kinds: %q is not a kind number", k)
+			}
+			f.Kinds = append(f.Kinds, n)
+		}
+	}
+	store, err := openExisting(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	out := os.Stdout
+	tmp := ""
+	if path := c.String("output"); path != "" {
+		// Written beside the target and renamed when complete: an
+		// interrupted export never leaves a truncated file under its name.
+		file, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		defer os.Remove(file.Name())
+		defer file.Close()
+		out, tmp = file, file.Name()
+	}
+	start := time.Now()
+	n, err := store.Export(ctx, f, out)
+	if err != nil {
+		return err
+	}
+	if tmp != "" {
+		if err := out.Sync(); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		if err := os.Rename(tmp, c.String("output")); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	if isTerminal(os.Stderr) {
+		fmt.Fprintf(os.Stderr, "exported %d events in %s\n", n, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func backup(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return errors.New("backup: want one PATH, after the flags: buzz-lite backup [--force] PATH")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, err := openExisting(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	start := time.Now()
+	if err := store.Backup(ctx, c.Args().First(), c.Bool("force")); err != nil {
+		return err
+	}
+	if isTerminal(os.Stderr) {
+		fmt.Fprintf(os.Stderr, "backup written to %s in %s\n", c.Args().First(), time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// isTerminal reports whether f is a terminal: progress and summaries go
+// there only (RL-25).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

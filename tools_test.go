@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/sqlite"
+)
+
+// toolData makes a data directory holding events of two channels.
+func toolData(t *testing.T) (dir string, evs []*nostr.Event) {
+	t.Helper()
+	dir = t.TempDir()
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := testutil.NewSigner(t)
+	for i, ch := range []string{"11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"} {
+		for j := range 3 {
+			ev := a.Event(t, 9, int64(1000+10*i+j), "m", nostr.Tag{"h", ch})
+			if err := s.Ingest(context.Background(), ev); err != nil {
+				t.Fatal(err)
+			}
+			evs = append(evs, ev)
+		}
+	}
+	return dir, evs
+}
+
+// RL-25: export and backup take --data like serve, refuse a directory with
+// no database, and write where they are told.
+func TestExportAndBackupCommands(t *testing.T) {
+	dir, evs := toolData(t)
+	out := filepath.Join(t.TempDir(), "dump.jsonl")
+	if err := newApp().Run([]string{"buzz-lite", "export", "--data", dir, "--channel", "22222222-2222-4222-8222-222222222222", "-o", out}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var ids []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var ev nostr.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	if len(ids) != 3 || ids[0] != evs[3].ID || ids[2] != evs[5].ID {
+		t.Fatalf("exported %v, want the second channel's three events oldest first", ids)
+	}
+
+	if err := newApp().Run([]string{"buzz-lite", "export", "--data", dir, "--kinds", "9,x"}); err == nil || !strings.Contains(err.Error(), "--kinds") {
+		t.Fatalf("bad --kinds: %v", err)
+	}
+	empty := t.TempDir()
+	if err := newApp().Run([]string{"buzz-lite", "export", "--data", empty}); err == nil || !strings.Contains(err.Error(), "no buzz-lite database") {
+		t.Fatalf("export of an empty directory: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(empty, dbFile)); err == nil {
+		t.Fatal("export created a database")
+	}
+
+	bk := filepath.Join(t.TempDir(), "snap.db")
+	if err := newApp().Run([]string{"buzz-lite", "backup", "--data", dir, bk}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(bk); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("backup file: %v %v", st, err)
+	}
+	if err := newApp().Run([]string{"buzz-lite", "backup", "--data", dir, bk}); err == nil || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("second backup without --force: %v", err)
+	}
+	if err := newApp().Run([]string{"buzz-lite", "backup", "--data", dir, "--force", bk}); err != nil {
+		t.Fatal(err)
+	}
+	if err := newApp().Run([]string{"buzz-lite", "backup", "--data", dir}); err == nil {
+		t.Fatal("backup without a PATH succeeded")
+	}
+}
