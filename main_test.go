@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nbd-wtf/go-nostr"
-	"github.com/nbd-wtf/go-nostr/nip19"
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/config"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
 // clearEnv removes every BUZZ_LITE_ variable of the test process for the
@@ -56,19 +55,6 @@ func runServeConfig(t *testing.T, args ...string) (config.Config, error) {
 	return cfg, loadErr
 }
 
-func pubkey(t *testing.T) (hex, npub string) {
-	t.Helper()
-	pk, err := nostr.GetPublicKey(nostr.GeneratePrivateKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	npub, err = nip19.EncodePublicKey(pk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pk, npub
-}
-
 // RL-24: `buzz-lite serve` with no arguments runs on the embedded default.
 func TestServeDefaults(t *testing.T) {
 	clearEnv(t)
@@ -90,13 +76,11 @@ func TestServeDefaults(t *testing.T) {
 // BUZZ_LITE_CONFIG.
 func TestLoadConfigPrecedence(t *testing.T) {
 	clearEnv(t)
-	fileAdmin, _ := pubkey(t)
-	envAdmin, _ := pubkey(t)
-	flagAdmin1, flagAdmin1npub := pubkey(t)
-	flagAdmin2, _ := pubkey(t)
-	dir := t.TempDir()
-	path := filepath.Join(dir, "buzz-lite.toml")
-	err := os.WriteFile(path, []byte(`
+	fileAdmin, _ := testutil.NewPubKey(t)
+	envAdmin, _ := testutil.NewPubKey(t)
+	flagAdmin1, flagAdmin1npub := testutil.NewPubKey(t)
+	flagAdmin2, _ := testutil.NewPubKey(t)
+	path := testutil.WriteFile(t, "buzz-lite.toml", `
 [relay]
 name = "file name"
 url = "wss://file.example.com"
@@ -110,10 +94,7 @@ data_dir = "/file/data"
 
 [limits]
 max_limit = 111
-`), 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 
 	// File only, named by --config.
 	cfg, err := runServeConfig(t, "--config", path)
@@ -167,10 +148,7 @@ max_limit = 111
 	}
 
 	// --config beats BUZZ_LITE_CONFIG.
-	other := filepath.Join(dir, "other.toml")
-	if err := os.WriteFile(other, []byte("[relay]\nname = \"other file\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	other := testutil.WriteFile(t, "other.toml", "[relay]\nname = \"other file\"\n")
 	cfg, err = runServeConfig(t, "--config", other)
 	if err != nil {
 		t.Fatal(err)
@@ -195,10 +173,7 @@ func TestLoadConfigErrors(t *testing.T) {
 	}
 	t.Setenv("BUZZ_LITE_LIMITS_MAX_EVENT_TAGS", "2000")
 
-	bad := filepath.Join(t.TempDir(), "bad.toml")
-	if err := os.WriteFile(bad, []byte("[server]\nlisten = \"x\"\nport = 1\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bad := testutil.WriteFile(t, "bad.toml", "[server]\nlisten = \"x\"\nport = 1\n")
 	if _, err := runServeConfig(t, "--config", bad); err == nil || !strings.Contains(err.Error(), "server.port") {
 		t.Errorf("unknown key in --config file: %v", err)
 	}

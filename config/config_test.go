@@ -12,34 +12,14 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
 // env is a fake environment for Load.
 type env map[string]string
 
 func (e env) get(k string) (string, bool) { v, ok := e[k]; return v, ok }
-
-func writeFile(t *testing.T, content string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "buzz-lite.toml")
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-func newPubKey(t *testing.T) (hex, npub string) {
-	t.Helper()
-	pk, err := nostr.GetPublicKey(nostr.GeneratePrivateKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	npub, err = nip19.EncodePublicKey(pk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pk, npub
-}
 
 // RL-24: with no file and no environment, Load is the embedded default,
 // which is a valid configuration: 127.0.0.1:7777, ./buzz-lite-data, the
@@ -67,10 +47,10 @@ func TestDefaults(t *testing.T) {
 // RL-24: defaults < file < environment, key by key, for strings, lists
 // and integers.
 func TestPrecedence(t *testing.T) {
-	fileAdmin, _ := newPubKey(t)
-	envAdmin1, envAdmin1npub := newPubKey(t)
-	envAdmin2, _ := newPubKey(t)
-	path := writeFile(t, `
+	fileAdmin, _ := testutil.NewPubKey(t)
+	envAdmin1, envAdmin1npub := testutil.NewPubKey(t)
+	envAdmin2, _ := testutil.NewPubKey(t)
+	path := testutil.WriteFile(t, "buzz-lite.toml", `
 [relay]
 name = "from file"
 description = "file description"
@@ -237,7 +217,7 @@ func TestEnvBadValues(t *testing.T) {
 // RL-24: an unknown key in the file is an error that names it; so is a file that
 // is no TOML, or a value of the wrong type.
 func TestFileErrors(t *testing.T) {
-	path := writeFile(t, `
+	path := testutil.WriteFile(t, "buzz-lite.toml", `
 [relay]
 nmae = "typo"
 
@@ -254,13 +234,13 @@ key = 1
 		}
 	}
 
-	path = writeFile(t, "max_limit = 10\n") // a key outside any section
+	path = testutil.WriteFile(t, "buzz-lite.toml", "max_limit = 10\n") // a key outside any section
 	if _, err := Load(path, env{}.get); err == nil || !strings.Contains(err.Error(), "max_limit") {
 		t.Errorf("top-level key: %v", err)
 	}
 
 	for _, content := range []string{"[relay\nname = 1", "[limits]\nmax_limit = \"ten\"", "[relay]\nadmins = \"abc\""} {
-		if _, err := Load(writeFile(t, content), env{}.get); err == nil {
+		if _, err := Load(testutil.WriteFile(t, "buzz-lite.toml", content), env{}.get); err == nil {
 			t.Errorf("file %q accepted", content)
 		}
 	}
@@ -275,9 +255,9 @@ key = 1
 // non-positive limits, an unknown log level, an empty listen address or data
 // directory.
 func TestNormalize(t *testing.T) {
-	hex1, npub1 := newPubKey(t)
-	hex2, _ := newPubKey(t)
-	op, opNpub := newPubKey(t)
+	hex1, npub1 := testutil.NewPubKey(t)
+	hex2, _ := testutil.NewPubKey(t)
+	op, opNpub := testutil.NewPubKey(t)
 
 	cfg := Default()
 	cfg.Relay.Admins = []string{npub1, strings.ToUpper(hex2), " " + hex1 + " "}
@@ -352,7 +332,7 @@ func TestNormalize(t *testing.T) {
 
 // RL-21: PubKey accepts hex of either case and npub, nothing else.
 func TestPubKey(t *testing.T) {
-	hex, npub := newPubKey(t)
+	hex, npub := testutil.NewPubKey(t)
 	for _, in := range []string{hex, strings.ToUpper(hex), npub, " " + npub + "\n"} {
 		if got, err := PubKey(in); err != nil || got != hex {
 			t.Errorf("PubKey(%q) = %q, %v", in, got, err)

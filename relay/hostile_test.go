@@ -103,9 +103,7 @@ func TestHostileCount(t *testing.T) {
 // crash the connection's goroutine; it is refused and the server answers
 // afterwards.
 func TestBareDTag(t *testing.T) {
-	s := startServer(t)
-	c := s.raw(t)
-	a := testutil.NewSigner(t)
+	s, c, a := startWithClient(t)
 	now := time.Now().Unix()
 	for _, kind := range []int{0, 3, 10002, 30023, 40003} {
 		ev := a.Event(t, kind, now, "x", nostr.Tag{"d"})
@@ -134,9 +132,7 @@ func TestBareDTag(t *testing.T) {
 // RL-22: malformed messages, garbage filters, hostile tags, huge limits and
 // negative timestamps crash nothing; a normal REQ works afterwards.
 func TestHostileMessages(t *testing.T) {
-	s := startServer(t)
-	c := s.raw(t)
-	a := testutil.NewSigner(t)
+	s, c, a := startWithClient(t)
 	now := time.Now().Unix()
 	known := a.Event(t, 1, now-50, "known")
 	if ok, reason := c.publish(known); !ok {

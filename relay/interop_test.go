@@ -46,14 +46,7 @@ func TestGoNostrClientInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case got := <-sub.Events:
-		if got.ID != ev.ID {
-			t.Fatalf("stored: got %s", got.ID)
-		}
-	case <-ctx.Done():
-		t.Fatal("stored event not received")
-	}
+	recvEvent(ctx, t, sub, ev, "stored")
 	select {
 	case <-sub.EndOfStoredEvents:
 	case <-ctx.Done():
@@ -63,14 +56,7 @@ func TestGoNostrClientInterop(t *testing.T) {
 	if err := c.Publish(ctx, *live); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case got := <-sub.Events:
-		if got.ID != live.ID {
-			t.Fatalf("live: got %s", got.ID)
-		}
-	case <-ctx.Done():
-		t.Fatal("live event not received")
-	}
+	recvEvent(ctx, t, sub, live, "live")
 	sub.Unsub()
 
 	n, _, err := c.Count(ctx, nostr.Filters{{Kinds: []int{1}, Authors: []string{a.PK}}})
@@ -92,5 +78,19 @@ func TestGoNostrClientInterop(t *testing.T) {
 	err = c.Publish(ctx, *a.Event(t, 39000, now, "", nostr.Tag{"d", testChannel}))
 	if err == nil || !strings.Contains(err.Error(), "restricted: relay-only kind") {
 		t.Fatalf("relay-only kind: %v", err)
+	}
+}
+
+// recvEvent waits, until ctx ends, for the next event of sub and requires
+// it to be want; what names it in failures.
+func recvEvent(ctx context.Context, t *testing.T, sub *nostr.Subscription, want *nostr.Event, what string) {
+	t.Helper()
+	select {
+	case got := <-sub.Events:
+		if got.ID != want.ID {
+			t.Fatalf("%s: got %s", what, got.ID)
+		}
+	case <-ctx.Done():
+		t.Fatalf("%s event not received", what)
 	}
 }

@@ -7,8 +7,6 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
-
-	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
 // RL-27: configured limits are enforced with NIP-01 prefixes: tags per
@@ -16,9 +14,7 @@ import (
 // NIP-11 advertises), and the WebSocket message size.
 func TestLimits(t *testing.T) {
 	lim := Limits{MaxMessageBytes: 4000, MaxEventBytes: 1500, MaxEventTags: 3, MaxLimit: 2}
-	s := startServer(t, func(c *Config) { c.Limits = lim })
-	c := s.client(t)
-	a := testutil.NewSigner(t)
+	s, c, a := startWithClient(t, func(c *Config) { c.Limits = lim })
 	now := time.Now().Unix()
 
 	mustPublish(t, c, a.Event(t, 1, now, "three tags", nostr.Tag{"t", "a"}, nostr.Tag{"t", "b"}, nostr.Tag{"t", "c"}))

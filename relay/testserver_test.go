@@ -89,6 +89,14 @@ func startServer(t *testing.T, edit ...func(*Config)) *testServer {
 	return s
 }
 
+// startWithClient starts a relay (startServer), connects one client to it
+// and makes one signer: the opening of most tests.
+func startWithClient(t *testing.T, edit ...func(*Config)) (*testServer, *rawClient, testutil.Signer) {
+	t.Helper()
+	s := startServer(t, edit...)
+	return s, s.client(t), testutil.NewSigner(t)
+}
+
 // stop cancels the server's context, waits for Serve to return and closes
 // the store; it returns what Serve returned. Idempotent.
 func (s *testServer) stop() error {
@@ -142,6 +150,31 @@ func mustReject(t *testing.T, c *rawClient, ev *nostr.Event, reason string) {
 	}
 	if got := err.Error(); got != reason {
 		t.Fatalf("kind %d: got %q, want %q", ev.Kind, got, reason)
+	}
+}
+
+// publishMayRefuse publishes ev, a deleted or superseded event sent again:
+// the relay may accept it or refuse it as blocked:/duplicate:, any other
+// refusal fails the test with what.
+func publishMayRefuse(t *testing.T, c *rawClient, ev *nostr.Event, what string) {
+	t.Helper()
+	if err := publish(t, c, ev); err != nil && !isBlockedOrDuplicate(err) {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// isBlockedOrDuplicate accepts the answers a relay may give to a deleted
+// event sent again: OK false with blocked:/duplicate:.
+func isBlockedOrDuplicate(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "blocked:") || strings.Contains(msg, "duplicate:")
+}
+
+// mustNotServe fails the test with why when a REQ by id returns anything.
+func mustNotServe(t *testing.T, c *rawClient, id, why string) {
+	t.Helper()
+	if got := fetch(t, c, nostr.Filter{IDs: []string{id}}); len(got) != 0 {
+		t.Fatal(why)
 	}
 }
 

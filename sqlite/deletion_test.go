@@ -42,9 +42,7 @@ func ttNegativeCounters(t *testing.T, s *Store) int {
 // remaining subtree; the deleted event's replies stay stored, visible and
 // counted; a new reply to it is refused; deleting twice changes nothing.
 func TestDeleteKind5Counters(t *testing.T) {
-	s := ttOpen(t)
-	sg := ttSigners(t, 6)
-	m := newTTModel()
+	s, sg, m := ttNewThread(t, 6)
 	evs := ttBuildTree(t, s, sg, []ttTreeNode{
 		{"R", 0, 0, "", false},
 		{"A", 1, 10, "R", false},
@@ -60,7 +58,7 @@ func TestDeleteKind5Counters(t *testing.T) {
 	ttCheckModel(t, s, m)
 	id := func(n string) string { return evs[n].ID }
 	chFilter := nostr.Filter{Tags: nostr.TagMap{"h": {ttChan}}}
-	if n := ttCount(t, s, chFilter); n != 10 {
+	if n := qtCountF(t, s, chFilter); n != 10 {
 		t.Fatalf("Count = %d before deleting", n)
 	}
 
@@ -78,16 +76,16 @@ func TestDeleteKind5Counters(t *testing.T) {
 	if ttVisible(t, s, id("B")) {
 		t.Error("deleted event still returned by Query")
 	}
-	if ids := ttQueryIDs(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {ttChan}}}); slices.Contains(ids, id("B")) || len(ids) != 9 {
+	if ids := qtQuery(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {ttChan}}}); slices.Contains(ids, id("B")) || len(ids) != 9 {
 		t.Errorf("channel query after deletion: %d events (B included: %v)", len(ids), slices.Contains(ids, id("B")))
 	}
-	if n := ttCount(t, s, chFilter); n != 9 {
+	if n := qtCountF(t, s, chFilter); n != 9 {
 		t.Errorf("Count = %d after deleting one event, want 9", n)
 	}
-	if ids := ttQueryIDs(t, s, nostr.Filter{Kinds: []int{5}}); !slices.Equal(ids, []string{del.ID}) {
+	if ids := qtQuery(t, s, nostr.Filter{Kinds: []int{5}}); !slices.Equal(ids, []string{del.ID}) {
 		t.Errorf("kind 5 query = %v, want the deletion event", ids)
 	}
-	if ids := ttQueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"e": {id("B")}}}); !slices.Equal(ids, []string{del.ID}) {
+	if ids := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"e": {id("B")}}}); !slices.Equal(ids, []string{del.ID}) {
 		t.Errorf("#e query for the deleted event = %v, want only the deletion", ids)
 	}
 	if ttMustRead(t, s, id("B")).RowClass != rowTopLevel {
@@ -113,7 +111,7 @@ func TestDeleteKind5Counters(t *testing.T) {
 		t.Error("reply of a deleted event is no longer returned")
 	}
 	ttCheckClass(t, s, id("A1a"), ttClass{Depth: 3, Parent: id("A1"), Root: id("R"), RowClass: rowReply})
-	if ids := ttQueryIDs(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"e": {id("A1")}}}); !slices.Equal(ids, []string{id("A1a")}) {
+	if ids := qtQuery(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"e": {id("A1")}}}); !slices.Equal(ids, []string{id("A1a")}) {
 		t.Errorf("replies of the deleted event by #e = %v, want A1a", ids)
 	}
 
@@ -123,8 +121,7 @@ func TestDeleteKind5Counters(t *testing.T) {
 	ttReject(t, s, sg[3].Event(t, 9, ttBase+102, "late", ttH(ttChan), ttReplyTag(id("A1"))), buzz.ErrParentNotFound)
 	ttReject(t, s, sg[3].Event(t, 9, ttBase+102, "late", ttH(ttChan), ttRootTag(id("R")), ttReplyTag(id("B"))), buzz.ErrParentNotFound)
 	ttSameSnapshot(t, before, ttSnapshot(t, s))
-	late := ttIngest(t, s, sg[4].Event(t, 9, ttBase+103, "late", ttH(ttChan), ttRootTag(id("R")), ttReplyTag(id("A1a"))))
-	m.add(late, id("A1a"))
+	late := ttIngestAdd(t, s, m, sg[4].Event(t, 9, ttBase+103, "late", ttH(ttChan), ttRootTag(id("R")), ttReplyTag(id("A1a"))), id("A1a"))
 	ttCheckModel(t, s, m)
 
 	// Deleting again, with a second deletion or a repeated tag, changes no
@@ -167,8 +164,7 @@ func TestDeleteKind5Counters(t *testing.T) {
 	ttCheckClass(t, s, id("X1"), ttClass{Depth: 1, Parent: id("X"), Root: id("X"), RowClass: rowReply})
 	ttCheckClass(t, s, id("XB"), ttClass{Depth: 1, Parent: id("X"), Root: id("X"), Broadcast: true, RowClass: rowTopLevel})
 	ttReject(t, s, sg[1].Event(t, 9, ttBase+110, "to deleted root", ttH(ttChan), ttRootTag(id("X")), ttReplyTag(id("X"))), buzz.ErrParentNotFound)
-	x1a := ttIngest(t, s, sg[1].Event(t, 9, ttBase+110, "below deleted root", ttH(ttChan), ttRootTag(id("X")), ttReplyTag(id("XB"))))
-	m.add(x1a, id("XB"))
+	x1a := ttIngestAdd(t, s, m, sg[1].Event(t, 9, ttBase+110, "below deleted root", ttH(ttChan), ttRootTag(id("X")), ttReplyTag(id("XB"))), id("XB"))
 	ttCheckClass(t, s, x1a.ID, ttClass{Depth: 2, Parent: id("XB"), Root: id("X"), RowClass: rowReply})
 	ttCheckModel(t, s, m)
 }
@@ -177,18 +173,12 @@ func TestDeleteKind5Counters(t *testing.T) {
 // author by newest event takes the freed place (participants are recomputed
 // from the whole remaining subtree, not just trimmed).
 func TestDeleteParticipantsRefill(t *testing.T) {
-	s := ttOpen(t)
-	sg := ttSigners(t, 12)
-	m := newTTModel()
-	root := ttIngest(t, s, sg[0].Event(t, 9, ttBase, "root", ttH(ttChan)))
-	m.add(root, "")
-	mid := ttIngest(t, s, sg[0].Event(t, 9, ttBase+1, "mid", ttH(ttChan), ttReplyTag(root.ID)))
-	m.add(mid, root.ID)
+	s, sg, m := ttNewThread(t, 12)
+	root, mid := ttRootMid(t, s, m, sg[0])
 	replies := make([]*nostr.Event, 12)
 	for i := range sg {
 		// Author i at 100+i: the 10 newest are 2..11; 0 and 1 are out.
-		replies[i] = ttIngest(t, s, sg[i].Event(t, 9, ttBase+100+int64(i), "r", ttH(ttChan), ttReplyTag(mid.ID)))
-		m.add(replies[i], mid.ID)
+		replies[i] = ttIngestAdd(t, s, m, sg[i].Event(t, 9, ttBase+100+int64(i), "r", ttH(ttChan), ttReplyTag(mid.ID)), mid.ID)
 	}
 	ttCheckModel(t, s, m)
 	if got := ttMustRead(t, s, mid.ID); slices.Contains(got.Participants, sg[1].PK) {
@@ -214,9 +204,7 @@ func TestDeleteParticipantsRefill(t *testing.T) {
 // exact; replies to deleted events are refused and leave nothing, replies
 // below them are accepted.
 func TestDeleteRandom(t *testing.T) {
-	s := ttOpen(t)
-	sg := ttSigners(t, 11)
-	m := newTTModel()
+	s, sg, m := ttNewThread(t, 11)
 	rng := rand.New(rand.NewPCG(3, 5))
 	author := map[string]int{}
 	var ids []string
@@ -234,8 +222,7 @@ func TestDeleteRandom(t *testing.T) {
 			parent = live[rng.IntN(len(live))]
 			tags = append(tags, ttReplyTag(parent))
 		}
-		ev := ttIngest(t, s, sg[a].Event(t, 9, ttBase+rng.Int64N(40), fmt.Sprint(i), tags...))
-		m.add(ev, parent)
+		ev := ttIngestAdd(t, s, m, sg[a].Event(t, 9, ttBase+rng.Int64N(40), fmt.Sprint(i), tags...), parent)
 		author[ev.ID] = a
 		ids = append(ids, ev.ID)
 	}
@@ -262,9 +249,7 @@ func TestDeleteRandom(t *testing.T) {
 		}
 		refused := sg[a].Event(t, 9, ttBase+50, fmt.Sprint("to deleted ", step), ttH(ttChan), ttReplyTag(mine[0]))
 		if step%4 == 0 {
-			before := ttSnapshot(t, s)
-			ttReject(t, s, refused, buzz.ErrParentNotFound)
-			ttSameSnapshot(t, before, ttSnapshot(t, s))
+			ttRejectLeavesNothing(t, s, refused, buzz.ErrParentNotFound)
 		} else {
 			ttReject(t, s, refused, buzz.ErrParentNotFound)
 		}
@@ -376,13 +361,11 @@ func TestDeleteKind5Rules(t *testing.T) {
 				when = at
 			}
 			del := c.deleter.Event(t, 5, when, c.name, c.tags()...)
-			before := ttSnapshot(t, s)
 			if c.err != nil {
-				ttReject(t, s, del, c.err)
-				ttSameSnapshot(t, before, ttSnapshot(t, s))
+				ttRejectLeavesNothing(t, s, del, c.err)
 			} else {
 				ttIngest(t, s, del)
-				if !ttVisible(t, s, del.ID) || !slices.Contains(ttQueryIDs(t, s, nostr.Filter{Kinds: []int{5}}), del.ID) {
+				if !ttVisible(t, s, del.ID) || !slices.Contains(qtQuery(t, s, nostr.Filter{Kinds: []int{5}}), del.ID) {
 					t.Error("deletion event not stored")
 				}
 			}
@@ -417,12 +400,9 @@ func TestDeleteByAddressCounters(t *testing.T) {
 	s := ttOpen(t)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 	m := newTTModel()
-	root := ttIngest(t, s, a.Event(t, 9, ttBase, "root", ttH(ttChan)))
-	m.add(root, "")
-	art := ttIngest(t, s, b.Event(t, 30023, ttBase+5, "article", ttH(ttChan), nostr.Tag{"d", "art"}, ttReplyTag(root.ID)))
-	m.add(art, root.ID)
-	other := ttIngest(t, s, a.Event(t, 9, ttBase+3, "other", ttH(ttChan), ttReplyTag(root.ID)))
-	m.add(other, root.ID)
+	root := ttIngestAdd(t, s, m, a.Event(t, 9, ttBase, "root", ttH(ttChan)), "")
+	art := ttIngestAdd(t, s, m, b.Event(t, 30023, ttBase+5, "article", ttH(ttChan), nostr.Tag{"d", "art"}, ttReplyTag(root.ID)), root.ID)
+	ttIngestAdd(t, s, m, a.Event(t, 9, ttBase+3, "other", ttH(ttChan), ttReplyTag(root.ID)), root.ID)
 	ttCheckModel(t, s, m)
 	ttIngest(t, s, b.Event(t, 5, ttBase+10, "", nostr.Tag{"a", "30023:" + b.PK + ":art"}))
 	m.del(art.ID)
@@ -513,10 +493,8 @@ func TestDeleteKind9005(t *testing.T) {
 			setup()
 			at++
 			del := c.deleter.Event(t, 9005, at, c.name, c.tags()...)
-			before := ttSnapshot(t, s)
 			if c.err != nil {
-				ttReject(t, s, del, c.err)
-				ttSameSnapshot(t, before, ttSnapshot(t, s))
+				ttRejectLeavesNothing(t, s, del, c.err)
 				return
 			}
 			ttIngest(t, s, del)
@@ -527,7 +505,7 @@ func TestDeleteKind9005(t *testing.T) {
 			if _, ok := m.nodes[target.ID]; ok {
 				m.del(target.ID)
 			}
-			if !slices.Contains(ttQueryIDs(t, s, nostr.Filter{Kinds: []int{9005}}), del.ID) {
+			if !slices.Contains(qtQuery(t, s, nostr.Filter{Kinds: []int{9005}}), del.ID) {
 				t.Error("9005 not stored")
 			}
 			ttCheckClass(t, s, del.ID, ttClass{Depth: -1, RowClass: rowNever})
@@ -580,14 +558,12 @@ func TestEdit(t *testing.T) {
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ev := c.editor.Event(t, 40003, ttBase+10+int64(i), "edited: "+c.name, c.tags...)
-			before := ttSnapshot(t, s)
 			if c.err != nil {
-				ttReject(t, s, ev, c.err)
-				ttSameSnapshot(t, before, ttSnapshot(t, s))
+				ttRejectLeavesNothing(t, s, ev, c.err)
 				return
 			}
 			ttIngest(t, s, ev)
-			got := ttQueryIDs(t, s, nostr.Filter{Kinds: []int{40003}, IDs: []string{ev.ID}})
+			got := qtQuery(t, s, nostr.Filter{Kinds: []int{40003}, IDs: []string{ev.ID}})
 			if len(got) != 1 {
 				t.Fatal("edit not stored")
 			}
@@ -609,7 +585,7 @@ func TestEdit(t *testing.T) {
 	if got := ttMustRead(t, s, root.ID); fmt.Sprint(got) != fmt.Sprint(origRoot) {
 		t.Errorf("root counters changed by edits:\n %+v\n %+v", got, origRoot)
 	}
-	if n := ttCount(t, s, nostr.Filter{Kinds: []int{40003}}); n != 4 {
+	if n := qtCountF(t, s, nostr.Filter{Kinds: []int{40003}}); n != 4 {
 		t.Errorf("%d edits stored, want 4", n)
 	}
 }
@@ -640,7 +616,7 @@ func TestReactions(t *testing.T) {
 		ev := ttIngest(t, s, b.Event(t, 7, ttBase+10+int64(i), "+", tags...))
 		ttCheckClass(t, s, ev.ID, ttClass{Depth: -1, RowClass: rowNever})
 	}
-	if n := ttCount(t, s, nostr.Filter{Kinds: []int{7}}); n != 7 {
+	if n := qtCountF(t, s, nostr.Filter{Kinds: []int{7}}); n != 7 {
 		t.Errorf("%d reactions stored, want 7", n)
 	}
 	if got := ttMustRead(t, s, root.ID); fmt.Sprint(got) != fmt.Sprint(origRoot) {

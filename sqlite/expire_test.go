@@ -19,6 +19,16 @@ import (
 
 func exTag(unix int64) nostr.Tag { return nostr.Tag{"expiration", strconv.FormatInt(unix, 10)} }
 
+// exStart is where the store clock of every test here starts.
+const exStart = qtT0 + 1000
+
+// exOpen opens a fresh store whose clock starts at exStart.
+func exOpen(t testing.TB) (*Store, *qtClock) {
+	t.Helper()
+	clock := qtNewClock(exStart)
+	return qtOpen(t, clock), clock
+}
+
 // exRows counts the stored rows of an event and of its tag index.
 func exRows(t testing.TB, s *Store, ev *nostr.Event) (events, tags int64) {
 	t.Helper()
@@ -31,9 +41,8 @@ func exRows(t testing.TB, s *Store, ev *nostr.Event) (events, tags int64) {
 // NIP-40 (RL-22): an event whose expiration is not after the store's clock is
 // refused with ErrExpired and nothing of it is stored.
 func TestExpireRefusedOnArrival(t *testing.T) {
-	now := qtT0 + 1000
-	clock := qtNewClock(now)
-	s := qtOpen(t, clock)
+	now := exStart
+	s, _ := exOpen(t)
 	a := testutil.NewSigner(t)
 	for _, tc := range []struct {
 		name string
@@ -69,14 +78,12 @@ func TestExpireRefusedOnArrival(t *testing.T) {
 // Malformed expiration tags are ignored.
 func TestExpireLifecycle(t *testing.T) {
 	ctx := context.Background()
-	start := qtT0 + 1000
-	clock := qtNewClock(start)
-	s := qtOpen(t, clock)
+	s, clock := exOpen(t)
 	a := testutil.NewSigner(t)
 	const ch = "9a0c7d4e-3b2f-4c1a-8e5d-6f7a8b9c0d1e"
 
-	soon := a.Event(t, 9, qtT0, "soon", exTag(start+100), nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
-	later := a.Event(t, 9, qtT0+1, "later", exTag(start+200), nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
+	soon := a.Event(t, 9, qtT0, "soon", exTag(exStart+100), nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
+	later := a.Event(t, 9, qtT0+1, "later", exTag(exStart+200), nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
 	never := a.Event(t, 9, qtT0+2, "never", nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
 	// Unparsable expiration tags are ignored.
 	junk := a.Event(t, 9, qtT0+3, "junk", nostr.Tag{"expiration", "soon"}, nostr.Tag{"t", "exp"}, nostr.Tag{"h", ch})
@@ -105,12 +112,12 @@ func TestExpireLifecycle(t *testing.T) {
 	}
 
 	check("before", soon, later, never, junk, empty)
-	clock.set(start + 99)
+	clock.set(exStart + 99)
 	check("a second before expiry", soon, later, never, junk, empty)
 	if n, err := s.PurgeExpired(ctx); err != nil || n != 0 {
 		t.Fatalf("purge before expiry: %d, %v; want 0", n, err)
 	}
-	clock.set(start + 100)
+	clock.set(exStart + 100)
 	check("at expiry", later, never, junk, empty)
 	if ev, tags := exRows(t, s, soon); ev != 1 || tags != 1 {
 		t.Errorf("before purge: %d event rows, %d tag rows; want 1, 1", ev, tags)
@@ -140,7 +147,7 @@ func TestExpireLifecycle(t *testing.T) {
 		t.Errorf("purged event again: %v, want ErrExpired", err)
 	}
 
-	clock.set(start + 1_000_000)
+	clock.set(exStart + 1_000_000)
 	check("much later", never, junk, empty)
 	if n, err := s.PurgeExpired(ctx); err != nil || n != 1 {
 		t.Errorf("last purge: %d, %v; want 1", n, err)
@@ -155,21 +162,19 @@ func TestExpireLifecycle(t *testing.T) {
 func TestExpirePurgeManyBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	start := qtT0 + 1000
-	clock := qtNewClock(start)
-	s := qtOpen(t, clock)
+	s, clock := exOpen(t)
 	a := testutil.NewSigner(t)
 	expiring := purgeBatch + 37
 	evs := qtSignMany(t, expiring+10, func(i int) (testutil.Signer, *nostr.Event) {
-		exp := start + 10 + int64(i%50)
+		exp := exStart + 10 + int64(i%50)
 		if i >= expiring {
-			exp = start + 10_000 // stays
+			exp = exStart + 10_000 // stays
 		}
 		return a, &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(qtT0 + int64(i)), Content: "x",
 			Tags: nostr.Tags{exTag(exp), {"t", "bulk"}}}
 	})
 	qtIngestConcurrently(t, s, evs)
-	clock.set(start + 100)
+	clock.set(exStart + 100)
 	if n := qtCountF(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"bulk"}}}); n != 10 {
 		t.Errorf("Count before purge = %d, want 10", n)
 	}
@@ -190,17 +195,15 @@ func TestExpirePurgeManyBatches(t *testing.T) {
 // remain readable; the purge does not find it again.
 func TestExpireRootWithReplies(t *testing.T) {
 	ctx := context.Background()
-	start := qtT0 + 1000
-	clock := qtNewClock(start)
-	s := qtOpen(t, clock)
+	s, clock := exOpen(t)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 	const ch = "9a0c7d4e-3b2f-4c1a-8e5d-6f7a8b9c0d1f"
-	root := a.Event(t, 9, qtT0, "root", exTag(start+10), nostr.Tag{"h", ch})
+	root := a.Event(t, 9, qtT0, "root", exTag(exStart+10), nostr.Tag{"h", ch})
 	qtIngest(t, s, root)
 	reply := b.Event(t, 9, qtT0+1, "reply", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
 	qtIngest(t, s, reply)
 
-	clock.set(start + 10)
+	clock.set(exStart + 10)
 	if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}); !slices.Equal(got, qtIDs(reply)) {
 		t.Errorf("after expiry: got %v, want only the reply", got)
 	}

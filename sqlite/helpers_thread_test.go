@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -39,20 +38,7 @@ const ttBase int64 = 1_700_000_000
 // ttOpen opens a fresh store in t.TempDir() with the given relay admins.
 func ttOpen(t testing.TB, admins ...string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Options{
-		Path:   filepath.Join(t.TempDir(), "buzz.db"),
-		Schema: testutil.Schema(t),
-		Admins: admins,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return s
+	return qtOpenWith(t, Options{Admins: admins})
 }
 
 func ttH(ch string) nostr.Tag        { return nostr.Tag{"h", ch} }
@@ -387,6 +373,64 @@ func ttCheckRecount(t testing.TB, s *Store) {
 	}
 }
 
+// ttNewThread opens a fresh store with an empty model and n signers
+// (ttSigners): the start of every counter test.
+func ttNewThread(t testing.TB, n int) (*Store, []testutil.Signer, *ttModel) {
+	t.Helper()
+	s := ttOpen(t)
+	return s, ttSigners(t, n), newTTModel()
+}
+
+// ttIngestAdd stores ev (ttIngest) and records it in m as a child of parent
+// ("" for top-level).
+func ttIngestAdd(t testing.TB, s *Store, m *ttModel, ev *nostr.Event, parent string) *nostr.Event {
+	t.Helper()
+	ttIngest(t, s, ev)
+	m.add(ev, parent)
+	return ev
+}
+
+// ttRootMid stores, by sg, a top-level "root" in ttChan at ttBase and a
+// "mid" reply to it at ttBase+1, both recorded in m.
+func ttRootMid(t testing.TB, s *Store, m *ttModel, sg testutil.Signer) (root, mid *nostr.Event) {
+	t.Helper()
+	root = ttIngestAdd(t, s, m, sg.Event(t, 9, ttBase, "root", ttH(ttChan)), "")
+	mid = ttIngestAdd(t, s, m, sg.Event(t, 9, ttBase+1, "mid", ttH(ttChan), ttReplyTag(root.ID)), root.ID)
+	return root, mid
+}
+
+// ttTreeNode is one entry of a scripted tree for ttBuildTree: (name, author
+// index, created_at offset, parent name or "" for a top-level event,
+// broadcast).
+type ttTreeNode struct {
+	name   string
+	author int
+	at     int64
+	parent string
+	bc     bool
+}
+
+// ttBuildTree ingests a scripted tree in ttChan, in order, records it in m
+// and returns its events by name.
+func ttBuildTree(t testing.TB, s *Store, signers []testutil.Signer, nodes []ttTreeNode, m *ttModel) map[string]*nostr.Event {
+	t.Helper()
+	evs := map[string]*nostr.Event{}
+	for _, n := range nodes {
+		tags := nostr.Tags{ttH(ttChan)}
+		parent := ""
+		if n.parent != "" {
+			p := evs[n.parent]
+			parent = p.ID
+			tags = append(tags, ttReplyTag(p.ID))
+		}
+		if n.bc {
+			tags = append(tags, nostr.Tag{"broadcast", "1"})
+		}
+		evs[n.name] = ttIngestAdd(t, s, m, signers[n.author].Event(t, 9, ttBase+n.at, n.name, tags...), parent)
+	}
+	return evs
+}
+
 // ttSnapshot dumps every row of the tables ingest writes, in a stable
 // order, so that a rejected event can be shown to have left nothing (RL-4).
 func ttSnapshot(t testing.TB, s *Store) string {
@@ -452,33 +496,19 @@ func ttSameSnapshot(t testing.TB, before, after string) {
 	t.Fatal("database changed by a rejected event")
 }
 
-// ttQueryIDs returns the ids Query answers for f.
-func ttQueryIDs(t testing.TB, s *Store, f nostr.Filter) []string {
+// ttRejectLeavesNothing requires that ev is rejected with exactly want
+// (ttReject) and that the database is unchanged (RL-4).
+func ttRejectLeavesNothing(t testing.TB, s *Store, ev *nostr.Event, want error) {
 	t.Helper()
-	evs, err := s.Query(context.Background(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
+	before := ttSnapshot(t, s)
+	ttReject(t, s, ev, want)
+	ttSameSnapshot(t, before, ttSnapshot(t, s))
 }
 
 // ttVisible reports whether Query by id finds the event.
 func ttVisible(t testing.TB, s *Store, id string) bool {
 	t.Helper()
-	return len(ttQueryIDs(t, s, nostr.Filter{IDs: []string{id}})) == 1
-}
-
-func ttCount(t testing.TB, s *Store, f nostr.Filter) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return len(qtQuery(t, s, nostr.Filter{IDs: []string{id}})) == 1
 }
 
 // ttSigners makes n signers sorted by pubkey, so that tests can reason about

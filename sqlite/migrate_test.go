@@ -23,6 +23,20 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
+// mgNewDB creates a database with the repository's schema in t.TempDir(),
+// stores evs in it, closes it and returns its path.
+func mgNewDB(t testing.TB, evs ...*nostr.Event) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "buzz.db")
+	s, err := Open(context.Background(), Options{Path: path, Schema: testutil.Schema(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qtIngest(t, s, evs...)
+	s.Close()
+	return path
+}
+
 // mgOpen opens the store at path with schema, closing it at cleanup.
 func mgOpen(t testing.TB, path, schema string) (*Store, error) {
 	t.Helper()
@@ -220,19 +234,14 @@ func TestMigrateConnectionPragmas(t *testing.T) {
 // RL-2: a database written by a newer buzz-lite is refused with
 // ErrNewerSchema and left as it was.
 func TestMigrateRefusesNewer(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "buzz.db")
-	s, err := Open(context.Background(), Options{Path: path, Schema: testutil.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	path := mgNewDB(t)
 	raw := mgRaw(t, path)
 	if _, err := raw.Exec("PRAGMA user_version = 2"); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
 
-	_, err = mgOpen(t, path, testutil.Schema(t))
+	_, err := mgOpen(t, path, testutil.Schema(t))
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("got %v, want ErrNewerSchema", err)
 	}
@@ -361,14 +370,8 @@ func TestMigrateRefusesNonSQLite(t *testing.T) {
 // runs migration 1 -> 2 and is stamped 2; reopening does not migrate again.
 func TestMigrateForward(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "buzz.db")
-	s, err := Open(ctx, Options{Path: path, Schema: testutil.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ev := testutil.NewSigner(t).Event(t, 1, qtT0, "from v1", nostr.Tag{"t", "v1"})
-	qtIngest(t, s, ev)
-	s.Close()
+	path := mgNewDB(t, ev)
 
 	mgSetMigration(t, 1, "CREATE TABLE extra(x); INSERT INTO extra VALUES (42);")
 	v2 := mgSchemaV2(t)
@@ -400,13 +403,7 @@ func TestMigrateForward(t *testing.T) {
 // RL-2: a migration step that fails is rolled back whole: the database
 // stays at its version, without half the step, and opens again.
 func TestMigrateFailedStepRollsBack(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "buzz.db")
-	s, err := Open(ctx, Options{Path: path, Schema: testutil.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
+	path := mgNewDB(t)
 
 	// The second statement fails: events exists.
 	mgSetMigration(t, 1, "CREATE TABLE extra(x); CREATE TABLE events(y);")

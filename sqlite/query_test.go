@@ -3,8 +3,8 @@ package sqlite
 // NIP-01 filter semantics of Store.Query and Store.Count (RL-3), their order
 // (RL-19: created_at DESC, id ASC, ties included) and the visibility rules
 // (RL-6 deleted, NIP-40 expired). Helpers shared by query_test.go,
-// replace_test.go, expire_test.go, migrate_test.go and tagcodec_test.go start
-// with "qt".
+// replace_test.go, expire_test.go, migrate_test.go, tagcodec_test.go and
+// helpers_thread_test.go start with "qt".
 
 import (
 	"context"
@@ -44,10 +44,20 @@ func (c *qtClock) set(unix int64) { c.unix.Store(unix) }
 // qtOpen opens a fresh store in t.TempDir(); clock may be nil (time.Now).
 func qtOpen(t testing.TB, clock *qtClock) *Store {
 	t.Helper()
-	opts := Options{Path: filepath.Join(t.TempDir(), "buzz.db"), Schema: testutil.Schema(t)}
+	var opts Options
 	if clock != nil {
 		opts.Now = clock.now
 	}
+	return qtOpenWith(t, opts)
+}
+
+// qtOpenWith opens a fresh store in t.TempDir() with opts, whose Path and
+// Schema it sets, and closes it when the test ends: a failing Close fails
+// the test.
+func qtOpenWith(t testing.TB, opts Options) *Store {
+	t.Helper()
+	opts.Path = filepath.Join(t.TempDir(), "buzz.db")
+	opts.Schema = testutil.Schema(t)
 	s, err := Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -88,6 +88,19 @@ func tcAllUTF8(tags nostr.Tags) bool {
 	return true
 }
 
+// tcViaJSON reads s with encoding/json as a list of lists of strings.
+func tcViaJSON(s string) (nostr.Tags, error) {
+	var viaJSON [][]string
+	if err := json.Unmarshal([]byte(s), &viaJSON); err != nil {
+		return nil, err
+	}
+	back := make(nostr.Tags, len(viaJSON))
+	for i, tag := range viaJSON {
+		back[i] = tag
+	}
+	return back, nil
+}
+
 // tcCheckRoundTrip is the property of FuzzTagsRoundTrip and
 // TestTagCodecRoundTrip.
 func tcCheckRoundTrip(t testing.TB, tags nostr.Tags) {
@@ -110,13 +123,9 @@ func tcCheckRoundTrip(t testing.TB, tags nostr.Tags) {
 	}
 	// Valid UTF-8 in, valid JSON out, read back alike by encoding/json.
 	if tcAllUTF8(tags) {
-		var viaJSON [][]string
-		if err := json.Unmarshal([]byte(enc), &viaJSON); err != nil {
+		back, err := tcViaJSON(enc)
+		if err != nil {
 			t.Fatalf("encoding/json rejects %q: %v", enc, err)
-		}
-		back := make(nostr.Tags, len(viaJSON))
-		for i, tag := range viaJSON {
-			back[i] = tag
 		}
 		if !tcEqual(back, tags) {
 			t.Fatalf("encoding/json reads %q as %q, want %q", enc, back, tags)
@@ -289,13 +298,9 @@ func FuzzParseTags(f *testing.F) {
 		if !utf8.ValidString(in) {
 			return
 		}
-		var viaJSON [][]string
-		if json.Unmarshal([]byte(in), &viaJSON) != nil {
+		back, err := tcViaJSON(in)
+		if err != nil {
 			return // parseTags is more lenient (raw control characters)
-		}
-		back := make(nostr.Tags, len(viaJSON))
-		for i, tag := range viaJSON {
-			back[i] = tag
 		}
 		if !tcEqual(back, tags) {
 			t.Fatalf("parseTags(%q) = %q, encoding/json reads %q", in, tags, back)

@@ -309,14 +309,11 @@ func TestThreadDepthLimit(t *testing.T) {
 	s := ttOpen(t)
 	a := testutil.NewSigner(t)
 	m := newTTModel()
-	root := ttIngest(t, s, a.Event(t, 9, ttBase, "root", ttH(ttChan)))
-	m.add(root, "")
+	root := ttIngestAdd(t, s, m, a.Event(t, 9, ttBase, "root", ttH(ttChan)), "")
 	parent := root
 	for d := 1; d <= 100; d++ {
-		ev := ttIngest(t, s, a.Event(t, 9, ttBase+int64(d), fmt.Sprint(d),
-			ttH(ttChan), ttRootTag(root.ID), ttReplyTag(parent.ID)))
-		m.add(ev, parent.ID)
-		parent = ev
+		parent = ttIngestAdd(t, s, m, a.Event(t, 9, ttBase+int64(d), fmt.Sprint(d),
+			ttH(ttChan), ttRootTag(root.ID), ttReplyTag(parent.ID)), parent.ID)
 	}
 	ttCheckClass(t, s, parent.ID, ttClass{Depth: 100, Parent: m.nodes[parent.ID].parent, Root: root.ID, RowClass: rowReply})
 
@@ -331,45 +328,12 @@ func TestThreadDepthLimit(t *testing.T) {
 	ttCheckModel(t, s, m)
 }
 
-// ttTree ingests a scripted tree: each entry is (name, author index,
-// created_at offset, parent name or "" for a top-level event, broadcast).
-type ttTreeNode struct {
-	name   string
-	author int
-	at     int64
-	parent string
-	bc     bool
-}
-
-func ttBuildTree(t *testing.T, s *Store, signers []testutil.Signer, nodes []ttTreeNode, m *ttModel) map[string]*nostr.Event {
-	t.Helper()
-	evs := map[string]*nostr.Event{}
-	for _, n := range nodes {
-		tags := nostr.Tags{ttH(ttChan)}
-		parent := ""
-		if n.parent != "" {
-			p := evs[n.parent]
-			parent = p.ID
-			tags = append(tags, ttReplyTag(p.ID))
-		}
-		if n.bc {
-			tags = append(tags, nostr.Tag{"broadcast", "1"})
-		}
-		ev := ttIngest(t, s, signers[n.author].Event(t, 9, ttBase+n.at, n.name, tags...))
-		evs[n.name] = ev
-		m.add(ev, parent)
-	}
-	return evs
-}
-
 // RL-5, CW-19: every ancestor's reply_count, descendant_count,
 // last_reply_at and participants are exact after a tree of replies by
 // several authors at depths 1-4 whose created_at arrive out of order
 // (including ties, broken by pubkey ASC).
 func TestThreadCountersTree(t *testing.T) {
-	s := ttOpen(t)
-	sg := ttSigners(t, 6)
-	m := newTTModel()
+	s, sg, m := ttNewThread(t, 6)
 	evs := ttBuildTree(t, s, sg, []ttTreeNode{
 		{"R", 0, 0, "", false},
 		{"A", 1, 50, "R", false},
@@ -423,17 +387,10 @@ func TestThreadCountersTree(t *testing.T) {
 // (created_at DESC, pubkey ASC) out of 12, on the root and on an
 // intermediate ancestor, as the ranking changes.
 func TestThreadParticipantsTwelveAuthors(t *testing.T) {
-	s := ttOpen(t)
-	sg := ttSigners(t, 12)
-	m := newTTModel()
-	root := ttIngest(t, s, sg[0].Event(t, 9, ttBase, "root", ttH(ttChan)))
-	m.add(root, "")
-	mid := ttIngest(t, s, sg[0].Event(t, 9, ttBase+1, "mid", ttH(ttChan), ttReplyTag(root.ID)))
-	m.add(mid, root.ID)
+	s, sg, m := ttNewThread(t, 12)
+	root, mid := ttRootMid(t, s, m, sg[0])
 	reply := func(author int, at int64, parent *nostr.Event) *nostr.Event {
-		ev := ttIngest(t, s, sg[author].Event(t, 9, ttBase+at, fmt.Sprint(author, "@", at), ttH(ttChan), ttReplyTag(parent.ID)))
-		m.add(ev, parent.ID)
-		return ev
+		return ttIngestAdd(t, s, m, sg[author].Event(t, 9, ttBase+at, fmt.Sprint(author, "@", at), ttH(ttChan), ttReplyTag(parent.ID)), parent.ID)
 	}
 	// Authors 0..11 reply below mid; authors 0..3 share one second, so the
 	// last places are decided by pubkey.
@@ -476,9 +433,7 @@ func TestThreadParticipantsTwelveAuthors(t *testing.T) {
 // RL-5, CW-19: a random forest of 150 events (12 authors, random parents
 // and dates with ties) has exact counters on every event.
 func TestThreadCountersRandom(t *testing.T) {
-	s := ttOpen(t)
-	sg := ttSigners(t, 12)
-	m := newTTModel()
+	s, sg, m := ttNewThread(t, 12)
 	rng := rand.New(rand.NewPCG(7, 11))
 	var ids []string
 	for i := 0; i < 150; i++ {
@@ -493,8 +448,7 @@ func TestThreadCountersRandom(t *testing.T) {
 				tags = append(tags, nostr.Tag{"broadcast", "1"})
 			}
 		}
-		ev := ttIngest(t, s, sg[author].Event(t, 9, at, fmt.Sprint(i), tags...))
-		m.add(ev, parent)
+		ev := ttIngestAdd(t, s, m, sg[author].Event(t, 9, at, fmt.Sprint(i), tags...), parent)
 		ids = append(ids, ev.ID)
 	}
 	ttCheckModel(t, s, m)
@@ -522,9 +476,7 @@ func TestThreadRejectedLeavesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := ttSnapshot(t, f.s)
-			ttReject(t, f.s, c.ev, c.err)
-			ttSameSnapshot(t, before, ttSnapshot(t, f.s))
+			ttRejectLeavesNothing(t, f.s, c.ev, c.err)
 		})
 	}
 	if !ttVisible(t, f.s, f.R2) {
@@ -608,13 +560,9 @@ func TestThreadFailureMidIngestRollsBack(t *testing.T) {
 // refused one leaves nothing, and the counters end exact. A reader polls
 // the root meanwhile: its counters only grow and stay consistent.
 func TestThreadConcurrentIngest(t *testing.T) {
-	s := ttOpen(t)
-	sg := ttSigners(t, 8)
-	m := newTTModel()
-	root := ttIngest(t, s, sg[0].Event(t, 9, ttBase, "root", ttH(ttChan)))
-	m.add(root, "")
-	other := ttIngest(t, s, sg[0].Event(t, 9, ttBase, "other root", ttH(ttChan)))
-	m.add(other, "")
+	s, sg, m := ttNewThread(t, 8)
+	root := ttIngestAdd(t, s, m, sg[0].Event(t, 9, ttBase, "root", ttH(ttChan)), "")
+	other := ttIngestAdd(t, s, m, sg[0].Event(t, 9, ttBase, "other root", ttH(ttChan)), "")
 
 	type job struct {
 		ev  *nostr.Event
@@ -698,7 +646,7 @@ func TestThreadConcurrentIngest(t *testing.T) {
 	}
 	ttCheckModel(t, s, m)
 	accepted := int64(len(m.order))
-	if n := ttCount(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ttChan}}}); n != accepted {
+	if n := qtCountF(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ttChan}}}); n != accepted {
 		t.Errorf("Count = %d, want %d accepted events", n, accepted)
 	}
 	var tagRows, events int64

@@ -1,5 +1,6 @@
-// Package testutil gives the tests of every package the same schema, keys
-// and signed events. Test-only: nothing in the binary imports it.
+// Package testutil gives the tests of every package the same schema, keys,
+// signed events and temporary files. Test-only: nothing in the binary
+// imports it.
 package testutil
 
 import (
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
 )
 
 // Schema returns the text of the repository's schema.sql, the file the
@@ -59,4 +61,27 @@ func (s Signer) Event(t testing.TB, kind int, createdAt int64, content string, t
 		t.Fatal(err)
 	}
 	return ev
+}
+
+// NewPubKey makes the public key of a fresh key pair, in hex and as an npub
+// (NIP-19).
+func NewPubKey(t testing.TB) (hex, npub string) {
+	t.Helper()
+	pk := NewSigner(t).PK
+	npub, err := nip19.EncodePublicKey(pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pk, npub
+}
+
+// WriteFile writes content to a file called name in a fresh t.TempDir() and
+// returns its path.
+func WriteFile(t testing.TB, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
