@@ -108,13 +108,18 @@ func serve(c *cli.Context) error {
 	if keyFile == "" {
 		keyFile = filepath.Join(cfg.Storage.DataDir, "relay.key")
 	}
-	key, err := relay.LoadOrCreateKey(keyFile)
+	key, created, err := relay.LoadOrCreateKey(keyFile)
 	if err != nil {
 		return err
+	}
+	if created {
+		log.Info("created a new relay identity key", "file", keyFile)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// After the first signal, a second one stops the process at once.
+	context.AfterFunc(ctx, stop)
 
 	store, err := sqlite.Open(ctx, sqlite.Options{
 		Path:   filepath.Join(cfg.Storage.DataDir, dbFile),

@@ -15,7 +15,7 @@ import (
 func TestLoadOrCreateKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "data", "relay.key") // the directory does not exist yet
 
-	sk, err := LoadOrCreateKey(path)
+	sk, created, err := LoadOrCreateKey(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,12 +36,15 @@ func TestLoadOrCreateKey(t *testing.T) {
 		t.Errorf("temporary file left behind: %v", err)
 	}
 
-	again, err := LoadOrCreateKey(path)
+	again, createdAgain, err := LoadOrCreateKey(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if again != sk {
 		t.Fatal("second call returned a different key")
+	}
+	if !created || createdAgain {
+		t.Fatalf("created = %v, then %v; want true, then false", created, createdAgain)
 	}
 
 	// A key written by hand, with surrounding whitespace, is read as is.
@@ -50,7 +53,7 @@ func TestLoadOrCreateKey(t *testing.T) {
 	if err := os.WriteFile(manualPath, []byte("  "+manual+"\n\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := LoadOrCreateKey(manualPath); err != nil || got != manual {
+	if got, created, err := LoadOrCreateKey(manualPath); err != nil || got != manual || created {
 		t.Fatalf("hand-written key: %q, %v", got, err)
 	}
 }
@@ -71,7 +74,7 @@ func TestLoadOrCreateKeyRefusesGarbage(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if sk, err := LoadOrCreateKey(path); err == nil {
+		if sk, _, err := LoadOrCreateKey(path); err == nil {
 			t.Errorf("file %q: accepted as key %q", content, sk)
 		}
 		if b, _ := os.ReadFile(path); string(b) != content {
@@ -88,7 +91,7 @@ func TestLoadOrCreateKeyUnreadable(t *testing.T) {
 	if err := os.Mkdir(path, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadOrCreateKey(path); err == nil {
+	if _, _, err := LoadOrCreateKey(path); err == nil {
 		t.Fatal("a directory was accepted as key file")
 	}
 }

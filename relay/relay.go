@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,15 +132,12 @@ func (r *Relay) wire() {
 	kh.MaxMessageSize = r.cfg.Limits.MaxMessageBytes
 
 	kh.RejectEvent = append(kh.RejectEvent, r.rejectEvent)
-	kh.OverwriteDeletionOutcome = append(kh.OverwriteDeletionOutcome,
-		// The store checks authorship inside the deletion's own transaction
-		// and answers with the contract's message (RL-6).
-		func(context.Context, *nostr.Event, *nostr.Event) (bool, string) { return true, "" })
 	kh.StoreEvent = append(kh.StoreEvent, r.ingest)
 	kh.ReplaceEvent = append(kh.ReplaceEvent, r.ingest)
 	kh.QueryEvents = append(kh.QueryEvents, r.queryEvents)
 	kh.CountEvents = append(kh.CountEvents, r.countEvents)
 	kh.RejectFilter = append(kh.RejectFilter, r.rejectFilter)
+	kh.RejectCountFilter = append(kh.RejectCountFilter, r.rejectCountFilter)
 	kh.OnConnect = append(kh.OnConnect, r.onConnect)
 	kh.OnDisconnect = append(kh.OnDisconnect, r.onDisconnect)
 }
@@ -172,6 +170,9 @@ func serializedSize(ev *nostr.Event) int {
 	return n
 }
 
+// ingestTimeout bounds how long one event may wait for the writer.
+const ingestTimeout = 30 * time.Second
+
 // errShuttingDown refuses writes that arrive while the relay stops.
 var errShuttingDown = errors.New("error: relay is shutting down, try again shortly")
 
@@ -185,6 +186,11 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
 	r.writesMu.RUnlock()
 	defer r.writes.Done()
 
+	// A verified event is stored even if its sender's connection closes
+	// meanwhile (khatru's ctx is the connection's): the sender may have
+	// moved on, and a relay that accepted the bytes should not drop them.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ingestTimeout)
+	defer cancel()
 	err := r.store.Ingest(ctx, ev)
 	switch {
 	case err == nil:
@@ -208,7 +214,7 @@ func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Ev
 		if ctx.Err() != nil {
 			return nil, nil // the subscription or connection is gone
 		}
-		r.log.Error("query failed", "filter", f.String(), "err", err)
+		r.log.Error("query failed", "filter", logFilter(f), "err", err)
 		return nil, errors.New("error: could not query events")
 	}
 	ch := make(chan *nostr.Event, len(evs))
@@ -222,18 +228,52 @@ func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Ev
 func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) {
 	n, err := r.store.Count(ctx, f)
 	if err != nil {
-		r.log.Error("count failed", "filter", f.String(), "err", err)
+		r.log.Error("count failed", "filter", logFilter(f), "err", err)
 		return 0, errors.New("error: could not count events")
 	}
 	return n, nil
 }
+
+// maxFilterValues bounds each list of a filter (ids, authors, kinds, each
+// tag): far more than any client asks for, far less than SQLite's limit of
+// bound variables.
+const maxFilterValues = 1000
 
 // rejectFilter refuses filters no index can serve sensibly.
 func (r *Relay) rejectFilter(ctx context.Context, f nostr.Filter) (bool, string) {
 	if f.Search != "" {
 		return true, "unsupported: search (NIP-50) is not supported"
 	}
+	if tooLong(f) {
+		return true, fmt.Sprintf("invalid: a filter list has more than %d values", maxFilterValues)
+	}
 	return false, ""
+}
+
+// rejectCountFilter is rejectFilter for COUNT.
+func (r *Relay) rejectCountFilter(ctx context.Context, f nostr.Filter) (bool, string) {
+	return r.rejectFilter(ctx, f)
+}
+
+func tooLong(f nostr.Filter) bool {
+	if len(f.IDs) > maxFilterValues || len(f.Authors) > maxFilterValues || len(f.Kinds) > maxFilterValues {
+		return true
+	}
+	for _, values := range f.Tags {
+		if len(values) > maxFilterValues {
+			return true
+		}
+	}
+	return false
+}
+
+// logFilter is a filter as the log shows it: never more than a line.
+func logFilter(f nostr.Filter) string {
+	s := f.String()
+	if len(s) > 300 {
+		s = s[:300] + "..."
+	}
+	return s
 }
 
 func (r *Relay) onConnect(ctx context.Context) {
@@ -263,15 +303,24 @@ func (r *Relay) onDisconnect(ctx context.Context) {
 	}
 }
 
-// Handler serves NIP-11 and WebSocket clients.
+// Handler serves WebSocket clients, the NIP-11 document, and a short page
+// for browsers. Only WebSocket upgrades reach khatru: its other HTTP
+// surfaces (NIP-86 management) are not offered.
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
-		if req.Header.Get("Upgrade") == "" && req.Header.Get("Accept") == "application/nostr+json" {
+		switch {
+		case strings.EqualFold(req.Header.Get("Upgrade"), "websocket"):
+			r.kh.HandleWebsocket(w, req)
+		case strings.Contains(req.Header.Get("Accept"), "application/nostr+json"):
 			r.serveInfo(w, req)
-			return
+		case req.URL.Path == "/" && (req.Method == http.MethodGet || req.Method == http.MethodHead):
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			fmt.Fprintf(w, "%s is a nostr relay (buzz-lite %s). Connect a nostr client to this address over WebSocket.\n",
+				r.cfg.Info.Name, r.cfg.Info.Version)
+		default:
+			http.NotFound(w, req)
 		}
-		r.kh.ServeHTTP(w, req)
 	})
 	return mux
 }
@@ -307,9 +356,19 @@ func (r *Relay) shutdown(srv *http.Server) error {
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- srv.Shutdown(ctx) }()
 
+	// First refuse new writes and let the ones in flight finish, so that
+	// their OKs are queued before the connections close.
 	r.writesMu.Lock()
 	r.closing = true
 	r.writesMu.Unlock()
+	writesDone := make(chan struct{})
+	go func() { r.writes.Wait(); close(writesDone) }()
+	var errs []error
+	select {
+	case <-writesDone:
+	case <-ctx.Done():
+		errs = append(errs, errors.New("shutdown: writes still in flight after grace period"))
+	}
 
 	r.connsMu.Lock()
 	r.connsClosed = true
@@ -318,22 +377,20 @@ func (r *Relay) shutdown(srv *http.Server) error {
 		conns = append(conns, ws)
 	}
 	r.connsMu.Unlock()
-	// Close never waits for a peer that stopped reading (the close frame
-	// has a one-second deadline), so one stalled client cannot hold up the
-	// shutdown.
+	// In parallel: a close frame to a peer that stopped reading waits up to
+	// a second, and one stalled client must not hold up the others.
+	var wg sync.WaitGroup
 	for _, ws := range conns {
-		ws.Close(websocket.CloseServiceRestart, restartReason)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ws.Close(websocket.CloseServiceRestart, restartReason)
+		}()
 	}
+	wg.Wait()
 
-	writesDone := make(chan struct{})
-	go func() { r.writes.Wait(); close(writesDone) }()
-	select {
-	case <-writesDone:
-	case <-ctx.Done():
-		return errors.New("shutdown: writes still in flight after grace period")
-	}
 	if err := <-httpDone; err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		errs = append(errs, fmt.Errorf("shutdown: %w", err))
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -97,13 +97,17 @@ func TestStalledSubscriberDoesNotDelayOthers(t *testing.T) {
 // give up on it after a short write deadline, not wait for it.
 const stalledShutdownBudget = 3 * time.Second
 
-// RL-24: shutdown does not hang on a client that stopped reading.
+// RL-24: shutdown does not hang on clients that stopped reading, not even
+// one second per client: they are closed in parallel.
 func TestShutdownWithStalledClient(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("a timing test that publishes 10 MB; run it without -short and -race")
 	}
 	s := startServer(t)
-	stalled := stalledSubscriber(t, s)
+	var stalled []*rawClient
+	for range 5 {
+		stalled = append(stalled, stalledSubscriber(t, s))
+	}
 	pub := s.raw(t)
 	a := testutil.NewSigner(t)
 	acked, _ := fillStalled(t, pub, a, nil, "")
@@ -119,9 +123,80 @@ func TestShutdownWithStalledClient(t *testing.T) {
 	case <-time.After(stalledShutdownBudget):
 		t.Errorf("Serve did not return within %v of its context ending: a client that stopped reading holds up the shutdown", stalledShutdownBudget)
 		// Unblock the server so that the test can clean up.
-		stalled.conn.Close()
+		for _, c := range stalled {
+			c.conn.Close()
+		}
 		s.serveErr = <-s.served
 	}
 	s.stopped = true
 	s.store.Close()
+}
+
+// RL-23: when stalled subscribers are dropped, the publisher's OK does not
+// wait for them (dropping one must not cost the others a close handshake).
+func TestStalledSubscribersDroppedWithoutDelay(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a timing test that publishes 30 MB; run it without -short and -race")
+	}
+	s := startServer(t)
+	for range 3 {
+		stalledSubscriber(t, s)
+	}
+	pub := s.raw(t)
+	a := testutil.NewSigner(t)
+	content := strings.Repeat("x", 16<<10)
+	now := time.Now().Unix()
+	// More live events than a live queue holds, so that every stalled
+	// subscriber overflows and is dropped on the way.
+	for i := range 2000 {
+		ev := a.Event(t, 1, now-int64(i), content)
+		start := time.Now()
+		pub.send("EVENT", ev)
+		if !waitFor(pub, stallBudget, func(m []json.RawMessage) bool { return label(m) == "OK" && str(m, 1) == ev.ID }) {
+			t.Fatalf("no OK for event %d within %v", i, stallBudget)
+		}
+		if d := time.Since(start); d > dropBudget {
+			t.Fatalf("event %d: OK took %v while stalled subscribers were dropped", i, d)
+		}
+	}
+}
+
+// dropBudget is how long one publish may take while stalled subscribers
+// are dropped: far less than the one-second close handshake each would
+// cost if the publisher waited for it.
+const dropBudget = 700 * time.Millisecond
+
+// RL-23: a healthy client loading a long history over a slow link is not
+// taken for a stalled one when a live event arrives for it.
+func TestStalledLinkHistoryLoadIsNotDropped(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a timing test that loads 9 MB; run it without -short and -race")
+	}
+	s := startServer(t)
+	a := testutil.NewSigner(t)
+	pub := s.raw(t)
+	now := time.Now().Unix()
+	for i := range 1000 {
+		if err := s.store.Ingest(t.Context(), a.Event(t, 1, now-int64(i)-10, strings.Repeat("y", 3000))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nd := net.Dialer{Control: smallRecvBuffer}
+	c := s.dial(t, websocket.Dialer{HandshakeTimeout: waitTimeout, NetDialContext: nd.DialContext})
+	f := `{"kinds":[1],"limit":1000}`
+	c.sendText(`["REQ","hist",` + f + `,` + f + `,` + f + `]`)
+	time.Sleep(300 * time.Millisecond) // a slow link: nothing read yet
+	live := a.Event(t, 1, now, "live")
+	if ok, reason := pub.publish(live); !ok {
+		t.Fatal(reason)
+	}
+	for n := 0; ; n++ {
+		msg, err := c.readWithin(3 * time.Second)
+		if err != nil {
+			t.Fatalf("dropped after %d messages: %v", n, err)
+		}
+		if label(msg) == "EVENT" && strings.Contains(string(msg[2]), live.ID) {
+			return
+		}
+	}
 }

@@ -10,6 +10,12 @@ import (
 )
 
 func (rl *Relay) handleDeleteRequest(ctx context.Context, evt *nostr.Event) error {
+	// buzz-lite patch: with no DeleteEvent hooks there is nothing to do here
+	// (the store decides deletions in the deletion's own transaction); do
+	// not look up every e and a tag of the deletion first.
+	if len(rl.DeleteEvent) == 0 {
+		return nil
+	}
 	// event deletion -- nip09
 	for _, tag := range evt.Tags {
 		if len(tag) >= 2 {

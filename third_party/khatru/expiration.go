@@ -69,6 +69,11 @@ func (em *expirationManager) start(ctx context.Context) {
 }
 
 func (em *expirationManager) initialScan(ctx context.Context) {
+	// buzz-lite patch: without DeleteEvent hooks this manager can delete
+	// nothing; do not keep every expiring event in memory for it.
+	if len(em.relay.DeleteEvent) == 0 {
+		return
+	}
 	em.mu.Lock()
 	defer em.mu.Unlock()
 
@@ -126,6 +131,9 @@ func (em *expirationManager) checkExpiredEvents(ctx context.Context) {
 }
 
 func (em *expirationManager) trackEvent(evt *nostr.Event) {
+	if len(em.relay.DeleteEvent) == 0 { // buzz-lite patch, see initialScan
+		return
+	}
 	if expiresAt := nip40.GetExpiration(evt.Tags); expiresAt != -1 {
 		em.mu.Lock()
 		heap.Push(&em.events, expiringEvent{

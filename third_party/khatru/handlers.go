@@ -78,6 +78,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		Challenge:          hex.EncodeToString(challenge),
 		negentropySessions: xsync.NewMapOf[string, *NegentropySession](),
 		send:               make(chan []byte, sendQueue),
+		live:               make(chan []byte, sendQueue),
 		writeWait:          rl.WriteWait,
 	}
 	ws.Context, ws.cancel = context.WithCancel(context.Background())

@@ -33,17 +33,22 @@ type WebSocket struct {
 
 	authLock sync.Mutex
 
-	// buzz-lite patch: every message to the peer goes through this queue,
-	// written by one goroutine per connection (writeLoop), so that a peer
-	// that stops reading never blocks anyone but itself.
+	// buzz-lite patch: every message to the peer goes through one of two
+	// queues, written by one goroutine per connection (writeLoop), so that a
+	// peer that stops reading never blocks anyone but itself. Answers to the
+	// peer's own requests wait for room in theirs; live events never wait,
+	// and have a queue of their own so that a long history being loaded
+	// does not make a healthy peer look stalled.
 	send      chan []byte
+	live      chan []byte
 	writeWait time.Duration
 	closeOnce sync.Once
 }
 
-// sendQueue is how many messages may wait for a peer. A live event for a
-// peer whose queue is full is not waited for: the peer is disconnected.
-const sendQueue = 1024
+// sendQueue is how many answers, and how many live events, may wait for a
+// peer. A live event for a peer whose live queue is full is not waited
+// for: the peer is disconnected.
+const sendQueue = 512
 
 // ErrSlowConsumer is returned when a peer's queue is full and it was
 // disconnected.
@@ -76,12 +81,15 @@ func (ws *WebSocket) TrySendJSON(v any) error {
 		return err
 	}
 	select {
-	case ws.send <- b:
+	case ws.live <- b:
 		return nil
 	case <-ws.Context.Done():
 		return errConnClosed
 	default:
-		ws.Close(websocket.ClosePolicyViolation, "too slow")
+		// Not here: Close waits (up to a second) for the write lock the
+		// stalled writeLoop holds, and the caller is delivering to others.
+		ws.cancel()
+		go ws.Close(websocket.ClosePolicyViolation, "too slow")
 		return ErrSlowConsumer
 	}
 }
@@ -112,17 +120,19 @@ func (ws *WebSocket) Close(code int, reason string) {
 // that cannot finish within writeWait ends the connection.
 func (ws *WebSocket) writeLoop() {
 	for {
+		var b []byte
 		select {
-		case b := <-ws.send:
-			ws.mutex.Lock()
-			ws.conn.SetWriteDeadline(time.Now().Add(ws.writeWait))
-			err := ws.conn.WriteMessage(websocket.TextMessage, b)
-			ws.mutex.Unlock()
-			if err != nil {
-				ws.Close(websocket.CloseGoingAway, "write failed")
-				return
-			}
+		case b = <-ws.send:
+		case b = <-ws.live:
 		case <-ws.Context.Done():
+			return
+		}
+		ws.mutex.Lock()
+		ws.conn.SetWriteDeadline(time.Now().Add(ws.writeWait))
+		err := ws.conn.WriteMessage(websocket.TextMessage, b)
+		ws.mutex.Unlock()
+		if err != nil {
+			ws.Close(websocket.CloseGoingAway, "write failed")
 			return
 		}
 	}
