@@ -35,6 +35,7 @@ var (
 	ErrSeveralChannels       = reject("invalid", "event names more than one channel in h tags")
 	ErrEmptyChannel          = reject("invalid", "h tag must name a channel")
 	ErrMalformedDTag         = reject("invalid", "d tag must have a value")
+	ErrNotLowerHex           = reject("invalid", "id, pubkey and sig must be lowercase hex")
 	ErrStorageFull           = reject("error", "storage is full, event not stored")
 	ErrDuplicate             = reject("duplicate", "already have this event")
 	ErrNewerVersionStored    = reject("duplicate", "a newer version of this event is stored")

@@ -12,9 +12,16 @@ const MaxFuture = 15 * time.Minute
 
 // CheckSubmission applies the rules every client-submitted event must pass
 // before the database is asked anything, on every surface (WebSocket,
-// import): relay-only kinds (CW-22), the date (RL-9), the channel tags, and
-// a d tag with a value.
+// import): lowercase hex, relay-only kinds (CW-22), the date (RL-9), the
+// channel tags, and a d tag with a value.
 func CheckSubmission(ev *nostr.Event, now time.Time) error {
+	// go-nostr verifies an uppercase pubkey too, but NIP-01 spells ids,
+	// pubkeys and signatures in lowercase, and that is how they are stored
+	// and served: an event spelled otherwise would be served unverifiable.
+	if !IsLowerHex64(ev.ID) || !IsLowerHex64(ev.PubKey) || len(ev.Sig) != 128 ||
+		!IsLowerHex64(ev.Sig[:64]) || !IsLowerHex64(ev.Sig[64:]) {
+		return ErrNotLowerHex
+	}
 	if IsRelayOnlyKind(ev.Kind) {
 		return ErrRelayOnlyKind
 	}

@@ -73,7 +73,12 @@ func TestChannel(t *testing.T) {
 func TestCheckSubmission(t *testing.T) {
 	now := time.Unix(1_750_000_000, 0)
 	ev := func(kind int, at time.Time, tags ...nostr.Tag) *nostr.Event {
-		return &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at.Unix()), Tags: tags}
+		return &nostr.Event{ID: idA, PubKey: idB, Sig: idA + idB, Kind: kind, CreatedAt: nostr.Timestamp(at.Unix()), Tags: tags}
+	}
+	spelled := func(id, pubkey, sig string) *nostr.Event {
+		e := ev(9, now)
+		e.ID, e.PubKey, e.Sig = id, pubkey, sig
+		return e
 	}
 	for _, c := range []struct {
 		name string
@@ -81,6 +86,10 @@ func TestCheckSubmission(t *testing.T) {
 		want error
 	}{
 		{"plain", ev(9, now), nil},
+		{"uppercase id", spelled(strings.ToUpper(idA), idB, idA+idB), ErrNotLowerHex},
+		{"uppercase pubkey", spelled(idA, strings.ToUpper(idB), idA+idB), ErrNotLowerHex},
+		{"uppercase sig", spelled(idA, idB, idA+strings.ToUpper(idB)), ErrNotLowerHex},
+		{"short sig", spelled(idA, idB, idA), ErrNotLowerHex},
 		{"old events are accepted", ev(9, now.Add(-10*365*24*time.Hour)), nil},
 		{"14 minutes ahead", ev(9, now.Add(14*time.Minute)), nil},
 		{"16 minutes ahead", ev(9, now.Add(16*time.Minute)), ErrTooFarInFuture},

@@ -131,12 +131,19 @@ type stored struct {
 	parent    sql.NullInt64
 	root      sql.NullInt64
 	deletedAt sql.NullInt64
+	expiresAt sql.NullInt64
+}
+
+// live reports whether the event is still served: neither deleted nor
+// expired at now.
+func (s *stored) live(now int64) bool {
+	return !s.deletedAt.Valid && (!s.expiresAt.Valid || s.expiresAt.Int64 > now)
 }
 
 func scanStored(row *sql.Row) (*stored, error) {
 	var s stored
 	err := row.Scan(&s.seq, &s.id, &s.pubkey, &s.createdAt, &s.kind, &s.tagsJSON,
-		&s.channel, &s.depth, &s.parent, &s.root, &s.deletedAt)
+		&s.channel, &s.depth, &s.parent, &s.root, &s.deletedAt, &s.expiresAt)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}

@@ -13,7 +13,7 @@ const purgeEvery = time.Minute
 
 // purgeBatch bounds one purge transaction, so that a flood of expiring
 // events never holds the writer for long.
-const purgeBatch = 500
+const purgeBatch = 100
 
 func (s *Store) purgeLoop() {
 	defer close(s.purgeDone)

@@ -228,3 +228,30 @@ func TestExpireRootWithReplies(t *testing.T) {
 		t.Errorf("reply to a purged root: %v, want ErrParentNotFound", err)
 	}
 }
+
+// NIP-40, RL-5, RL-7: an expired event that is not purged yet is hidden
+// from every read, so nothing may reply to it, edit it or delete it by
+// 9005 any more.
+func TestExpiredTargetsAreGone(t *testing.T) {
+	s, clock := exOpen(t)
+	ctx := context.Background()
+	a := testutil.NewSigner(t)
+	ch := "11111111-1111-4111-8111-111111111111"
+	parent := a.Event(t, 9, exStart, "soon gone", nostr.Tag{"h", ch}, exTag(exStart+10))
+	if err := s.Ingest(ctx, parent); err != nil {
+		t.Fatal(err)
+	}
+	clock.set(exStart + 10)
+	for _, c := range []struct {
+		ev   *nostr.Event
+		want error
+	}{
+		{a.Event(t, 9, exStart+10, "reply", nostr.Tag{"h", ch}, nostr.Tag{"e", parent.ID, "", "reply"}), buzz.ErrParentNotFound},
+		{a.Event(t, 40003, exStart+10, "edit", nostr.Tag{"h", ch}, nostr.Tag{"e", parent.ID}), buzz.ErrTargetNotFound},
+		{a.Event(t, 9005, exStart+10, "", nostr.Tag{"h", ch}, nostr.Tag{"e", parent.ID}), buzz.ErrTargetNotFound},
+	} {
+		if err := s.Ingest(ctx, c.ev); !errors.Is(err, c.want) {
+			t.Errorf("kind %d: got %v, want %v", c.ev.Kind, err, c.want)
+		}
+	}
+}

@@ -91,15 +91,15 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64) error {
 	case buzz.KindDeletion:
 		targets, err = tx.nip09Targets(r)
 	case buzz.KindGroupDelete:
-		targets, err = s.groupDeleteTarget(tx, r, channel)
+		targets, err = s.groupDeleteTarget(tx, r, channel, now)
 	case buzz.KindEdit:
-		err = tx.checkEdit(r, channel)
+		err = tx.checkEdit(r, channel, now)
 	}
 	if err != nil {
 		return err
 	}
 
-	cls, err := tx.classify(r, channel)
+	cls, err := tx.classify(r, channel, now)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ const (
 	rowTopLevel = 2
 )
 
-func (tx *writeTx) classify(r *record, channel sql.NullInt64) (classification, error) {
+func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64) (classification, error) {
 	c := classification{broadcast: r.thread.Broadcast}
 	if !channel.Valid || !buzz.IsClassifiedKind(r.ev.Kind) {
 		return c, nil
@@ -186,12 +186,16 @@ func (tx *writeTx) classify(r *record, channel sql.NullInt64) (classification, e
 		return c, err
 	}
 	switch {
-	case p == nil || p.deletedAt.Valid:
+	case p == nil || !p.live(now):
 		return c, buzz.ErrParentNotFound
 	case !p.channel.Valid:
 		return c, buzz.ErrParentNoChannel
 	case p.channel.Int64 != channel.Int64:
 		return c, buzz.ErrParentOtherChannel
+	case !buzz.IsClassifiedKind(p.kind):
+		// A reaction, edit, deletion or moderation event is no thread
+		// message: nothing can be a reply to it.
+		return c, buzz.ErrParentNotFound
 	case !p.depth.Valid:
 		// The parent is unclassified itself (legacy, or not a thread kind):
 		// so is this reply, and it stays visible as a row until a backfill
@@ -279,7 +283,7 @@ func (tx *writeTx) nip09Targets(r *record) ([]*stored, error) {
 
 // groupDeleteTarget resolves the one target of a NIP-29 kind 9005 deletion
 // (RL-6), checked in the order of the contract.
-func (s *Store) groupDeleteTarget(tx *writeTx, r *record, channel sql.NullInt64) ([]*stored, error) {
+func (s *Store) groupDeleteTarget(tx *writeTx, r *record, channel sql.NullInt64, now int64) ([]*stored, error) {
 	var ref nostr.Tag
 	n := 0
 	for _, tag := range r.ev.Tags {
@@ -313,7 +317,7 @@ func (s *Store) groupDeleteTarget(tx *writeTx, r *record, channel sql.NullInt64)
 		}
 	}
 	switch {
-	case t == nil:
+	case t == nil || (!t.deletedAt.Valid && !t.live(now)): // deleting a deleted event again is harmless
 		return nil, buzz.ErrTargetNotFound
 	case t.channel != channel:
 		return nil, buzz.ErrTargetOtherChannel
@@ -325,7 +329,7 @@ func (s *Store) groupDeleteTarget(tx *writeTx, r *record, channel sql.NullInt64)
 
 // checkEdit enforces RL-7: an edit names its target with its first `e` tag,
 // in its own channel, and only the target's author may edit it.
-func (tx *writeTx) checkEdit(r *record, channel sql.NullInt64) error {
+func (tx *writeTx) checkEdit(r *record, channel sql.NullInt64, now int64) error {
 	if !channel.Valid {
 		return buzz.ErrMissingH
 	}
@@ -341,7 +345,7 @@ func (tx *writeTx) checkEdit(r *record, channel sql.NullInt64) error {
 	switch {
 	case err != nil:
 		return err
-	case t == nil || t.deletedAt.Valid:
+	case t == nil || !t.live(now):
 		return buzz.ErrTargetNotFound
 	case t.channel != channel:
 		return buzz.ErrTargetOtherChannel

@@ -10,22 +10,22 @@ import (
 // writeStmts are the statements of the write path, prepared once on the
 // writer connection.
 type writeStmts struct {
-	begin, commit, rollback                 *sql.Stmt
-	insertEvent, insertTag, deleteTag       *sql.Stmt
-	eventByID, eventBySeq                   *sql.Stmt
-	deletedBefore, deletedAddress           *sql.Stmt
-	replaceableVersions, addressableVersion *sql.Stmt
-	channelSeq, insertChannel               *sql.Stmt
-	threadRow, upsertThread                 *sql.Stmt
-	markDeleted, hasChildren, hardDelete    *sql.Stmt
-	liveChildren, subtreeAuthors            *sql.Stmt
-	expired, clearExpiry                    *sql.Stmt
+	begin, commit, rollback                    *sql.Stmt
+	insertEvent, insertTag, deleteTag          *sql.Stmt
+	eventByID, eventBySeq                      *sql.Stmt
+	deletedBefore, deletedAddress              *sql.Stmt
+	replaceableVersions, addressableVersion    *sql.Stmt
+	channelSeq, insertChannel                  *sql.Stmt
+	threadRow, upsertThread                    *sql.Stmt
+	markDeleted, hasChildren, hardDelete       *sql.Stmt
+	liveChildren, subtreeAuthors, threadNewest *sql.Stmt
+	expired, clearExpiry                       *sql.Stmt
 
 	all []*sql.Stmt
 }
 
 // eventColumns are what the write path needs to know of a stored event.
-const eventColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at`
+const eventColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at`
 
 func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 	for _, p := range []struct {
@@ -79,6 +79,9 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 			FROM below b JOIN events e ON e.seq = b.seq
 			WHERE e.deleted_at IS NULL
 			GROUP BY e.pubkey ORDER BY newest DESC, e.pubkey ASC`},
+		// A thread's non-deleted replies, newest first, from events_root.
+		{&s.threadNewest, `SELECT pubkey, created_at FROM events INDEXED BY events_root
+			WHERE root = ? AND deleted_at IS NULL ORDER BY created_at DESC`},
 		{&s.expired, `SELECT seq FROM events WHERE expires_at <= ? LIMIT ?`},
 		{&s.clearExpiry, `UPDATE events SET expires_at = NULL WHERE seq = ?`},
 	} {

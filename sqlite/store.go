@@ -178,9 +178,10 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stopPurge)
 		<-s.purgeDone
-		werr := s.writer.close()
+		// Readers first: the final checkpoint must not wait for a read.
 		rerr := s.readers.Close()
-		s.closeErr = errors.Join(werr, rerr)
+		werr := s.writer.close()
+		s.closeErr = errors.Join(rerr, werr)
 	})
 	return s.closeErr
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sort"
 )
@@ -61,16 +60,21 @@ func mergeParticipant(blob, pubkey []byte, at int64) []byte {
 	if !found {
 		ps = append(ps, Participant{PubKey: pubkey, At: at})
 	}
+	sortParticipants(ps)
+	if len(ps) > maxParticipants {
+		ps = ps[:maxParticipants]
+	}
+	return encodeParticipants(ps)
+}
+
+// sortParticipants orders by newest event first, then pubkey (CW-19).
+func sortParticipants(ps []Participant) {
 	sort.SliceStable(ps, func(i, j int) bool {
 		if ps[i].At != ps[j].At {
 			return ps[i].At > ps[j].At
 		}
 		return bytes.Compare(ps[i].PubKey, ps[j].PubKey) < 0
 	})
-	if len(ps) > maxParticipants {
-		ps = ps[:maxParticipants]
-	}
-	return encodeParticipants(ps)
 }
 
 // addToAncestors counts a new reply by pubkey at time at on its parent
@@ -110,6 +114,14 @@ func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
 // softDelete marks t deleted and makes the counters of every ancestor exact
 // again for the remaining subtree (RL-6). Deleting a deleted event is a
 // no-op.
+//
+// The counts drop by one (the deleted event's own replies stay below and
+// stay counted). last_reply_at and participants change only when t was the
+// newest event below an ancestor, or its author's newest there; only then
+// are they recomputed, for a root by reading its thread newest first until
+// ten authors are known, for an inner ancestor from its subtree. So a
+// deletion costs a few index reads, not a walk of the whole thread, unless
+// it removes the latest activity of a big subtree that is not a root.
 func (tx *writeTx) softDelete(t *stored, now int64) error {
 	res, err := tx.markDeleted.ExecContext(tx.ctx, now, t.seq)
 	if err != nil {
@@ -117,37 +129,94 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("delete event #%d: %w", t.seq, err)
-	} else if n == 0 {
+	} else if n == 0 || !t.parent.Valid {
 		return nil
 	}
-	for seq, hops := t.parent.Int64, 0; seq != 0; hops++ {
+	seq, direct := t.parent.Int64, true
+	for hops := 0; seq != 0; hops++ {
 		if hops > maxDepth+1 {
 			return fmt.Errorf("thread ancestry of #%d does not end", t.seq)
 		}
-		up, err := tx.recount(seq)
-		if err != nil {
-			return err
+		var (
+			up            sql.NullInt64
+			replies, desc int64
+			last          sql.NullInt64
+			parts         []byte
+		)
+		if err := tx.threadRow.QueryRowContext(tx.ctx, seq).Scan(&up, &replies, &desc, &last, &parts); err != nil {
+			return fmt.Errorf("read thread counters of #%d: %w", seq, err)
 		}
-		seq = up
+		if direct {
+			replies = max(0, replies-1)
+		}
+		desc = max(0, desc-1)
+		if (last.Valid && t.createdAt >= last.Int64) || wasNewestOf(parts, t.pubkey, t.createdAt) {
+			if !up.Valid {
+				last, parts, err = tx.threadRecent(seq)
+			} else {
+				var c Counters
+				c, err = tx.subtreeCounters(seq)
+				replies, desc, last, parts = c.ReplyCount, c.DescendantCount, c.lastReplyAt(), encodeParticipants(c.Participants)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts); err != nil {
+			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
+		}
+		seq, direct = up.Int64, false
 	}
 	return nil
 }
 
-// recount recomputes the counters of seq from its non-deleted subtree and
-// returns seq's parent (0 for a root).
-func (tx *writeTx) recount(seq int64) (parent int64, err error) {
-	c, err := tx.subtreeCounters(seq)
+// wasNewestOf reports whether an event of pubkey at time at is what puts
+// its author in the participants list.
+func wasNewestOf(parts, pubkey []byte, at int64) bool {
+	for _, p := range decodeParticipants(parts) {
+		if bytes.Equal(p.PubKey, pubkey) {
+			return p.At == at
+		}
+	}
+	return false
+}
+
+// threadRecent computes last_reply_at and participants of thread root
+// seq from its non-deleted replies, newest first, reading only until the
+// ten newest authors (and every author tied with the tenth) are known.
+func (tx *writeTx) threadRecent(seq int64) (sql.NullInt64, []byte, error) {
+	var last sql.NullInt64
+	rows, err := tx.threadNewest.QueryContext(tx.ctx, seq)
 	if err != nil {
-		return 0, err
+		return last, nil, fmt.Errorf("read thread #%d: %w", seq, err)
 	}
-	if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, c.ReplyCount, c.DescendantCount, c.lastReplyAt(), encodeParticipants(c.Participants)); err != nil {
-		return 0, fmt.Errorf("write thread counters of #%d: %w", seq, err)
+	defer rows.Close()
+	var ps []Participant
+	seen := map[string]bool{}
+	for rows.Next() {
+		var p Participant
+		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
+			return last, nil, fmt.Errorf("read thread #%d: %w", seq, err)
+		}
+		if !last.Valid {
+			last = sql.NullInt64{Int64: p.At, Valid: true}
+		}
+		if len(ps) >= maxParticipants && p.At < ps[len(ps)-1].At {
+			break
+		}
+		if !seen[string(p.PubKey)] {
+			seen[string(p.PubKey)] = true
+			ps = append(ps, p)
+		}
 	}
-	t, err := tx.bySeq(seq)
-	if err != nil || t == nil {
-		return 0, errors.Join(err, fmt.Errorf("event #%d vanished", seq))
+	if err := rows.Err(); err != nil {
+		return last, nil, fmt.Errorf("read thread #%d: %w", seq, err)
 	}
-	return t.parent.Int64, nil
+	sortParticipants(ps)
+	if len(ps) > maxParticipants {
+		ps = ps[:maxParticipants]
+	}
+	return last, encodeParticipants(ps), nil
 }
 
 // Counters are the subtree counters of one event (RL-5).

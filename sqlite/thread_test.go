@@ -31,6 +31,7 @@ type ttFixture struct {
 	D       string // deleted top-level in ttChan (by a)
 	V       string // top-level in ttChan (by a), victim of a 9005
 	K       string // a kind 7 reaction in ttChan (unclassified)
+	L       string // a legacy top-level message in ttChan: depth NULL, as import stores it
 	missing string // an id nothing has
 	at      int64
 	evC1    *nostr.Event // C1 signed again: same id
@@ -54,6 +55,11 @@ func newTTFixture(t *testing.T) *ttFixture {
 	ing(f.a, 5, ttE(f.D))
 	f.V = ing(f.a, 9, ttH(ttChan))
 	f.K = ing(f.a, 7, ttH(ttChan), ttE(f.R))
+	f.L = ing(f.a, 9, ttH(ttChan))
+	id, _ := idKey(f.L)
+	if _, err := mgRaw(t, f.s.path).Exec("UPDATE events SET depth = NULL WHERE id = ?", id); err != nil {
+		t.Fatal(err)
+	}
 	f.missing = strings.Repeat("5a", 32)
 	return f
 }
@@ -207,11 +213,15 @@ func TestThreadClassification(t *testing.T) {
 			return nostr.Tags{{"d", "x"}, ttReplyTag(f.C1)}
 		}, want: d2},
 
-		// CW-12: a reply to a stored but unclassified parent stays
-		// unclassified and is a row (never vanishes).
-		{name: "reply to an unclassified channel event", req: "CW-12", tags: func() nostr.Tags {
-			return nostr.Tags{ttReplyTag(f.K)}
+		// CW-12: a reply to a legacy parent (stored without thread
+		// metadata) stays unclassified and is a row (never vanishes).
+		{name: "reply to a legacy channel event", req: "CW-12", tags: func() nostr.Tags {
+			return nostr.Tags{ttReplyTag(f.L)}
 		}, want: ttClass{Depth: -1, RowClass: rowTopLevel}},
+		// CW-10: a reaction is no thread message; nothing replies to it.
+		{name: "reply to a reaction", req: "CW-10", tags: func() nostr.Tags {
+			return nostr.Tags{ttReplyTag(f.K)}
+		}, err: buzz.ErrParentNotFound},
 
 		// Aux kinds: e tags name targets, never parents.
 		{name: "kind 5 with a reply marker to a missing event", req: "CW-10", kind: 5, tags: func() nostr.Tags {
