@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,27 @@ func TestPlainHTTP(t *testing.T) {
 		if resp.StatusCode != c.status {
 			t.Errorf("%s %s (%s): %d, want %d", c.method, c.path, c.contentType, resp.StatusCode, c.status)
 		}
+	}
+}
+
+// RL-22, RL-27: a filter list longer than any client needs is refused with
+// a clear reason (SQLite would refuse its thousands of bound values with an
+// internal error), and COUNT answers 0 rather than fail.
+func TestLongFilterListsRefused(t *testing.T) {
+	s := startServer(t)
+	c := s.raw(t)
+	kinds := make([]string, maxFilterValues+1)
+	for i := range kinds {
+		kinds[i] = strconv.Itoa(i)
+	}
+	long := `{"kinds":[` + strings.Join(kinds, ",") + `]}`
+	if _, closed := c.req("long", long); closed != "invalid: a filter list has more than 1000 values" {
+		t.Fatalf("CLOSED %q", closed)
+	}
+	if n := c.count("long", long); n != 0 {
+		t.Fatalf("COUNT %d", n)
+	}
+	if _, closed := c.req("ok", `{"kinds":[`+strings.Join(kinds[:maxFilterValues], ",")+`]}`); closed != "" {
+		t.Fatalf("a list of %d values: CLOSED %q", maxFilterValues, closed)
 	}
 }
