@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 1
+-- schema_version: 2
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -75,6 +75,9 @@ CREATE INDEX events_root ON events(root, created_at, id)
   WHERE root IS NOT NULL;
 CREATE INDEX events_parent ON events(parent)
   WHERE parent IS NOT NULL;
+-- Channel messages stored without classification (CW-12), for Backfill.
+CREATE INDEX events_unclassified ON events(created_at, id)
+  WHERE depth IS NULL AND row_class = 2;
 
 -- Exact tag index (RL-3): one row per distinct single-letter tag name and
 -- value of an event (NIP-01 filters only address single-letter tags). The

@@ -32,10 +32,39 @@ func (s *Store) Ingest(ctx context.Context, ev *nostr.Event) error {
 		return err
 	}
 	now := s.nowUnix()
-	return s.writer.do(ctx, func(tx *writeTx) error { return s.ingest(tx, r, now) })
+	return s.writer.do(ctx, func(tx *writeTx) error { return s.ingest(tx, r, now, false) })
 }
 
-func (s *Store) ingest(tx *writeTx, r *record, now int64) error {
+// ImportBatch ingests evs in order, in one transaction, as an import does
+// (issue 8): through the same ingest as Ingest, except that a reply whose
+// parent is not stored (absent, or later in the file), or no longer served,
+// is kept unclassified (depth NULL, CW-12) instead of refused; Backfill
+// classifies it once its parent is there. It returns each event's outcome
+// (nil when stored, else a *buzz.Rejection); err is a failure of the batch
+// as a whole, after which nothing of it is stored.
+func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes []error, err error) {
+	outcomes = make([]error, len(evs))
+	records := make([]*record, len(evs))
+	for i, ev := range evs {
+		records[i], outcomes[i] = newRecord(ev)
+	}
+	now := s.nowUnix()
+	err = s.writer.do(ctx, func(tx *writeTx) error {
+		for i, r := range records {
+			if r == nil {
+				continue
+			}
+			outcomes[i] = s.ingest(tx, r, now, true)
+			if _, rejected := buzz.AsRejection(outcomes[i]); outcomes[i] != nil && !rejected {
+				return outcomes[i]
+			}
+		}
+		return nil
+	})
+	return outcomes, err
+}
+
+func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) error {
 	ev := r.ev
 	if existing, err := tx.byID(r.id); err != nil {
 		return err
@@ -99,7 +128,7 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64) error {
 		return err
 	}
 
-	cls, err := tx.classify(r, channel, now)
+	cls, err := tx.classify(r, channel, now, importing)
 	if err != nil {
 		return err
 	}
@@ -170,7 +199,7 @@ const (
 	rowTopLevel = 2
 )
 
-func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64) (classification, error) {
+func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64, importing bool) (classification, error) {
 	c := classification{broadcast: r.thread.Broadcast}
 	if !channel.Valid || !buzz.IsClassifiedKind(r.ev.Kind) {
 		return c, nil
@@ -186,6 +215,8 @@ func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64) (classi
 		return c, err
 	}
 	switch {
+	case (p == nil || !p.live(now)) && importing:
+		return c, nil // CW-12: kept unclassified until Backfill finds the parent
 	case p == nil || !p.live(now):
 		return c, buzz.ErrParentNotFound
 	case !p.channel.Valid:

@@ -14,7 +14,10 @@ const applicationID = 0x62757a7a
 
 // migrations[v] takes a database from schema version v to v+1. Version 0 is
 // an empty file, which gets schema.sql whole instead.
-var migrations = map[int]string{}
+var migrations = map[int]string{
+	1: `CREATE INDEX events_unclassified ON events(created_at, id)
+		WHERE depth IS NULL AND row_class = 2;`,
+}
 
 var versionLine = regexp.MustCompile(`(?m)^-- schema_version: (\d+)$`)
 

@@ -83,14 +83,17 @@ func mgDiff(a, b []byte) string {
 	return strings.Join(at, ", ")
 }
 
-// mgSchemaV2 is schema.sql declaring version 2.
-func mgSchemaV2(t testing.TB) string {
+// mgSchemaNext is schema.sql declaring the version after the current one,
+// cur: what a future build would embed.
+func mgSchemaNext(t testing.TB) (next string, cur int) {
 	t.Helper()
 	schema := testutil.Schema(t)
-	if !strings.Contains(schema, "-- schema_version: 1\n") {
-		t.Fatal("schema.sql does not declare version 1")
+	cur, err := SchemaVersion(schema)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return strings.Replace(schema, "-- schema_version: 1\n", "-- schema_version: 2\n", 1)
+	line := fmt.Sprintf("-- schema_version: %d\n", cur)
+	return strings.Replace(schema, line, fmt.Sprintf("-- schema_version: %d\n", cur+1), 1), cur
 }
 
 // mgSetMigration installs a migration step for the duration of the test.
@@ -109,8 +112,15 @@ func mgSetMigration(t testing.TB, from int, step string) {
 
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
-	if v, err := SchemaVersion(testutil.Schema(t)); err != nil || v != 1 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 1", v, err)
+	v, err := SchemaVersion(testutil.Schema(t))
+	if err != nil || v != 2 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 2", v, err)
+	}
+	// Every older version has its step forward.
+	for from := 1; from < v; from++ {
+		if _, ok := migrations[from]; !ok {
+			t.Errorf("no migration from version %d", from)
+		}
 	}
 	for _, tc := range []struct {
 		text string
@@ -236,7 +246,7 @@ func TestMigrateConnectionPragmas(t *testing.T) {
 func TestMigrateRefusesNewer(t *testing.T) {
 	path := mgNewDB(t)
 	raw := mgRaw(t, path)
-	if _, err := raw.Exec("PRAGMA user_version = 2"); err != nil {
+	if _, err := raw.Exec("PRAGMA user_version = 99"); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
@@ -245,10 +255,10 @@ func TestMigrateRefusesNewer(t *testing.T) {
 	if !errors.Is(err, ErrNewerSchema) {
 		t.Fatalf("got %v, want ErrNewerSchema", err)
 	}
-	if !strings.Contains(err.Error(), "2") || !strings.Contains(err.Error(), "newer") {
+	if !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "newer") {
 		t.Errorf("message %q does not say which versions", err)
 	}
-	if v := mgPragma(t, mgRaw(t, path), "user_version"); v != 2 {
+	if v := mgPragma(t, mgRaw(t, path), "user_version"); v != 99 {
 		t.Errorf("user_version changed to %d", v)
 	}
 }
@@ -366,22 +376,23 @@ func TestMigrateRefusesNonSQLite(t *testing.T) {
 	}
 }
 
-// RL-2: a version 1 database opened by a build whose schema is version 2
-// runs migration 1 -> 2 and is stamped 2; reopening does not migrate again.
+// RL-2: a database of the current version opened by a build whose schema
+// is one version newer runs that one migration step and is stamped with
+// the new version; reopening does not migrate again.
 func TestMigrateForward(t *testing.T) {
 	ctx := context.Background()
 	ev := testutil.NewSigner(t).Event(t, 1, qtT0, "from v1", nostr.Tag{"t", "v1"})
 	path := mgNewDB(t, ev)
 
-	mgSetMigration(t, 1, "CREATE TABLE extra(x); INSERT INTO extra VALUES (42);")
-	v2 := mgSchemaV2(t)
+	next, cur := mgSchemaNext(t)
+	mgSetMigration(t, cur, "CREATE TABLE extra(x); INSERT INTO extra VALUES (42);")
 	for i := 0; i < 2; i++ {
-		s, err := Open(ctx, Options{Path: path, Schema: v2})
+		s, err := Open(ctx, Options{Path: path, Schema: next})
 		if err != nil {
-			t.Fatalf("open %d with schema v2: %v", i, err)
+			t.Fatalf("open %d with schema v%d: %v", i, cur+1, err)
 		}
-		if v := mgPragma(t, s.readers, "user_version"); v != 2 {
-			t.Errorf("open %d: user_version = %d, want 2", i, v)
+		if v := mgPragma(t, s.readers, "user_version"); v != int64(cur+1) {
+			t.Errorf("open %d: user_version = %d, want %d", i, v, cur+1)
 		}
 		if v := mgPragma(t, s.readers, "application_id"); v != applicationID {
 			t.Errorf("open %d: application_id = %#x", i, v)
@@ -390,13 +401,30 @@ func TestMigrateForward(t *testing.T) {
 			t.Errorf("open %d: extra holds %d rows, want 1 (the migration ran once)", i, n)
 		}
 		if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"v1"}}}); !slices.Equal(got, qtIDs(ev)) {
-			t.Errorf("open %d: data of v1 lost: %v", i, got)
+			t.Errorf("open %d: data of the older version lost: %v", i, got)
 		}
 		s.Close()
 	}
-	// The v1 build now refuses it.
+	// The older build now refuses it.
 	if _, err := mgOpen(t, path, testutil.Schema(t)); !errors.Is(err, ErrNewerSchema) {
-		t.Errorf("v1 schema on a v2 database: %v, want ErrNewerSchema", err)
+		t.Errorf("current schema on a newer database: %v, want ErrNewerSchema", err)
+	}
+}
+
+// RL-2: the real migration from version 1 (no index for Backfill) to 2.
+func TestMigrateFromVersion1(t *testing.T) {
+	path := mgNewDB(t)
+	raw := mgRaw(t, path)
+	if _, err := raw.Exec("DROP INDEX events_unclassified; PRAGMA user_version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	s, err := mgOpen(t, path, testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM sqlite_schema WHERE name = 'events_unclassified'`); n != 1 {
+		t.Fatal("migration 1 -> 2 did not create events_unclassified")
 	}
 }
 
@@ -406,15 +434,16 @@ func TestMigrateFailedStepRollsBack(t *testing.T) {
 	path := mgNewDB(t)
 
 	// The second statement fails: events exists.
-	mgSetMigration(t, 1, "CREATE TABLE extra(x); CREATE TABLE events(y);")
-	if _, err := mgOpen(t, path, mgSchemaV2(t)); err == nil {
+	next, cur := mgSchemaNext(t)
+	mgSetMigration(t, cur, "CREATE TABLE extra(x); CREATE TABLE events(y);")
+	if _, err := mgOpen(t, path, next); err == nil {
 		t.Fatal("a failing migration succeeded")
-	} else if !strings.Contains(err.Error(), "1 -> 2") {
+	} else if !strings.Contains(err.Error(), fmt.Sprintf("%d -> %d", cur, cur+1)) {
 		t.Errorf("message %q does not name the step", err)
 	}
 	raw := mgRaw(t, path)
-	if v := mgPragma(t, raw, "user_version"); v != 1 {
-		t.Errorf("user_version = %d after a failed migration, want 1", v)
+	if v := mgPragma(t, raw, "user_version"); v != int64(cur) {
+		t.Errorf("user_version = %d after a failed migration, want %d", v, cur)
 	}
 	var n int
 	if err := raw.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'extra'`).Scan(&n); err != nil || n != 0 {
@@ -423,12 +452,12 @@ func TestMigrateFailedStepRollsBack(t *testing.T) {
 	raw.Close()
 
 	// A missing step is refused too, naming the versions.
-	delete(migrations, 1)
-	if _, err := mgOpen(t, path, mgSchemaV2(t)); err == nil || !strings.Contains(err.Error(), "no migration from schema version 1 to 2") {
+	delete(migrations, cur)
+	if _, err := mgOpen(t, path, next); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("no migration from schema version %d to %d", cur, cur+1)) {
 		t.Errorf("missing migration: %v", err)
 	}
-	// And the v1 build still opens it.
+	// And the current build still opens it.
 	if _, err := mgOpen(t, path, testutil.Schema(t)); err != nil {
-		t.Errorf("reopen at v1: %v", err)
+		t.Errorf("reopen at the current version: %v", err)
 	}
 }

@@ -20,6 +20,7 @@ type writeStmts struct {
 	markDeleted, hasChildren, hardDelete       *sql.Stmt
 	liveChildren, subtreeAuthors, threadNewest *sql.Stmt
 	expired, clearExpiry                       *sql.Stmt
+	unclassified, setThread                    *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -84,6 +85,8 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 			WHERE root = ? AND deleted_at IS NULL ORDER BY created_at DESC`},
 		{&s.expired, `SELECT seq FROM events WHERE expires_at <= ? LIMIT ?`},
 		{&s.clearExpiry, `UPDATE events SET expires_at = NULL WHERE seq = ?`},
+		{&s.unclassified, unclassifiedAfter},
+		{&s.setThread, `UPDATE events SET parent = ?, root = ?, depth = ?, broadcast = ?, row_class = ? WHERE seq = ?`},
 	} {
 		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {
