@@ -43,6 +43,7 @@ func newApp() *cli.App {
 			serveCommand(),
 			exportCommand(),
 			backupCommand(),
+			importCommand(),
 		},
 	}
 }

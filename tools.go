@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/buzz-lite/buzz-lite/importer"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -150,4 +151,108 @@ func backup(c *cli.Context) error {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func importCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "import",
+		Usage:     "store the events of a JSON Lines file (buzz-lite/strfry export, nak dump); - or nothing reads standard input",
+		ArgsUsage: "[FILE|-]",
+		Flags: append(commonFlags(),
+			&cli.BoolFlag{Name: "no-verify", Usage: "skip id and signature checks (only for dumps you made yourself)"},
+			&cli.BoolFlag{Name: "strict", Usage: "stop at the first bad line"},
+		),
+		Action: importEvents,
+	}
+}
+
+// maxReported is how many bad lines an import names one by one.
+const maxReported = 100
+
+func importEvents(c *cli.Context) error {
+	if c.NArg() > 1 {
+		return errors.New("import: want at most one FILE, after the flags: buzz-lite import [--strict] [--no-verify] [FILE|-]")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	in, size := os.Stdin, int64(0)
+	if name := c.Args().First(); name != "" && name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return fmt.Errorf("import: %w", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		in = f
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.Storage.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(cfg.Storage.DataDir, dbFile), Schema: schema,
+		Admins: cfg.Relay.Admins, Logger: newLogger(cfg)})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	tty := isTerminal(os.Stderr)
+	start := time.Now()
+	reported := 0
+	opts := importer.Options{
+		NoVerify: c.Bool("no-verify"),
+		Strict:   c.Bool("strict"),
+		Problem: func(b importer.BadLine) {
+			if reported < maxReported {
+				fmt.Fprintf(os.Stderr, "line %d: %s\n", b.Line, b.Reason)
+			}
+			reported++
+		},
+	}
+	if tty {
+		opts.Progress = func(read int64, lines int) { fmt.Fprint(os.Stderr, progressLine(read, size, lines, time.Since(start))) }
+	}
+	sum, err := importer.Run(ctx, in, store, opts)
+	if tty {
+		fmt.Fprintln(os.Stderr)
+	}
+	if reported > maxReported {
+		fmt.Fprintf(os.Stderr, "... and %d more bad lines\n", reported-maxReported)
+	}
+	fmt.Printf("%d lines in %s: %d accepted, %d duplicate, %d replaced by a newer version, %d rejected\n",
+		sum.Lines, time.Since(start).Round(time.Millisecond), sum.Accepted, sum.Duplicate, sum.Replaced, sum.Bad())
+	for _, reason := range sum.Reasons() {
+		fmt.Printf("  %6d  %s\n", sum.Rejected[reason], reason)
+	}
+	if err != nil {
+		return err
+	}
+	// Replies met before their parents were kept unclassified: classify
+	// them now that the whole file is in.
+	res, err := store.Backfill(ctx)
+	if err != nil {
+		return err
+	}
+	if res.Classified > 0 || res.Waiting > 0 {
+		fmt.Printf("threads: %d replies classified after the import, %d still without their parent\n", res.Classified, res.Waiting)
+	}
+	return nil
+}
+
+// progressLine is the one-line progress display of a long command: how
+// far, how fast, and how long still when the total is known.
+func progressLine(done, total int64, lines int, elapsed time.Duration) string {
+	rate := float64(lines) / max(elapsed.Seconds(), 0.001)
+	s := fmt.Sprintf("\r%d lines, %.0f/s", lines, rate)
+	if total > 0 && done > 0 {
+		frac := float64(done) / float64(total)
+		eta := time.Duration(float64(elapsed) * (1 - frac) / frac).Round(time.Second)
+		s += fmt.Sprintf(", %3.0f%%, %s left", 100*frac, eta)
+	}
+	return s + "   "
 }

@@ -91,3 +91,39 @@ func TestExportAndBackupCommands(t *testing.T) {
 		t.Fatal("backup without a PATH succeeded")
 	}
 }
+
+// Issue 8: what export writes, import stores again, into a new data
+// directory: the same events; a second import of the file changes nothing.
+func TestExportImportRoundTrip(t *testing.T) {
+	dir, evs := toolData(t)
+	out := filepath.Join(t.TempDir(), "dump.jsonl")
+	if err := newApp().Run([]string{"buzz-lite", "export", "--data", dir, "-o", out}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := t.TempDir()
+	for range 2 {
+		if err := newApp().Run([]string{"buzz-lite", "import", "--data", fresh, out}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(fresh, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Query(context.Background(), nostr.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(evs) {
+		t.Fatalf("imported %d events, exported %d", len(got), len(evs))
+	}
+	for i, ev := range got {
+		if want := evs[len(evs)-1-i]; ev.ID != want.ID || ev.Sig != want.Sig {
+			t.Fatalf("event %d: %s, want %s", i, ev.ID, want.ID)
+		}
+	}
+	if err := newApp().Run([]string{"buzz-lite", "import", "--data", fresh, "a", "b"}); err == nil {
+		t.Fatal("import of two files succeeded")
+	}
+}
