@@ -44,6 +44,8 @@ func newApp() *cli.App {
 			exportCommand(),
 			backupCommand(),
 			importCommand(),
+			checkCommand(),
+			backfillCommand(),
 		},
 	}
 }

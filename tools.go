@@ -256,3 +256,85 @@ func progressLine(done, total int64, lines int, elapsed time.Duration) string {
 	}
 	return s + "   "
 }
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "check",
+		Usage:     "verify the database: SQLite integrity, thread counters, tag index; exit 1 when anything is wrong",
+		ArgsUsage: " ",
+		Flags: append(commonFlags(),
+			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, in one transaction"},
+		),
+		Action: check,
+	}
+}
+
+func backfillCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "backfill",
+		Usage:     "classify channel messages stored without thread metadata whose parent is now stored",
+		ArgsUsage: " ",
+		Flags:     commonFlags(),
+		Action:    backfill,
+	}
+}
+
+// maxListed is how many wrong counters check names one by one.
+const maxListed = 50
+
+func check(c *cli.Context) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, err := openExisting(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	rep, err := store.Check(ctx, c.Bool("repair"))
+	if err != nil {
+		return err
+	}
+	for _, line := range rep.Integrity {
+		fmt.Println("integrity:", line)
+	}
+	if rep.ForeignKeys > 0 {
+		fmt.Printf("foreign keys: %d rows point nowhere\n", rep.ForeignKeys)
+	}
+	for i, line := range rep.Counters {
+		if i == maxListed {
+			fmt.Printf("counters: ... and %d more\n", len(rep.Counters)-maxListed)
+			break
+		}
+		fmt.Println("counters:", line)
+	}
+	if rep.MissingTags > 0 || rep.ExtraTags > 0 {
+		fmt.Printf("tag index: %d rows missing, %d rows that no event calls for\n", rep.MissingTags, rep.ExtraTags)
+	}
+	switch {
+	case rep.OK():
+		fmt.Println("ok")
+		return nil
+	case rep.Repaired && len(rep.Integrity) == 0 && rep.ForeignKeys == 0:
+		fmt.Println("repaired")
+		return nil
+	case rep.Repaired:
+		return errors.New("counters and tag index repaired; the file itself is damaged: restore a backup")
+	}
+	return errors.New("check found problems (run with --repair to fix counters and tag index)")
+}
+
+func backfill(c *cli.Context) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, err := openExisting(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	res, err := store.Backfill(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("%d messages classified, %d still without their parent or breaking a thread rule\n", res.Classified, res.Waiting)
+	return nil
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -125,5 +126,37 @@ func TestExportImportRoundTrip(t *testing.T) {
 	}
 	if err := newApp().Run([]string{"buzz-lite", "import", "--data", fresh, "a", "b"}); err == nil {
 		t.Fatal("import of two files succeeded")
+	}
+}
+
+// Issue 8: check exits non-zero when something is wrong and zero once
+// --repair fixed it; backfill runs on a data directory.
+func TestCheckAndBackfillCommands(t *testing.T) {
+	dir, _ := toolData(t)
+	if err := newApp().Run([]string{"buzz-lite", "check", "--data", dir}); err != nil {
+		t.Fatalf("check of a healthy database: %v", err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, dbFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO tags (name, value, created_at, seq, kind) VALUES ('x', 'stray', 1, 1, 9)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if err := newApp().Run([]string{"buzz-lite", "check", "--data", dir}); err == nil {
+		t.Fatal("check of a damaged database succeeded")
+	}
+	if err := newApp().Run([]string{"buzz-lite", "check", "--data", dir, "--repair"}); err != nil {
+		t.Fatalf("check --repair: %v", err)
+	}
+	if err := newApp().Run([]string{"buzz-lite", "check", "--data", dir}); err != nil {
+		t.Fatalf("check after repair: %v", err)
+	}
+	if err := newApp().Run([]string{"buzz-lite", "backfill", "--data", dir}); err != nil {
+		t.Fatalf("backfill: %v", err)
+	}
+	if err := newApp().Run([]string{"buzz-lite", "check", "--data", t.TempDir()}); err == nil {
+		t.Fatal("check of an empty directory succeeded")
 	}
 }

@@ -20,10 +20,26 @@ type writeStmts struct {
 	markDeleted, hasChildren, hardDelete       *sql.Stmt
 	liveChildren, subtreeAuthors, threadNewest *sql.Stmt
 	expired, clearExpiry                       *sql.Stmt
-	unclassified, setThread                    *sql.Stmt
+	unclassified, setThread, deleteExtraTags   *sql.Stmt
 
 	all []*sql.Stmt
 }
+
+// liveChildrenSQL counts the non-deleted direct replies of ?1.
+const liveChildrenSQL = `SELECT count(*) FROM events WHERE parent = ? AND deleted_at IS NULL`
+
+// subtreeAuthorsSQL lists every non-deleted event below ?1 grouped by
+// author, newest author first: the exact counters, last_reply_at and
+// participants of ?1.
+const subtreeAuthorsSQL = `WITH RECURSIVE below(seq) AS (
+		SELECT seq FROM events WHERE parent = ?1
+		UNION ALL
+		SELECT e.seq FROM events e JOIN below b ON e.parent = b.seq
+	)
+	SELECT e.pubkey, max(e.created_at) AS newest, count(*)
+	FROM below b JOIN events e ON e.seq = b.seq
+	WHERE e.deleted_at IS NULL
+	GROUP BY e.pubkey ORDER BY newest DESC, e.pubkey ASC`
 
 // eventColumns are what the write path needs to know of a stored event.
 const eventColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at`
@@ -68,24 +84,15 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.markDeleted, `UPDATE events SET deleted_at = ? WHERE seq = ? AND deleted_at IS NULL`},
 		{&s.hasChildren, `SELECT 1 FROM events WHERE parent = ? LIMIT 1`},
 		{&s.hardDelete, `DELETE FROM events WHERE seq = ?`},
-		{&s.liveChildren, `SELECT count(*) FROM events WHERE parent = ? AND deleted_at IS NULL`},
-		// Every non-deleted event below ?1, grouped by author, newest author
-		// first: the exact counters, last_reply_at and participants of ?1.
-		{&s.subtreeAuthors, `WITH RECURSIVE below(seq) AS (
-				SELECT seq FROM events WHERE parent = ?1
-				UNION ALL
-				SELECT e.seq FROM events e JOIN below b ON e.parent = b.seq
-			)
-			SELECT e.pubkey, max(e.created_at) AS newest, count(*)
-			FROM below b JOIN events e ON e.seq = b.seq
-			WHERE e.deleted_at IS NULL
-			GROUP BY e.pubkey ORDER BY newest DESC, e.pubkey ASC`},
+		{&s.liveChildren, liveChildrenSQL},
+		{&s.subtreeAuthors, subtreeAuthorsSQL},
 		// A thread's non-deleted replies, newest first, from events_root.
 		{&s.threadNewest, `SELECT pubkey, created_at FROM events INDEXED BY events_root
 			WHERE root = ? AND deleted_at IS NULL ORDER BY created_at DESC`},
 		{&s.expired, `SELECT seq FROM events WHERE expires_at <= ? LIMIT ?`},
 		{&s.clearExpiry, `UPDATE events SET expires_at = NULL WHERE seq = ?`},
 		{&s.unclassified, unclassifiedAfter},
+		{&s.deleteExtraTags, deleteExtraTagsSQL},
 		{&s.setThread, `UPDATE events SET parent = ?, root = ?, depth = ?, broadcast = ?, row_class = ? WHERE seq = ?`},
 	} {
 		st, err := conn.PrepareContext(ctx, p.sql)

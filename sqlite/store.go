@@ -191,8 +191,17 @@ func (s *Store) nowUnix() int64 { return s.now().Unix() }
 // readTx runs fn in one read transaction: one snapshot for everything fn
 // reads. Bounded by queryTimeout.
 func (s *Store) readTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
+	return s.readTxFor(ctx, queryTimeout, fn)
+}
+
+// readTxFor is readTx bounded by timeout instead; 0 leaves the bound to ctx
+// (operator commands that read the whole database).
+func (s *Store) readTxFor(ctx context.Context, timeout time.Duration, fn func(tx *sql.Tx) error) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	tx, err := s.readers.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/binary"
 	"fmt"
@@ -233,11 +234,18 @@ func (c Counters) lastReplyAt() sql.NullInt64 {
 
 // subtreeCounters computes the counters of seq from scratch.
 func (tx *writeTx) subtreeCounters(seq int64) (Counters, error) {
+	return computeCounters(tx.ctx, tx.liveChildren, tx.subtreeAuthors, seq)
+}
+
+// computeCounters computes the counters of seq from scratch with the
+// statements liveChildrenSQL and subtreeAuthorsSQL, prepared wherever the
+// caller reads (the writer, or the read transaction of Check).
+func computeCounters(ctx context.Context, children, authors *sql.Stmt, seq int64) (Counters, error) {
 	var c Counters
-	if err := tx.liveChildren.QueryRowContext(tx.ctx, seq).Scan(&c.ReplyCount); err != nil {
+	if err := children.QueryRowContext(ctx, seq).Scan(&c.ReplyCount); err != nil {
 		return c, fmt.Errorf("count replies of #%d: %w", seq, err)
 	}
-	rows, err := tx.subtreeAuthors.QueryContext(tx.ctx, seq)
+	rows, err := authors.QueryContext(ctx, seq)
 	if err != nil {
 		return c, fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}

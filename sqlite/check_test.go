@@ -1,0 +1,108 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+// ckTagRows is the whole tag index, as text.
+func ckTagRows(t *testing.T, s *Store) []string {
+	t.Helper()
+	rows, err := s.readers.Query(`SELECT name, hex(value), typeof(value), created_at, seq, kind FROM tags ORDER BY 1, 2, 3, 4, 5`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name, value, typ string
+		var at, seq, kind int64
+		if err := rows.Scan(&name, &value, &typ, &at, &seq, &kind); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(name, value, typ, at, seq, kind))
+	}
+	return out
+}
+
+// Issue 8, RL-5, RL-3: check passes on a store built by ingest and
+// deletions, reports every damaged counter and tag index row, and repair
+// restores exactly what ingest had built.
+func TestCheckAndRepair(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	evs := imThreads(t, 80)
+	for _, ev := range evs {
+		if err := s.Ingest(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := testutil.NewSigner(t)
+	tagged := a.Event(t, 1, 5000, "tagged", nostr.Tag{"t", "go"}, nostr.Tag{"p", a.PK}, nostr.Tag{"e", evs[0].ID})
+	if err := s.Ingest(ctx, tagged); err != nil {
+		t.Fatal(err)
+	}
+	// A thread of a's with some replies deleted, so that counters have been
+	// decremented and recomputed too.
+	ch := "44444444-4444-4444-8444-444444444444"
+	root := a.Event(t, 9, 6000, "root", nostr.Tag{"h", ch})
+	parent := root
+	var replies []*nostr.Event
+	for i := range 6 {
+		r := a.Event(t, 9, int64(6001+i), "reply", nostr.Tag{"h", ch}, nostr.Tag{"e", parent.ID, "", "reply"})
+		replies = append(replies, r)
+		if i%2 == 1 {
+			parent = r
+		}
+	}
+	for _, ev := range append([]*nostr.Event{root}, replies...) {
+		if err := s.Ingest(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []*nostr.Event{replies[5], replies[2]} {
+		if err := s.Ingest(ctx, a.Event(t, 5, 7000, "", nostr.Tag{"e", r.ID})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := s.Check(ctx, false)
+	if err != nil || !rep.OK() {
+		t.Fatalf("check of a healthy store: %+v %v", rep, err)
+	}
+	wantState, wantTags := imState(t, s), ckTagRows(t, s)
+
+	raw := mgRaw(t, s.path)
+	for _, q := range []string{
+		`UPDATE thread_metadata SET reply_count = reply_count + 1 WHERE seq = (SELECT min(seq) FROM thread_metadata)`,
+		`UPDATE thread_metadata SET participants = NULL WHERE seq = (SELECT max(seq) FROM thread_metadata)`,
+		`DELETE FROM tags WHERE name = 't'`,
+		`UPDATE tags SET kind = 7 WHERE name = 'p'`,
+		`INSERT INTO tags (name, value, created_at, seq, kind) VALUES ('x', 'stray', 1, 999999, 1)`,
+	} {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	rep, err = s.Check(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Counters) != 2 || rep.MissingTags != 1 || rep.ExtraTags != 2 || rep.Repaired {
+		t.Fatalf("check of a damaged store: %+v", rep)
+	}
+	if rep, err = s.Check(ctx, true); err != nil || !rep.Repaired {
+		t.Fatalf("repair: %+v %v", rep, err)
+	}
+	if rep, err = s.Check(ctx, false); err != nil || !rep.OK() {
+		t.Fatalf("check after repair: %+v %v", rep, err)
+	}
+	if !slices.Equal(imState(t, s), wantState) || !slices.Equal(ckTagRows(t, s), wantTags) {
+		t.Fatal("repair did not restore what ingest had built")
+	}
+}
