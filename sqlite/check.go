@@ -105,52 +105,159 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	return rep, err
 }
 
-// checkCounters compares the counters of every event that has a counters
-// row or a reply with its subtree.
+// checkCounters compares every thread counter with the subtree it counts.
+// It computes the counters of a whole thread at once from the thread's
+// rows (events_root), children before parents, so that the cost is one
+// pass over the classified events rather than one walk per subtree.
 func checkCounters(ctx context.Context, tx *sql.Tx, rep *CheckReport) ([]counterFix, error) {
-	children, err := tx.PrepareContext(ctx, liveChildrenSQL)
+	want, err := expectedCounters(ctx, tx)
 	if err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
+		return nil, err
 	}
-	defer children.Close()
-	authors, err := tx.PrepareContext(ctx, subtreeAuthorsSQL)
-	if err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
-	}
-	defer authors.Close()
-	rows, err := tx.QueryContext(ctx, `SELECT e.seq, e.id, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
-		t.last_reply_at, t.participants
-		FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq
-		WHERE t.seq IS NOT NULL OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq)`)
+	rows, err := tx.QueryContext(ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
+		FROM thread_metadata t JOIN events e ON e.seq = t.seq`)
 	if err != nil {
 		return nil, fmt.Errorf("check counters: %w", err)
 	}
 	defer rows.Close()
 	var fixes []counterFix
+	seen := map[int64]bool{}
+	mismatch := func(seq int64, id []byte, replies, desc int64, last sql.NullInt64, parts []byte) {
+		w := want[seq]
+		if replies == w.ReplyCount && desc == w.DescendantCount && last == w.lastReplyAt() && bytes.Equal(parts, encodeParticipants(w.Participants)) {
+			return
+		}
+		rep.Counters = append(rep.Counters, fmt.Sprintf(
+			"event %s: reply_count %d, descendant_count %d, last_reply_at %v, %d participants; want %d, %d, %v, %d",
+			hex.EncodeToString(id), replies, desc, nullString(last), len(parts)/participantSize,
+			w.ReplyCount, w.DescendantCount, nullString(w.lastReplyAt()), len(w.Participants)))
+		fixes = append(fixes, counterFix{seq: seq, c: w})
+	}
 	for rows.Next() {
 		var (
-			seq           int64
-			id, parts     []byte
-			replies, desc int64
-			last          sql.NullInt64
+			seq, replies, desc int64
+			id, parts          []byte
+			last               sql.NullInt64
 		)
 		if err := rows.Scan(&seq, &id, &replies, &desc, &last, &parts); err != nil {
 			return nil, fmt.Errorf("check counters: %w", err)
 		}
-		want, err := computeCounters(ctx, children, authors, seq)
-		if err != nil {
-			return nil, err
+		seen[seq] = true
+		mismatch(seq, id, replies, desc, last, parts)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("check counters: %w", err)
+	}
+	// Events with replies below but no counters row at all.
+	for seq, w := range want {
+		if seen[seq] || w.DescendantCount == 0 {
+			continue
 		}
-		wantParts := encodeParticipants(want.Participants)
-		if replies != want.ReplyCount || desc != want.DescendantCount || last != want.lastReplyAt() || !bytes.Equal(parts, wantParts) {
-			rep.Counters = append(rep.Counters, fmt.Sprintf(
-				"event %s: reply_count %d, descendant_count %d, last_reply_at %v, %d participants; want %d, %d, %v, %d",
-				hex.EncodeToString(id), replies, desc, nullString(last), len(parts)/participantSize,
-				want.ReplyCount, want.DescendantCount, nullString(want.lastReplyAt()), len(want.Participants)))
-			fixes = append(fixes, counterFix{seq: seq, c: want})
+		var id []byte
+		if err := tx.QueryRowContext(ctx, `SELECT id FROM events WHERE seq = ?`, seq).Scan(&id); err != nil {
+			return nil, fmt.Errorf("check counters: %w", err)
+		}
+		mismatch(seq, id, 0, 0, sql.NullInt64{}, nil)
+	}
+	return fixes, nil
+}
+
+// threadNode is one classified event while its thread's counters are
+// computed.
+type threadNode struct {
+	parent  int64
+	pubkey  []byte
+	at      int64
+	deleted bool
+	newest  map[string]int64 // authors below -> their newest event there
+	c       Counters
+}
+
+// expectedCounters computes, thread by thread, the counters every event
+// with something below it should have.
+func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, error) {
+	roots, err := tx.QueryContext(ctx, `SELECT DISTINCT root FROM events INDEXED BY events_root WHERE root IS NOT NULL`)
+	if err != nil {
+		return nil, fmt.Errorf("check counters: %w", err)
+	}
+	var rootSeqs []int64
+	for roots.Next() {
+		var r int64
+		if err := roots.Scan(&r); err != nil {
+			roots.Close()
+			return nil, fmt.Errorf("check counters: %w", err)
+		}
+		rootSeqs = append(rootSeqs, r)
+	}
+	if err := roots.Close(); err != nil {
+		return nil, fmt.Errorf("check counters: %w", err)
+	}
+	thread, err := tx.PrepareContext(ctx, `SELECT seq, parent, pubkey, created_at, deleted_at IS NOT NULL, depth
+		FROM events INDEXED BY events_root WHERE root = ? ORDER BY depth DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("check counters: %w", err)
+	}
+	defer thread.Close()
+	want := map[int64]Counters{}
+	for _, root := range rootSeqs {
+		rows, err := thread.QueryContext(ctx, root)
+		if err != nil {
+			return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
+		}
+		nodes := map[int64]*threadNode{root: {newest: map[string]int64{}}}
+		var order []int64 // deepest first: children before their parents
+		for rows.Next() {
+			var n threadNode
+			var seq, depth int64
+			if err := rows.Scan(&seq, &n.parent, &n.pubkey, &n.at, &n.deleted, &depth); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
+			}
+			n.newest = map[string]int64{}
+			nodes[seq] = &n
+			order = append(order, seq)
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
+		}
+		for _, seq := range order {
+			n := nodes[seq]
+			p, ok := nodes[n.parent]
+			if !ok {
+				return nil, fmt.Errorf("check counters: #%d names parent #%d outside its thread #%d", seq, n.parent, root)
+			}
+			if !n.deleted {
+				p.c.ReplyCount++
+				p.c.DescendantCount++
+				if at, ok := p.newest[string(n.pubkey)]; !ok || n.at > at {
+					p.newest[string(n.pubkey)] = n.at
+				}
+			}
+			p.c.DescendantCount += n.c.DescendantCount
+			for pk, at := range n.newest {
+				if cur, ok := p.newest[pk]; !ok || at > cur {
+					p.newest[pk] = at
+				}
+			}
+		}
+		for seq, n := range nodes {
+			if n.c.DescendantCount == 0 {
+				continue
+			}
+			ps := make([]Participant, 0, len(n.newest))
+			for pk, at := range n.newest {
+				ps = append(ps, Participant{PubKey: []byte(pk), At: at})
+			}
+			sortParticipants(ps)
+			n.c.LastReplyAt = ps[0].At
+			if len(ps) > maxParticipants {
+				ps = ps[:maxParticipants]
+			}
+			n.c.Participants = ps
+			want[seq] = n.c
 		}
 	}
-	return fixes, rows.Err()
+	return want, nil
 }
 
 func nullString(v sql.NullInt64) string {
