@@ -160,3 +160,21 @@ func TestCheckAndBackfillCommands(t *testing.T) {
 		t.Fatal("check of an empty directory succeeded")
 	}
 }
+
+// RL-2, issue 8: the operator's commands refuse a file that is not a
+// buzz-lite database, with a message that says so.
+func TestCommandsRefuseForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, dbFile), []byte("this is not a database, just some text that is long enough"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"check", "export", "backfill"} {
+		err := newApp().Run([]string{"buzz-lite", cmd, "--data", dir})
+		if err == nil || !strings.Contains(err.Error(), "not a buzz-lite database") {
+			t.Errorf("%s on a text file: %v", cmd, err)
+		}
+	}
+	if err := newApp().Run([]string{"buzz-lite", "backup", "--data", dir, filepath.Join(t.TempDir(), "b.db")}); err == nil || !strings.Contains(err.Error(), "not a buzz-lite database") {
+		t.Errorf("backup of a text file: %v", err)
+	}
+}
