@@ -36,7 +36,7 @@ func exportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "with-deleted", Usage: "also the deleted events and the deletions that deleted them"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output"},
 		),
-		Action: export,
+		Action: onExisting(export),
 	}
 }
 
@@ -48,7 +48,7 @@ func backupCommand() *cli.Command {
 		Flags: append(commonFlags(),
 			&cli.BoolFlag{Name: "force", Usage: "overwrite PATH if it exists"},
 		),
-		Action: backup,
+		Action: onExisting(backup),
 	}
 }
 
@@ -66,9 +66,22 @@ func openExisting(ctx context.Context, c *cli.Context) (*sqlite.Store, error) {
 	return sqlite.Open(ctx, sqlite.Options{Path: path, Schema: schema, Admins: cfg.Relay.Admins, Logger: newLogger(cfg)})
 }
 
-func export(c *cli.Context) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// onExisting makes the action of a command that works on the database of
+// the data directory: fn gets it open, with a context that ends on SIGINT
+// or SIGTERM, and it is closed (and its WAL checkpointed) afterwards.
+func onExisting(fn func(ctx context.Context, c *cli.Context, store *sqlite.Store) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		store, err := openExisting(ctx, c)
+		if err != nil {
+			return err
+		}
+		return errors.Join(fn(ctx, c, store), store.Close())
+	}
+}
+
+func export(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 	f := sqlite.ExportFilter{Channel: c.String("channel"), WithDeleted: c.Bool("with-deleted")}
 	if c.IsSet("since") {
 		v := c.Int64("since")
@@ -87,11 +100,6 @@ func export(c *cli.Context) error {
 			f.Kinds = append(f.Kinds, n)
 		}
 	}
-	store, err := openExisting(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 
 	out := os.Stdout
 	tmp := ""
@@ -125,17 +133,10 @@ func export(c *cli.Context) error {
 	return nil
 }
 
-func backup(c *cli.Context) error {
+func backup(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 	if c.NArg() != 1 {
 		return errors.New("backup: want one PATH, after the flags: buzz-lite backup [--force] PATH")
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	store, err := openExisting(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
 	start := time.Now()
 	if err := store.Backup(ctx, c.Args().First(), c.Bool("force")); err != nil {
 		return err
@@ -169,7 +170,7 @@ func importCommand() *cli.Command {
 // maxReported is how many bad lines an import names one by one.
 const maxReported = 100
 
-func importEvents(c *cli.Context) error {
+func importEvents(c *cli.Context) (err error) {
 	if c.NArg() > 1 {
 		return errors.New("import: want at most one FILE, after the flags: buzz-lite import [--strict] [--no-verify] [FILE|-]")
 	}
@@ -199,7 +200,7 @@ func importEvents(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	defer store.Close()
+	defer func() { err = errors.Join(err, store.Close()) }()
 
 	tty := isTerminal(os.Stderr)
 	start := time.Now()
@@ -265,7 +266,7 @@ func checkCommand() *cli.Command {
 		Flags: append(commonFlags(),
 			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, in one transaction"},
 		),
-		Action: check,
+		Action: onExisting(check),
 	}
 }
 
@@ -275,21 +276,14 @@ func backfillCommand() *cli.Command {
 		Usage:     "classify channel messages stored without thread metadata whose parent is now stored",
 		ArgsUsage: " ",
 		Flags:     commonFlags(),
-		Action:    backfill,
+		Action:    onExisting(backfill),
 	}
 }
 
 // maxListed is how many wrong counters check names one by one.
 const maxListed = 50
 
-func check(c *cli.Context) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	store, err := openExisting(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
+func check(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 	rep, err := store.Check(ctx, c.Bool("repair"))
 	if err != nil {
 		return err
@@ -323,14 +317,7 @@ func check(c *cli.Context) error {
 	return errors.New("check found problems (run with --repair to fix counters and tag index)")
 }
 
-func backfill(c *cli.Context) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	store, err := openExisting(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
+func backfill(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 	res, err := store.Backfill(ctx)
 	if err != nil {
 		return err

@@ -78,6 +78,14 @@ func sortParticipants(ps []Participant) {
 	})
 }
 
+// readThreadRow reads an event's parent and counters (zero without a row).
+func (tx *writeTx) readThreadRow(seq int64) (up sql.NullInt64, replies, desc int64, last sql.NullInt64, parts []byte, err error) {
+	if err = tx.threadRow.QueryRowContext(tx.ctx, seq).Scan(&up, &replies, &desc, &last, &parts); err != nil {
+		err = fmt.Errorf("read thread counters of #%d: %w", seq, err)
+	}
+	return up, replies, desc, last, parts, err
+}
+
 // addToAncestors counts a new reply by pubkey at time at on its parent
 // (reply_count) and on every ancestor up to the root (descendant_count,
 // last_reply_at, participants): RL-5.
@@ -87,14 +95,9 @@ func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
 		if hops > maxDepth+1 {
 			return fmt.Errorf("thread ancestry of #%d does not end", parent)
 		}
-		var (
-			up            sql.NullInt64
-			replies, desc int64
-			last          sql.NullInt64
-			parts         []byte
-		)
-		if err := tx.threadRow.QueryRowContext(tx.ctx, seq).Scan(&up, &replies, &desc, &last, &parts); err != nil {
-			return fmt.Errorf("read thread counters of #%d: %w", seq, err)
+		up, replies, desc, last, parts, err := tx.readThreadRow(seq)
+		if err != nil {
+			return err
 		}
 		if direct {
 			replies++
@@ -138,14 +141,9 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 		if hops > maxDepth+1 {
 			return fmt.Errorf("thread ancestry of #%d does not end", t.seq)
 		}
-		var (
-			up            sql.NullInt64
-			replies, desc int64
-			last          sql.NullInt64
-			parts         []byte
-		)
-		if err := tx.threadRow.QueryRowContext(tx.ctx, seq).Scan(&up, &replies, &desc, &last, &parts); err != nil {
-			return fmt.Errorf("read thread counters of #%d: %w", seq, err)
+		up, replies, desc, last, parts, err := tx.readThreadRow(seq)
+		if err != nil {
+			return err
 		}
 		if direct {
 			replies = max(0, replies-1)
