@@ -110,8 +110,10 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) error 
 			if v.createdAt > int64(ev.CreatedAt) || (v.createdAt == int64(ev.CreatedAt) && bytes.Compare(v.id, r.id) < 0) {
 				return buzz.ErrNewerVersionStored
 			}
+			if !v.deletedAt.Valid { // deleted versions stay, as deleted
+				superseded = append(superseded, v)
+			}
 		}
-		superseded = versions
 	}
 
 	var targets []*stored
@@ -414,8 +416,10 @@ func (tx *writeTx) exists(st *sql.Stmt, args ...any) (bool, error) {
 	return true, nil
 }
 
-// versions lists the stored, non-deleted versions of a replaceable (d
-// ignored) or addressable event.
+// versions lists the stored versions of a replaceable (d ignored) or
+// addressable event, deleted ones included: a deleted version still counts
+// as the newest, so that re-sending an older one does not bring back what
+// its author replaced and then deleted.
 func (tx *writeTx) versions(kind int, pubkey []byte, d string) ([]*stored, error) {
 	var rows *sql.Rows
 	var err error

@@ -449,3 +449,27 @@ func TestReplaceEDeletionSpellings(t *testing.T) {
 		})
 	}
 }
+
+// RL-9, RL-6: when the current version is deleted by id, an older version
+// sent again does not become current: the deleted one is still the newest.
+func TestReplaceDeletedVersionStaysNewest(t *testing.T) {
+	for _, kind := range []int{0, 10002, 30023} {
+		t.Run(strconv.Itoa(kind), func(t *testing.T) {
+			s := qtOpen(t, nil)
+			a := testutil.NewSigner(t)
+			v1 := a.Event(t, kind, qtT0+10, "v1", rpTags(kind, "x")...)
+			v2 := a.Event(t, kind, qtT0+20, "v2", rpTags(kind, "x")...)
+			qtIngest(t, s, v1, v2)
+			qtIngest(t, s, a.Event(t, 5, qtT0+30, "", nostr.Tag{"e", v2.ID}))
+			rpExpect(t, s, v1, buzz.ErrNewerVersionStored)
+			if got := rpVisible(t, s, kind, a.PK); len(got) != 0 {
+				t.Fatalf("an older version came back: %v", got)
+			}
+			v3 := a.Event(t, kind, qtT0+40, "v3", rpTags(kind, "x")...)
+			qtIngest(t, s, v3)
+			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(v3)) {
+				t.Fatalf("a newer version: got %v, want v3", got)
+			}
+		})
+	}
+}

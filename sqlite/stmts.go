@@ -68,9 +68,9 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 			WHERE t.name = 'a' AND t.value = ? AND t.kind = 5 AND t.created_at >= ? AND d.pubkey = ?
 			AND d.deleted_at IS NULL LIMIT 1`},
 		{&s.replaceableVersions, `SELECT seq FROM events INDEXED BY events_pubkey
-			WHERE pubkey = ? AND kind = ? AND deleted_at IS NULL`},
+			WHERE pubkey = ? AND kind = ?`},
 		{&s.addressableVersion, `SELECT seq FROM events INDEXED BY events_address
-			WHERE kind = ? AND pubkey = ? AND dtag = ? AND deleted_at IS NULL`},
+			WHERE kind = ? AND pubkey = ? AND dtag = ?`},
 		{&s.channelSeq, `SELECT seq FROM channels WHERE h = ?`},
 		{&s.insertChannel, `INSERT INTO channels (h) VALUES (?)`},
 		{&s.threadRow, `SELECT e.parent, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
