@@ -99,10 +99,12 @@ func TestQueryPlans(t *testing.T) {
 		{"two channels", nostr.Filter{Tags: nostr.TagMap{"h": {ch, ch2}}}, []string{channelIndex}},
 
 		// Tag filters: the exact (name, value) key of the tags table.
-		{"#e", nostr.Filter{Tags: nostr.TagMap{"e": {id}}}, []string{tagsKey, "!" + channelIndex}},
+		// One value of one tag: walked newest first in the index itself, so
+		// a LIMIT ends the scan early (only same-second ties are sorted).
+		{"#e", nostr.Filter{Tags: nostr.TagMap{"e": {id}}}, []string{tagsKey, "!" + channelIndex, "!TEMP B-TREE FOR ORDER BY", "!LIST SUBQUERY"}},
 		{"#e two values", nostr.Filter{Tags: nostr.TagMap{"e": {id, id2}}}, []string{tagsKey}},
 		{"#e + since", nostr.Filter{Tags: nostr.TagMap{"e": {id}}, Since: &since}, []string{"SEARCH t USING PRIMARY KEY (name=? AND value=? AND created_at>?)"}},
-		{"#p + kinds", nostr.Filter{Tags: nostr.TagMap{"p": {id}}, Kinds: []int{1}}, []string{tagsKey, "!" + kindIndex}},
+		{"#p + kinds", nostr.Filter{Tags: nostr.TagMap{"p": {id}}, Kinds: []int{1}}, []string{tagsKey, "!" + kindIndex, "!TEMP B-TREE FOR ORDER BY"}},
 		{"#t text value", nostr.Filter{Tags: nostr.TagMap{"t": {"nostr"}}}, []string{tagsKey}},
 		{"#h + #e + kinds (reactions in a channel)", nostr.Filter{Tags: nostr.TagMap{"h": {ch}, "e": {id}}, Kinds: []int{7}}, []string{tagsKey, "!" + channelIndex}},
 

@@ -158,6 +158,22 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, count
 		names = append(names, name)
 	}
 	slices.Sort(names) // one statement text per filter shape
+
+	// A filter on one value of one tag (the common `#e`, `#p` lookups) is
+	// driven by that tag's index range itself, newest first, so that a
+	// LIMIT stops the scan early however many events carry the value.
+	from, order := "events e", "e.created_at DESC"
+	if drive, ok := singleTagValue(f); ok {
+		from, order = "tags t JOIN events e ON e.seq = t.seq", "t.created_at DESC"
+		add("t.name = ? AND t.value = ?", drive[0], tagValue(drive[1]))
+		if f.Since != nil {
+			add("t.created_at >= ?", int64(*f.Since))
+		}
+		if f.Until != nil {
+			add("t.created_at <= ?", int64(*f.Until))
+		}
+		names = slices.DeleteFunc(names, func(n string) bool { return n == drive[0] })
+	}
 	for _, name := range names {
 		values := f.Tags[name]
 		if values == nil {
@@ -201,9 +217,9 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, count
 
 	var b strings.Builder
 	if count {
-		b.WriteString("SELECT count(*) FROM events e WHERE ")
+		b.WriteString("SELECT count(*) FROM " + from + " WHERE ")
 	} else {
-		b.WriteString("SELECT " + eventSelect + " FROM events e WHERE ")
+		b.WriteString("SELECT " + eventSelect + " FROM " + from + " WHERE ")
 	}
 	b.WriteString(strings.Join(where, " AND "))
 	if !count {
@@ -211,10 +227,29 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, count
 		if limit <= 0 {
 			limit = DefaultLimit
 		}
-		b.WriteString(" ORDER BY e.created_at DESC, e.id ASC LIMIT ?")
+		b.WriteString(" ORDER BY " + order + ", e.id ASC LIMIT ?")
 		args = append(args, limit)
 	}
 	return sqlQuery{sql: b.String(), args: args}, true, nil
+}
+
+// singleTagValue returns the name and value of a filter's only tag
+// constraint (the channel aside), when it has exactly one value and no ids
+// make it moot.
+func singleTagValue(f nostr.Filter) ([2]string, bool) {
+	var found [2]string
+	n := 0
+	for name, values := range f.Tags {
+		if values == nil || name == "h" {
+			continue
+		}
+		n++
+		if len(values) != 1 || !isTagName(name) {
+			return found, false
+		}
+		found = [2]string{name, values[0]}
+	}
+	return found, n == 1 && f.IDs == nil
 }
 
 // hexKeys decodes the 64-hex values of list (either case), dropping the rest.
