@@ -64,9 +64,8 @@ func TestBackupDuringIngest(t *testing.T) {
 		t.Fatalf("backup does not open as a buzz-lite database: %v", err)
 	}
 	defer b.Close()
-	var ok string
-	if err := b.readers.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
-		t.Fatalf("integrity_check: %q %v", ok, err)
+	if rep, err := b.Check(ctx, false); err != nil || !rep.OK() {
+		t.Fatalf("check of the backup: %+v %v", rep, err)
 	}
 	got, err := b.Query(ctx, nostr.Filter{Kinds: []int{9}, Limit: n})
 	if err != nil {
