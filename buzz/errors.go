@@ -31,6 +31,7 @@ var (
 	ErrEditTarget            = reject("invalid", "edit must reference its target via an e tag")
 	ErrTooFarInFuture        = reject("invalid", "event creation date is too far off from the current time")
 	ErrExpired               = reject("invalid", "event has expired")
+	ErrEphemeral             = reject("invalid", "ephemeral events are not stored")
 	ErrRelayOnlyKind         = reject("restricted", "relay-only kind")
 	ErrSeveralChannels       = reject("invalid", "event names more than one channel in h tags")
 	ErrEmptyChannel          = reject("invalid", "h tag must name a channel")

@@ -148,6 +148,12 @@ func Run(ctx context.Context, r io.Reader, store Store, opts Options) (Summary, 
 
 	// Lines come back from the workers out of order; they are stored in
 	// file order, so that what a file says first happens first.
+	// Strict stores event by event: a batch commits as a whole, and what
+	// follows a refused event must not be stored.
+	size := batchSize
+	if opts.Strict {
+		size = 1
+	}
 	pending := map[int]parsed{}
 	next := 1
 	var batch []*nostr.Event
@@ -211,7 +217,7 @@ func Run(ctx context.Context, r io.Reader, store Store, opts Options) (Summary, 
 			}
 			batch = append(batch, q.ev)
 			batchLines = append(batchLines, q.n)
-			if len(batch) == batchSize {
+			if len(batch) == size {
 				if err := flush(); err != nil {
 					return sum, err
 				}

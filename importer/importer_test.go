@@ -148,3 +148,29 @@ func TestRunKeepsFileOrder(t *testing.T) {
 		t.Fatalf("stored %v %v", got, err)
 	}
 }
+
+// Issue 8: --strict stops at an event the store refuses, and nothing after
+// it is stored; ephemeral events are never stored (RL-9).
+func TestRunStrictStopsAtRefusal(t *testing.T) {
+	s := openStore(t)
+	a := testutil.NewSigner(t)
+	ch := "66666666-6666-4666-8666-666666666666"
+	first := a.Event(t, 9, 1000, "first", nostr.Tag{"h", ch})
+	orphanElsewhere := a.Event(t, 9, 1001, "x", nostr.Tag{"h", "77777777-7777-4777-8777-777777777777"},
+		nostr.Tag{"e", first.ID, "", "reply"})
+	after := a.Event(t, 9, 1002, "after", nostr.Tag{"h", ch})
+	file := jsonLine(t, first) + "\n" + jsonLine(t, orphanElsewhere) + "\n" + jsonLine(t, after) + "\n"
+	sum, err := Run(context.Background(), strings.NewReader(file), s, Options{Strict: true})
+	if !errors.Is(err, ErrStrict) || !strings.Contains(err.Error(), "line 2") || sum.Accepted != 1 {
+		t.Fatalf("strict: %+v %v", sum, err)
+	}
+	if got, _ := s.Query(context.Background(), nostr.Filter{IDs: []string{after.ID}}); len(got) != 0 {
+		t.Fatal("an event after the refused one was stored")
+	}
+
+	eph := a.Event(t, 20001, 1003, "ephemeral")
+	sum, err = Run(context.Background(), strings.NewReader(jsonLine(t, eph)), s, Options{})
+	if err != nil || sum.Rejected["invalid: ephemeral events are not stored"] != 1 {
+		t.Fatalf("ephemeral: %+v %v", sum, err)
+	}
+}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -57,16 +58,23 @@ func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err 
 			if err != nil {
 				return fmt.Errorf("backfill: %w", err)
 			}
-			var seqs []int64
+			// The cursor moves only when the job ends: the writer may run a
+			// job twice (after another job's failure), and the second run
+			// must read the same page.
+			var (
+				seqs []int64
+				at   = lastAt
+				id   = lastID
+			)
 			for rows.Next() {
 				var seq int64
-				if err := rows.Scan(&seq, &lastAt, &lastID); err != nil {
+				if err := rows.Scan(&seq, &at, &id); err != nil {
 					rows.Close()
 					return fmt.Errorf("backfill: %w", err)
 				}
 				seqs = append(seqs, seq)
 			}
-			if err := rows.Close(); err != nil {
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 				return fmt.Errorf("backfill: %w", err)
 			}
 			seen = len(seqs)
@@ -79,6 +87,7 @@ func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err 
 					n++
 				}
 			}
+			lastAt, lastID = at, id
 			return nil
 		})
 		if err != nil {

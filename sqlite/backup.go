@@ -23,18 +23,27 @@ func (s *Store) Backup(ctx context.Context, path string, force bool) error {
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if _, err := os.Stat(path); err == nil && !force {
-		return fmt.Errorf("backup %s: %w", path, ErrBackupExists)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if st, err := os.Stat(path); err == nil {
+		if live, lerr := os.Stat(s.path); lerr == nil && os.SameFile(st, live) {
+			return fmt.Errorf("backup %s: that is the database itself", path)
+		}
+		if !force {
+			return fmt.Errorf("backup %s: %w", path, ErrBackupExists)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("backup: %w", err)
+	}
+	if live, err := filepath.Abs(s.path); err == nil && (path == live || path == live+"-wal" || path == live+"-shm") {
+		return fmt.Errorf("backup %s: that is the database itself", path)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
+	// An empty file is what VACUUM INTO accepts besides none; created here,
+	// it is 0600 from the start (community history is private).
 	tmpPath := tmp.Name()
 	tmp.Close()
-	os.Remove(tmpPath) // VACUUM INTO wants to create the file itself
 	defer os.Remove(tmpPath)
 
 	// The read pool is query-only, which VACUUM INTO counts as a write: a
@@ -45,9 +54,6 @@ func (s *Store) Backup(ctx context.Context, path string, force bool) error {
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(ctx, "VACUUM INTO ?", tmpPath); err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	if err := os.Chmod(tmpPath, 0o600); err != nil { // community history is private
 		return fmt.Errorf("backup: %w", err)
 	}
 	if err := syncFile(tmpPath); err != nil {

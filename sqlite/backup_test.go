@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -110,6 +111,17 @@ func TestBackupRefusesOverwrite(t *testing.T) {
 	for _, e := range entries {
 		if e.Name() != "backup.db" && e.Name() != "backup.db-wal" && e.Name() != "backup.db-shm" {
 			t.Fatalf("left behind: %s", e.Name())
+		}
+	}
+}
+
+// Issue 8: a backup never replaces the database it is taken from, even
+// with force.
+func TestBackupRefusesTheDatabaseItself(t *testing.T) {
+	s := openTest(t)
+	for _, p := range []string{s.path, s.path + "-wal", s.path + "-shm"} {
+		if err := s.Backup(context.Background(), p, true); err == nil || !strings.Contains(err.Error(), "the database itself") {
+			t.Errorf("backup to %s: %v", filepath.Base(p), err)
 		}
 	}
 }

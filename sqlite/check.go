@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 )
 
@@ -29,10 +30,9 @@ func (r CheckReport) OK() bool {
 	return len(r.Integrity) == 0 && r.ForeignKeys == 0 && len(r.Counters) == 0 && r.MissingTags == 0 && r.ExtraTags == 0
 }
 
-// counterFix is a counters row to write on repair.
+// counterFix names an event whose counters repair recomputes.
 type counterFix struct {
 	seq int64
-	c   Counters
 }
 
 // Check verifies the database: SQLite's integrity and foreign key checks,
@@ -60,7 +60,7 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 				rep.Integrity = append(rep.Integrity, line)
 			}
 		}
-		if err := rows.Close(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return fmt.Errorf("integrity_check: %w", err)
 		}
 		rows, err = tx.QueryContext(ctx, "PRAGMA foreign_key_check")
@@ -70,7 +70,7 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		for rows.Next() {
 			rep.ForeignKeys++
 		}
-		if err := rows.Close(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return fmt.Errorf("foreign_key_check: %w", err)
 		}
 		if fixes, err = checkCounters(ctx, tx, &rep); err != nil {
@@ -82,10 +82,17 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	if err != nil || !repair || rep.OK() {
 		return rep, err
 	}
+	// The snapshot read above may be behind the writer by now (the relay
+	// keeps serving): every fix is computed again inside the repair's own
+	// transaction, from what is stored at that moment.
 	err = s.writer.do(ctx, func(w *writeTx) error {
 		for _, f := range fixes {
-			if _, err := w.upsertThread.ExecContext(w.ctx, f.seq, f.c.ReplyCount, f.c.DescendantCount,
-				f.c.lastReplyAt(), encodeParticipants(f.c.Participants)); err != nil {
+			c, err := w.subtreeCounters(f.seq)
+			if err != nil {
+				return err
+			}
+			if _, err := w.upsertThread.ExecContext(w.ctx, f.seq, c.ReplyCount, c.DescendantCount,
+				c.lastReplyAt(), encodeParticipants(c.Participants)); err != nil {
 				return fmt.Errorf("repair counters of #%d: %w", f.seq, err)
 			}
 		}
@@ -95,6 +102,11 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 			}
 		}
 		for _, m := range missing {
+			if t, err := w.bySeq(m.seq); err != nil {
+				return err
+			} else if t == nil || t.createdAt != m.createdAt {
+				continue // removed since the check read it
+			}
 			if _, err := w.insertTag.ExecContext(w.ctx, m.name, m.value, m.createdAt, m.seq, m.kind); err != nil {
 				return fmt.Errorf("repair tags of #%d: %w", m.seq, err)
 			}
@@ -131,7 +143,7 @@ func checkCounters(ctx context.Context, tx *sql.Tx, rep *CheckReport) ([]counter
 			"event %s: reply_count %d, descendant_count %d, last_reply_at %v, %d participants; want %d, %d, %v, %d",
 			hex.EncodeToString(id), replies, desc, nullString(last), len(parts)/participantSize,
 			w.ReplyCount, w.DescendantCount, nullString(w.lastReplyAt()), len(w.Participants)))
-		fixes = append(fixes, counterFix{seq: seq, c: w})
+		fixes = append(fixes, counterFix{seq: seq})
 	}
 	for rows.Next() {
 		var (
@@ -189,7 +201,7 @@ func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, erro
 		}
 		rootSeqs = append(rootSeqs, r)
 	}
-	if err := roots.Close(); err != nil {
+	if err := errors.Join(roots.Err(), roots.Close()); err != nil {
 		return nil, fmt.Errorf("check counters: %w", err)
 	}
 	thread, err := tx.PrepareContext(ctx, `SELECT seq, parent, pubkey, created_at, deleted_at IS NOT NULL, depth
@@ -217,7 +229,7 @@ func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, erro
 			nodes[seq] = &n
 			order = append(order, seq)
 		}
-		if err := rows.Close(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
 		}
 		for _, seq := range order {

@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/mailru/easyjson"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
 // ExportFilter selects the events Export writes.
@@ -19,10 +22,33 @@ type ExportFilter struct {
 	Since, Until *int64
 	// Kinds limits the export to these kinds; empty means all.
 	Kinds []int
-	// WithDeleted adds the deleted events and the deletion events (kinds 5
-	// and 9005) that deleted them; without it neither is written, so that
-	// an import of the file has the live history only.
+	// WithDeleted adds every deleted event and every deletion event (kinds
+	// 5 and 9005). Without it, deleted events are left out, except those
+	// that replies still hang below, which go out with their deletions so
+	// that an import rebuilds the same threads.
 	WithDeleted bool
+}
+
+// deletesAnAnchor reports whether deletion ev deleted a stored event that
+// still has replies below it: the one kind of deletion a default export
+// keeps.
+func deletesAnAnchor(ctx context.Context, tx *sql.Tx, ev *nostr.Event) (bool, error) {
+	for _, tag := range ev.Tags {
+		if len(tag) < 2 || tag[0] != "e" || !buzz.IsLowerHex64(tag[1]) {
+			continue
+		}
+		id, _ := idKey(tag[1])
+		var anchor bool
+		err := tx.QueryRowContext(ctx, `SELECT e.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq)
+			FROM events e WHERE e.id = ?`, id).Scan(&anchor)
+		if err != nil && err != sql.ErrNoRows {
+			return false, fmt.Errorf("export: %w", err)
+		}
+		if anchor {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // exportPage is how many events one read transaction of Export reads:
@@ -39,7 +65,10 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 	where := []string{"e.kind NOT BETWEEN 39000 AND 39003", "(e.expires_at IS NULL OR e.expires_at > ?)"}
 	args := []any{s.nowUnix()}
 	if !f.WithDeleted {
-		where = append(where, "e.deleted_at IS NULL", "e.kind NOT IN (5, 9005)")
+		// A deleted event that still has replies below goes out with the
+		// deletion that deleted it: without it an import could not place
+		// those replies, and the thread's counters would differ.
+		where = append(where, "(e.deleted_at IS NULL OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))")
 	}
 	if f.Channel != "" {
 		var seqs []any
@@ -86,7 +115,8 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 		lastID []byte
 	)
 	for {
-		page := 0
+		var page []*nostr.Event
+		scanned := 0
 		err := s.readTx(ctx, func(tx *sql.Tx) error {
 			var rows *sql.Rows
 			var err error
@@ -104,25 +134,36 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 				if err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
-				page++
+				scanned++
 				lastAt = int64(ev.CreatedAt)
 				if lastID, err = decodeHex(ev.ID, 32); err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
-				if _, err := easyjson.MarshalToWriter(ev, out); err != nil {
-					return fmt.Errorf("export: write: %w", err)
+				if !f.WithDeleted && (ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete) {
+					keep, err := deletesAnAnchor(ctx, tx, ev)
+					if err != nil || !keep {
+						continue
+					}
 				}
-				if err := out.WriteByte('\n'); err != nil {
-					return fmt.Errorf("export: write: %w", err)
-				}
-				n++
+				page = append(page, ev)
 			}
 			return rows.Err()
 		})
 		if err != nil {
 			return n, err
 		}
-		if page < exportPage {
+		// Written after the read transaction: a slow output holds no
+		// snapshot open.
+		for _, ev := range page {
+			if _, err := easyjson.MarshalToWriter(ev, out); err != nil {
+				return n, fmt.Errorf("export: write: %w", err)
+			}
+			if err := out.WriteByte('\n'); err != nil {
+				return n, fmt.Errorf("export: write: %w", err)
+			}
+			n++
+		}
+		if scanned < exportPage {
 			break
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -120,5 +121,56 @@ func TestExport(t *testing.T) {
 	}
 	if got := exportLines(t, s, ExportFilter{Kinds: []int{5}, WithDeleted: true}); len(got) != 1 || got[0].ID != del.ID {
 		t.Fatalf("kinds export: %v", got)
+	}
+}
+
+// Issue 8, RL-6: a deleted reply that replies still hang below is exported
+// with its deletion, so that an import rebuilds the same thread: the reply
+// below is classified and every counter is the source's.
+func TestExportKeepsDeletedAnchors(t *testing.T) {
+	ctx := context.Background()
+	src := openTest(t)
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	ch := "44444444-4444-4444-8444-444444444444"
+	root := a.Event(t, 9, 1000, "root", nostr.Tag{"h", ch})
+	x := b.Event(t, 9, 1001, "x", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
+	y := a.Event(t, 9, 1002, "y", nostr.Tag{"h", ch}, nostr.Tag{"e", x.ID, "", "reply"})
+	gone := a.Event(t, 9, 1003, "gone", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
+	for _, ev := range []*nostr.Event{root, x, y, gone,
+		b.Event(t, 5, 1004, "", nostr.Tag{"e", x.ID}), a.Event(t, 5, 1005, "", nostr.Tag{"e", gone.ID})} {
+		if err := src.Ingest(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := exportLines(t, src, ExportFilter{})
+	dst := openTest(t)
+	outcomes, err := dst.ImportBatch(ctx, lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range outcomes {
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+	}
+	if res, err := dst.Backfill(ctx); err != nil || res.Waiting != 0 {
+		t.Fatalf("backfill: %+v %v", res, err)
+	}
+	for _, ev := range lines {
+		if ev.ID == gone.ID {
+			t.Fatal("a deleted event with nothing below it was exported")
+		}
+	}
+	// gone and its deletion are not in the import, so compare the thread
+	// without them: root, x (deleted) and y.
+	want := imState(t, src)
+	got := imState(t, dst)
+	if len(got) != len(want)-2 {
+		t.Fatalf("imported %d events, want %d", len(got), len(want)-2)
+	}
+	for _, line := range got {
+		if !slices.Contains(want, line) {
+			t.Fatalf("imported state %q is not the source's:\n%v", line, want)
+		}
 	}
 }

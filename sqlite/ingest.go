@@ -66,6 +66,9 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 
 func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) error {
 	ev := r.ev
+	if buzz.IsEphemeralKind(ev.Kind) {
+		return buzz.ErrEphemeral
+	}
 	if existing, err := tx.byID(r.id); err != nil {
 		return err
 	} else if existing != nil {
