@@ -81,8 +81,9 @@ const maxLine = 1 << 20
 const batchSize = 500
 
 type line struct {
-	n    int
-	text []byte
+	n        int
+	text     []byte
+	overlong bool
 }
 
 type parsed struct {
@@ -109,10 +110,10 @@ func Run(ctx context.Context, r io.Reader, store Store, opts Options) (Summary, 
 		defer close(lines)
 		br := bufio.NewReaderSize(counter, 1<<20)
 		for n := 1; ; n++ {
-			text, err := readLine(br)
-			if len(text) > 0 || err == nil {
+			text, overlong, err := readLine(br)
+			if len(text) > 0 || overlong || err == nil {
 				select {
-				case lines <- line{n: n, text: text}:
+				case lines <- line{n: n, text: text, overlong: overlong}:
 				case <-ctx.Done():
 					readErr <- ctx.Err()
 					return
@@ -244,6 +245,10 @@ func Run(ctx context.Context, r io.Reader, store Store, opts Options) (Summary, 
 // surface applies (CW-22, RL-9), then id and signature.
 func parse(l line, noVerify bool, now time.Time) parsed {
 	p := parsed{n: l.n}
+	if l.overlong {
+		p.err = fmt.Sprintf("invalid: line longer than %d bytes", maxLine)
+		return p
+	}
 	if len(trimSpace(l.text)) == 0 {
 		return p
 	}
@@ -270,20 +275,20 @@ func parse(l line, noVerify bool, now time.Time) parsed {
 	return p
 }
 
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var buf []byte
+// readLine reads one line; a line over maxLine is skipped and reported
+// as overlong.
+func readLine(br *bufio.Reader) (text []byte, overlong bool, err error) {
 	for {
 		chunk, isPrefix, err := br.ReadLine()
-		buf = append(buf, chunk...)
-		if len(buf) > maxLine {
-			// Skip the rest of an overlong line; it is reported as bad.
+		text = append(text, chunk...)
+		if len(text) > maxLine {
 			for isPrefix && err == nil {
 				_, isPrefix, err = br.ReadLine()
 			}
-			return []byte("overlong"), err
+			return nil, true, err
 		}
 		if !isPrefix || err != nil {
-			return buf, err
+			return text, false, err
 		}
 	}
 }

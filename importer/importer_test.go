@@ -174,3 +174,17 @@ func TestRunStrictStopsAtRefusal(t *testing.T) {
 		t.Fatalf("ephemeral: %+v %v", sum, err)
 	}
 }
+
+// Issue 8: a line longer than any event is reported as such, and the
+// lines after it are read.
+func TestRunOverlongLine(t *testing.T) {
+	s := openStore(t)
+	a := testutil.NewSigner(t)
+	ev := a.Event(t, 1, 1000, "after the long line")
+	file := strings.Repeat("x", maxLine+10) + "\n" + jsonLine(t, ev) + "\n"
+	var bad []BadLine
+	sum, err := Run(context.Background(), strings.NewReader(file), s, Options{Problem: func(b BadLine) { bad = append(bad, b) }})
+	if err != nil || sum.Accepted != 1 || len(bad) != 1 || bad[0].Line != 1 || !strings.Contains(bad[0].Reason, "longer than") {
+		t.Fatalf("%+v %v %v", sum, bad, err)
+	}
+}
