@@ -230,13 +230,10 @@ func importEvents(c *cli.Context) (err error) {
 	for _, reason := range sum.Reasons() {
 		fmt.Printf("  %6d  %s\n", sum.Rejected[reason], reason)
 	}
-	if err != nil {
-		return err
-	}
 	// Replies met before their parents were kept unclassified: classify
-	// them now that the whole file is in.
-	res, err := store.Backfill(ctx)
-	if err != nil {
+	// them now that the file is in (as far as it went, after a stop).
+	res, berr := store.Backfill(ctx)
+	if err := errors.Join(err, berr); err != nil {
 		return err
 	}
 	if res.Classified > 0 || res.Waiting > 0 {
