@@ -192,16 +192,8 @@ func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, erro
 	if err != nil {
 		return nil, fmt.Errorf("check counters: %w", err)
 	}
-	var rootSeqs []int64
-	for roots.Next() {
-		var r int64
-		if err := roots.Scan(&r); err != nil {
-			roots.Close()
-			return nil, fmt.Errorf("check counters: %w", err)
-		}
-		rootSeqs = append(rootSeqs, r)
-	}
-	if err := errors.Join(roots.Err(), roots.Close()); err != nil {
+	rootSeqs, err := readSeqs(roots)
+	if err != nil {
 		return nil, fmt.Errorf("check counters: %w", err)
 	}
 	thread, err := tx.PrepareContext(ctx, `SELECT seq, parent, pubkey, created_at, deleted_at IS NOT NULL, depth

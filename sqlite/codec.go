@@ -183,3 +183,17 @@ func scanEvent(sc scanner) (*nostr.Event, error) {
 	}
 	return ev, nil
 }
+
+// readSeqs reads a one-column result of event numbers and closes rows.
+func readSeqs(rows *sql.Rows) ([]int64, error) {
+	defer rows.Close()
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, rows.Err()
+}

@@ -43,16 +43,8 @@ func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
 			if err != nil {
 				return fmt.Errorf("find expired events: %w", err)
 			}
-			var seqs []int64
-			for rows.Next() {
-				var seq int64
-				if err := rows.Scan(&seq); err != nil {
-					rows.Close()
-					return fmt.Errorf("find expired events: %w", err)
-				}
-				seqs = append(seqs, seq)
-			}
-			if err := rows.Close(); err != nil {
+			seqs, err := readSeqs(rows)
+			if err != nil {
 				return fmt.Errorf("find expired events: %w", err)
 			}
 			for _, seq := range seqs {

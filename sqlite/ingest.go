@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -434,16 +433,8 @@ func (tx *writeTx) versions(kind int, pubkey []byte, d string) ([]*stored, error
 	if err != nil {
 		return nil, fmt.Errorf("look up versions: %w", err)
 	}
-	var seqs []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("look up versions: %w", err)
-		}
-		seqs = append(seqs, seq)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+	seqs, err := readSeqs(rows)
+	if err != nil {
 		return nil, fmt.Errorf("look up versions: %w", err)
 	}
 	out := make([]*stored, 0, len(seqs))
