@@ -68,17 +68,18 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) error 
 	if buzz.IsEphemeralKind(ev.Kind) {
 		return buzz.ErrEphemeral
 	}
-	if existing, err := tx.byID(r.id); err != nil {
-		return err
-	} else if existing != nil {
+	// One statement asks both questions every event raises: stored
+	// already, or deleted (NIP-09) before it arrived?
+	var dup, deleted bool
+	if err := tx.seen.QueryRowContext(tx.ctx, r.id, r.pubkey).Scan(&dup, &deleted); err != nil {
+		return fmt.Errorf("look up event: %w", err)
+	}
+	switch {
+	case dup:
 		return buzz.ErrDuplicate
-	}
-	if r.expiresAt.Valid && r.expiresAt.Int64 <= now {
+	case r.expiresAt.Valid && r.expiresAt.Int64 <= now:
 		return buzz.ErrExpired
-	}
-	if deleted, err := tx.exists(tx.deletedBefore, r.id, r.pubkey); err != nil {
-		return err
-	} else if deleted {
+	case deleted:
 		return buzz.ErrDeletedBeforeArriving
 	}
 

@@ -13,7 +13,7 @@ type writeStmts struct {
 	begin, commit, rollback                    *sql.Stmt
 	insertEvent, insertTag, deleteTag          *sql.Stmt
 	eventByID, eventBySeq                      *sql.Stmt
-	deletedBefore, deletedAddress              *sql.Stmt
+	seen, deletedAddress                       *sql.Stmt
 	replaceableVersions, addressableVersion    *sql.Stmt
 	channelSeq, insertChannel                  *sql.Stmt
 	threadRow, upsertThread                    *sql.Stmt
@@ -60,9 +60,11 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.deleteTag, `DELETE FROM tags WHERE name = ? AND value = ? AND created_at = ? AND seq = ?`},
 		{&s.eventByID, `SELECT ` + eventColumns + ` FROM events WHERE id = ?`},
 		{&s.eventBySeq, `SELECT ` + eventColumns + ` FROM events WHERE seq = ?`},
-		// NIP-09: a deletion by the author that arrived before the event.
-		{&s.deletedBefore, `SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
-			WHERE t.name = 'e' AND t.value = ? AND t.kind = 5 AND d.pubkey = ? AND d.deleted_at IS NULL LIMIT 1`},
+		// Is event ?1 stored; has its author ?2 deleted it (NIP-09) before
+		// it arrived?
+		{&s.seen, `SELECT EXISTS (SELECT 1 FROM events WHERE id = ?1),
+			EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
+				WHERE t.name = 'e' AND t.value = ?1 AND t.kind = 5 AND d.pubkey = ?2 AND d.deleted_at IS NULL)`},
 		// NIP-09: an `a` deletion by the author dated at or after the event.
 		{&s.deletedAddress, `SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
 			WHERE t.name = 'a' AND t.value = ? AND t.kind = 5 AND t.created_at >= ? AND d.pubkey = ?
