@@ -98,6 +98,39 @@ func newLogger(cfg config.Config) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
+// relayKey loads the relay identity key, creating it on first use (RL-21).
+func relayKey(cfg config.Config, log *slog.Logger) (string, error) {
+	keyFile := cfg.Relay.KeyFile
+	if keyFile == "" {
+		keyFile = filepath.Join(cfg.Storage.DataDir, "relay.key")
+	}
+	key, created, err := relay.LoadOrCreateKey(keyFile)
+	if err != nil {
+		return "", err
+	}
+	if created {
+		log.Info("created a new relay identity key", "file", keyFile)
+	}
+	return key, nil
+}
+
+// storeOptions are the options of the data directory's store under cfg;
+// key is the relay identity key that signs group state, "" for commands
+// that change none.
+func storeOptions(cfg config.Config, key string) (sqlite.Options, error) {
+	policy, err := cfg.Access.Policy(cfg.Relay.Admins)
+	if err != nil {
+		return sqlite.Options{}, err
+	}
+	return sqlite.Options{
+		Path:     filepath.Join(cfg.Storage.DataDir, dbFile),
+		Schema:   schema,
+		Policy:   &policy,
+		RelayKey: key,
+		Logger:   newLogger(cfg),
+	}, nil
+}
+
 func serve(c *cli.Context) error {
 	cfg, err := loadConfig(c)
 	if err != nil {
@@ -107,16 +140,9 @@ func serve(c *cli.Context) error {
 	if err := os.MkdirAll(cfg.Storage.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	keyFile := cfg.Relay.KeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(cfg.Storage.DataDir, "relay.key")
-	}
-	key, created, err := relay.LoadOrCreateKey(keyFile)
+	key, err := relayKey(cfg, log)
 	if err != nil {
 		return err
-	}
-	if created {
-		log.Info("created a new relay identity key", "file", keyFile)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -124,12 +150,13 @@ func serve(c *cli.Context) error {
 	// After the first signal, a second one stops the process at once.
 	context.AfterFunc(ctx, stop)
 
-	store, err := sqlite.Open(ctx, sqlite.Options{
-		Path:   filepath.Join(cfg.Storage.DataDir, dbFile),
-		Schema: schema,
-		Admins: cfg.Relay.Admins,
-		Logger: log,
-	})
+	opts, err := storeOptions(cfg, key)
+	if err != nil {
+		return err
+	}
+	opts.ThreadRepliesInChannel = &cfg.Community.ThreadRepliesInChannel
+	opts.Logger = log
+	store, err := sqlite.Open(ctx, opts)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 2
+-- schema_version: 3
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -13,12 +13,45 @@
 -- half the size, and BLOB order is byte order, which is lowercase-hex order,
 -- the `id ASC` of the channel window (CW-15).
 
--- Channels named by an event's `h` tag. The events table refers to them by a
--- small integer so that the channel indexes stay narrow.
+-- Channels named by an event's `h` tag or created by a kind 9007. The events
+-- table refers to them by a small integer so that the channel indexes stay
+-- narrow. A channel no 9007 created (created_at NULL) exists because events
+-- name it: it is open and has no members (RL-10, RL-14).
+--   created_at  date of the 9007 that created the channel
+--   name, about, private   its metadata (9007, 9002)
+--   deleted_at  date of the 9008 that deleted it: it then answers as a
+--               channel that does not exist
 CREATE TABLE channels (
-  seq INTEGER PRIMARY KEY,
-  h   TEXT NOT NULL UNIQUE
+  seq        INTEGER PRIMARY KEY,
+  h          TEXT    NOT NULL UNIQUE,
+  created_at INTEGER,
+  name       TEXT    NOT NULL DEFAULT '',
+  about      TEXT    NOT NULL DEFAULT '',
+  private    INTEGER NOT NULL DEFAULT 0,
+  deleted_at INTEGER
 ) STRICT;
+
+-- Who holds a role in a channel (RL-10): role 1 member, 2 admin, 3 owner.
+CREATE TABLE members (
+  channel INTEGER NOT NULL REFERENCES channels(seq),
+  pubkey  BLOB    NOT NULL,
+  role    INTEGER NOT NULL,
+  PRIMARY KEY (channel, pubkey)
+) STRICT, WITHOUT ROWID;
+
+-- Community settings and bookkeeping:
+--   access_version            bumped by every transaction that changes
+--                             channels, members or settings, so that a
+--                             process sees another one's changes
+--   thread_replies_in_channel the community setting of RL-15 (0/1)
+--   thread_replies_in_channel.config  the value the config file gave when
+--                             the relay last started: a change there is
+--                             the newest write and wins over a 9033
+CREATE TABLE settings (
+  key   TEXT PRIMARY KEY,
+  value ANY
+) STRICT, WITHOUT ROWID;
+INSERT INTO settings (key, value) VALUES ('access_version', 0);
 
 -- Every stored event. The signed event is rebuilt from these columns on read
 -- (tags are kept as their JSON array, content verbatim).
@@ -33,6 +66,10 @@ CREATE TABLE channels (
 --                 moderation/lifecycle or relay-only kind), 1 a quiet reply
 --                 (a row only in projection mode), 2 a row in both modes:
 --                 depth NULL, 0, or 1 with broadcast (CW-9, CW-13)
+--   scope         the channel whose readers may read the event (RL-8,
+--                 RL-13): its own channel; for a reaction or deletion without
+--                 an h tag, its target's; for the relay's group state
+--                 (39000-39002), the channel it describes. NULL: everyone.
 CREATE TABLE events (
   seq        INTEGER PRIMARY KEY,
   id         BLOB    NOT NULL,
@@ -50,7 +87,8 @@ CREATE TABLE events (
   root       INTEGER,
   depth      INTEGER,
   broadcast  INTEGER NOT NULL DEFAULT 0,
-  row_class  INTEGER NOT NULL DEFAULT 0
+  row_class  INTEGER NOT NULL DEFAULT 0,
+  scope      INTEGER
 ) STRICT;
 
 CREATE UNIQUE INDEX events_id ON events(id);

@@ -59,11 +59,14 @@ func openExisting(ctx context.Context, c *cli.Context) (*sqlite.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(cfg.Storage.DataDir, dbFile)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no buzz-lite database at %s (is --data right?)", path)
+	opts, err := storeOptions(cfg, "")
+	if err != nil {
+		return nil, err
 	}
-	return sqlite.Open(ctx, sqlite.Options{Path: path, Schema: schema, Admins: cfg.Relay.Admins, Logger: newLogger(cfg)})
+	if _, err := os.Stat(opts.Path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no buzz-lite database at %s (is --data right?)", opts.Path)
+	}
+	return sqlite.Open(ctx, opts)
 }
 
 // onExisting makes the action of a command that works on the database of
@@ -195,8 +198,15 @@ func importEvents(c *cli.Context) (err error) {
 	if err := os.MkdirAll(cfg.Storage.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	store, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(cfg.Storage.DataDir, dbFile), Schema: schema,
-		Admins: cfg.Relay.Admins, Logger: newLogger(cfg)})
+	key, err := relayKey(cfg, newLogger(cfg))
+	if err != nil {
+		return err
+	}
+	storeOpts, err := storeOptions(cfg, key)
+	if err != nil {
+		return err
+	}
+	store, err := sqlite.Open(ctx, storeOpts)
 	if err != nil {
 		return err
 	}
@@ -233,7 +243,10 @@ func importEvents(c *cli.Context) (err error) {
 	// Replies met before their parents were kept unclassified: classify
 	// them now that the file is in (as far as it went, after a stop).
 	res, berr := store.Backfill(ctx)
-	if err := errors.Join(err, berr); err != nil {
+	// The channels' group state was left for the end, when their lifecycle
+	// events are all in.
+	gerr := store.RenewGroupState(ctx)
+	if err := errors.Join(err, berr, gerr); err != nil {
 		return err
 	}
 	if res.Classified > 0 || res.Waiting > 0 {

@@ -41,6 +41,26 @@ var (
 	ErrDuplicate             = reject("duplicate", "already have this event")
 	ErrNewerVersionStored    = reject("duplicate", "a newer version of this event is stored")
 	ErrDeletedBeforeArriving = reject("blocked", "this event has been deleted")
+	ErrCrossChannelDeletion  = reject("invalid", "deletion targets events in more than one channel")
+)
+
+// The rejections of channels, membership and community settings (RL-10,
+// RL-14, RL-15). The README lists them.
+var (
+	ErrNotMember       = reject("restricted", "not a channel member")
+	ErrChannelPrivate  = reject("restricted", "channel is private")
+	ErrChannelDeleted  = reject("restricted", "channel has been deleted")
+	ErrCannotCreate    = reject("restricted", "not allowed to create channels")
+	ErrNotChannelAdmin = reject("restricted", "must be channel owner or admin")
+	ErrNotChannelOwner = reject("restricted", "must be channel owner")
+	ErrRoleAboveOwn    = reject("restricted", "cannot grant or change a role above your own")
+	ErrNotRelayAdmin   = reject("restricted", "must be a relay admin")
+	ErrChannelExists   = reject("invalid", "channel already exists")
+	ErrChannelNotFound = reject("invalid", "channel not found")
+	ErrChannelID       = reject("invalid", "channel id must be a lowercase UUID")
+	ErrUnknownRole     = reject("invalid", "role must be member, admin or owner")
+	ErrUserTag         = reject("invalid", "p tag must name a lowercase hex pubkey")
+	ErrSettingNotBool  = reject("invalid", "thread_replies_in_channel must be a boolean")
 )
 
 // AsRejection returns the Rejection inside err, if any.

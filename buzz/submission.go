@@ -28,7 +28,7 @@ func CheckSubmission(ev *nostr.Event, now time.Time) error {
 	if time.Unix(int64(ev.CreatedAt), 0).After(now.Add(MaxFuture)) {
 		return ErrTooFarInFuture
 	}
-	if _, err := Channel(ev.Tags); err != nil {
+	if _, err := ChannelOf(ev.Tags); err != nil {
 		return err
 	}
 	// Where khatru reads a d tag (every kind it does not call regular), a

@@ -44,10 +44,10 @@ func ParseThreadTags(tags nostr.Tags) ThreadTags {
 	return t
 }
 
-// Channel returns the channel an event belongs to: the value of its `h` tag,
+// ChannelOf returns the channel an event belongs to: the value of its `h` tag,
 // or "" when it has none. An event may name one channel only, possibly in
 // several identical tags.
-func Channel(tags nostr.Tags) (string, error) {
+func ChannelOf(tags nostr.Tags) (string, error) {
 	channel := ""
 	for _, tag := range tags {
 		if len(tag) < 2 || tag[0] != "h" {

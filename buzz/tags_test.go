@@ -61,7 +61,7 @@ func TestChannel(t *testing.T) {
 		{"bare h ignored", nostr.Tags{{"h"}}, "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := Channel(c.tags)
+			got, err := ChannelOf(c.tags)
 			if got != c.want || !errors.Is(err, c.err) {
 				t.Fatalf("got %q, %v; want %q, %v", got, err, c.want, c.err)
 			}
@@ -150,7 +150,7 @@ func FuzzParseThreadTags(f *testing.F) {
 				t.Fatalf("parsed id %q is not 64 lowercase hex", id)
 			}
 		}
-		if _, err := Channel(tags); err != nil {
+		if _, err := ChannelOf(tags); err != nil {
 			if _, ok := AsRejection(err); !ok {
 				t.Fatalf("Channel error %v is not a rejection", err)
 			}

@@ -17,16 +17,19 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/relay"
 )
 
 // Config is the whole configuration.
 type Config struct {
-	Relay   Relay   `toml:"relay"`
-	Server  Server  `toml:"server"`
-	Storage Storage `toml:"storage"`
-	Limits  Limits  `toml:"limits"`
-	Log     Log     `toml:"log"`
+	Relay     Relay     `toml:"relay"`
+	Server    Server    `toml:"server"`
+	Storage   Storage   `toml:"storage"`
+	Access    Access    `toml:"access"`
+	Community Community `toml:"community"`
+	Limits    Limits    `toml:"limits"`
+	Log       Log       `toml:"log"`
 }
 
 // Relay describes the relay to clients (NIP-11) and names its admins.
@@ -50,6 +53,32 @@ type Storage struct {
 	DataDir string `toml:"data_dir"`
 }
 
+// Access is who may read, write and create channels (RL-10, RL-12, RL-14).
+type Access struct {
+	PublicRead     bool   `toml:"public_read"`
+	OpenWrite      bool   `toml:"open_write"`
+	CreateChannels string `toml:"create_channels"`
+}
+
+// Policy is the access configuration as the domain knows it; admins are
+// the relay admins.
+func (a Access) Policy(admins []string) (buzz.Policy, error) {
+	create, err := buzz.ParseCreatePolicy(a.CreateChannels)
+	if err != nil {
+		return buzz.Policy{}, fmt.Errorf("access.create_channels: %w", err)
+	}
+	p := buzz.Policy{PublicRead: a.PublicRead, OpenWrite: a.OpenWrite, Create: create, Admins: map[string]bool{}}
+	for _, pk := range admins {
+		p.Admins[pk] = true
+	}
+	return p, nil
+}
+
+// Community holds the community settings (RL-15).
+type Community struct {
+	ThreadRepliesInChannel bool `toml:"thread_replies_in_channel"`
+}
+
 // Limits bound what one client may send (RL-27).
 type Limits struct {
 	MaxMessageBytes int64 `toml:"max_message_bytes"`
@@ -70,6 +99,7 @@ func Default() Config {
 		Relay:   Relay{Name: "buzz-lite", Description: "A buzz-lite community relay"},
 		Server:  Server{Listen: "127.0.0.1:7777"},
 		Storage: Storage{DataDir: "./buzz-lite-data"},
+		Access:  Access{PublicRead: true, OpenWrite: true, CreateChannels: string(buzz.CreateByAnyone)},
 		Limits: Limits{
 			MaxMessageBytes: relay.DefaultLimits.MaxMessageBytes,
 			MaxEventBytes:   relay.DefaultLimits.MaxEventBytes,
@@ -200,6 +230,9 @@ func (c *Config) Normalize() error {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %d", name, v))
 		}
+	}
+	if _, err := buzz.ParseCreatePolicy(c.Access.CreateChannels); err != nil {
+		errs = append(errs, fmt.Errorf("access.create_channels: %w", err))
 	}
 	if _, err := c.Log.SlogLevel(); err != nil {
 		errs = append(errs, err)

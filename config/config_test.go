@@ -106,6 +106,7 @@ level = "debug"
 		},
 		Server:  Server{Listen: "0.0.0.0:8080"},
 		Storage: Storage{DataDir: "/var/lib/buzz"},
+		Access:  def.Access,
 		Limits: Limits{
 			MaxMessageBytes: 1 << 20,
 			MaxEventBytes:   def.Limits.MaxEventBytes,

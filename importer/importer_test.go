@@ -11,6 +11,7 @@ import (
 	"github.com/mailru/easyjson"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -93,7 +94,7 @@ func TestRunReportsBadLinesAndStoresTheRest(t *testing.T) {
 	if sum.Lines != 11 || sum.Accepted != 3 || sum.Replaced != 1 || sum.Bad() != 7 || sum.Rejected["restricted: relay-only kind"] != 2 {
 		t.Fatalf("summary %+v", sum)
 	}
-	got, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}})
+	got, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("stored %v %v", got, err)
 	}
@@ -143,7 +144,7 @@ func TestRunKeepsFileOrder(t *testing.T) {
 	if err != nil || sum.Accepted != n || sum.Replaced != 0 {
 		t.Fatalf("%+v %v", sum, err)
 	}
-	got, err := s.Query(context.Background(), nostr.Filter{Kinds: []int{10002}})
+	got, err := s.Query(context.Background(), nostr.Filter{Kinds: []int{10002}}, buzz.Anonymous)
 	if err != nil || len(got) != 1 || got[0].CreatedAt != nostr.Timestamp(1000+n-1) {
 		t.Fatalf("stored %v %v", got, err)
 	}
@@ -164,7 +165,7 @@ func TestRunStrictStopsAtRefusal(t *testing.T) {
 	if !errors.Is(err, ErrStrict) || !strings.Contains(err.Error(), "line 2") || sum.Accepted != 1 {
 		t.Fatalf("strict: %+v %v", sum, err)
 	}
-	if got, _ := s.Query(context.Background(), nostr.Filter{IDs: []string{after.ID}}); len(got) != 0 {
+	if got, _ := s.Query(context.Background(), nostr.Filter{IDs: []string{after.ID}}, buzz.Anonymous); len(got) != 0 {
 		t.Fatal("an event after the refused one was stored")
 	}
 

@@ -14,6 +14,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -41,7 +42,7 @@ func TestFireAndForgetEventsAreStored(t *testing.T) {
 	}
 	deadline := time.Now().Add(waitTimeout)
 	for {
-		evs, err := s.store.Query(t.Context(), nostr.Filter{IDs: ids})
+		evs, err := s.store.Query(t.Context(), nostr.Filter{IDs: ids}, buzz.Anonymous)
 		if err != nil {
 			t.Fatal(err)
 		}

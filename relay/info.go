@@ -30,6 +30,8 @@ type infoDocument struct {
 	Software      string     `json:"software"`
 	Version       string     `json:"version"`
 	Limitation    limitation `json:"limitation"`
+	// ThreadRepliesInChannel is the community setting of RL-15.
+	ThreadRepliesInChannel bool `json:"thread_replies_in_channel"`
 }
 
 type limitation struct {
@@ -52,13 +54,14 @@ func (r *Relay) infoDocument() infoDocument {
 	if pubkey == "" {
 		pubkey = r.pubkey
 	}
+	community := r.store.Community()
 	return infoDocument{
 		Name:          r.cfg.Info.Name,
 		Description:   r.cfg.Info.Description,
 		PubKey:        pubkey,
 		Self:          r.pubkey,
 		Contact:       r.cfg.Info.Contact,
-		SupportedNIPs: []int{1, 9, 10, 11, 40, 42, 45, 70},
+		SupportedNIPs: []int{1, 9, 10, 11, 29, 40, 42, 45, 70},
 		Software:      Software,
 		Version:       r.cfg.Info.Version,
 		Limitation: limitation{
@@ -68,7 +71,9 @@ func (r *Relay) infoDocument() infoDocument {
 			MaxLimit:         r.cfg.Limits.MaxLimit,
 			DefaultLimit:     r.cfg.Limits.MaxLimit,
 			CreatedAtUpper:   int64(buzz.MaxFuture.Seconds()),
+			RestrictedWrites: !community.Policy.OpenWrite,
 		},
+		ThreadRepliesInChannel: community.ThreadRepliesInChannel,
 	}
 }
 

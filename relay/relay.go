@@ -26,13 +26,18 @@ import (
 
 // Store is what the relay needs of a database.
 type Store interface {
-	// Ingest stores a verified event in one transaction; a *buzz.Rejection
-	// carries the client's message.
-	Ingest(ctx context.Context, ev *nostr.Event) error
-	// Query returns matching stored events, newest first.
-	Query(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error)
-	// Count counts matching stored events.
-	Count(ctx context.Context, f nostr.Filter) (int64, error)
+	// Admit stores a verified event in one transaction and says what
+	// became of it; a *buzz.Rejection carries the client's message.
+	Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, error)
+	// Query returns the matching stored events v may read, newest first.
+	Query(ctx context.Context, f nostr.Filter, v buzz.Viewer) ([]*nostr.Event, error)
+	// Count counts the matching stored events v may read.
+	Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64, error)
+	// Community is the access state now: channels, members, settings.
+	Community() *buzz.Community
+	// OnPublish sets what hears of the group state events the store signed
+	// and stored, once committed.
+	OnPublish(fn func([]*nostr.Event))
 }
 
 // Config is what the relay is told at start.
@@ -84,6 +89,9 @@ type Relay struct {
 	connsMu     sync.Mutex
 	conns       map[*khatru.WebSocket]struct{}
 	connsClosed bool
+
+	// delivery carries what the store said of an event to its broadcast.
+	delivery delivery
 
 	// writes counts ingests in flight; shutdown waits for them.
 	writesMu sync.RWMutex
@@ -140,6 +148,12 @@ func (r *Relay) wire() {
 	kh.RejectCountFilter = append(kh.RejectCountFilter, r.rejectCountFilter)
 	kh.OnConnect = append(kh.OnConnect, r.onConnect)
 	kh.OnDisconnect = append(kh.OnDisconnect, r.onDisconnect)
+	kh.DeliverTo = r.deliverTo
+	r.store.OnPublish(func(evs []*nostr.Event) {
+		for _, ev := range evs {
+			kh.BroadcastEvent(ev)
+		}
+	})
 }
 
 // rejectEvent applies the checks that need no database (RL-9, RL-27,
@@ -153,6 +167,13 @@ func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string)
 	}
 	if n := serializedSize(ev); n > r.cfg.Limits.MaxEventBytes {
 		return true, fmt.Sprintf("invalid: event too large (%d bytes, limit %d)", n, r.cfg.Limits.MaxEventBytes)
+	}
+	// Ephemeral events never reach the store, which checks the others.
+	if h, _ := buzz.ChannelOf(ev.Tags); h != "" && buzz.IsEphemeralKind(ev.Kind) {
+		c := r.store.Community()
+		if err := c.CheckWrite(ev.PubKey, c.Channel(h)); err != nil {
+			return true, err.Error()
+		}
 	}
 	return false, ""
 }
@@ -191,9 +212,10 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
 	// moved on, and a relay that accepted the bytes should not drop them.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ingestTimeout)
 	defer cancel()
-	err := r.store.Ingest(ctx, ev)
+	a, err := r.store.Admit(ctx, ev)
 	switch {
 	case err == nil:
+		r.delivery.keep(ev, a)
 		return nil
 	case errors.Is(err, buzz.ErrDuplicate), errors.Is(err, buzz.ErrNewerVersionStored):
 		return eventstore.ErrDupEvent
@@ -209,7 +231,7 @@ func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Ev
 	if f.Limit <= 0 || f.Limit > r.cfg.Limits.MaxLimit {
 		f.Limit = r.cfg.Limits.MaxLimit
 	}
-	evs, err := r.store.Query(ctx, f)
+	evs, err := r.store.Query(ctx, f, viewer(ctx))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil // the subscription or connection is gone
@@ -226,7 +248,7 @@ func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Ev
 }
 
 func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) {
-	n, err := r.store.Count(ctx, f)
+	n, err := r.store.Count(ctx, f, viewer(ctx))
 	if err != nil {
 		r.log.Error("count failed", "filter", logFilter(f), "err", err)
 		return 0, errors.New("error: could not count events")
@@ -239,8 +261,23 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 // bound variables.
 const maxFilterValues = 1000
 
-// rejectFilter refuses filters no index can serve sensibly.
+// rejectFilter refuses filters no index can serve sensibly, and an
+// anonymous REQ for a channel it may not read, which must authenticate
+// first (RL-13).
 func (r *Relay) rejectFilter(ctx context.Context, f nostr.Filter) (bool, string) {
+	if reject, msg := r.rejectCountFilter(ctx, f); reject {
+		return reject, msg
+	}
+	if r.needsAuth(ctx, f) {
+		return true, authRequired
+	}
+	return false, ""
+}
+
+// rejectCountFilter refuses filters no index can serve sensibly. A COUNT
+// of a channel its requester may not read is not refused: it counts what
+// the requester may read (nothing), as for a nonexistent channel (RL-13).
+func (r *Relay) rejectCountFilter(ctx context.Context, f nostr.Filter) (bool, string) {
 	if f.Search != "" {
 		return true, "unsupported: search (NIP-50) is not supported"
 	}
@@ -248,11 +285,6 @@ func (r *Relay) rejectFilter(ctx context.Context, f nostr.Filter) (bool, string)
 		return true, fmt.Sprintf("invalid: a filter list has more than %d values", maxFilterValues)
 	}
 	return false, ""
-}
-
-// rejectCountFilter is rejectFilter for COUNT.
-func (r *Relay) rejectCountFilter(ctx context.Context, f nostr.Filter) (bool, string) {
-	return r.rejectFilter(ctx, f)
 }
 
 func tooLong(f nostr.Filter) bool {

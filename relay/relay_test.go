@@ -9,6 +9,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -28,7 +29,7 @@ func TestPublishAndDuplicate(t *testing.T) {
 	if ok, _ := got[0].CheckSignature(); !ok {
 		t.Fatal("stored event comes back with a bad signature")
 	}
-	stored, err := s.store.Query(context.Background(), nostr.Filter{Authors: []string{a.PK}})
+	stored, err := s.store.Query(context.Background(), nostr.Filter{Authors: []string{a.PK}}, buzz.Anonymous)
 	if err != nil || len(stored) != 1 {
 		t.Fatalf("store has %d events of the author (err %v), want 1", len(stored), err)
 	}
@@ -219,7 +220,7 @@ func TestEphemeralNotStored(t *testing.T) {
 	}
 
 	mustNotServe(t, pub, ev.ID, "ephemeral event returned by REQ")
-	if stored, err := s.store.Query(context.Background(), nostr.Filter{Authors: []string{a.PK}}); err != nil || len(stored) != 0 {
+	if stored, err := s.store.Query(context.Background(), nostr.Filter{Authors: []string{a.PK}}, buzz.Anonymous); err != nil || len(stored) != 0 {
 		t.Fatalf("ephemeral event stored: %d (err %v)", len(stored), err)
 	}
 }

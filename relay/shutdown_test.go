@@ -11,6 +11,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -127,7 +128,7 @@ func TestGracefulShutdown(t *testing.T) {
 	mu.Lock()
 	want := append(append([]string{}, acked...), ackedDuring...)
 	mu.Unlock()
-	got, err := store.Query(context.Background(), nostr.Filter{IDs: want})
+	got, err := store.Query(context.Background(), nostr.Filter{IDs: want}, buzz.Anonymous)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -68,7 +69,7 @@ func TestBackupDuringIngest(t *testing.T) {
 	if rep, err := b.Check(ctx, false); err != nil || !rep.OK() {
 		t.Fatalf("check of the backup: %+v %v", rep, err)
 	}
-	got, err := b.Query(ctx, nostr.Filter{Kinds: []int{9}, Limit: n})
+	got, err := b.Query(ctx, nostr.Filter{Kinds: []int{9}, Limit: n}, buzz.Anonymous)
 	if err != nil {
 		t.Fatal(err)
 	}

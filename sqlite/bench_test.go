@@ -12,6 +12,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -176,7 +177,7 @@ func BenchmarkQueryChannel(b *testing.B) {
 			f := nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {benchChannel}}, Limit: 50, Until: c.until}
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					got, err := s.Query(context.Background(), f)
+					got, err := s.Query(context.Background(), f, buzz.Anonymous)
 					if err != nil || len(got) != 50 {
 						b.Errorf("got %d events, err %v", len(got), err)
 						return

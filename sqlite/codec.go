@@ -47,7 +47,7 @@ func newRecord(ev *nostr.Event) (*record, error) {
 		return nil, errMalformed
 	}
 	r.tagsJSON = string(appendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags))
-	if r.channel, err = buzz.Channel(ev.Tags); err != nil {
+	if r.channel, err = buzz.ChannelOf(ev.Tags); err != nil {
 		return nil, err
 	}
 	r.thread = buzz.ParseThreadTags(ev.Tags)
@@ -132,6 +132,7 @@ type stored struct {
 	root      sql.NullInt64
 	deletedAt sql.NullInt64
 	expiresAt sql.NullInt64
+	scope     sql.NullInt64
 }
 
 // live reports whether the event is still served: neither deleted nor
@@ -143,7 +144,7 @@ func (s *stored) live(now int64) bool {
 func scanStored(row *sql.Row) (*stored, error) {
 	var s stored
 	err := row.Scan(&s.seq, &s.id, &s.pubkey, &s.createdAt, &s.kind, &s.tagsJSON,
-		&s.channel, &s.depth, &s.parent, &s.root, &s.deletedAt, &s.expiresAt)
+		&s.channel, &s.depth, &s.parent, &s.root, &s.deletedAt, &s.expiresAt, &s.scope)
 	if err == sql.ErrNoRows {
 		return nil, nil
 	}

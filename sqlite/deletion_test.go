@@ -572,7 +572,7 @@ func TestEdit(t *testing.T) {
 	}
 	// The target is unchanged: same content and tags, same classification
 	// and counters; the thread's counters ignore edits.
-	evs, err := s.Query(t.Context(), nostr.Filter{IDs: []string{target.ID}})
+	evs, err := s.Query(t.Context(), nostr.Filter{IDs: []string{target.ID}}, buzz.Anonymous)
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("target: %v %v", evs, err)
 	}

@@ -19,10 +19,16 @@ func (s *Store) purgeLoop() {
 	defer close(s.purgeDone)
 	tick := time.NewTicker(purgeEvery)
 	defer tick.Stop()
+	watch := time.NewTicker(watchEvery)
+	defer watch.Stop()
 	for {
 		select {
 		case <-s.stopPurge:
 			return
+		case <-watch.C:
+			if err := s.refreshCommunity(context.Background()); err != nil {
+				s.log.Error("reading the access state", "err", err)
+			}
 		case <-tick.C:
 			if _, err := s.PurgeExpired(context.Background()); err != nil {
 				s.log.Error("purging expired events", "err", err)

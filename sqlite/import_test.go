@@ -146,7 +146,7 @@ func TestImportMissingParent(t *testing.T) {
 	if err != nil || res.Classified != 0 || res.Waiting != 1 {
 		t.Fatalf("backfill: %+v %v", res, err)
 	}
-	got, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}})
+	got, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous)
 	if err != nil || len(got) != 1 || got[0].ID != orphan.ID {
 		t.Fatalf("the orphan is not served: %v %v", got, err)
 	}

@@ -22,25 +22,39 @@ const maxDepth = 100
 // classification and the counters of every ancestor; for a deletion, the
 // soft deletion of its targets with their ancestors' counters made exact
 // again (RL-6); for a replaceable or addressable event, the removal of the
-// versions it replaces (RL-9). A refusal is a *buzz.Rejection carrying the
-// exact client message; buzz.ErrDuplicate and buzz.ErrNewerVersionStored
-// mean nothing was stored and nothing is wrong.
+// versions it replaces (RL-9); for a NIP-29 lifecycle event, the channel's
+// new state and group state (RL-10, RL-11). A refusal is a *buzz.Rejection
+// carrying the exact client message; buzz.ErrDuplicate and
+// buzz.ErrNewerVersionStored mean nothing was stored and nothing is wrong.
 func (s *Store) Ingest(ctx context.Context, ev *nostr.Event) error {
+	_, err := s.Admit(ctx, ev)
+	return err
+}
+
+// Admit is Ingest, saying what became of the event.
+func (s *Store) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, error) {
 	r, err := newRecord(ev)
 	if err != nil {
-		return err
+		return buzz.Admitted{}, err
 	}
 	now := s.nowUnix()
-	return s.writer.do(ctx, func(tx *writeTx) error { return s.ingest(tx, r, now, false) })
+	var a buzz.Admitted
+	err = s.writer.do(ctx, func(tx *writeTx) error {
+		var err error
+		a, err = s.ingest(tx, r, now, false)
+		return err
+	})
+	return a, err
 }
 
 // ImportBatch ingests evs in order, in one transaction, as an import does
 // (issue 8): through the same ingest as Ingest, except that a reply whose
 // parent is not stored (absent, or later in the file), or no longer served,
 // is kept unclassified (depth NULL, CW-12) instead of refused; Backfill
-// classifies it once its parent is there. It returns each event's outcome
-// (nil when stored, else a *buzz.Rejection); err is a failure of the batch
-// as a whole, after which nothing of it is stored.
+// classifies it once its parent is there. Group state is left for
+// RenewGroupState at the end of the import. It returns each event's
+// outcome (nil when stored, else a *buzz.Rejection); err is a failure of
+// the batch as a whole, after which nothing of it is stored.
 func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes []error, err error) {
 	outcomes = make([]error, len(evs))
 	records := make([]*record, len(evs))
@@ -49,11 +63,12 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 	}
 	now := s.nowUnix()
 	err = s.writer.do(ctx, func(tx *writeTx) error {
+		tx.deferState = true
 		for i, r := range records {
 			if r == nil {
 				continue
 			}
-			outcomes[i] = s.ingest(tx, r, now, true)
+			_, outcomes[i] = s.ingest(tx, r, now, true)
 			if _, rejected := buzz.AsRejection(outcomes[i]); outcomes[i] != nil && !rejected {
 				return outcomes[i]
 			}
@@ -63,55 +78,62 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 	return outcomes, err
 }
 
-func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) error {
+func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.Admitted, error) {
 	ev := r.ev
 	if buzz.IsEphemeralKind(ev.Kind) {
-		return buzz.ErrEphemeral
+		return buzz.Admitted{}, buzz.ErrEphemeral
+	}
+	if ev.Kind == buzz.KindCommunityAdmin {
+		return buzz.Admitted{Applied: true}, tx.applySetting(r, now)
 	}
 	// One statement asks both questions every event raises: stored
 	// already, or deleted (NIP-09) before it arrived?
 	var dup, deleted bool
 	if err := tx.seen.QueryRowContext(tx.ctx, r.id, r.pubkey).Scan(&dup, &deleted); err != nil {
-		return fmt.Errorf("look up event: %w", err)
+		return buzz.Admitted{}, fmt.Errorf("look up event: %w", err)
 	}
 	switch {
 	case dup:
-		return buzz.ErrDuplicate
+		return buzz.Admitted{}, buzz.ErrDuplicate
 	case r.expiresAt.Valid && r.expiresAt.Int64 <= now:
-		return buzz.ErrExpired
+		return buzz.Admitted{}, buzz.ErrExpired
 	case deleted:
-		return buzz.ErrDeletedBeforeArriving
+		return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
 	}
 
 	// A channel seen for the first time gets its row with the event's
 	// writes below; until then it is number 0, which no stored event has.
 	var channel sql.NullInt64
+	var chState *buzz.Channel // nil: the channel does not exist yet
 	newChannel := false
 	if r.channel != "" {
 		seq, found, err := tx.lookupChannel(r.channel)
 		if err != nil {
-			return err
+			return buzz.Admitted{}, err
 		}
 		channel = sql.NullInt64{Int64: seq, Valid: true}
 		newChannel = !found
+		if found {
+			chState = tx.channelState(seq, r.channel)
+		}
 	}
 
 	var superseded []*stored
 	if addr, ok := address(ev); ok {
 		deleted, err := tx.exists(tx.deletedAddress, addr, ev.CreatedAt, r.pubkey)
 		if err != nil {
-			return err
+			return buzz.Admitted{}, err
 		}
 		if deleted {
-			return buzz.ErrDeletedBeforeArriving
+			return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
 		}
 		versions, err := tx.versions(ev.Kind, r.pubkey, ev.Tags.GetD())
 		if err != nil {
-			return err
+			return buzz.Admitted{}, err
 		}
 		for _, v := range versions {
 			if v.createdAt > int64(ev.CreatedAt) || (v.createdAt == int64(ev.CreatedAt) && bytes.Compare(v.id, r.id) < 0) {
-				return buzz.ErrNewerVersionStored
+				return buzz.Admitted{}, buzz.ErrNewerVersionStored
 			}
 			if !v.deletedAt.Valid { // deleted versions stay, as deleted
 				superseded = append(superseded, v)
@@ -125,54 +147,166 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) error 
 	case buzz.KindDeletion:
 		targets, err = tx.nip09Targets(r)
 	case buzz.KindGroupDelete:
-		targets, err = s.groupDeleteTarget(tx, r, channel, now)
+		targets, err = tx.groupDeleteTarget(r, channel, chState, now)
 	case buzz.KindEdit:
 		err = tx.checkEdit(r, channel, now)
 	}
 	if err != nil {
-		return err
+		return buzz.Admitted{}, err
+	}
+
+	scope, next, err := tx.access(r, channel, chState, targets)
+	if err != nil {
+		return buzz.Admitted{}, err
 	}
 
 	cls, err := tx.classify(r, channel, now, importing)
 	if err != nil {
-		return err
+		return buzz.Admitted{}, err
 	}
 
 	// Everything above only reads; every rejection is decided by now (see
 	// writer.run: a job writes nothing before it can no longer be rejected).
 	if newChannel {
 		if channel.Int64, err = tx.insertChannelRow(r.channel); err != nil {
-			return err
+			return buzz.Admitted{}, err
+		}
+		scope = channel
+		if next == nil {
+			// Named by an event, not created: open, without members.
+			implicit := &buzz.Channel{Seq: channel.Int64, H: r.channel, Members: map[string]buzz.Role{}}
+			tx.changeCommunity().Put(implicit)
+			tx.stateChanged(implicit.Seq)
 		}
 	}
 	res, err := tx.insertEvent.ExecContext(tx.ctx, r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind,
 		r.tagsJSON, ev.Content, r.sig, channel, r.dtag, r.expiresAt,
-		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass)
+		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope)
 	if err != nil {
-		return fmt.Errorf("insert event: %w", err)
+		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
 	}
 	seq, err := res.LastInsertId()
 	if err != nil {
-		return fmt.Errorf("insert event: %w", err)
+		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
 	}
 	for _, t := range r.tags {
 		if _, err := tx.insertTag.ExecContext(tx.ctx, t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
-			return fmt.Errorf("insert tag: %w", err)
+			return buzz.Admitted{}, fmt.Errorf("insert tag: %w", err)
 		}
 	}
 	if cls.parent.Valid {
 		if err := tx.addToAncestors(cls.parent.Int64, r.pubkey, int64(ev.CreatedAt)); err != nil {
-			return err
+			return buzz.Admitted{}, err
 		}
 	}
 	for _, t := range targets {
 		if err := tx.softDelete(t, now); err != nil {
-			return err
+			return buzz.Admitted{}, err
 		}
 	}
 	for _, v := range superseded {
 		if err := tx.remove(v, now); err != nil {
+			return buzz.Admitted{}, err
+		}
+	}
+	if next != nil {
+		next.Seq = channel.Int64
+		if err := tx.saveChannel(chState, next, int64(ev.CreatedAt), now); err != nil {
+			return buzz.Admitted{}, err
+		}
+	}
+	if scope.Valid && channel.Valid {
+		if err := tx.adoptReactions(r.id, scope.Int64); err != nil {
+			return buzz.Admitted{}, err
+		}
+	}
+	a := buzz.Admitted{}
+	if scope.Valid {
+		if ch := tx.community().ChannelBySeq(scope.Int64); ch != nil {
+			a.Scope = ch.H
+		}
+	}
+	return a, nil
+}
+
+// access decides whether r may be written (RL-10, RL-14) and which channel
+// it belongs to for reading (its scope: RL-8, RL-13). For a lifecycle
+// event, next is the channel's state after it.
+func (tx *writeTx) access(r *record, channel sql.NullInt64, ch *buzz.Channel, targets []*stored) (scope sql.NullInt64, next *buzz.Channel, err error) {
+	ev := r.ev
+	c := tx.community()
+	switch {
+	case buzz.IsLifecycleKind(ev.Kind):
+		if !channel.Valid {
+			return scope, nil, buzz.ErrMissingH
+		}
+		next, err = c.Transition(ev, r.channel, ch)
+		return channel, next, err
+	case channel.Valid:
+		// Deletions have rules of their own: an author may always delete
+		// what they wrote (RL-6).
+		if ev.Kind != buzz.KindDeletion && ev.Kind != buzz.KindGroupDelete {
+			err = c.CheckWrite(ev.PubKey, ch)
+		}
+		return channel, nil, err
+	case ev.Kind == buzz.KindReaction:
+		id, ok := idKey(buzz.ScopeTarget(ev))
+		if !ok {
+			return scope, nil, nil
+		}
+		t, err := tx.byID(id)
+		if err != nil || t == nil || !t.scope.Valid {
+			return scope, nil, err
+		}
+		return t.scope, nil, c.CheckWrite(ev.PubKey, tx.channelState(t.scope.Int64, ""))
+	case ev.Kind == buzz.KindDeletion:
+		for _, t := range targets {
+			switch {
+			case !t.scope.Valid:
+			case !scope.Valid:
+				scope = t.scope
+			case scope.Int64 != t.scope.Int64:
+				return scope, nil, buzz.ErrCrossChannelDeletion
+			}
+		}
+		return scope, nil, nil
+	case buzz.IsRelayOnlyKind(ev.Kind) && r.dtag.Valid:
+		// The relay's own group state belongs to the channel it describes.
+		seq, found, err := tx.lookupChannel(r.dtag.String)
+		return sql.NullInt64{Int64: seq, Valid: found}, nil, err
+	}
+	return scope, nil, nil
+}
+
+// adoptReactions gives the scope of a channel event that just arrived to
+// the reactions without a channel that named it before it did (RL-8).
+func (tx *writeTx) adoptReactions(id []byte, scope int64) error {
+	rows, err := tx.reactionsTo.QueryContext(tx.ctx, id)
+	if err != nil {
+		return fmt.Errorf("look up reactions: %w", err)
+	}
+	seqs, err := readSeqs(rows)
+	if err != nil {
+		return fmt.Errorf("look up reactions: %w", err)
+	}
+	want := hex.EncodeToString(id)
+	for _, seq := range seqs {
+		t, err := tx.bySeq(seq)
+		if err != nil {
 			return err
+		}
+		if t == nil || t.channel.Valid || t.scope.Valid {
+			continue
+		}
+		tags, err := parseTags(t.tagsJSON)
+		if err != nil {
+			return fmt.Errorf("tags of stored event #%d: %w", seq, err)
+		}
+		if strings.ToLower(buzz.ScopeTarget(&nostr.Event{Kind: t.kind, Tags: tags})) != want {
+			continue
+		}
+		if _, err := tx.setScope.ExecContext(tx.ctx, scope, seq); err != nil {
+			return fmt.Errorf("set scope: %w", err)
 		}
 	}
 	return nil
@@ -318,8 +452,9 @@ func (tx *writeTx) nip09Targets(r *record) ([]*stored, error) {
 }
 
 // groupDeleteTarget resolves the one target of a NIP-29 kind 9005 deletion
-// (RL-6), checked in the order of the contract.
-func (s *Store) groupDeleteTarget(tx *writeTx, r *record, channel sql.NullInt64, now int64) ([]*stored, error) {
+// (RL-6), checked in the order of the contract: by the target's author or
+// an owner or admin of the channel.
+func (tx *writeTx) groupDeleteTarget(r *record, channel sql.NullInt64, ch *buzz.Channel, now int64) ([]*stored, error) {
 	var ref nostr.Tag
 	n := 0
 	for _, tag := range r.ev.Tags {
@@ -357,7 +492,7 @@ func (s *Store) groupDeleteTarget(tx *writeTx, r *record, channel sql.NullInt64,
 		return nil, buzz.ErrTargetNotFound
 	case t.channel != channel:
 		return nil, buzz.ErrTargetOtherChannel
-	case !bytes.Equal(t.pubkey, r.pubkey) && !s.admins[r.ev.PubKey]:
+	case !bytes.Equal(t.pubkey, r.pubkey) && tx.community().RoleOf(r.ev.PubKey, ch) < buzz.RoleAdmin:
 		return nil, buzz.ErrNotAuthorOrAdmin
 	}
 	return []*stored{t}, nil

@@ -17,6 +17,36 @@ const applicationID = 0x62757a7a
 var migrations = map[int]string{
 	1: `CREATE INDEX events_unclassified ON events(created_at, id)
 		WHERE depth IS NULL AND row_class = 2;`,
+	// Channels get state and members, events a scope (issue 3). Lifecycle
+	// events stored before are not replayed: export and import do that.
+	2: `ALTER TABLE channels ADD COLUMN created_at INTEGER;
+		ALTER TABLE channels ADD COLUMN name TEXT NOT NULL DEFAULT '';
+		ALTER TABLE channels ADD COLUMN about TEXT NOT NULL DEFAULT '';
+		ALTER TABLE channels ADD COLUMN private INTEGER NOT NULL DEFAULT 0;
+		ALTER TABLE channels ADD COLUMN deleted_at INTEGER;
+		CREATE TABLE members (
+		  channel INTEGER NOT NULL REFERENCES channels(seq),
+		  pubkey  BLOB    NOT NULL,
+		  role    INTEGER NOT NULL,
+		  PRIMARY KEY (channel, pubkey)
+		) STRICT, WITHOUT ROWID;
+		CREATE TABLE settings (
+		  key   TEXT PRIMARY KEY,
+		  value ANY
+		) STRICT, WITHOUT ROWID;
+		INSERT INTO settings (key, value) VALUES ('access_version', 0);
+		ALTER TABLE events ADD COLUMN scope INTEGER;
+		UPDATE events SET scope = channel WHERE channel IS NOT NULL;
+		UPDATE events SET scope = (
+		    SELECT t.channel FROM events t WHERE t.id = unhex((
+		      SELECT j.value ->> 1 FROM json_each(events.tags) j
+		      WHERE j.value ->> 0 = 'e' ORDER BY j.key DESC LIMIT 1)))
+		  WHERE kind = 7 AND channel IS NULL;
+		UPDATE events SET scope = (
+		    SELECT min(t.channel) FROM json_each(events.tags) j
+		    JOIN events t ON t.id = unhex(j.value ->> 1)
+		    WHERE j.value ->> 0 = 'e' AND length(j.value ->> 1) = 64)
+		  WHERE kind = 5 AND channel IS NULL;`,
 }
 
 var versionLine = regexp.MustCompile(`(?m)^-- schema_version: (\d+)$`)

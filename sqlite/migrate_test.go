@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -113,8 +114,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 2 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 2", v, err)
+	if err != nil || v != 3 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 3", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -411,9 +412,100 @@ func TestMigrateForward(t *testing.T) {
 	}
 }
 
+// mgDowngradeToV2 takes a database of version 3 back to version 2: no
+// channel state, no members, no settings, no event scope.
+func mgDowngradeToV2(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP TABLE members; DROP TABLE settings;
+		ALTER TABLE events DROP COLUMN scope;
+		ALTER TABLE channels DROP COLUMN created_at; ALTER TABLE channels DROP COLUMN name;
+		ALTER TABLE channels DROP COLUMN about; ALTER TABLE channels DROP COLUMN private;
+		ALTER TABLE channels DROP COLUMN deleted_at;
+		PRAGMA user_version = 2`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgColumns lists the columns of table as PRAGMA table_info describes them.
+func mgColumns(t testing.TB, db *sql.DB, table string) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT name, type, "notnull", coalesce(dflt_value, ''), pk FROM pragma_table_info(?)`, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var name, typ, dflt string
+		var notNull, pk int
+		if err := rows.Scan(&name, &typ, &notNull, &dflt, &pk); err != nil {
+			t.Fatal(err)
+		}
+		cols = append(cols, fmt.Sprint(name, typ, notNull, dflt, pk))
+	}
+	return cols
+}
+
+// RL-2, RL-8: the real migration from version 2 to 3 gives tables the
+// columns a fresh database has, and every stored event its scope: its
+// channel, or for a reaction or deletion without an h tag its target's.
+func TestMigrateFromVersion2(t *testing.T) {
+	a := testutil.NewSigner(t)
+	msg := a.Event(t, 9, qtT0, "in a channel", nostr.Tag{"h", "3b7e6f1e-5f0a-4c1e-9d7a-2f4b8c6d0e11"})
+	free := a.Event(t, 1, qtT0, "no channel")
+	react := a.Event(t, 7, qtT0+1, "+", nostr.Tag{"e", msg.ID})
+	reactFree := a.Event(t, 7, qtT0+1, "+", nostr.Tag{"e", free.ID})
+	del := a.Event(t, 5, qtT0+2, "", nostr.Tag{"e", msg.ID})
+	path := mgNewDB(t, msg, free, react, reactFree, del)
+	mgDowngradeToV2(t, path)
+
+	s, err := mgOpen(t, path, testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := mgOpen(t, mgNewDB(t), testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"events", "channels", "members", "settings"} {
+		if got, want := mgColumns(t, s.readers, table), mgColumns(t, fresh.readers, table); !slices.Equal(got, want) {
+			t.Errorf("%s after migration: %v, fresh: %v", table, got, want)
+		}
+	}
+	var channel int64
+	if err := s.readers.QueryRow(`SELECT seq FROM channels`).Scan(&channel); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ev   *nostr.Event
+		want sql.NullInt64
+	}{
+		{msg, sql.NullInt64{Int64: channel, Valid: true}},
+		{free, sql.NullInt64{}},
+		{react, sql.NullInt64{Int64: channel, Valid: true}},
+		{reactFree, sql.NullInt64{}},
+		{del, sql.NullInt64{Int64: channel, Valid: true}},
+	} {
+		var got sql.NullInt64
+		id, _ := hex.DecodeString(c.ev.ID)
+		if err := s.readers.QueryRow(`SELECT scope FROM events WHERE id = ?`, id).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("kind %d %q: scope %v, want %v", c.ev.Kind, c.ev.Content, got, c.want)
+		}
+	}
+	if s.Community().ChannelBySeq(channel) == nil {
+		t.Error("the migrated channel is not in the access state")
+	}
+}
+
 // RL-2: the real migration from version 1 (no index for Backfill) to 2.
 func TestMigrateFromVersion1(t *testing.T) {
 	path := mgNewDB(t)
+	mgDowngradeToV2(t, path)
 	raw := mgRaw(t, path)
 	if _, err := raw.Exec("DROP INDEX events_unclassified; PRAGMA user_version = 1"); err != nil {
 		t.Fatal(err)

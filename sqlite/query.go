@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
 // DefaultLimit is what a filter without a limit gets. Callers clamp larger
@@ -18,14 +21,15 @@ const DefaultLimit = 1000
 // `created_at DESC, id ASC` order, at most f.Limit (DefaultLimit when f has
 // none). NIP-01 semantics: tag filters match exactly, an
 // empty list matches nothing, a filter on a multi-letter tag or with a
-// search term (NIP-50 is not supported) matches nothing.
-func (s *Store) Query(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error) {
+// search term (NIP-50 is not supported) matches nothing. Only events v may
+// read are returned (RL-13).
+func (s *Store) Query(ctx context.Context, f nostr.Filter, v buzz.Viewer) ([]*nostr.Event, error) {
 	if matchesNothing(f) {
 		return nil, nil
 	}
 	var out []*nostr.Event
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, false)
+		q, ok, err := s.translate(ctx, tx, f, v, false)
 		if err != nil || !ok {
 			return err
 		}
@@ -51,14 +55,14 @@ func (s *Store) Query(ctx context.Context, f nostr.Filter) ([]*nostr.Event, erro
 }
 
 // Count returns how many stored events match f, with the semantics of Query
-// and no limit (NIP-45).
-func (s *Store) Count(ctx context.Context, f nostr.Filter) (int64, error) {
+// and no limit (NIP-45), counting only events v may read (RL-13).
+func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64, error) {
 	if matchesNothing(f) {
 		return 0, nil
 	}
 	var n int64
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, true)
+		q, ok, err := s.translate(ctx, tx, f, v, true)
 		if err != nil || !ok {
 			return err
 		}
@@ -96,7 +100,7 @@ type sqlQuery struct {
 // authors by events_pubkey, kinds by events_kind, time by events_created
 // (SQLite picks among those present). ok is false when the filter can match
 // nothing, so no statement is needed.
-func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, count bool) (q sqlQuery, ok bool, err error) {
+func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buzz.Viewer, count bool) (q sqlQuery, ok bool, err error) {
 	if f.Search != "" {
 		return q, false, nil
 	}
@@ -107,6 +111,9 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, count
 		args = append(args, a...)
 	}
 	add("e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?)", s.nowUnix())
+	if cond, restricted := scopeCondition(s.Community().HiddenFrom(v)); restricted {
+		add(cond)
+	}
 
 	// SQLite has no statistics here to tell a rare tag value from a busy
 	// channel or kind. Ids and tag values (mostly ids and pubkeys
@@ -231,6 +238,31 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, count
 		args = append(args, limit)
 	}
 	return sqlQuery{sql: b.String(), args: args}, true, nil
+}
+
+// scopeCondition is the SQL form of a viewer's Visibility: events without a
+// scope, and events of the channels the viewer may read. The channel
+// numbers are written into the statement (they are the store's own
+// integers): a community may have more channels than a statement may bind
+// values.
+func scopeCondition(vis buzz.Visibility) (string, bool) {
+	if !vis.Restricted {
+		return "", false
+	}
+	list, op := vis.Hidden, "NOT IN"
+	if vis.Only != nil {
+		list, op = vis.Only, "IN"
+	}
+	var b strings.Builder
+	b.WriteString("(e.scope IS NULL OR e.scope " + op + " (")
+	for i, seq := range list {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(seq, 10))
+	}
+	b.WriteString("))")
+	return b.String(), true
 }
 
 // singleTagValue returns the name and value of a filter's only tag

@@ -21,6 +21,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -143,7 +144,7 @@ func qtSignMany(t testing.TB, n int, mk func(i int) (testutil.Signer, *nostr.Eve
 // qtQuery runs Query and returns the ids in the order returned.
 func qtQuery(t testing.TB, s *Store, f nostr.Filter) []string {
 	t.Helper()
-	evs, err := s.Query(context.Background(), f)
+	evs, err := s.Query(context.Background(), f, buzz.Anonymous)
 	if err != nil {
 		t.Fatalf("query %v: %v", f, err)
 	}
@@ -157,7 +158,7 @@ func qtQuery(t testing.TB, s *Store, f nostr.Filter) []string {
 // qtCountF runs Count.
 func qtCountF(t testing.TB, s *Store, f nostr.Filter) int64 {
 	t.Helper()
-	n, err := s.Count(context.Background(), f)
+	n, err := s.Count(context.Background(), f, buzz.Anonymous)
 	if err != nil {
 		t.Fatalf("count %v: %v", f, err)
 	}
@@ -509,7 +510,7 @@ func TestQueryOrderSameSecond(t *testing.T) {
 		}
 	}
 	// The property itself, independently of qtOrdered.
-	got, err := s.Query(context.Background(), nostr.Filter{})
+	got, err := s.Query(context.Background(), nostr.Filter{}, buzz.Anonymous)
 	if err != nil {
 		t.Fatal(err)
 	}

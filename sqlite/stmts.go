@@ -21,6 +21,9 @@ type writeStmts struct {
 	liveChildren, subtreeAuthors, threadNewest *sql.Stmt
 	expired, clearExpiry                       *sql.Stmt
 	unclassified, setThread, deleteExtraTags   *sql.Stmt
+	accessVersion, putSetting, setScope        *sql.Stmt
+	updateChannel, putMember, deleteMember     *sql.Stmt
+	reactionsTo                                *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -42,7 +45,7 @@ const subtreeAuthorsSQL = `WITH RECURSIVE below(seq) AS (
 	GROUP BY e.pubkey ORDER BY newest DESC, e.pubkey ASC`
 
 // eventColumns are what the write path needs to know of a stored event.
-const eventColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at`
+const eventColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at, scope`
 
 func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 	for _, p := range []struct {
@@ -54,8 +57,8 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.rollback, `ROLLBACK`},
 		{&s.insertEvent, `INSERT INTO events
 			(id, pubkey, created_at, kind, tags, content, sig, channel, dtag, expires_at,
-			 parent, root, depth, broadcast, row_class)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+			 parent, root, depth, broadcast, row_class, scope)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
 		{&s.insertTag, `INSERT OR IGNORE INTO tags (name, value, created_at, seq, kind) VALUES (?,?,?,?,?)`},
 		{&s.deleteTag, `DELETE FROM tags WHERE name = ? AND value = ? AND created_at = ? AND seq = ?`},
 		{&s.eventByID, `SELECT ` + eventColumns + ` FROM events WHERE id = ?`},
@@ -96,6 +99,18 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.unclassified, unclassifiedAfter},
 		{&s.deleteExtraTags, deleteExtraTagsSQL},
 		{&s.setThread, `UPDATE events SET parent = ?, root = ?, depth = ?, broadcast = ?, row_class = ? WHERE seq = ?`},
+		{&s.accessVersion, `SELECT value FROM settings WHERE key = 'access_version'`},
+		{&s.putSetting, `INSERT INTO settings (key, value) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`},
+		{&s.setScope, `UPDATE events SET scope = ? WHERE seq = ?`},
+		{&s.updateChannel, `UPDATE channels SET created_at = coalesce(created_at, ?), name = ?, about = ?,
+			private = ?, deleted_at = coalesce(deleted_at, ?) WHERE seq = ?`},
+		{&s.putMember, `INSERT INTO members (channel, pubkey, role) VALUES (?, ?, ?)
+			ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`},
+		{&s.deleteMember, `DELETE FROM members WHERE channel = ? AND pubkey = ?`},
+		// Reactions without a channel that name ?1 in an e tag: one of them
+		// may have arrived before its target (RL-8).
+		{&s.reactionsTo, `SELECT t.seq FROM tags t WHERE t.name = 'e' AND t.value = ? AND t.kind = 7`},
 	} {
 		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {

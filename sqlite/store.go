@@ -16,8 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nbd-wtf/go-nostr"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
 // Options configure a Store.
@@ -26,8 +29,18 @@ type Options struct {
 	Path string
 	// Schema is the text of schema.sql.
 	Schema string
-	// Admins are relay admins: they act as owner of every channel (RL-10).
+	// Admins are relay admins: they act as owner of every channel (RL-10)
+	// and change community settings (RL-15). They are added to Policy's.
 	Admins []string
+	// Policy is the community's access configuration; nil means
+	// buzz.DefaultPolicy().
+	Policy *buzz.Policy
+	// ThreadRepliesInChannel is the configured community setting (RL-15);
+	// nil leaves the stored one as it is (commands other than serve).
+	ThreadRepliesInChannel *bool
+	// RelayKey is the relay identity secret key (hex) that signs group
+	// state (RL-11); empty means no group state is kept.
+	RelayKey string
 	// ReadConns bounds the read pool; 0 picks a default from the CPU count.
 	ReadConns int
 	// Logger receives warnings; nil discards them.
@@ -43,7 +56,8 @@ type Store struct {
 	readers *sql.DB
 	log     *slog.Logger
 	now     func() time.Time
-	admins  map[string]bool
+	key     string // relay identity secret key, hex; "" signs nothing
+	pubkey  string
 
 	channelsMu sync.RWMutex
 	channels   map[string]int64 // h value -> channels.seq, append-only
@@ -80,13 +94,29 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		path:      opts.Path,
 		log:       log,
 		now:       now,
-		admins:    make(map[string]bool, len(opts.Admins)),
+		key:       opts.RelayKey,
 		channels:  make(map[string]int64),
 		stopPurge: make(chan struct{}),
 		purgeDone: make(chan struct{}),
 	}
+	policy := buzz.DefaultPolicy()
+	if opts.Policy != nil {
+		policy = *opts.Policy
+	}
+	admins := make(map[string]bool, len(policy.Admins)+len(opts.Admins))
+	for a := range policy.Admins {
+		admins[a] = true
+	}
 	for _, a := range opts.Admins {
-		s.admins[a] = true
+		admins[a] = true
+	}
+	policy.Admins = admins
+	if s.key != "" {
+		pk, err := nostr.GetPublicKey(s.key)
+		if err != nil {
+			return nil, fmt.Errorf("relay key: %w", err)
+		}
+		s.pubkey = pk
 	}
 
 	wdb, err := sql.Open("sqlite", dsn(opts.Path, false))
@@ -103,6 +133,19 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", opts.Path, describeOpenError(err))
 	}
 	if err := migrate(ctx, conn, opts.Schema); err != nil {
+		conn.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("open %s: %w", opts.Path, err)
+	}
+	if opts.ThreadRepliesInChannel != nil {
+		if err := applyConfiguredSetting(ctx, conn, *opts.ThreadRepliesInChannel); err != nil {
+			conn.Close()
+			wdb.Close()
+			return nil, fmt.Errorf("open %s: %w", opts.Path, err)
+		}
+	}
+	community, err := loadCommunity(ctx, conn, policy)
+	if err != nil {
 		conn.Close()
 		wdb.Close()
 		return nil, fmt.Errorf("open %s: %w", opts.Path, err)
@@ -142,7 +185,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.readers.SetMaxOpenConns(n)
 	s.readers.SetMaxIdleConns(n)
 
-	s.writer, err = newWriter(ctx, wdb, conn, log)
+	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish)
 	if err != nil {
 		s.readers.Close()
 		conn.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -34,7 +35,7 @@ func TestSmoke(t *testing.T) {
 	if err := s.Ingest(context.Background(), reply); err != nil {
 		t.Fatal(err)
 	}
-	evs, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}})
+	evs, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestSmoke(t *testing.T) {
 	if ok, _ := evs[0].CheckSignature(); !ok {
 		t.Fatal("bad sig")
 	}
-	evs, err = s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"e": {root.ID}}})
+	evs, err = s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"e": {root.ID}}}, buzz.Anonymous)
 	if err != nil || len(evs) != 1 {
 		t.Fatal(err, evs)
 	}

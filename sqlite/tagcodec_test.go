@@ -15,6 +15,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -227,7 +228,7 @@ func TestTagCodecStoredEventVerifies(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", tc.name, i), func(t *testing.T) {
 				ev := a.Event(t, 1, qtT0+int64(i), content, tc.tags...)
 				qtIngest(t, s, ev)
-				got, err := s.Query(context.Background(), nostr.Filter{IDs: []string{ev.ID}})
+				got, err := s.Query(context.Background(), nostr.Filter{IDs: []string{ev.ID}}, buzz.Anonymous)
 				if err != nil || len(got) != 1 {
 					t.Fatalf("query by id: %d events, %v", len(got), err)
 				}

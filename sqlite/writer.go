@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
@@ -34,6 +37,14 @@ type writer struct {
 	// cache is dropped with every rollback.
 	channels map[string]int64
 
+	// community is the published access state; a batch that changes it
+	// publishes its own copy once committed. finish runs at the end of
+	// every batch, before its commit; onPublish hears of the group state
+	// events a committed batch signed.
+	community atomic.Pointer[buzz.Community]
+	finish    func(tx *writeTx) error
+	onPublish atomic.Pointer[func([]*nostr.Event)]
+
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
 }
@@ -50,6 +61,16 @@ type writeTx struct {
 	ctx context.Context
 	*writeStmts
 	channels map[string]int64
+
+	// base is the access state when the transaction began, work the
+	// transaction's changed copy of it (nil until a job changes it).
+	base, work *buzz.Community
+	// changed lists the channels whose group state must be renewed before
+	// the commit, published the group state events signed for them.
+	changed   map[int64]bool
+	published []*nostr.Event
+	// deferState leaves the group state to a later RenewGroupState (import).
+	deferState bool
 }
 
 const (
@@ -57,16 +78,19 @@ const (
 	closeTimeout = 60 * time.Second
 )
 
-func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, log *slog.Logger) (*writer, error) {
+func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, log *slog.Logger,
+	community *buzz.Community, finish func(*writeTx) error) (*writer, error) {
 	w := &writer{
-		db:   db,
-		conn: conn,
-		log:  log,
-		jobs: make(chan *writeJob, maxBatch),
-		done: make(chan struct{}),
+		db:     db,
+		conn:   conn,
+		log:    log,
+		jobs:   make(chan *writeJob, maxBatch),
+		done:   make(chan struct{}),
+		finish: finish,
 
 		channels: make(map[string]int64),
 	}
+	w.community.Store(community)
 	if err := w.stmts.prepare(ctx, conn); err != nil {
 		return nil, err
 	}
@@ -134,7 +158,12 @@ func (w *writer) run(batch []*writeJob) {
 		w.fail(batch, fmt.Errorf("begin write: %w", err))
 		return
 	}
-	tx := &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels}
+	tx, err := w.newTx(ctx)
+	if err != nil {
+		w.rollback(ctx)
+		w.fail(batch, err)
+		return
+	}
 	for i, job := range batch {
 		if err := job.ctx.Err(); err != nil {
 			errs[i] = err
@@ -151,13 +180,66 @@ func (w *writer) run(batch []*writeJob) {
 		}
 		errs[i] = err
 	}
+	if err := w.finish(tx); err != nil {
+		w.log.Error("finishing a write batch", "err", err)
+		w.rollback(ctx)
+		w.runEach(batch)
+		return
+	}
 	if _, err := w.stmts.commit.ExecContext(ctx); err != nil {
 		w.rollback(ctx)
 		w.fail(batch, fmt.Errorf("commit: %w", err))
 		return
 	}
+	w.committed(tx)
 	for i, job := range batch {
 		job.done <- errs[i]
+	}
+}
+
+// newTx starts what a batch's jobs see, inside the batch's transaction. When
+// another process changed the access state since it was published here
+// (access_version moved), it is read afresh first.
+func (w *writer) newTx(ctx context.Context) (*writeTx, error) {
+	base := w.community.Load()
+	var version int64
+	if err := w.stmts.accessVersion.QueryRowContext(ctx).Scan(&version); err != nil {
+		return nil, fmt.Errorf("read access version: %w", err)
+	}
+	if version != base.Version {
+		fresh, err := loadCommunity(ctx, w.conn, base.Policy)
+		if err != nil {
+			return nil, err
+		}
+		w.publishCommunity(fresh)
+		base = fresh
+	}
+	return &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels, base: base}, nil
+}
+
+// committed publishes what a committed transaction changed.
+func (w *writer) committed(tx *writeTx) {
+	if tx.work != nil {
+		w.publishCommunity(tx.work)
+	}
+	if len(tx.published) > 0 {
+		if fn := w.onPublish.Load(); fn != nil {
+			(*fn)(tx.published)
+		}
+	}
+}
+
+// publishCommunity makes c the access state everyone reads, unless a newer
+// one is published already.
+func (w *writer) publishCommunity(c *buzz.Community) {
+	for {
+		cur := w.community.Load()
+		if cur != nil && cur.Version > c.Version {
+			return
+		}
+		if w.community.CompareAndSwap(cur, c) {
+			return
+		}
 	}
 }
 
@@ -165,7 +247,6 @@ func (w *writer) run(batch []*writeJob) {
 // path after a failure, so that the failure stays the failing job's own.
 func (w *writer) runEach(batch []*writeJob) {
 	ctx := context.Background()
-	tx := &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels}
 	for _, job := range batch {
 		if err := job.ctx.Err(); err != nil {
 			job.done <- err
@@ -175,15 +256,22 @@ func (w *writer) runEach(batch []*writeJob) {
 			job.done <- mapFull(fmt.Errorf("begin write: %w", err))
 			continue
 		}
-		err := w.call(tx, job)
+		tx, err := w.newTx(ctx)
 		if err == nil {
-			if _, err = w.stmts.commit.ExecContext(ctx); err != nil {
-				err = fmt.Errorf("commit: %w", err)
+			err = w.call(tx, job)
+		}
+		if _, rejected := buzz.AsRejection(err); err == nil || rejected {
+			if ferr := w.finish(tx); ferr != nil {
+				err = ferr
+			} else if _, cerr := w.stmts.commit.ExecContext(ctx); cerr != nil {
+				err = fmt.Errorf("commit: %w", cerr)
+			} else {
+				w.committed(tx)
+				job.done <- err
+				continue
 			}
 		}
-		if err != nil {
-			w.rollback(ctx)
-		}
+		w.rollback(ctx)
 		job.done <- mapFull(err)
 	}
 }

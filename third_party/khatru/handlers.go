@@ -334,8 +334,8 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 				case *nostr.AuthEnvelope:
 					wsBaseUrl := strings.Replace(rl.getBaseURL(r), "http", "ws", 1)
 					if pubkey, ok := nip42.ValidateAuthEvent(&env.Event, ws.Challenge, wsBaseUrl); ok {
-						ws.AuthedPublicKey = pubkey
 						ws.authLock.Lock()
+						ws.AuthedPublicKey = pubkey // buzz-lite patch: written under authLock
 						if ws.Authed != nil {
 							close(ws.Authed)
 							ws.Authed = nil

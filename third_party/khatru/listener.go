@@ -148,9 +148,20 @@ func (rl *Relay) notifyListeners(event *nostr.Event) int {
 	}
 	rl.clientsMutex.Unlock()
 
+	// buzz-lite patch: DeliverTo is asked once per event (also when nobody
+	// listens, so that it may forget what it kept for the event) and says,
+	// per connection, who may receive it.
+	var deliver func(ws *WebSocket) bool
+	if rl.DeliverTo != nil {
+		deliver = rl.DeliverTo(event)
+	}
+
 	count := 0
 listenersloop:
 	for _, listener := range matched {
+		if deliver != nil && !deliver(listener.ws) {
+			continue
+		}
 		for _, pb := range rl.PreventBroadcast {
 			if pb(listener.ws, event) {
 				continue listenersloop

@@ -75,6 +75,10 @@ type Relay struct {
 	OverwriteRelayInformation []func(ctx context.Context, r *http.Request, info nip11.RelayInformationDocument) nip11.RelayInformationDocument
 	OverwriteResponseEvent    []func(ctx context.Context, event *nostr.Event)
 	PreventBroadcast          []func(ws *WebSocket, event *nostr.Event) bool
+	// DeliverTo, when set, is called once for every event being broadcast
+	// and returns which connections may receive it (nil: all).
+	// buzz-lite patch.
+	DeliverTo func(event *nostr.Event) func(ws *WebSocket) bool
 
 	// these are used when this relays acts as a router
 	routes                []Route

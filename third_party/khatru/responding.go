@@ -18,19 +18,23 @@ func (rl *Relay) handleRequest(ctx context.Context, id string, eose *sync.WaitGr
 		ovw(ctx, &filter)
 	}
 
-	if filter.LimitZero {
-		// don't do any queries, just subscribe to future events
-		return nil
-	}
-
 	// then check if we'll reject this filter (we apply this after overwriting
 	// because we may, for example, remove some things from the incoming filters
 	// that we know we don't support, and then if the end result is an empty
 	// filter we can just reject it)
+	//
+	// buzz-lite patch: a limit:0 filter is checked too; it skipped every
+	// RejectFilter hook, so a subscription that only listens could not be
+	// told "auth-required:".
 	for _, reject := range rl.RejectFilter {
 		if reject, msg := reject(ctx, filter); reject {
 			return errors.New(nostr.NormalizeOKMessage(msg, "blocked"))
 		}
+	}
+
+	if filter.LimitZero {
+		// don't do any queries, just subscribe to future events
+		return nil
 	}
 
 	// run the functions to query events (generally just one,

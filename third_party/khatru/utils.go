@@ -33,7 +33,7 @@ func GetConnection(ctx context.Context) *WebSocket {
 
 func GetAuthed(ctx context.Context) string {
 	if conn := GetConnection(ctx); conn != nil {
-		return conn.AuthedPublicKey
+		return conn.AuthedPubKey()
 	}
 	if nip86Auth := ctx.Value(nip86HeaderAuthKey); nip86Auth != nil {
 		return nip86Auth.(string)
@@ -58,4 +58,16 @@ func GetIP(ctx context.Context) string {
 
 func GetSubscriptionID(ctx context.Context) string {
 	return ctx.Value(subscriptionIdKey).(string)
+}
+
+// AuthedPubKey is the pubkey the connection authenticated with (NIP-42),
+// or "".
+//
+// buzz-lite patch: AuthedPublicKey is written by the goroutine that handles
+// AUTH and read by those handling REQs and delivering live events; both
+// now hold authLock.
+func (ws *WebSocket) AuthedPubKey() string {
+	ws.authLock.Lock()
+	defer ws.authLock.Unlock()
+	return ws.AuthedPublicKey
 }

@@ -1,0 +1,259 @@
+package buzz
+
+import (
+	"strings"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// NIP-29 lifecycle kinds buzz-lite acts on (RL-10).
+const (
+	KindPutUser       = 9000
+	KindRemoveUser    = 9001
+	KindEditMetadata  = 9002
+	KindCreateChannel = 9007
+	KindDeleteChannel = 9008
+	KindJoin          = 9021
+	KindLeave         = 9022
+)
+
+// Relay-signed group state (RL-11).
+const (
+	KindGroupMetadata = 39000
+	KindGroupAdmins   = 39001
+	KindGroupMembers  = 39002
+)
+
+// IsLifecycleKind reports whether events of kind k change a channel's state.
+func IsLifecycleKind(k int) bool {
+	switch k {
+	case KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateChannel, KindDeleteChannel, KindJoin, KindLeave:
+		return true
+	}
+	return false
+}
+
+// Transition returns the state of channel h after the lifecycle event ev
+// (RL-10), or the rejection that leaves it as it is. ch is the channel's
+// state now, nil when it does not exist; a channel created here has Seq 0
+// until the store numbers it. The result is a new Channel: ch is not
+// modified.
+func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
+	author := ev.PubKey
+	if ch != nil && ch.Deleted {
+		return nil, ErrChannelDeleted
+	}
+	if ev.Kind == KindCreateChannel {
+		return c.create(ev, h, ch)
+	}
+	if ch == nil {
+		return nil, ErrChannelNotFound
+	}
+	role := c.RoleOf(author, ch)
+	next := ch.clone()
+	switch ev.Kind {
+	case KindEditMetadata:
+		if role < RoleAdmin {
+			return nil, ErrNotChannelAdmin
+		}
+		applyMetadata(next, ev.Tags)
+	case KindPutUser:
+		if err := c.putUsers(next, ev.Tags, role); err != nil {
+			return nil, err
+		}
+	case KindRemoveUser:
+		if err := removeUsers(next, ev.Tags, author, role); err != nil {
+			return nil, err
+		}
+	case KindJoin:
+		if ch.Private && role < RoleMember {
+			return nil, ErrChannelPrivate
+		}
+		if next.Members[author] == RoleNone {
+			next.Members[author] = RoleMember
+		}
+	case KindLeave:
+		delete(next.Members, author)
+	case KindDeleteChannel:
+		if role < RoleOwner {
+			return nil, ErrNotChannelOwner
+		}
+		next.Deleted = true
+	}
+	return next, nil
+}
+
+func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
+	switch {
+	case !IsCanonicalUUID(h):
+		return nil, ErrChannelID
+	case ch != nil:
+		return nil, ErrChannelExists
+	}
+	admin := c.IsRelayAdmin(ev.PubKey)
+	switch c.Policy.Create {
+	case CreateByAdmins:
+		if !admin {
+			return nil, ErrCannotCreate
+		}
+	case CreateByMembers:
+		if !admin && !c.IsMemberAnywhere(ev.PubKey) {
+			return nil, ErrCannotCreate
+		}
+	}
+	next := &Channel{H: h, Created: true, Members: map[string]Role{ev.PubKey: RoleOwner}}
+	applyMetadata(next, ev.Tags)
+	return next, nil
+}
+
+// applyMetadata applies the tags of a 9002 (or 9007): name, about, and
+// private or public, the last of each winning.
+func applyMetadata(ch *Channel, tags nostr.Tags) {
+	for _, tag := range tags {
+		switch {
+		case len(tag) >= 2 && tag[0] == "name":
+			ch.Name = tag[1]
+		case len(tag) >= 2 && tag[0] == "about":
+			ch.About = tag[1]
+		case len(tag) >= 1 && tag[0] == "private":
+			ch.Private = true
+		case len(tag) >= 1 && tag[0] == "public":
+			ch.Private = false
+		}
+	}
+}
+
+// putUsers applies a 9000: every `p` tag names a pubkey and optionally a
+// role. Owners and admins may grant roles up to their own and change the
+// roles of those not above them; on an open channel any member may add
+// members.
+func (c *Community) putUsers(ch *Channel, tags nostr.Tags, role Role) error {
+	n := 0
+	for _, tag := range tags {
+		if len(tag) < 2 || tag[0] != "p" {
+			continue
+		}
+		n++
+		if !IsLowerHex64(tag[1]) {
+			return ErrUserTag
+		}
+		want := RoleMember
+		if len(tag) >= 3 {
+			var ok bool
+			if want, ok = ParseRole(tag[2]); !ok {
+				return ErrUnknownRole
+			}
+		}
+		current := ch.Members[tag[1]]
+		switch {
+		case role >= RoleAdmin:
+			if want > role || current > role {
+				return ErrRoleAboveOwn
+			}
+		case role == RoleMember && !ch.Private:
+			if want > RoleMember || current > RoleMember {
+				return ErrRoleAboveOwn
+			}
+		case !ch.Private:
+			return ErrNotMember
+		default:
+			return ErrNotChannelAdmin
+		}
+		ch.Members[tag[1]] = want
+	}
+	if n == 0 {
+		return ErrUserTag
+	}
+	return nil
+}
+
+// removeUsers applies a 9001: owners and admins remove anyone not above
+// them; anyone may remove themselves.
+func removeUsers(ch *Channel, tags nostr.Tags, author string, role Role) error {
+	n := 0
+	for _, tag := range tags {
+		if len(tag) < 2 || tag[0] != "p" {
+			continue
+		}
+		n++
+		if !IsLowerHex64(tag[1]) {
+			return ErrUserTag
+		}
+		switch {
+		case tag[1] == author:
+		case role < RoleAdmin:
+			return ErrNotChannelAdmin
+		case ch.Members[tag[1]] > role:
+			return ErrRoleAboveOwn
+		}
+		delete(ch.Members, tag[1])
+	}
+	if n == 0 {
+		return ErrUserTag
+	}
+	return nil
+}
+
+// IsCanonicalUUID reports whether s is a UUID in canonical form: lowercase
+// hex, hyphenated 8-4-4-4-12.
+func IsCanonicalUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// SettingWindow is how far a kind 9033's date may be from the relay's clock
+// (RL-15).
+const SettingWindow = 120 * time.Second
+
+// ThreadRepliesSetting reads the value a kind 9033 gives
+// thread_replies_in_channel (RL-15).
+func ThreadRepliesSetting(ev *nostr.Event, now time.Time) (bool, error) {
+	at := time.Unix(int64(ev.CreatedAt), 0)
+	if at.Before(now.Add(-SettingWindow)) || at.After(now.Add(SettingWindow)) {
+		return false, ErrTooFarInFuture
+	}
+	tag := ev.Tags.Find("thread_replies_in_channel")
+	if tag == nil {
+		return false, ErrSettingNotBool
+	}
+	switch strings.ToLower(tag[1]) {
+	case "true", "1", "yes", "on":
+		return true, nil
+	case "false", "0", "no", "off":
+		return false, nil
+	}
+	return false, ErrSettingNotBool
+}
+
+// ScopeTarget returns the id whose channel an event without an `h` tag
+// belongs to for access purposes, if any: a reaction belongs to the channel
+// of its target, the last `e` tag (RL-8). Deletions (several targets) are
+// resolved by the store.
+func ScopeTarget(ev *nostr.Event) string {
+	if ev.Kind != KindReaction {
+		return ""
+	}
+	var target string
+	for _, tag := range ev.Tags {
+		if len(tag) >= 2 && tag[0] == "e" {
+			target = tag[1]
+		}
+	}
+	return target
+}

@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"context"
+	"sync"
+
+	"github.com/fiatjaf/khatru"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// This file applies the one read rule, buzz.Community.CanRead (RL-12,
+// RL-13), to the WebSocket surfaces: the REQ that must authenticate first,
+// and live delivery, checked for every subscriber at the moment an event
+// is delivered. Stored results and COUNT are scoped by the store with the
+// same rule.
+
+// viewer is who reads on the connection of ctx: its NIP-42 pubkey, or
+// anonymous.
+func viewer(ctx context.Context) buzz.Viewer { return buzz.Viewer(khatru.GetAuthed(ctx)) }
+
+// authRequired is the CLOSED reason of a REQ for a channel that only an
+// authenticated connection might read (RL-13). khatru sends the AUTH
+// challenge before it.
+const authRequired = "auth-required: authenticate to read this channel"
+
+// needsAuth reports whether an anonymous REQ names a channel it may not
+// read: private and nonexistent channels answer alike (CW-3).
+func (r *Relay) needsAuth(ctx context.Context, f nostr.Filter) bool {
+	channels := f.Tags["h"]
+	if len(channels) == 0 || viewer(ctx) != buzz.Anonymous {
+		return false
+	}
+	c := r.store.Community()
+	for _, h := range channels {
+		if !c.CanReadChannel(buzz.Anonymous, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// delivery remembers, from the moment an event is stored until it is
+// broadcast, what the store said of it: the channel it belongs to, which
+// for a reaction without an h tag only the store knows (RL-8).
+type delivery struct {
+	mu      sync.Mutex
+	pending map[*nostr.Event]buzz.Admitted
+}
+
+func (d *delivery) keep(ev *nostr.Event, a buzz.Admitted) {
+	d.mu.Lock()
+	if d.pending == nil {
+		d.pending = make(map[*nostr.Event]buzz.Admitted)
+	}
+	d.pending[ev] = a
+	d.mu.Unlock()
+}
+
+func (d *delivery) take(ev *nostr.Event) (buzz.Admitted, bool) {
+	d.mu.Lock()
+	a, ok := d.pending[ev]
+	delete(d.pending, ev)
+	d.mu.Unlock()
+	return a, ok
+}
+
+// deliverTo is khatru's DeliverTo hook: the check, per subscriber, of who
+// may receive ev now. The access state is read once per event.
+func (r *Relay) deliverTo(ev *nostr.Event) func(ws *khatru.WebSocket) bool {
+	a, stored := r.delivery.take(ev)
+	if a.Applied {
+		return deliverToNobody
+	}
+	if !stored {
+		a.Scope = broadcastScope(ev)
+	}
+	if a.Scope == "" {
+		return nil
+	}
+	c := r.store.Community()
+	ch := c.Channel(a.Scope)
+	return func(ws *khatru.WebSocket) bool {
+		return c.CanRead(buzz.Viewer(ws.AuthedPubKey()), ch)
+	}
+}
+
+func deliverToNobody(*khatru.WebSocket) bool { return false }
+
+// broadcastScope is the channel of an event broadcast without being stored
+// by a client's EVENT: an ephemeral event's h tag, or the channel the
+// relay's own group state describes.
+func broadcastScope(ev *nostr.Event) string {
+	if h, err := buzz.ChannelOf(ev.Tags); err == nil && h != "" {
+		return h
+	}
+	switch ev.Kind {
+	case buzz.KindGroupMetadata, buzz.KindGroupAdmins, buzz.KindGroupMembers:
+		return ev.Tags.GetD()
+	}
+	return ""
+}

@@ -1,0 +1,343 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// Community returns the access state now: policy, channels, members and
+// settings. It is what every access decision reads (RL-12..RL-15); it is
+// never modified, a change publishes a new one.
+func (s *Store) Community() *buzz.Community { return s.writer.community.Load() }
+
+// OnPublish sets fn to be called, after their transaction commits, with
+// the group state events (39000-39002) the store signed and stored, so that
+// the relay can deliver them to open subscriptions.
+func (s *Store) OnPublish(fn func([]*nostr.Event)) { s.writer.onPublish.Store(&fn) }
+
+// watchEvery is how often the store looks for changes of the access state
+// that another process (an import beside the relay) committed.
+const watchEvery = time.Second
+
+// refreshCommunity reads the access state afresh when another process
+// changed it.
+func (s *Store) refreshCommunity(ctx context.Context) error {
+	return s.readTx(ctx, func(tx *sql.Tx) error {
+		cur := s.Community()
+		var version int64
+		if err := tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
+			return fmt.Errorf("read access version: %w", err)
+		}
+		if version <= cur.Version {
+			return nil
+		}
+		fresh, err := loadCommunity(ctx, tx, cur.Policy)
+		if err != nil {
+			return err
+		}
+		s.writer.publishCommunity(fresh)
+		return nil
+	})
+}
+
+// queryer is a connection, transaction or pool.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// loadCommunity reads the whole access state.
+func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Community, error) {
+	c := buzz.NewCommunity(policy)
+	var replies sql.NullInt64
+	err := q.QueryRowContext(ctx, `SELECT
+		(SELECT value FROM settings WHERE key = 'access_version'),
+		(SELECT value FROM settings WHERE key = 'thread_replies_in_channel')`).Scan(&c.Version, &replies)
+	if err != nil {
+		return nil, fmt.Errorf("load settings: %w", err)
+	}
+	c.ThreadRepliesInChannel = replies.Int64 != 0
+	rows, err := q.QueryContext(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`)
+	if err != nil {
+		return nil, fmt.Errorf("load channels: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		ch := &buzz.Channel{Members: map[string]buzz.Role{}}
+		if err := rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted); err != nil {
+			return nil, fmt.Errorf("load channels: %w", err)
+		}
+		c.Put(ch)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load channels: %w", err)
+	}
+	rows, err = q.QueryContext(ctx, `SELECT channel, pubkey, role FROM members`)
+	if err != nil {
+		return nil, fmt.Errorf("load members: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var pubkey []byte
+		var role buzz.Role
+		if err := rows.Scan(&seq, &pubkey, &role); err != nil {
+			return nil, fmt.Errorf("load members: %w", err)
+		}
+		if ch := c.ChannelBySeq(seq); ch != nil {
+			ch.Members[hex.EncodeToString(pubkey)] = role
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load members: %w", err)
+	}
+	return c, nil
+}
+
+// applyConfiguredSetting makes the config file's thread_replies_in_channel
+// the community setting when it changed since the last start: that edit is
+// then the newest write, and wins over an earlier 9033 (RL-15, last write
+// wins). An unchanged config leaves a 9033's value in force.
+func applyConfiguredSetting(ctx context.Context, conn *sql.Conn, configured bool) error {
+	return inTx(ctx, conn, func() error {
+		var last sql.NullInt64
+		err := conn.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'thread_replies_in_channel.config'`).Scan(&last)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read settings: %w", err)
+		}
+		v := boolInt(configured)
+		if last.Valid && last.Int64 == v {
+			return nil
+		}
+		_, err = conn.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES
+			('thread_replies_in_channel.config', ?1), ('thread_replies_in_channel', ?1)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+			UPDATE settings SET value = value + 1 WHERE key = 'access_version'`, v)
+		if err != nil {
+			return fmt.Errorf("write settings: %w", err)
+		}
+		return nil
+	})
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// community is the access state as this transaction sees it: what was
+// published, with the changes of the transaction's jobs so far.
+func (tx *writeTx) community() *buzz.Community {
+	if tx.work != nil {
+		return tx.work
+	}
+	return tx.base
+}
+
+// changeCommunity returns the transaction's own copy of the access state,
+// making it on the first change.
+func (tx *writeTx) changeCommunity() *buzz.Community {
+	if tx.work == nil {
+		tx.work = tx.base.Clone()
+	}
+	return tx.work
+}
+
+// channelState is the state of the channel numbered seq. A row the state
+// does not know (it cannot happen while every writer bumps access_version)
+// is taken as what it would be: an open channel without members.
+func (tx *writeTx) channelState(seq int64, h string) *buzz.Channel {
+	if ch := tx.community().ChannelBySeq(seq); ch != nil {
+		return ch
+	}
+	return &buzz.Channel{Seq: seq, H: h, Members: map[string]buzz.Role{}}
+}
+
+// saveChannel writes the change from old (nil for a new channel) to next,
+// and marks its group state for renewal.
+func (tx *writeTx) saveChannel(old, next *buzz.Channel, createdAt, now int64) error {
+	if old == nil {
+		old = &buzz.Channel{Members: map[string]buzz.Role{}}
+	}
+	var created, deleted sql.NullInt64
+	if next.Created && !old.Created {
+		created = sql.NullInt64{Int64: createdAt, Valid: true}
+	}
+	if next.Deleted {
+		deleted = sql.NullInt64{Int64: now, Valid: true}
+	}
+	if _, err := tx.updateChannel.ExecContext(tx.ctx, created, next.Name, next.About, next.Private, deleted, next.Seq); err != nil {
+		return fmt.Errorf("update channel: %w", err)
+	}
+	for pk, role := range next.Members {
+		if old.Members[pk] == role {
+			continue
+		}
+		key, _ := hex.DecodeString(pk)
+		if _, err := tx.putMember.ExecContext(tx.ctx, next.Seq, key, role); err != nil {
+			return fmt.Errorf("put member: %w", err)
+		}
+	}
+	for pk := range old.Members {
+		if _, ok := next.Members[pk]; ok {
+			continue
+		}
+		key, _ := hex.DecodeString(pk)
+		if _, err := tx.deleteMember.ExecContext(tx.ctx, next.Seq, key); err != nil {
+			return fmt.Errorf("remove member: %w", err)
+		}
+	}
+	tx.changeCommunity().Put(next)
+	tx.stateChanged(next.Seq)
+	return nil
+}
+
+func (tx *writeTx) stateChanged(seq int64) {
+	if tx.changed == nil {
+		tx.changed = map[int64]bool{}
+	}
+	tx.changed[seq] = true
+}
+
+// applySetting carries out a kind 9033 (RL-15): a relay admin sets
+// thread_replies_in_channel. It is persisted, not stored as an event.
+func (tx *writeTx) applySetting(r *record, now int64) error {
+	if !tx.community().IsRelayAdmin(r.ev.PubKey) {
+		return buzz.ErrNotRelayAdmin
+	}
+	v, err := buzz.ThreadRepliesSetting(r.ev, time.Unix(now, 0))
+	if err != nil {
+		return err
+	}
+	if _, err := tx.putSetting.ExecContext(tx.ctx, "thread_replies_in_channel", boolInt(v)); err != nil {
+		return fmt.Errorf("write setting: %w", err)
+	}
+	tx.changeCommunity().ThreadRepliesInChannel = v
+	return nil
+}
+
+// finish ends a batch of jobs before its commit: when the access state
+// changed, it bumps access_version and renews the group state of every
+// channel that changed.
+func (s *Store) finish(tx *writeTx) error {
+	if tx.work == nil {
+		return nil
+	}
+	tx.work.Version = tx.base.Version + 1
+	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_version", tx.work.Version); err != nil {
+		return fmt.Errorf("bump access version: %w", err)
+	}
+	if s.key == "" || tx.deferState {
+		return nil
+	}
+	seqs := make([]int64, 0, len(tx.changed))
+	for seq := range tx.changed {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		if err := s.renewGroupState(tx, tx.work.ChannelBySeq(seq)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// renewGroupState replaces the relay-signed group state of ch (RL-11): 39000
+// metadata, 39001 admins, 39002 members; a deleted channel's is removed.
+func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
+	pubkey, _ := hex.DecodeString(s.pubkey)
+	now := s.nowUnix()
+	for _, kind := range []int{buzz.KindGroupMetadata, buzz.KindGroupAdmins, buzz.KindGroupMembers} {
+		versions, err := tx.versions(kind, pubkey, ch.H)
+		if err != nil {
+			return err
+		}
+		if ch.Deleted {
+			for _, v := range versions {
+				if err := tx.remove(v, now); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		// A newer state must replace the older even within one second:
+		// one second later than the newest stored version at least.
+		at := now
+		for _, v := range versions {
+			at = max(at, v.createdAt+1)
+		}
+		ev := groupStateEvent(ch, kind, at)
+		if err := ev.Sign(s.key); err != nil {
+			return fmt.Errorf("sign group state: %w", err)
+		}
+		r, err := newRecord(ev)
+		if err != nil {
+			return fmt.Errorf("group state: %w", err)
+		}
+		if _, err := s.ingest(tx, r, now, false); err != nil {
+			return fmt.Errorf("store group state: %w", err)
+		}
+		tx.published = append(tx.published, ev)
+	}
+	return nil
+}
+
+// groupStateEvent builds one unsigned group state event of ch (RL-11).
+func groupStateEvent(ch *buzz.Channel, kind int, at int64) *nostr.Event {
+	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: nostr.Tags{{"d", ch.H}}}
+	switch kind {
+	case buzz.KindGroupMetadata:
+		visibility := "public"
+		if ch.Private {
+			visibility = "private"
+		}
+		ev.Tags = append(ev.Tags, nostr.Tag{"name", ch.Name}, nostr.Tag{"about", ch.About}, nostr.Tag{visibility})
+	case buzz.KindGroupAdmins, buzz.KindGroupMembers:
+		pubkeys := make([]string, 0, len(ch.Members))
+		for pk, role := range ch.Members {
+			if kind == buzz.KindGroupMembers || role >= buzz.RoleAdmin {
+				pubkeys = append(pubkeys, pk)
+			}
+		}
+		// Owners first, then admins, then members; by pubkey within a role.
+		slices.SortFunc(pubkeys, func(a, b string) int {
+			if ra, rb := ch.Members[a], ch.Members[b]; ra != rb {
+				return int(rb) - int(ra)
+			}
+			return strings.Compare(a, b)
+		})
+		for _, pk := range pubkeys {
+			tag := nostr.Tag{"p", pk}
+			if kind == buzz.KindGroupAdmins {
+				tag = append(tag, ch.Members[pk].String())
+			}
+			ev.Tags = append(ev.Tags, tag)
+		}
+	}
+	return ev
+}
+
+// RenewGroupState signs and stores the group state of every channel afresh,
+// as an import does once at its end instead of after every batch.
+func (s *Store) RenewGroupState(ctx context.Context) error {
+	return s.writer.do(ctx, func(tx *writeTx) error {
+		c := tx.changeCommunity()
+		for _, ch := range c.Channels() {
+			tx.stateChanged(ch.Seq)
+		}
+		return nil
+	})
+}
