@@ -321,7 +321,11 @@ func (r *Relay) onConnect(ctx context.Context) {
 	r.connsMu.Unlock()
 	if closed {
 		ws.Close(websocket.CloseServiceRestart, restartReason)
+		return
 	}
+	// The NIP-42 challenge comes first, so that a client may authenticate
+	// before it asks for a private channel (RL-13).
+	khatru.RequestAuth(ctx)
 }
 
 // restartReason goes with close code 1012 (service restart).

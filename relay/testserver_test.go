@@ -47,12 +47,24 @@ type testServer struct {
 // stops it and closes the store.
 func startServer(t *testing.T, edit ...func(*Config)) *testServer {
 	t.Helper()
+	return startServerWith(t, nil, edit...)
+}
+
+// startServerWith is startServer with store options adjusted by storeEdit
+// (access policy, admins, settings). The store signs group state with the
+// relay key, as in `buzz-lite serve`.
+func startServerWith(t *testing.T, storeEdit func(*sqlite.Options), edit ...func(*Config)) *testServer {
+	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "buzz-lite.db")
-	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: dbPath, Schema: testutil.Schema(t)})
+	key := nostr.GeneratePrivateKey()
+	opts := sqlite.Options{Path: dbPath, Schema: testutil.Schema(t), RelayKey: key}
+	if storeEdit != nil {
+		storeEdit(&opts)
+	}
+	store, err := sqlite.Open(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := nostr.GeneratePrivateKey()
 	cfg := Config{Key: key, Info: Info{Name: "buzz-lite test", Description: "test relay", Version: "test"}}
 	for _, e := range edit {
 		e(&cfg)
