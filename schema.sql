@@ -102,6 +102,10 @@ CREATE INDEX events_channel ON events(channel, created_at DESC, id)
 -- in window order, whatever the number of replies (CW-9, CW-15).
 CREATE INDEX events_toplevel ON events(channel, created_at DESC, id)
   WHERE row_class = 2 AND deleted_at IS NULL;
+-- Projection-mode window rows (CW-13): every non-deleted classified channel
+-- event, replies included, in window order.
+CREATE INDEX events_projection ON events(channel, created_at DESC, id)
+  WHERE row_class >= 1 AND deleted_at IS NULL;
 -- Addressable replacement (RL-9).
 CREATE INDEX events_address ON events(kind, pubkey, dtag)
   WHERE dtag IS NOT NULL;

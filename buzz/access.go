@@ -255,14 +255,14 @@ func (c *Community) visibility(v Viewer) Visibility {
 // (RL-14): may author post to ch (nil: a channel that does not exist yet)?
 func (c *Community) CheckWrite(author string, ch *Channel) error {
 	switch {
+	case ch != nil && ch.Deleted:
+		return ErrChannelDeleted
 	case c.IsRelayAdmin(author):
 		return nil
 	case ch == nil && c.Policy.OpenWrite:
 		return nil
 	case ch == nil:
 		return ErrNotMember
-	case ch.Deleted:
-		return ErrChannelDeleted
 	case ch.Members[author] >= RoleMember:
 		return nil
 	case !ch.Private && c.Policy.OpenWrite:

@@ -35,6 +35,8 @@ var migrations = map[int]string{
 		  value ANY
 		) STRICT, WITHOUT ROWID;
 		INSERT INTO settings (key, value) VALUES ('access_version', 0);
+		CREATE INDEX events_projection ON events(channel, created_at DESC, id)
+		  WHERE row_class >= 1 AND deleted_at IS NULL;
 		ALTER TABLE events ADD COLUMN scope INTEGER;
 		UPDATE events SET scope = channel WHERE channel IS NOT NULL;
 		UPDATE events SET scope = (

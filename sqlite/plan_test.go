@@ -18,7 +18,7 @@ func queryPlan(t *testing.T, s *Store, f nostr.Filter) string {
 	t.Helper()
 	var plan []string
 	err := s.readTx(context.Background(), func(tx *sql.Tx) error {
-		q, ok, err := s.translate(context.Background(), tx, f, buzz.Anonymous, false)
+		q, ok, err := s.translate(context.Background(), tx, f, buzz.Anonymous, nil, false)
 		if err != nil || !ok {
 			t.Fatalf("filter %v translated to nothing (%v)", f, err)
 		}

@@ -24,12 +24,26 @@ const DefaultLimit = 1000
 // search term (NIP-50 is not supported) matches nothing. Only events v may
 // read are returned (RL-13).
 func (s *Store) Query(ctx context.Context, f nostr.Filter, v buzz.Viewer) ([]*nostr.Event, error) {
+	return s.QueryBefore(ctx, f, v, "")
+}
+
+// QueryBefore is Query continuing after the composite cursor (f.Until,
+// beforeID) of RL-19: events strictly after it in `created_at DESC, id
+// ASC` order. An empty beforeID is no cursor beyond f.Until.
+func (s *Store) QueryBefore(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]*nostr.Event, error) {
 	if matchesNothing(f) {
 		return nil, nil
 	}
+	var before []byte
+	if beforeID != "" {
+		var ok bool
+		if before, ok = idKey(beforeID); !ok || f.Until == nil {
+			return nil, fmt.Errorf("before_id %q needs a 64-hex id and until", beforeID)
+		}
+	}
 	var out []*nostr.Event
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, v, false)
+		q, ok, err := s.translate(ctx, tx, f, v, before, false)
 		if err != nil || !ok {
 			return err
 		}
@@ -62,7 +76,7 @@ func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64
 	}
 	var n int64
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, v, true)
+		q, ok, err := s.translate(ctx, tx, f, v, nil, true)
 		if err != nil || !ok {
 			return err
 		}
@@ -100,7 +114,7 @@ type sqlQuery struct {
 // authors by events_pubkey, kinds by events_kind, time by events_created
 // (SQLite picks among those present). ok is false when the filter can match
 // nothing, so no statement is needed.
-func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buzz.Viewer, count bool) (q sqlQuery, ok bool, err error) {
+func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buzz.Viewer, before []byte, count bool) (q sqlQuery, ok bool, err error) {
 	if f.Search != "" {
 		return q, false, nil
 	}
@@ -158,6 +172,9 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buz
 	}
 	if f.Until != nil {
 		add("e.created_at <= ?", int64(*f.Until))
+		if before != nil {
+			add("(e.created_at < ? OR e.id > ?)", int64(*f.Until), before)
+		}
 	}
 
 	names := make([]string, 0, len(f.Tags))

@@ -1,0 +1,73 @@
+package buzz
+
+import (
+	"database/sql"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Position is a place in an event order: (created_at, id), id in lowercase
+// hex.
+type Position struct {
+	CreatedAt int64
+	ID        string
+}
+
+// WindowQuery asks for one page of a channel window (CW-9..CW-19). The
+// caller has checked that Viewer may read the channel (CW-3).
+type WindowQuery struct {
+	Channel string
+	// Kinds restricts the kinds of rows; empty: no restriction (CW-6).
+	Kinds []int
+	// Limit is the row budget (CW-4).
+	Limit int
+	// Before is the request cursor; nil for a head request (CW-15).
+	Before *Position
+	// Projection selects the row mode of thread_replies_in_channel (CW-13).
+	Projection bool
+	Summaries  bool
+	Aux        bool
+	// Viewer is whose access decides which aux events are served (CW-18).
+	Viewer Viewer
+}
+
+// Summary is the thread summary of a row (CW-19).
+type Summary struct {
+	ID              string
+	ReplyCount      int64
+	DescendantCount int64
+	LastReplyAt     sql.NullInt64
+	// Participants are up to 10 hex pubkeys, newest author first.
+	Participants []string
+}
+
+// WindowPage is one page of a window: rows in window order, whether more
+// follow and where they start, the aux closure and the summaries.
+type WindowPage struct {
+	Rows      []*nostr.Event
+	HasMore   bool
+	Next      *Position
+	Aux       []*nostr.Event
+	Summaries []Summary
+}
+
+// ThreadQuery asks for the replies below an event (RL-20).
+type ThreadQuery struct {
+	// Root is the hex id of the event whose subtree is asked for.
+	Root string
+	// DepthLimit is how many levels below Root are served.
+	DepthLimit uint32
+	Limit      int
+	// After continues strictly after a position in `created_at ASC, id
+	// ASC` order; an empty ID means after the whole second.
+	After  *Position
+	Aux    bool
+	Viewer Viewer
+}
+
+// ThreadPage is what the thread path serves: replies oldest first, then
+// the aux closure of the replies and the root.
+type ThreadPage struct {
+	Replies []*nostr.Event
+	Aux     []*nostr.Event
+}

@@ -1,0 +1,84 @@
+package nipcw
+
+import (
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// Overlay kinds (CW-19, CW-20).
+const (
+	KindThreadSummary = 39005
+	KindWindowBounds  = 39006
+)
+
+// Cursor is a position in the window order `created_at DESC, id ASC`
+// (CW-15): a page continues strictly after it.
+type Cursor struct {
+	CreatedAt int64  `json:"created_at"`
+	ID        string `json:"id"`
+}
+
+// Bounds is the content of a window bounds overlay (CW-20).
+type Bounds struct {
+	HasMore                bool    `json:"has_more"`
+	NextCursor             *Cursor `json:"next_cursor"`
+	ThreadRepliesInChannel bool    `json:"thread_replies_in_channel"`
+}
+
+// Summary is the content of a thread summary overlay (CW-19).
+type Summary struct {
+	ReplyCount      int64    `json:"reply_count"`
+	DescendantCount int64    `json:"descendant_count"`
+	LastReplyAt     *int64   `json:"last_reply_at"`
+	Participants    []string `json:"participants"`
+}
+
+// BoundsD is the `d` tag of the bounds of a page of channel: the channel,
+// a colon, and `head` for a head request or else the request cursor as
+// `<until>:<before_id>` in decimal seconds and lowercase hex (CW-20).
+func BoundsD(channel string, cursor *Cursor) string {
+	if cursor == nil {
+		return channel + ":head"
+	}
+	return channel + ":" + strconv.FormatInt(cursor.CreatedAt, 10) + ":" + strings.ToLower(cursor.ID)
+}
+
+// ParseUUID reads a channel id in any form a UUID parser accepts
+// (hyphenated in either case, 32 bare hex digits, braced, `urn:uuid:`)
+// and returns it in canonical form: lowercase, hyphenated (CW-2).
+func ParseUUID(s string) (string, bool) {
+	switch {
+	case len(s) == 45 && strings.EqualFold(s[:9], "urn:uuid:"):
+		s = s[9:]
+	case len(s) == 38 && s[0] == '{' && s[37] == '}':
+		s = s[1:37]
+	}
+	var digits string
+	switch len(s) {
+	case 32:
+		digits = s
+	case 36:
+		if s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+			return "", false
+		}
+		digits = s[:8] + s[9:13] + s[14:18] + s[19:23] + s[24:]
+	default:
+		return "", false
+	}
+	b, err := hex.DecodeString(digits)
+	if err != nil {
+		return "", false
+	}
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
+}
+
+// isHex64 reports whether s is 64 hexadecimal digits of either case.
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}

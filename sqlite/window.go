@@ -1,0 +1,430 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// Window serves one window page from one read transaction, so that rows,
+// aux events and summaries are one snapshot (issue 4).
+func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
+	page := &buzz.WindowPage{}
+	ch := s.Community().Channel(q.Channel)
+	if ch == nil {
+		return page, nil
+	}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		seqs, err := s.windowRows(ctx, tx, ch.Seq, q, page)
+		if err != nil {
+			return err
+		}
+		if q.Summaries && len(seqs) > 0 {
+			if page.Summaries, err = summaries(ctx, tx, seqs); err != nil {
+				return err
+			}
+		}
+		if q.Aux && len(page.Rows) > 0 {
+			ids := make([][]byte, len(page.Rows))
+			for i, ev := range page.Rows {
+				ids[i], _ = hex.DecodeString(ev.ID)
+			}
+			if page.Aux, err = s.auxClosure(ctx, tx, ids, q.Viewer); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// windowRowsSQL selects window rows from an index whose order is the window
+// order, so that a page costs the same in any channel, however many
+// replies and aux events it holds (CW-9, CW-13, CW-15). The cursor keeps
+// ?2 in both terms: written with separate parameters, the planner loses the
+// created_at bound and deep pages scan from the head.
+func windowRowsSQL(projection, cursor bool, kinds int) string {
+	var b strings.Builder
+	b.WriteString(`SELECT e.seq, e.created_at, e.id, e.pubkey, e.kind, e.tags, e.content, e.sig FROM events e `)
+	if projection {
+		b.WriteString(`INDEXED BY events_projection WHERE e.channel = ?1 AND e.row_class >= 1 AND e.deleted_at IS NULL`)
+	} else {
+		b.WriteString(`INDEXED BY events_toplevel WHERE e.channel = ?1 AND e.row_class = 2 AND e.deleted_at IS NULL`)
+	}
+	if cursor {
+		b.WriteString(` AND e.created_at <= ?2 AND (e.created_at < ?2 OR e.id > ?3)`)
+	}
+	b.WriteString(` AND (e.expires_at IS NULL OR e.expires_at > ?4)`)
+	if kinds > 0 {
+		list := make([]string, kinds)
+		for i := range list {
+			list[i] = "?" + strconv.Itoa(6+i)
+		}
+		b.WriteString(` AND e.kind IN (` + strings.Join(list, ",") + `)`)
+	}
+	b.WriteString(` ORDER BY e.created_at DESC, e.id ASC LIMIT ?5`)
+	return b.String()
+}
+
+// windowRows fills the rows of page and returns their event numbers. It
+// reads limit+1 rows: the extra one only says whether more follow (CW-16).
+// The next cursor is the last row taken, decoded or not: a stored event
+// that cannot be rebuilt is skipped without stalling the paging (CW-17).
+func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage) ([]int64, error) {
+	args := []any{channel, nil, nil, s.nowUnix(), q.Limit + 1} // ?1..?5, then the kinds
+	if q.Before != nil {
+		id, err := hex.DecodeString(q.Before.ID)
+		if err != nil {
+			return nil, fmt.Errorf("window cursor id: %w", err)
+		}
+		args[1], args[2] = q.Before.CreatedAt, id
+	}
+	for _, k := range q.Kinds {
+		args = append(args, k)
+	}
+	rows, err := tx.QueryContext(ctx, windowRowsSQL(q.Projection, q.Before != nil, len(q.Kinds)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("window rows: %w", err)
+	}
+	defer rows.Close()
+	var seqs []int64
+	taken := 0
+	for rows.Next() {
+		if taken == q.Limit {
+			page.HasMore = true
+			break
+		}
+		var seq, createdAt int64
+		var id []byte
+		var rest eventRest
+		if err := rows.Scan(&seq, &createdAt, &id, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig); err != nil {
+			return nil, fmt.Errorf("window rows: %w", err)
+		}
+		taken++
+		page.Next = &buzz.Position{CreatedAt: createdAt, ID: hex.EncodeToString(id)}
+		ev, err := rest.event(id, createdAt)
+		if err != nil {
+			s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
+			continue
+		}
+		page.Rows = append(page.Rows, ev)
+		seqs = append(seqs, seq)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("window rows: %w", err)
+	}
+	if !page.HasMore {
+		page.Next = nil
+	}
+	return seqs, nil
+}
+
+// eventRest are the columns of a stored event besides id and created_at.
+type eventRest struct {
+	pubkey, sig   []byte
+	kind          int
+	tags, content string
+}
+
+func (r eventRest) event(id []byte, createdAt int64) (*nostr.Event, error) {
+	if len(id) != 32 || len(r.pubkey) != 32 || len(r.sig) != 64 {
+		return nil, fmt.Errorf("stored event %x has malformed keys", id)
+	}
+	tags, err := parseTags(r.tags)
+	if err != nil {
+		return nil, fmt.Errorf("decode tags of stored event %x: %w", id, err)
+	}
+	return &nostr.Event{
+		ID:        hex.EncodeToString(id),
+		PubKey:    hex.EncodeToString(r.pubkey),
+		CreatedAt: nostr.Timestamp(createdAt),
+		Kind:      r.kind,
+		Tags:      tags,
+		Content:   r.content,
+		Sig:       hex.EncodeToString(r.sig),
+	}, nil
+}
+
+// summaries reads the thread summaries of rows (in their order) in one
+// batched query (CW-19); rows without a non-deleted reply below get none.
+func summaries(ctx context.Context, tx *sql.Tx, seqs []int64) ([]buzz.Summary, error) {
+	args := make([]any, len(seqs))
+	for i, seq := range seqs {
+		args[i] = seq
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
+		FROM thread_metadata t JOIN events e ON e.seq = t.seq
+		WHERE t.seq IN (`+placeholders(len(seqs))+`) AND t.descendant_count > 0`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("summaries: %w", err)
+	}
+	defer rows.Close()
+	bySeq := make(map[int64]buzz.Summary, len(seqs))
+	for rows.Next() {
+		var seq int64
+		var id, parts []byte
+		var sm buzz.Summary
+		if err := rows.Scan(&seq, &id, &sm.ReplyCount, &sm.DescendantCount, &sm.LastReplyAt, &parts); err != nil {
+			return nil, fmt.Errorf("summaries: %w", err)
+		}
+		sm.ID = hex.EncodeToString(id)
+		sm.Participants = []string{}
+		for _, p := range decodeParticipants(parts) {
+			sm.Participants = append(sm.Participants, hex.EncodeToString(p.PubKey))
+		}
+		bySeq[seq] = sm
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("summaries: %w", err)
+	}
+	out := make([]buzz.Summary, 0, len(bySeq))
+	for _, seq := range seqs {
+		if sm, ok := bySeq[seq]; ok {
+			out = append(out, sm)
+		}
+	}
+	return out, nil
+}
+
+// Aux closure bounds (CW-18).
+const (
+	auxPageSize    = 1000
+	auxMaxPages    = 64
+	auxValuesBatch = 500
+)
+
+var (
+	hop1Kinds = []int{buzz.KindDeletion, buzz.KindReaction, buzz.KindGroupDelete, buzz.KindEdit}
+	hop2Kinds = []int{buzz.KindDeletion, buzz.KindGroupDelete}
+)
+
+// auxClosure collects the aux events of targets (CW-18): hop 1, the
+// deletions, reactions, group deletions and edits naming a target; hop 2,
+// the deletions naming a hop-1 event. Each event is served once, only if
+// it is neither deleted nor expired and v may read it. A deleted hop-1
+// event is not served, but the deletion naming it is: that is what tells a
+// client to drop a reaction or edit it shows.
+func (s *Store) auxClosure(ctx context.Context, tx *sql.Tx, targets [][]byte, v buzz.Viewer) ([]*nostr.Event, error) {
+	c := s.Community()
+	served := map[int64]bool{}
+	var out []*nostr.Event
+	var hop1 [][]byte
+	for hop, kinds := range [][]int{hop1Kinds, hop2Kinds} {
+		names := targets
+		if hop == 1 {
+			names = hop1
+			if len(names) == 0 {
+				break
+			}
+		}
+		err := s.drainAux(ctx, tx, names, kinds, hop+1, func(a auxRow) {
+			if a.scope.Valid && !c.CanReadSeq(v, a.scope.Int64) {
+				return
+			}
+			if hop == 0 {
+				hop1 = append(hop1, a.id)
+			}
+			if a.live && !served[a.seq] {
+				served[a.seq] = true
+				out = append(out, a.ev)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// auxRow is an event found by an aux hop.
+type auxRow struct {
+	seq   int64
+	id    []byte
+	live  bool
+	scope sql.NullInt64
+	ev    *nostr.Event // nil when not live or unreadable from storage
+}
+
+// drainAux calls fn with every event of kinds whose `e` tag names one of
+// names: in keyset pages of auxPageSize, never "the newest N", at most
+// auxMaxPages pages per hop; a hop that reaches the cap is logged.
+func (s *Store) drainAux(ctx context.Context, tx *sql.Tx, names [][]byte, kinds []int, hop int, fn func(auxRow)) error {
+	now := s.nowUnix()
+	pages := 0
+	kindList := make([]string, len(kinds))
+	for i, k := range kinds {
+		kindList[i] = strconv.Itoa(k)
+	}
+	for start := 0; start < len(names); start += auxValuesBatch {
+		batch := names[start:min(start+auxValuesBatch, len(names))]
+		query := `SELECT e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?), e.scope,
+			e.pubkey, e.kind, e.tags, e.content, e.sig, e.created_at
+			FROM tags t JOIN events e ON e.seq = t.seq
+			WHERE t.name = 'e' AND t.value IN (` + placeholders(len(batch)) + `)
+			AND t.kind IN (` + strings.Join(kindList, ",") + `) AND t.seq > ?
+			ORDER BY t.seq LIMIT ` + strconv.Itoa(auxPageSize)
+		after := int64(0)
+		for {
+			if pages == auxMaxPages {
+				s.log.Warn("aux closure reached its page cap; served what it drained", "hop", hop, "pages", pages)
+				return nil
+			}
+			pages++
+			args := make([]any, 0, len(batch)+2)
+			args = append(args, now)
+			for _, n := range batch {
+				args = append(args, n)
+			}
+			args = append(args, after)
+			n, last, err := s.auxPage(ctx, tx, query, args, fn)
+			if err != nil {
+				return err
+			}
+			if n < auxPageSize {
+				break
+			}
+			after = last
+		}
+	}
+	return nil
+}
+
+func (s *Store) auxPage(ctx context.Context, tx *sql.Tx, query string, args []any, fn func(auxRow)) (n int, last int64, err error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return 0, 0, fmt.Errorf("aux closure: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a auxRow
+		var rest eventRest
+		var createdAt int64
+		if err := rows.Scan(&a.seq, &a.id, &a.live, &a.scope, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig, &createdAt); err != nil {
+			return 0, 0, fmt.Errorf("aux closure: %w", err)
+		}
+		n++
+		last = a.seq
+		if a.live {
+			if a.ev, err = rest.event(a.id, createdAt); err != nil {
+				s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.seq, "err", err)
+				a.live = false
+			}
+		}
+		fn(a)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, fmt.Errorf("aux closure: %w", err)
+	}
+	return n, last, nil
+}
+
+// Thread serves the replies below q.Root, down to q.DepthLimit levels,
+// oldest first, from one read transaction. The root itself is never among
+// them, and may be deleted: its replies are still served (RL-20). A root
+// that v may not read, or that is not stored, has nothing below it.
+func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
+	page := &buzz.ThreadPage{}
+	id, ok := idKey(q.Root)
+	if !ok {
+		return page, nil
+	}
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		var seq int64
+		var depth, scope sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT seq, depth, scope FROM events WHERE id = ?`, id).Scan(&seq, &depth, &scope)
+		switch {
+		case err == sql.ErrNoRows:
+			return nil
+		case err != nil:
+			return fmt.Errorf("thread root: %w", err)
+		case !scope.Valid || !s.Community().CanReadSeq(q.Viewer, scope.Int64):
+			return nil // a channel-less event has no thread (CW-10)
+		}
+		if depth.Valid && q.Limit > 0 && q.DepthLimit > 0 {
+			query, args := threadSQL(seq, depth.Int64, q, s.nowUnix())
+			rows, err := tx.QueryContext(ctx, query, args...)
+			if err != nil {
+				return fmt.Errorf("thread replies: %w", err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var rseq, createdAt int64
+				var rid []byte
+				var rest eventRest
+				if err := rows.Scan(&rseq, &createdAt, &rid, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig); err != nil {
+					return fmt.Errorf("thread replies: %w", err)
+				}
+				ev, err := rest.event(rid, createdAt)
+				if err != nil {
+					s.log.Warn("thread: skipping unreadable stored event", "seq", rseq, "err", err)
+					continue
+				}
+				page.Replies = append(page.Replies, ev)
+			}
+			if err := rows.Err(); err != nil {
+				return fmt.Errorf("thread replies: %w", err)
+			}
+		}
+		if q.Aux {
+			targets := [][]byte{id}
+			for _, ev := range page.Replies {
+				rid, _ := hex.DecodeString(ev.ID)
+				targets = append(targets, rid)
+			}
+			if page.Aux, err = s.auxClosure(ctx, tx, targets, q.Viewer); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// threadSQL selects the replies below event seq at depth: a thread root's
+// from events_root, whose order is the thread order; an inner event's by
+// walking its subtree, bounded by the depth limit.
+func threadSQL(seq, depth int64, q buzz.ThreadQuery, now int64) (string, []any) {
+	cols := `e.seq, e.created_at, e.id, e.pubkey, e.kind, e.tags, e.content, e.sig`
+	var b strings.Builder
+	args := []any{seq, depth + int64(q.DepthLimit), now}
+	if depth == 0 {
+		b.WriteString(`SELECT ` + cols + ` FROM events e INDEXED BY events_root
+			WHERE e.root = ?1 AND e.depth <= ?2`)
+	} else {
+		args[1] = int64(q.DepthLimit)
+		b.WriteString(`WITH RECURSIVE below(seq, lvl) AS (
+				SELECT seq, 1 FROM events WHERE parent = ?1
+				UNION ALL
+				SELECT e.seq, b.lvl + 1 FROM events e JOIN below b ON e.parent = b.seq WHERE b.lvl < ?2
+			)
+			SELECT ` + cols + ` FROM below b CROSS JOIN events e ON e.seq = b.seq WHERE 1`)
+	}
+	b.WriteString(` AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?3)`)
+	args = append(args, nil, nil)
+	if q.After != nil {
+		args[3] = q.After.CreatedAt
+		if q.After.ID != "" {
+			after, _ := hex.DecodeString(q.After.ID)
+			args[4] = after
+			b.WriteString(` AND e.created_at >= ?4 AND (e.created_at > ?4 OR e.id > ?5)`)
+		} else {
+			b.WriteString(` AND e.created_at > ?4`)
+		}
+	}
+	b.WriteString(` ORDER BY e.created_at ASC, e.id ASC LIMIT ?6`)
+	args = append(args, q.Limit)
+	return b.String(), args
+}
