@@ -315,6 +315,11 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 							if strings.HasPrefix(reason, "auth-required:") {
 								RequestAuth(ctx)
 							}
+							// buzz-lite patch: the filters of this REQ accepted before
+							// the rejected one leave no listener behind; they kept
+							// delivering on a CLOSED subscription id, and twice once
+							// the client retried with that id (RL-13).
+							rl.removeListenerId(ws, env.SubscriptionID)
 							ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: reason})
 							cancelReqCtx(errors.New("filter rejected"))
 							return

@@ -172,3 +172,29 @@ listenersloop:
 	}
 	return count
 }
+
+// Listening reports whether a broadcast of event would reach anyone: a
+// listener whose filter matches it and whom DeliverTo lets receive it.
+//
+// buzz-lite patch: the relay signs an event it synthesizes for live
+// delivery (a thread summary) only when someone would receive it.
+func (rl *Relay) Listening(event *nostr.Event) bool {
+	rl.clientsMutex.Lock()
+	matched := make([]*WebSocket, 0, 8)
+	for _, l := range rl.listeners {
+		if l.filter.Matches(event) {
+			matched = append(matched, l.ws)
+		}
+	}
+	rl.clientsMutex.Unlock()
+	if len(matched) == 0 || rl.DeliverTo == nil {
+		return len(matched) > 0
+	}
+	deliver := rl.DeliverTo(event)
+	for _, ws := range matched {
+		if deliver == nil || deliver(ws) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,259 @@
+package nipcw
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const (
+	testChannel = "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"
+	testID      = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+)
+
+func parseOne(t *testing.T, body string) Filter {
+	t.Helper()
+	fs, err := ParseBody([]byte(body))
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if len(fs) != 1 {
+		t.Fatalf("%s: %d filters", body, len(fs))
+	}
+	return fs[0]
+}
+
+// RL-16, RL-18, RL-19, RL-20, CW-1, CW-2: the path each filter takes and
+// every 400 of the body, with its exact message.
+func TestParseBodyErrors(t *testing.T) {
+	many := "[" + strings.Repeat(`{},`, MaxFilters) + `{}]`
+	var hs []string
+	for range MaxChannels + 1 {
+		hs = append(hs, `"`+testChannel+`"`)
+	}
+	for _, c := range []struct {
+		name, body, want string
+	}{
+		{"bare object", `{"kinds":[1]}`, "invalid filters: want a JSON array of filter objects"},
+		{"invalid JSON", `[{"kinds":[1]`, "invalid filters: want a JSON array of filter objects"},
+		{"not an object", `[1]`, "invalid filters: filter 0 is not a JSON object"},
+		{"null filter", `[null]`, "invalid filters: filter 0 is not a JSON object"},
+		{"too many filters", many, "too many filters"},
+		{"too many channels", `[{"#h":[` + strings.Join(hs, ",") + `]}]`, "too many explicit channels"},
+		{"window without #h", `[{"top_level":true}]`, "top_level requires exactly one #h channel"},
+		{"window two channels", `[{"top_level":true,"#h":["` + testChannel + `","4f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"]}]`, "top_level requires exactly one #h channel"},
+		{"window not a UUID", `[{"top_level":true,"#h":["general"]}]`, "top_level requires exactly one #h channel"},
+		{"window empty #h", `[{"top_level":true,"#h":[]}]`, "top_level requires exactly one #h channel"},
+		{"generic malformed before_id", `[{"before_id":"xyz","until":5}]`, "before_id must be a 64-char hex event id"},
+		{"generic before_id checked first", `[{"before_id":"xyz"}]`, "before_id must be a 64-char hex event id"},
+		{"generic before_id without until", `[{"before_id":"` + testID + `"}]`, "before_id requires until to be set"},
+		{"thread cursor id malformed", `[{"#e":["` + testID + `"],"depth_limit":2,"thread_cursor":5,"thread_cursor_id":"zz"}]`, "thread_cursor_id must be a 64-char hex event id"},
+		{"thread cursor id alone", `[{"#e":["` + testID + `"],"depth_limit":2,"thread_cursor_id":"` + testID + `"}]`, "thread_cursor_id requires thread_cursor"},
+		{"thread cursor id alone, camelCase", `[{"#e":["` + testID + `"],"depth_limit":2,"threadCursorId":"` + testID + `"}]`, "thread_cursor_id requires thread_cursor"},
+		{"generic kinds not a list", `[{"kinds":"x"}]`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseBody([]byte(c.body))
+			var re *RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("err = %v, want a RequestError", err)
+			}
+			if c.want != "" && re.Message != c.want {
+				t.Fatalf("message %q, want %q", re.Message, c.want)
+			}
+			if c.want == "" && !strings.HasPrefix(re.Message, "invalid filters: ") {
+				t.Fatalf("message %q, want invalid filters: ...", re.Message)
+			}
+		})
+	}
+}
+
+// CW-1, CW-8, RL-18, RL-20: only the literal true selects the window; a
+// thread filter needs an integer depth_limit and exactly one 64-hex #e.
+func TestParseBodyPaths(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		path string
+	}{
+		{`{"top_level":true,"#h":["` + testChannel + `"]}`, "window"},
+		{`{"top_level":true,"#h":["` + testChannel + `"],"depth_limit":1,"#e":["` + testID + `"]}`, "window"},
+		{`{"top_level":"true","#h":["` + testChannel + `"]}`, "generic"},
+		{`{"top_level":1,"#h":["` + testChannel + `"]}`, "generic"},
+		{`{"top_level":false,"#h":["` + testChannel + `"]}`, "generic"},
+		{`{"depth_limit":0,"#e":["` + testID + `"]}`, "thread"},
+		{`{"depth_limit":4294967295,"#e":["` + strings.ToUpper(testID) + `"]}`, "thread"},
+		{`{"depth_limit":4294967296,"#e":["` + testID + `"]}`, "generic"},
+		{`{"depth_limit":-1,"#e":["` + testID + `"]}`, "generic"},
+		{`{"depth_limit":1.5,"#e":["` + testID + `"]}`, "generic"},
+		{`{"depth_limit":"2","#e":["` + testID + `"]}`, "generic"},
+		{`{"depth_limit":2,"#e":["` + testID + `","` + testID + `"]}`, "generic"},
+		{`{"depth_limit":2,"#e":["abc"]}`, "generic"},
+		{`{"depth_limit":2}`, "generic"},
+		{`{"kinds":[1]}`, "generic"},
+	} {
+		f := parseOne(t, "["+c.body+"]")
+		got := "generic"
+		switch {
+		case f.Window != nil:
+			got = "window"
+		case f.Thread != nil:
+			got = "thread"
+		}
+		if got != c.path {
+			t.Errorf("%s: %s path, want %s", c.body, got, c.path)
+		}
+	}
+}
+
+// CW-2, CW-4, CW-6, CW-1: the channel in canonical form, the limit clamp,
+// kinds, and the literal-true flags.
+func TestParseWindow(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		limit int
+	}{
+		{``, 50}, {`,"limit":0`, 1}, {`,"limit":-5`, 1}, {`,"limit":7`, 7}, {`,"limit":200`, 200}, {`,"limit":5000`, 200},
+	} {
+		w := parseOne(t, `[{"top_level":true,"#h":["`+testChannel+`"]`+c.extra+`}]`).Window
+		if w.Limit != c.limit {
+			t.Errorf("%q: limit %d, want %d", c.extra, w.Limit, c.limit)
+		}
+	}
+	for _, form := range []string{
+		strings.ToUpper(testChannel),
+		strings.ReplaceAll(testChannel, "-", ""),
+		"{" + testChannel + "}",
+		"urn:uuid:" + testChannel,
+	} {
+		w := parseOne(t, `[{"top_level":true,"#h":["`+form+`","`+testChannel+`"]}]`).Window
+		if w.Channel != testChannel {
+			t.Errorf("%s: channel %q", form, w.Channel)
+		}
+	}
+	w := parseOne(t, `[{"top_level":true,"#h":["`+testChannel+`"],"kinds":[9,11],"include_summaries":true,"include_aux":"true"}]`).Window
+	if len(w.Kinds) != 2 || !w.IncludeSummaries || w.IncludeAux {
+		t.Errorf("got %+v", w)
+	}
+}
+
+// CW-5: both or neither, checked in order: a malformed before_id, a half
+// cursor, then until.
+func TestWindowCursor(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		want  *Cursor
+		err   error
+	}{
+		{``, nil, nil},
+		{`,"until":null,"before_id":null`, nil, nil},
+		{`,"until":1751500000,"before_id":"` + strings.ToUpper(testID) + `"`, &Cursor{CreatedAt: 1751500000, ID: testID}, nil},
+		{`,"until":0,"before_id":"` + testID + `"`, &Cursor{CreatedAt: 0, ID: testID}, nil},
+		{`,"before_id":"xyz"`, nil, ErrWindowBeforeID},
+		{`,"until":5,"before_id":"xyz"`, nil, ErrWindowBeforeID},
+		{`,"until":5,"before_id":5`, nil, ErrWindowBeforeID},
+		{`,"until":5`, nil, ErrWindowHalfCursor},
+		{`,"before_id":"` + testID + `"`, nil, ErrWindowHalfCursor},
+		{`,"until":-1,"before_id":"` + testID + `"`, nil, ErrWindowUntil},
+		{`,"until":1.5,"before_id":"` + testID + `"`, nil, ErrWindowUntil},
+		{`,"until":"5","before_id":"` + testID + `"`, nil, ErrWindowUntil},
+		{`,"until":99999999999999999999,"before_id":"` + testID + `"`, nil, ErrWindowUntil},
+	} {
+		w := parseOne(t, `[{"top_level":true,"#h":["`+testChannel+`"]`+c.extra+`}]`).Window
+		got, err := w.Cursor()
+		if err != c.err || (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+			t.Errorf("%s: %+v, %v; want %+v, %v", c.extra, got, err, c.want, c.err)
+		}
+	}
+}
+
+// RL-20: thread limit, cursor and flags.
+func TestParseThread(t *testing.T) {
+	th := parseOne(t, `[{"#e":["`+testID+`"],"depth_limit":3,"limit":900,"threadCursor":17,"threadCursorId":"`+strings.ToUpper(testID)+`","include_aux":true}]`).Thread
+	if th.Root != testID || th.DepthLimit != 3 || th.Limit != MaxThreadLimit || !th.IncludeAux || *th.After != (Cursor{CreatedAt: 17, ID: testID}) {
+		t.Errorf("got %+v %+v", th, th.After)
+	}
+	th = parseOne(t, `[{"#e":["`+testID+`"],"depth_limit":3,"thread_cursor":17,"limit":0}]`).Thread
+	if th.Limit != 0 || *th.After != (Cursor{CreatedAt: 17}) {
+		t.Errorf("got %+v %+v", th, th.After)
+	}
+	if th = parseOne(t, `[{"#e":["`+testID+`"],"depth_limit":3}]`).Thread; th.Limit != ThreadLimit || th.After != nil {
+		t.Errorf("defaults: %+v", th)
+	}
+}
+
+// RL-19: generic limit default and clamp; before_id canonical.
+func TestParseGeneric(t *testing.T) {
+	g := parseOne(t, `[{"kinds":[1],"until":5,"before_id":"`+strings.ToUpper(testID)+`","top_level":false}]`).Generic
+	if g.BeforeID != testID || g.Filter.Limit != GenericLimit || *g.Filter.Until != 5 {
+		t.Errorf("got %+v", g)
+	}
+	if g = parseOne(t, `[{"limit":5000}]`).Generic; g.Filter.Limit != GenericLimit {
+		t.Errorf("limit clamp: %d", g.Filter.Limit)
+	}
+	if g = parseOne(t, `[{"limit":0}]`).Generic; !g.Filter.LimitZero {
+		t.Errorf("limit 0 lost: %+v", g.Filter)
+	}
+}
+
+// CW-20: the bounds d tag.
+func TestBoundsD(t *testing.T) {
+	if got := BoundsD(testChannel, nil); got != testChannel+":head" {
+		t.Errorf("head: %q", got)
+	}
+	if got := BoundsD(testChannel, &Cursor{CreatedAt: 1751500000, ID: strings.ToUpper(testID)}); got != testChannel+":1751500000:"+testID {
+		t.Errorf("cursor: %q", got)
+	}
+}
+
+// RL-16: the body parser never panics, and every refusal is a RequestError.
+func FuzzParseBody(f *testing.F) {
+	for _, seed := range []string{
+		`[{"top_level":true,"#h":["` + testChannel + `"],"until":5,"before_id":"` + testID + `","limit":3,"kinds":[9]}]`,
+		`[{"#e":["` + testID + `"],"depth_limit":2,"thread_cursor":1,"thread_cursor_id":"` + testID + `"}]`,
+		`[{"kinds":[1],"before_id":"` + testID + `","until":9,"#t":["x"]}]`,
+		`{}`, `[]`, `[null]`, `[{"top_level":true}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fs, err := ParseBody(body)
+		if err != nil {
+			var re *RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("error %v is not a RequestError", err)
+			}
+			return
+		}
+		for _, f := range fs {
+			n := 0
+			if f.Window != nil {
+				n++
+				f.Window.Cursor()
+			}
+			if f.Thread != nil {
+				n++
+			}
+			if f.Generic != nil {
+				n++
+			}
+			if n != 1 {
+				t.Fatalf("filter on %d paths", n)
+			}
+		}
+	})
+}
+
+// CW-2: ParseUUID reads every common spelling and refuses the rest.
+func FuzzParseUUID(f *testing.F) {
+	f.Add(testChannel)
+	f.Add("urn:uuid:" + testChannel)
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := ParseUUID(s)
+		if !ok {
+			return
+		}
+		if again, ok := ParseUUID(c); !ok || again != c || len(c) != 36 || strings.ToLower(c) != c {
+			t.Fatalf("%q -> %q is not canonical", s, c)
+		}
+	})
+}
