@@ -291,4 +291,16 @@ type Admitted struct {
 	// Applied marks a community setting (kind 9033): carried out and
 	// persisted, not stored as an event, and not to be delivered.
 	Applied bool
+	// Threads are the events whose thread counters changed: the ancestors
+	// of a reply stored or deleted (CW-21).
+	Threads []ThreadChange
+}
+
+// ThreadChange is an event whose thread summary changed.
+type ThreadChange struct {
+	ID      string
+	Channel string
+	// Root is set for a thread root; TopLevel for a row of the default row
+	// mode (CW-9). In projection mode every classified event is a row.
+	Root, TopLevel bool
 }

@@ -21,15 +21,18 @@ type Info struct {
 // infoDocument is the NIP-11 relay information document. It is ours rather
 // than go-nostr's, whose struct has no `self`.
 type infoDocument struct {
-	Name          string     `json:"name"`
-	Description   string     `json:"description,omitempty"`
-	PubKey        string     `json:"pubkey"`
-	Self          string     `json:"self"`
-	Contact       string     `json:"contact,omitempty"`
-	SupportedNIPs []int      `json:"supported_nips"`
-	Software      string     `json:"software"`
-	Version       string     `json:"version"`
-	Limitation    limitation `json:"limitation"`
+	Name          string `json:"name"`
+	Description   string `json:"description,omitempty"`
+	PubKey        string `json:"pubkey"`
+	Self          string `json:"self"`
+	Contact       string `json:"contact,omitempty"`
+	SupportedNIPs []int  `json:"supported_nips"`
+	// SupportedExtensions names the extensions of NIP-11 beyond the NIPs:
+	// "nip-cw" is the channel window on `POST /query` (RL-22).
+	SupportedExtensions []string   `json:"supported_extensions"`
+	Software            string     `json:"software"`
+	Version             string     `json:"version"`
+	Limitation          limitation `json:"limitation"`
 	// ThreadRepliesInChannel is the community setting of RL-15.
 	ThreadRepliesInChannel bool `json:"thread_replies_in_channel"`
 }
@@ -56,14 +59,15 @@ func (r *Relay) infoDocument() infoDocument {
 	}
 	community := r.store.Community()
 	return infoDocument{
-		Name:          r.cfg.Info.Name,
-		Description:   r.cfg.Info.Description,
-		PubKey:        pubkey,
-		Self:          r.pubkey,
-		Contact:       r.cfg.Info.Contact,
-		SupportedNIPs: []int{1, 9, 10, 11, 29, 40, 42, 45, 70},
-		Software:      Software,
-		Version:       r.cfg.Info.Version,
+		Name:                r.cfg.Info.Name,
+		Description:         r.cfg.Info.Description,
+		PubKey:              pubkey,
+		Self:                r.pubkey,
+		Contact:             r.cfg.Info.Contact,
+		SupportedNIPs:       []int{1, 9, 10, 11, 29, 40, 42, 45, 70, 98},
+		SupportedExtensions: []string{"nip-cw"},
+		Software:            Software,
+		Version:             r.cfg.Info.Version,
 		Limitation: limitation{
 			MaxMessageLength: r.cfg.Limits.MaxMessageBytes,
 			MaxContentLength: r.cfg.Limits.MaxEventBytes,

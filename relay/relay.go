@@ -38,6 +38,15 @@ type Store interface {
 	// OnPublish sets what hears of the group state events the store signed
 	// and stored, once committed.
 	OnPublish(fn func([]*nostr.Event))
+	// QueryBefore is Query continuing after the composite cursor (until,
+	// beforeID) of RL-19.
+	QueryBefore(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]*nostr.Event, error)
+	// Window serves one channel window page from one snapshot (CW-9..CW-19).
+	Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error)
+	// Thread serves the replies below an event (RL-20).
+	Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error)
+	// Summaries reads the thread summaries of events, zero counts too.
+	Summaries(ctx context.Context, ids []string) ([]buzz.Summary, error)
 }
 
 // Config is what the relay is told at start.
@@ -92,6 +101,9 @@ type Relay struct {
 
 	// delivery carries what the store said of an event to its broadcast.
 	delivery delivery
+	// nip98 checks `/query` authorization; overlays signs 39005 and 39006.
+	nip98    *nip98Verifier
+	overlays *overlaySigner
 
 	// writes counts ingests in flight; shutdown waits for them.
 	writesMu sync.RWMutex
@@ -125,6 +137,8 @@ func New(cfg Config, store Store) (*Relay, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	r.nip98 = newNIP98Verifier(r.now)
+	r.overlays = newOverlaySigner(cfg.Key, pubkey)
 	r.kh = khatru.NewRelay()
 	r.wire()
 	return r, nil
@@ -216,6 +230,16 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
 	switch {
 	case err == nil:
 		r.delivery.keep(ev, a)
+		if len(a.Threads) > 0 {
+			// After the reply itself, as far as khatru's broadcast, which
+			// follows this hook, comes first.
+			// Shutdown waits for it as for the write.
+			r.writes.Add(1)
+			go func() {
+				defer r.writes.Done()
+				r.pushSummaries(a.Threads)
+			}()
+		}
 		return nil
 	case errors.Is(err, buzz.ErrDuplicate), errors.Is(err, buzz.ErrNewerVersionStored):
 		return eventstore.ErrDupEvent
@@ -348,6 +372,8 @@ func (r *Relay) Handler() http.Handler {
 		switch {
 		case strings.EqualFold(req.Header.Get("Upgrade"), "websocket"):
 			r.kh.HandleWebsocket(w, req)
+		case req.URL.Path == "/query":
+			r.serveQuery(w, req)
 		case strings.Contains(req.Header.Get("Accept"), "application/nostr+json"):
 			r.serveInfo(w, req)
 		case req.URL.Path == "/" && (req.Method == http.MethodGet || req.Method == http.MethodHead):

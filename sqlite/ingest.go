@@ -80,6 +80,7 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 
 func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.Admitted, error) {
 	ev := r.ev
+	tx.recounted = tx.recounted[:0]
 	if buzz.IsEphemeralKind(ev.Kind) {
 		return buzz.Admitted{}, buzz.ErrEphemeral
 	}
@@ -221,6 +222,11 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 		}
 	}
 	a := buzz.Admitted{}
+	if !importing { // an import has no one to tell
+		if a.Threads, err = tx.recountedThreads(); err != nil {
+			return buzz.Admitted{}, err
+		}
+	}
 	if scope.Valid {
 		if ch := tx.community().ChannelBySeq(scope.Int64); ch != nil {
 			a.Scope = ch.H
@@ -276,6 +282,32 @@ func (tx *writeTx) access(r *record, channel sql.NullInt64, ch *buzz.Channel, ta
 		return sql.NullInt64{Int64: seq, Valid: found}, nil, err
 	}
 	return scope, nil, nil
+}
+
+// recountedThreads describes the events whose thread counters this ingest
+// changed, for the live summary push of CW-21.
+func (tx *writeTx) recountedThreads() ([]buzz.ThreadChange, error) {
+	if len(tx.recounted) == 0 {
+		return nil, nil
+	}
+	out := make([]buzz.ThreadChange, 0, len(tx.recounted))
+	seen := make(map[int64]bool, len(tx.recounted))
+	for _, seq := range tx.recounted {
+		if seen[seq] {
+			continue
+		}
+		seen[seq] = true
+		var id []byte
+		var c buzz.ThreadChange
+		var rowClass int
+		if err := tx.summaryTarget.QueryRowContext(tx.ctx, seq).Scan(&id, &c.Channel, &c.Root, &rowClass); err != nil {
+			return nil, fmt.Errorf("read thread of #%d: %w", seq, err)
+		}
+		c.ID = hex.EncodeToString(id)
+		c.TopLevel = rowClass == rowTopLevel
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // adoptReactions gives the scope of a channel event that just arrived to

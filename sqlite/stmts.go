@@ -23,7 +23,7 @@ type writeStmts struct {
 	unclassified, setThread, deleteExtraTags   *sql.Stmt
 	accessVersion, putSetting, setScope        *sql.Stmt
 	updateChannel, putMember, deleteMember     *sql.Stmt
-	reactionsTo                                *sql.Stmt
+	reactionsTo, summaryTarget                 *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -111,6 +111,8 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		// Reactions without a channel that name ?1 in an e tag: one of them
 		// may have arrived before its target (RL-8).
 		{&s.reactionsTo, `SELECT t.seq FROM tags t WHERE t.name = 'e' AND t.value = ? AND t.kind = 7`},
+		{&s.summaryTarget, `SELECT e.id, c.h, e.parent IS NULL, e.row_class FROM events e JOIN channels c ON c.seq = e.channel
+			WHERE e.seq = ?`},
 	} {
 		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {

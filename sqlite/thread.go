@@ -110,6 +110,7 @@ func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
 		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts); err != nil {
 			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
 		}
+		tx.recounted = append(tx.recounted, seq)
 		seq, direct = up.Int64, false
 	}
 	return nil
@@ -164,6 +165,7 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts); err != nil {
 			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
 		}
+		tx.recounted = append(tx.recounted, seq)
 		seq, direct = up.Int64, false
 	}
 	return nil

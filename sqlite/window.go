@@ -178,10 +178,7 @@ func summaries(ctx context.Context, tx *sql.Tx, seqs []int64) ([]buzz.Summary, e
 			return nil, fmt.Errorf("summaries: %w", err)
 		}
 		sm.ID = hex.EncodeToString(id)
-		sm.Participants = []string{}
-		for _, p := range decodeParticipants(parts) {
-			sm.Participants = append(sm.Participants, hex.EncodeToString(p.PubKey))
-		}
+		sm.Participants = participantKeys(parts)
 		bySeq[seq] = sm
 	}
 	if err := rows.Err(); err != nil {
@@ -427,4 +424,60 @@ func threadSQL(seq, depth int64, q buzz.ThreadQuery, now int64) (string, []any) 
 	b.WriteString(` ORDER BY e.created_at ASC, e.id ASC LIMIT ?6`)
 	args = append(args, q.Limit)
 	return b.String(), args
+}
+
+// Summaries reads the thread summaries of the events ids (hex), in their
+// order, zero counters included: a summary whose count fell to 0 is news
+// too (CW-21). Ids not stored are left out.
+func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(ids))
+	for _, id := range ids {
+		if k, ok := idKey(id); ok {
+			args = append(args, k)
+		}
+	}
+	byID := make(map[string]buzz.Summary, len(ids))
+	err := s.readTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT e.id, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
+			t.last_reply_at, t.participants
+			FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq
+			WHERE e.id IN (`+placeholders(len(args))+`)`, args...)
+		if err != nil {
+			return fmt.Errorf("summaries: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, parts []byte
+			var sm buzz.Summary
+			if err := rows.Scan(&id, &sm.ReplyCount, &sm.DescendantCount, &sm.LastReplyAt, &parts); err != nil {
+				return fmt.Errorf("summaries: %w", err)
+			}
+			sm.ID = hex.EncodeToString(id)
+			sm.Participants = participantKeys(parts)
+			byID[sm.ID] = sm
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]buzz.Summary, 0, len(byID))
+	for _, id := range ids {
+		if sm, ok := byID[strings.ToLower(id)]; ok {
+			out = append(out, sm)
+		}
+	}
+	return out, nil
+}
+
+// participantKeys decodes a participants blob into hex pubkeys.
+func participantKeys(blob []byte) []string {
+	keys := []string{}
+	for _, p := range decodeParticipants(blob) {
+		keys = append(keys, hex.EncodeToString(p.PubKey))
+	}
+	return keys
 }

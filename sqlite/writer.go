@@ -71,6 +71,9 @@ type writeTx struct {
 	published []*nostr.Event
 	// deferState leaves the group state to a later RenewGroupState (import).
 	deferState bool
+	// recounted lists the events whose thread counters the current job
+	// changed (CW-21).
+	recounted []int64
 }
 
 const (

@@ -1,0 +1,54 @@
+package relay
+
+import (
+	"context"
+	"time"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// pushTimeout bounds the work of one live summary push.
+const pushTimeout = 10 * time.Second
+
+// pushSummaries is the one live overlay (CW-21): when a reply was stored or
+// deleted, a fresh thread summary of the thread's root and of every other
+// changed ancestor that is a row in the current row mode goes to the open
+// subscriptions whose filter matches it and who may read the channel, also
+// when its count fell to 0. A summary nobody would receive is not signed.
+func (r *Relay) pushSummaries(changed []buzz.ThreadChange) {
+	projection := r.store.Community().ThreadRepliesInChannel
+	ids := make([]string, 0, len(changed))
+	channels := make(map[string]string, len(changed))
+	for _, c := range changed {
+		if c.Root || c.TopLevel || projection {
+			ids = append(ids, c.ID)
+			channels[c.ID] = c.Channel
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pushTimeout)
+	defer cancel()
+	sums, err := r.store.Summaries(ctx, ids)
+	if err != nil {
+		r.log.Error("reading thread summaries to push", "err", err)
+		return
+	}
+	now := r.now().Unix()
+	for _, sm := range sums {
+		ev, err := summaryEvent(channels[sm.ID], sm, now)
+		if err != nil {
+			r.log.Error("building a thread summary", "err", err)
+			continue
+		}
+		if !r.kh.Listening(ev) {
+			continue
+		}
+		if err := r.overlays.sign(ev); err != nil {
+			r.log.Error("signing a thread summary", "err", err)
+			continue
+		}
+		r.kh.BroadcastEvent(ev)
+	}
+}

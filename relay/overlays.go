@@ -1,0 +1,106 @@
+package relay
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+// overlaySigner signs the thread summary and window bounds overlays with the
+// relay identity key (RL-21, CW-21). A signature costs about as much as the
+// database work of a whole page, and busy pages are asked for many times a
+// second with the same content: signatures are cached by event id for the
+// current and the previous second (an overlay is dated when it is served,
+// so that the newest summary of a row is the latest by created_at).
+type overlaySigner struct {
+	secret, pubkey string
+
+	mu        sync.Mutex
+	second    int64
+	cur, prev map[string]string // event id -> signature
+}
+
+// maxCachedSignatures bounds the signatures cached for one second.
+const maxCachedSignatures = 1 << 16
+
+func newOverlaySigner(secret, pubkey string) *overlaySigner {
+	return &overlaySigner{secret: secret, pubkey: pubkey, cur: map[string]string{}, prev: map[string]string{}}
+}
+
+func (o *overlaySigner) sign(ev *nostr.Event) error {
+	ev.PubKey = o.pubkey
+	ev.ID = ev.GetID()
+	at := int64(ev.CreatedAt)
+	o.mu.Lock()
+	if at > o.second {
+		o.prev, o.cur = o.cur, make(map[string]string, len(o.cur))
+		if at > o.second+1 {
+			clear(o.prev)
+		}
+		o.second = at
+	}
+	sig, ok := o.cur[ev.ID]
+	if !ok {
+		sig, ok = o.prev[ev.ID]
+	}
+	o.mu.Unlock()
+	if ok {
+		ev.Sig = sig
+		return nil
+	}
+	if err := ev.Sign(o.secret); err != nil {
+		return fmt.Errorf("sign overlay: %w", err)
+	}
+	o.mu.Lock()
+	if at == o.second && len(o.cur) < maxCachedSignatures {
+		o.cur[ev.ID] = ev.Sig
+	}
+	o.mu.Unlock()
+	return nil
+}
+
+// summaryEvent is the thread summary overlay of a row (CW-19): tags
+// exactly e, d and h, content the counters.
+func summaryEvent(channel string, sm buzz.Summary, at int64) (*nostr.Event, error) {
+	content := nipcw.Summary{
+		ReplyCount:      sm.ReplyCount,
+		DescendantCount: sm.DescendantCount,
+		Participants:    sm.Participants,
+	}
+	if content.Participants == nil {
+		content.Participants = []string{}
+	}
+	if sm.LastReplyAt.Valid {
+		content.LastReplyAt = &sm.LastReplyAt.Int64
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return nil, fmt.Errorf("thread summary: %w", err)
+	}
+	return &nostr.Event{
+		Kind:      nipcw.KindThreadSummary,
+		CreatedAt: nostr.Timestamp(at),
+		Tags:      nostr.Tags{{"e", sm.ID}, {"d", sm.ID}, {"h", channel}},
+		Content:   string(b),
+	}, nil
+}
+
+// boundsEvent is the window bounds overlay of a page (CW-20): tags exactly
+// d and h, the d suffix naming the request cursor the page answers.
+func boundsEvent(channel string, request *nipcw.Cursor, b nipcw.Bounds, at int64) (*nostr.Event, error) {
+	content, err := json.Marshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("window bounds: %w", err)
+	}
+	return &nostr.Event{
+		Kind:      nipcw.KindWindowBounds,
+		CreatedAt: nostr.Timestamp(at),
+		Tags:      nostr.Tags{{"d", nipcw.BoundsD(channel, request)}, {"h", channel}},
+		Content:   string(content),
+	}, nil
+}

@@ -1,0 +1,216 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+// maxQueryBody bounds a `/query` body (RL-16).
+const maxQueryBody = 1 << 20
+
+// queryTimeout bounds the database work of one `/query` request.
+const queryTimeout = 15 * time.Second
+
+// errInternal is the only thing a client hears of a failure of ours.
+const errInternal = "internal server error"
+
+// serveQuery is `POST /query` (RL-16..RL-20, CW-1..CW-22): NIP-98 auth,
+// the body's filters each on one path (window, thread, generic, in that
+// order), and the signed events they yield as one JSON array. Any error
+// refuses the whole request, nothing partial.
+func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+	h.Set("Access-Control-Allow-Methods", "POST")
+	switch req.Method {
+	case http.MethodOptions:
+		w.WriteHeader(http.StatusNoContent)
+		return
+	case http.MethodPost:
+	default:
+		h.Set("Allow", "POST, OPTIONS")
+		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxQueryBody))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid filters: could not read the body")
+		return
+	}
+	pubkey, err := r.nip98.verify(req.Header.Get("Authorization"), req.Method, queryURL(req, r.cfg.URL), body)
+	if err != nil {
+		writeError(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	filters, err := nipcw.ParseBody(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	plan, err := r.planQuery(filters, buzz.Viewer(pubkey))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
+	defer cancel()
+	out, err := r.runQuery(ctx, plan)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("query failed", "err", err)
+		}
+		writeError(w, http.StatusInternalServerError, errInternal)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		r.log.Debug("writing query response", "err", err)
+	}
+}
+
+// queryPlan is a request whose every filter has been checked: windows,
+// threads and generic filters, each list in request order (RL-18).
+type queryPlan struct {
+	viewer    buzz.Viewer
+	community *buzz.Community
+	windows   []plannedWindow
+	threads   []*nipcw.ThreadRequest
+	generic   []*nipcw.GenericRequest
+}
+
+type plannedWindow struct {
+	req    *nipcw.WindowRequest
+	cursor *nipcw.Cursor
+	// readable is false for a channel the viewer may not read or that does
+	// not exist: no rows and no overlays (CW-3).
+	readable bool
+}
+
+// planQuery sorts filters by path and checks what is checked only after
+// access: a window's cursor (CW-3, CW-5).
+func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer) (*queryPlan, error) {
+	p := &queryPlan{viewer: v, community: r.store.Community()}
+	for _, f := range filters {
+		switch {
+		case f.Window != nil:
+			pw := plannedWindow{req: f.Window, readable: p.community.CanReadChannel(v, f.Window.Channel)}
+			if pw.readable {
+				var err error
+				if pw.cursor, err = f.Window.Cursor(); err != nil {
+					return nil, err
+				}
+			}
+			p.windows = append(p.windows, pw)
+		case f.Thread != nil:
+			p.threads = append(p.threads, f.Thread)
+		default:
+			p.generic = append(p.generic, f.Generic)
+		}
+	}
+	return p, nil
+}
+
+func (r *Relay) runQuery(ctx context.Context, p *queryPlan) ([]*nostr.Event, error) {
+	out := []*nostr.Event{}
+	for _, pw := range p.windows {
+		if !pw.readable {
+			continue
+		}
+		evs, err := r.window(ctx, p, pw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+	}
+	for _, t := range p.threads {
+		q := buzz.ThreadQuery{Root: t.Root, DepthLimit: t.DepthLimit, Limit: t.Limit, Aux: t.IncludeAux, Viewer: p.viewer}
+		if t.After != nil {
+			q.After = &buzz.Position{CreatedAt: t.After.CreatedAt, ID: t.After.ID}
+		}
+		page, err := r.store.Thread(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(append(out, page.Replies...), page.Aux...)
+	}
+	for _, g := range p.generic {
+		if g.Filter.LimitZero {
+			continue
+		}
+		evs, err := r.store.QueryBefore(ctx, g.Filter, p.viewer, g.BeforeID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, evs...)
+	}
+	return out, nil
+}
+
+// window serves one window page (CW-9..CW-21): rows, aux closure,
+// summaries, and exactly one bounds overlay, in that order.
+func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow) ([]*nostr.Event, error) {
+	projection := p.community.ThreadRepliesInChannel
+	q := buzz.WindowQuery{
+		Channel:    pw.req.Channel,
+		Kinds:      pw.req.Kinds,
+		Limit:      pw.req.Limit,
+		Projection: projection,
+		Summaries:  pw.req.IncludeSummaries,
+		Aux:        pw.req.IncludeAux,
+		Viewer:     p.viewer,
+	}
+	if pw.cursor != nil {
+		q.Before = &buzz.Position{CreatedAt: pw.cursor.CreatedAt, ID: pw.cursor.ID}
+	}
+	page, err := r.store.Window(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	now := r.now().Unix()
+	out := make([]*nostr.Event, 0, len(page.Rows)+len(page.Aux)+len(page.Summaries)+1)
+	out = append(append(out, page.Rows...), page.Aux...)
+	for _, sm := range page.Summaries {
+		ev, err := summaryEvent(pw.req.Channel, sm, now)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.overlays.sign(ev); err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	bounds := nipcw.Bounds{HasMore: page.HasMore, ThreadRepliesInChannel: projection}
+	if page.Next != nil {
+		bounds.NextCursor = &nipcw.Cursor{CreatedAt: page.Next.CreatedAt, ID: page.Next.ID}
+	}
+	ev, err := boundsEvent(pw.req.Channel, pw.cursor, bounds, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.overlays.sign(ev); err != nil {
+		return nil, err
+	}
+	return append(out, ev), nil
+}
+
+// writeError writes the error body of RL-16: {"error":"<message>"}.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
