@@ -74,6 +74,9 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 			next.Members[author] = RoleMember
 		}
 	case KindLeave:
+		if ch.Members[author] == RoleNone {
+			return nil, ErrNotMember
+		}
 		delete(next.Members, author)
 	case KindDeleteChannel:
 		if role < RoleOwner {

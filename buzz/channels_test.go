@@ -361,7 +361,7 @@ func TestTransitionJoinLeave(t *testing.T) {
 		{"member leaves", KindLeave, openChannel, pkMember, RoleNone, nil, ""},
 		{"owner leaves", KindLeave, privateChannel, pkOwner, RoleNone, nil, ""},
 		{"admin leaves private", KindLeave, privateChannel, pkAdmin, RoleNone, nil, ""},
-		{"non-member leaves: no change", KindLeave, openChannel, pkOutsider, RoleNone, nil, ""},
+		{"non-member leaves: refused", KindLeave, openChannel, pkOutsider, RoleNone, ErrNotMember, ""},
 		{"leave nonexistent", KindLeave, func() *Channel { return nil }, pkMember, RoleNone, ErrChannelNotFound, ""},
 		{"leave deleted", KindLeave, deletedChannel, pkMember, RoleNone, ErrChannelDeleted, ""},
 	} {

@@ -33,21 +33,31 @@ const watchEvery = time.Second
 // changed it.
 func (s *Store) refreshCommunity(ctx context.Context) error {
 	return s.readTx(ctx, func(tx *sql.Tx) error {
-		cur := s.Community()
-		var version int64
-		if err := tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
-			return fmt.Errorf("read access version: %w", err)
-		}
-		if version <= cur.Version {
-			return nil
-		}
-		fresh, err := loadCommunity(ctx, tx, cur.Policy)
-		if err != nil {
-			return err
-		}
-		s.writer.publishCommunity(fresh)
-		return nil
+		_, err := s.communityIn(ctx, tx)
+		return err
 	})
+}
+
+// communityIn is the access state for a read in tx: the published one,
+// unless tx sees a change another process committed since, in which case
+// the state is read afresh from tx (and published). A query must not judge
+// the events it sees by an older state: one that does not know a private
+// channel another process just created would let them through (RL-13).
+func (s *Store) communityIn(ctx context.Context, tx *sql.Tx) (*buzz.Community, error) {
+	cur := s.Community()
+	var version int64
+	if err := tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
+		return nil, fmt.Errorf("read access version: %w", err)
+	}
+	if version <= cur.Version {
+		return cur, nil
+	}
+	fresh, err := loadCommunity(ctx, tx, cur.Policy)
+	if err != nil {
+		return nil, err
+	}
+	s.writer.publishCommunity(fresh)
+	return fresh, nil
 }
 
 // queryer is a connection, transaction or pool.
@@ -168,6 +178,9 @@ func (tx *writeTx) channelState(seq int64, h string) *buzz.Channel {
 // saveChannel writes the change from old (nil for a new channel) to next,
 // and marks its group state for renewal.
 func (tx *writeTx) saveChannel(old, next *buzz.Channel, createdAt, now int64) error {
+	if sameChannel(old, next) {
+		return nil
+	}
 	if old == nil {
 		old = &buzz.Channel{Members: map[string]buzz.Role{}}
 	}
@@ -204,7 +217,27 @@ func (tx *writeTx) saveChannel(old, next *buzz.Channel, createdAt, now int64) er
 	return nil
 }
 
+// sameChannel reports whether a transition changed nothing: a repeated
+// join, for one, which must not cost a new signed group state.
+func sameChannel(a, b *buzz.Channel) bool {
+	if a == nil || a.Created != b.Created || a.Name != b.Name || a.About != b.About ||
+		a.Private != b.Private || a.Deleted != b.Deleted || len(a.Members) != len(b.Members) {
+		return false
+	}
+	for pk, role := range b.Members {
+		if a.Members[pk] != role {
+			return false
+		}
+	}
+	return true
+}
+
+// stateChanged marks the group state of channel seq for renewal before the
+// commit; an import's jobs leave it to RenewGroupState.
 func (tx *writeTx) stateChanged(seq int64) {
+	if tx.deferState {
+		return
+	}
 	if tx.changed == nil {
 		tx.changed = map[int64]bool{}
 	}
@@ -239,7 +272,7 @@ func (s *Store) finish(tx *writeTx) error {
 	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_version", tx.work.Version); err != nil {
 		return fmt.Errorf("bump access version: %w", err)
 	}
-	if s.key == "" || tx.deferState {
+	if s.key == "" {
 		return nil
 	}
 	seqs := make([]int64, 0, len(tx.changed))

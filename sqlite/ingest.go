@@ -64,6 +64,7 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 	now := s.nowUnix()
 	err = s.writer.do(ctx, func(tx *writeTx) error {
 		tx.deferState = true
+		defer func() { tx.deferState = false }()
 		for i, r := range records {
 			if r == nil {
 				continue
@@ -249,9 +250,10 @@ func (tx *writeTx) access(r *record, channel sql.NullInt64, ch *buzz.Channel, ta
 		next, err = c.Transition(ev, r.channel, ch)
 		return channel, next, err
 	case channel.Valid:
-		// Deletions have rules of their own: an author may always delete
-		// what they wrote (RL-6).
-		if ev.Kind != buzz.KindDeletion && ev.Kind != buzz.KindGroupDelete {
+		// A deletion that deletes something has rules of its own: an
+		// author may always delete what they wrote (RL-6), a removed
+		// member too. One that deletes nothing is an ordinary post.
+		if !(ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete) || len(targets) == 0 {
 			err = c.CheckWrite(ev.PubKey, ch)
 		}
 		return channel, nil, err

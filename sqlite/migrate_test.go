@@ -418,7 +418,7 @@ func mgDowngradeToV2(t testing.TB, path string) {
 	t.Helper()
 	raw := mgRaw(t, path)
 	defer raw.Close()
-	if _, err := raw.Exec(`DROP TABLE members; DROP TABLE settings;
+	if _, err := raw.Exec(`DROP TABLE members; DROP TABLE settings; DROP INDEX events_projection;
 		ALTER TABLE events DROP COLUMN scope;
 		ALTER TABLE channels DROP COLUMN created_at; ALTER TABLE channels DROP COLUMN name;
 		ALTER TABLE channels DROP COLUMN about; ALTER TABLE channels DROP COLUMN private;

@@ -125,7 +125,11 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buz
 		args = append(args, a...)
 	}
 	add("e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?)", s.nowUnix())
-	if cond, restricted := scopeCondition(s.Community().HiddenFrom(v)); restricted {
+	c, err := s.communityIn(ctx, tx)
+	if err != nil {
+		return q, false, err
+	}
+	if cond, restricted := scopeCondition(c.HiddenFrom(v)); restricted {
 		add(cond)
 	}
 

@@ -212,7 +212,10 @@ var (
 // event is not served, but the deletion naming it is: that is what tells a
 // client to drop a reaction or edit it shows.
 func (s *Store) auxClosure(ctx context.Context, tx *sql.Tx, targets [][]byte, v buzz.Viewer) ([]*nostr.Event, error) {
-	c := s.Community()
+	c, err := s.communityIn(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
 	served := map[int64]bool{}
 	var out []*nostr.Event
 	var hop1 [][]byte
@@ -344,8 +347,15 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 			return nil
 		case err != nil:
 			return fmt.Errorf("thread root: %w", err)
-		case !scope.Valid || !s.Community().CanReadSeq(q.Viewer, scope.Int64):
+		case !scope.Valid:
 			return nil // a channel-less event has no thread (CW-10)
+		}
+		c, err := s.communityIn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if !c.CanReadSeq(q.Viewer, scope.Int64) {
+			return nil
 		}
 		if depth.Valid && q.Limit > 0 && q.DepthLimit > 0 {
 			query, args := threadSQL(seq, depth.Int64, q, s.nowUnix())

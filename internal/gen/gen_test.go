@@ -1,0 +1,40 @@
+package gen
+
+import (
+	"testing"
+)
+
+// The same seed gives the same community, signatures included; every event
+// verifies, and every event a tag names comes before it.
+func TestGenerateDeterministic(t *testing.T) {
+	o := Options{Channels: 2, TopLevel: 30}
+	a, err := Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Generate(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Events) != len(b.Events) || len(a.Events) < 60 {
+		t.Fatalf("%d and %d events", len(a.Events), len(b.Events))
+	}
+	seen := map[string]bool{}
+	for i, ev := range a.Events {
+		if ev.ID != b.Events[i].ID || ev.Sig != b.Events[i].Sig {
+			t.Fatalf("event %d differs between runs", i)
+		}
+		if ok, err := ev.CheckSignature(); !ok || err != nil {
+			t.Fatalf("event %d does not verify: %v", i, err)
+		}
+		for _, tag := range ev.Tags {
+			if len(tag) >= 2 && tag[0] == "e" && !seen[tag[1]] {
+				t.Fatalf("event %d names %s before it exists", i, tag[1])
+			}
+		}
+		seen[ev.ID] = true
+	}
+	if c, _ := Generate(Options{Seed: 2, Channels: 2, TopLevel: 30}); c.Events[0].ID == a.Events[0].ID {
+		t.Error("another seed gives the same community")
+	}
+}
