@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -77,10 +78,34 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusInternalServerError, errInternal)
 		return
 	}
+	body, err = appendEvents(make([]byte, 0, 64<<10), out)
+	if err != nil {
+		r.log.Error("encoding query response", "err", err)
+		writeError(w, http.StatusInternalServerError, errInternal)
+		return
+	}
 	h.Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(out); err != nil {
+	if _, err := w.Write(body); err != nil {
 		r.log.Debug("writing query response", "err", err)
 	}
+}
+
+// appendEvents appends evs as a JSON array. Each event is written by its
+// own encoder, once: encoding/json would check and compact every byte of
+// it again, which was a quarter of a window page's time.
+func appendEvents(b []byte, evs []*nostr.Event) ([]byte, error) {
+	b = append(b, '[')
+	for i, ev := range evs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		j, err := ev.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
+		}
+		b = append(b, j...)
+	}
+	return append(b, ']', '\n'), nil
 }
 
 // queryPlan is a request whose every filter has been checked: windows,

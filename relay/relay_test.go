@@ -327,3 +327,32 @@ func TestReplaceable(t *testing.T) {
 		t.Fatalf("kind 30023 after replacement: got %v, want [d2 other]", ids(got))
 	}
 }
+
+// RL-22 (NIP-01): a REQ with the id of an open subscription replaces it;
+// live events then arrive once, not once per REQ sent.
+func TestREQReplacesSubscriptionWithSameID(t *testing.T) {
+	s, pub, a := startWithClient(t)
+	b := testutil.NewSigner(t)
+	sub := s.client(t)
+	for range 2 {
+		if evs, closed := sub.req("x", `{"kinds":[1],"authors":["`+a.PK+`"],"limit":0}`); len(evs) != 0 || closed != "" {
+			t.Fatalf("REQ x: %d events, closed %q", len(evs), closed)
+		}
+	}
+	if _, closed := sub.req("probe", `{"kinds":[1],"authors":["`+b.PK+`"],"limit":0}`); closed != "" {
+		t.Fatalf("REQ probe closed: %q", closed)
+	}
+	ev := a.Event(t, 1, time.Now().Unix(), "once")
+	mustPublish(t, pub, ev)
+	mustPublish(t, pub, b.Event(t, 1, time.Now().Unix(), "barrier"))
+	got := 0
+	sub.await("probe EVENT", func(m []json.RawMessage) bool {
+		if label(m) == "EVENT" && str(m, 1) == "x" {
+			got++
+		}
+		return label(m) == "EVENT" && str(m, 1) == "probe"
+	})
+	if got != 1 {
+		t.Fatalf("the event arrived %d times on the re-sent subscription, want once", got)
+	}
+}

@@ -59,6 +59,11 @@ type Store struct {
 	key     string // relay identity secret key, hex; "" signs nothing
 	pubkey  string
 
+	// readStmts caches the statements of the hot read paths (window, aux
+	// closure, summaries), prepared once per pool connection.
+	readStmtsMu sync.Mutex
+	readStmts   map[string]*sql.Stmt
+
 	channelsMu sync.RWMutex
 	channels   map[string]int64 // h value -> channels.seq, append-only
 
@@ -96,6 +101,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		now:       now,
 		key:       opts.RelayKey,
 		channels:  make(map[string]int64),
+		readStmts: make(map[string]*sql.Stmt),
 		stopPurge: make(chan struct{}),
 		purgeDone: make(chan struct{}),
 	}
@@ -222,7 +228,14 @@ func (s *Store) Close() error {
 		close(s.stopPurge)
 		<-s.purgeDone
 		// Readers first: the final checkpoint must not wait for a read.
-		rerr := s.readers.Close()
+		s.readStmtsMu.Lock()
+		var serr []error
+		for _, st := range s.readStmts {
+			serr = append(serr, st.Close())
+		}
+		s.readStmts = nil
+		s.readStmtsMu.Unlock()
+		rerr := errors.Join(append(serr, s.readers.Close())...)
 		werr := s.writer.close()
 		s.closeErr = errors.Join(rerr, werr)
 	})
@@ -230,6 +243,32 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) nowUnix() int64 { return s.now().Unix() }
+
+// maxReadStmts bounds the cache of prepared read statements: the window's
+// statement text varies with the number of kinds a client lists.
+const maxReadStmts = 64
+
+// prepared returns query as a statement of tx, prepared once per pool
+// connection rather than parsed at every call (the parser was a tenth of a
+// window page's time).
+func (s *Store) prepared(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	s.readStmtsMu.Lock()
+	st, ok := s.readStmts[query]
+	if !ok && s.readStmts != nil && len(s.readStmts) < maxReadStmts {
+		var err error
+		if st, err = s.readers.PrepareContext(ctx, query); err != nil {
+			s.readStmtsMu.Unlock()
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		s.readStmts[query] = st
+		ok = true
+	}
+	s.readStmtsMu.Unlock()
+	if !ok {
+		return tx.PrepareContext(ctx, query)
+	}
+	return tx.StmtContext(ctx, st), nil
+}
 
 // readTx runs fn in one read transaction: one snapshot for everything fn
 // reads. Bounded by queryTimeout.
@@ -251,6 +290,17 @@ func (s *Store) readTxFor(ctx context.Context, timeout time.Duration, fn func(tx
 	}
 	defer tx.Rollback()
 	return fn(tx)
+}
+
+// pageTx runs fn in one read transaction for the window, thread and
+// summary reads. Their statements are each bounded by an index range and a
+// LIMIT, and fn gets a context without cancellation to run them with: for a
+// statement with a cancellable context the driver starts a watcher
+// goroutine and a progress handler, which cost more than a page's own
+// work. ctx still bounds the whole: the transaction ends with it, and fn
+// checks it between statements (see checkpoint).
+func (s *Store) pageTx(ctx context.Context, fn func(tx *sql.Tx, sctx context.Context) error) error {
+	return s.readTx(ctx, func(tx *sql.Tx) error { return fn(tx, context.WithoutCancel(ctx)) })
 }
 
 // describeOpenError turns SQLite's "file is not a database" into a message an

@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -21,13 +23,16 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 	if ch == nil {
 		return page, nil
 	}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		seqs, err := s.windowRows(ctx, tx, ch.Seq, q, page)
+	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) error {
+		seqs, err := s.windowRows(sctx, tx, ch.Seq, q, page)
 		if err != nil {
 			return err
 		}
 		if q.Summaries && len(seqs) > 0 {
-			if page.Summaries, err = summaries(ctx, tx, seqs); err != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if page.Summaries, err = s.summaries(sctx, tx, seqs); err != nil {
 				return err
 			}
 		}
@@ -36,7 +41,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, tx, ids, q.Viewer); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, ids, q.Viewer); err != nil {
 				return err
 			}
 		}
@@ -92,7 +97,11 @@ func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buz
 	for _, k := range q.Kinds {
 		args = append(args, k)
 	}
-	rows, err := tx.QueryContext(ctx, windowRowsSQL(q.Projection, q.Before != nil, len(q.Kinds)), args...)
+	st, err := s.prepared(ctx, tx, windowRowsSQL(q.Projection, q.Before != nil, len(q.Kinds)))
+	if err != nil {
+		return nil, fmt.Errorf("window rows: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("window rows: %w", err)
 	}
@@ -155,16 +164,24 @@ func (r eventRest) event(id []byte, createdAt int64) (*nostr.Event, error) {
 	}, nil
 }
 
+// summariesSQL reads the counters of the rows in a JSON list of event
+// numbers: one statement text, so prepared once, for any page.
+const summariesSQL = `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
+	FROM thread_metadata t JOIN events e ON e.seq = t.seq
+	WHERE t.seq IN (SELECT value FROM json_each(?)) AND t.descendant_count > 0`
+
 // summaries reads the thread summaries of rows (in their order) in one
 // batched query (CW-19); rows without a non-deleted reply below get none.
-func summaries(ctx context.Context, tx *sql.Tx, seqs []int64) ([]buzz.Summary, error) {
-	args := make([]any, len(seqs))
-	for i, seq := range seqs {
-		args[i] = seq
+func (s *Store) summaries(ctx context.Context, tx *sql.Tx, seqs []int64) ([]buzz.Summary, error) {
+	list, err := json.Marshal(seqs)
+	if err != nil {
+		return nil, fmt.Errorf("summaries: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
-		FROM thread_metadata t JOIN events e ON e.seq = t.seq
-		WHERE t.seq IN (`+placeholders(len(seqs))+`) AND t.descendant_count > 0`, args...)
+	st, err := s.prepared(ctx, tx, summariesSQL)
+	if err != nil {
+		return nil, fmt.Errorf("summaries: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("summaries: %w", err)
 	}
@@ -195,14 +212,30 @@ func summaries(ctx context.Context, tx *sql.Tx, seqs []int64) ([]buzz.Summary, e
 
 // Aux closure bounds (CW-18).
 const (
-	auxPageSize    = 1000
-	auxMaxPages    = 64
-	auxValuesBatch = 500
+	auxPageSize = 1000
+	auxMaxPages = 64
 )
 
+// auxSQL finds, one keyset page at a time, the events of some kinds whose
+// `e` tag names one of a JSON list of hex ids: in the tag index's own
+// order (target, created_at, event), so no page is sorted, and the
+// statement text is the same for any list, so it is prepared once.
+func auxSQL(kinds []int) string {
+	list := make([]string, len(kinds))
+	for i, k := range kinds {
+		list[i] = strconv.Itoa(k)
+	}
+	return `SELECT e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1), e.scope,
+		e.pubkey, e.kind, e.tags, e.content, e.sig, e.created_at, t.value, t.created_at
+		FROM tags t JOIN events e ON e.seq = t.seq
+		WHERE t.name = 'e' AND t.value IN (SELECT unhex(value) FROM json_each(?2))
+		AND t.kind IN (` + strings.Join(list, ",") + `) AND (t.value, t.created_at, t.seq) > (?3, ?4, ?5)
+		ORDER BY t.value, t.created_at, t.seq LIMIT ` + strconv.Itoa(auxPageSize)
+}
+
 var (
-	hop1Kinds = []int{buzz.KindDeletion, buzz.KindReaction, buzz.KindGroupDelete, buzz.KindEdit}
-	hop2Kinds = []int{buzz.KindDeletion, buzz.KindGroupDelete}
+	hop1SQL = auxSQL([]int{buzz.KindDeletion, buzz.KindReaction, buzz.KindGroupDelete, buzz.KindEdit})
+	hop2SQL = auxSQL([]int{buzz.KindDeletion, buzz.KindGroupDelete})
 )
 
 // auxClosure collects the aux events of targets (CW-18): hop 1, the
@@ -211,15 +244,15 @@ var (
 // it is neither deleted nor expired and v may read it. A deleted hop-1
 // event is not served, but the deletion naming it is: that is what tells a
 // client to drop a reaction or edit it shows.
-func (s *Store) auxClosure(ctx context.Context, tx *sql.Tx, targets [][]byte, v buzz.Viewer) ([]*nostr.Event, error) {
-	c, err := s.communityIn(ctx, tx)
+func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, targets [][]byte, v buzz.Viewer) ([]*nostr.Event, error) {
+	c, err := s.communityIn(sctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	served := map[int64]bool{}
 	var out []*nostr.Event
 	var hop1 [][]byte
-	for hop, kinds := range [][]int{hop1Kinds, hop2Kinds} {
+	for hop, query := range []string{hop1SQL, hop2SQL} {
 		names := targets
 		if hop == 1 {
 			names = hop1
@@ -227,7 +260,7 @@ func (s *Store) auxClosure(ctx context.Context, tx *sql.Tx, targets [][]byte, v 
 				break
 			}
 		}
-		err := s.drainAux(ctx, tx, names, kinds, hop+1, func(a auxRow) {
+		err := s.drainAux(ctx, sctx, tx, query, names, hop+1, func(a auxRow) {
 			if a.scope.Valid && !c.CanReadSeq(v, a.scope.Int64) {
 				return
 			}
@@ -255,65 +288,69 @@ type auxRow struct {
 	ev    *nostr.Event // nil when not live or unreadable from storage
 }
 
-// drainAux calls fn with every event of kinds whose `e` tag names one of
-// names: in keyset pages of auxPageSize, never "the newest N", at most
-// auxMaxPages pages per hop; a hop that reaches the cap is logged.
-func (s *Store) drainAux(ctx context.Context, tx *sql.Tx, names [][]byte, kinds []int, hop int, fn func(auxRow)) error {
-	now := s.nowUnix()
-	pages := 0
-	kindList := make([]string, len(kinds))
-	for i, k := range kinds {
-		kindList[i] = strconv.Itoa(k)
-	}
-	for start := 0; start < len(names); start += auxValuesBatch {
-		batch := names[start:min(start+auxValuesBatch, len(names))]
-		query := `SELECT e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?), e.scope,
-			e.pubkey, e.kind, e.tags, e.content, e.sig, e.created_at
-			FROM tags t JOIN events e ON e.seq = t.seq
-			WHERE t.name = 'e' AND t.value IN (` + placeholders(len(batch)) + `)
-			AND t.kind IN (` + strings.Join(kindList, ",") + `) AND t.seq > ?
-			ORDER BY t.seq LIMIT ` + strconv.Itoa(auxPageSize)
-		after := int64(0)
-		for {
-			if pages == auxMaxPages {
-				s.log.Warn("aux closure reached its page cap; served what it drained", "hop", hop, "pages", pages)
-				return nil
-			}
-			pages++
-			args := make([]any, 0, len(batch)+2)
-			args = append(args, now)
-			for _, n := range batch {
-				args = append(args, n)
-			}
-			args = append(args, after)
-			n, last, err := s.auxPage(ctx, tx, query, args, fn)
-			if err != nil {
-				return err
-			}
-			if n < auxPageSize {
-				break
-			}
-			after = last
-		}
-	}
-	return nil
+// auxKey is a position in the tag index order of auxSQL. The first is
+// before every id (a 32-byte blob sorts after the one-byte x'00').
+type auxKey struct {
+	value     []byte
+	createdAt int64
+	seq       int64
 }
 
-func (s *Store) auxPage(ctx context.Context, tx *sql.Tx, query string, args []any, fn func(auxRow)) (n int, last int64, err error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
+var auxStart = auxKey{value: []byte{0}, createdAt: math.MinInt64}
+
+// drainAux calls fn with every event query finds for names: in keyset
+// pages of auxPageSize, never "the newest N", at most auxMaxPages pages
+// per hop; a hop that reaches the cap is logged and served as drained.
+func (s *Store) drainAux(ctx, sctx context.Context, tx *sql.Tx, query string, names [][]byte, hop int, fn func(auxRow)) error {
+	hexNames := make([]string, len(names))
+	for i, n := range names {
+		hexNames[i] = hex.EncodeToString(n)
+	}
+	list, err := json.Marshal(hexNames)
 	if err != nil {
-		return 0, 0, fmt.Errorf("aux closure: %w", err)
+		return fmt.Errorf("aux closure: %w", err)
+	}
+	st, err := s.prepared(sctx, tx, query)
+	if err != nil {
+		return fmt.Errorf("aux closure: %w", err)
+	}
+	now := s.nowUnix()
+	after := auxStart
+	for pages := 0; ; pages++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if pages == auxMaxPages {
+			s.log.Warn("aux closure reached its page cap; served what it drained", "hop", hop, "pages", pages)
+			return nil
+		}
+		n, last, err := s.auxPage(sctx, st, []any{now, string(list), after.value, after.createdAt, after.seq}, fn)
+		if err != nil {
+			return err
+		}
+		if n < auxPageSize {
+			return nil
+		}
+		after = last
+	}
+}
+
+func (s *Store) auxPage(ctx context.Context, st *sql.Stmt, args []any, fn func(auxRow)) (n int, last auxKey, err error) {
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return 0, last, fmt.Errorf("aux closure: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var a auxRow
 		var rest eventRest
 		var createdAt int64
-		if err := rows.Scan(&a.seq, &a.id, &a.live, &a.scope, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig, &createdAt); err != nil {
-			return 0, 0, fmt.Errorf("aux closure: %w", err)
+		if err := rows.Scan(&a.seq, &a.id, &a.live, &a.scope, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig, &createdAt,
+			&last.value, &last.createdAt); err != nil {
+			return 0, last, fmt.Errorf("aux closure: %w", err)
 		}
 		n++
-		last = a.seq
+		last.seq = a.seq
 		if a.live {
 			if a.ev, err = rest.event(a.id, createdAt); err != nil {
 				s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.seq, "err", err)
@@ -323,7 +360,7 @@ func (s *Store) auxPage(ctx context.Context, tx *sql.Tx, query string, args []an
 		fn(a)
 	}
 	if err := rows.Err(); err != nil {
-		return 0, 0, fmt.Errorf("aux closure: %w", err)
+		return 0, last, fmt.Errorf("aux closure: %w", err)
 	}
 	return n, last, nil
 }
@@ -338,10 +375,10 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 	if !ok {
 		return page, nil
 	}
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) error {
 		var seq int64
 		var depth, scope sql.NullInt64
-		err := tx.QueryRowContext(ctx, `SELECT seq, depth, scope FROM events WHERE id = ?`, id).Scan(&seq, &depth, &scope)
+		err := tx.QueryRowContext(sctx, `SELECT seq, depth, scope FROM events WHERE id = ?`, id).Scan(&seq, &depth, &scope)
 		switch {
 		case err == sql.ErrNoRows:
 			return nil
@@ -350,7 +387,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 		case !scope.Valid:
 			return nil // a channel-less event has no thread (CW-10)
 		}
-		c, err := s.communityIn(ctx, tx)
+		c, err := s.communityIn(sctx, tx)
 		if err != nil {
 			return err
 		}
@@ -359,7 +396,11 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 		}
 		if depth.Valid && q.Limit > 0 && q.DepthLimit > 0 {
 			query, args := threadSQL(seq, depth.Int64, q, s.nowUnix())
-			rows, err := tx.QueryContext(ctx, query, args...)
+			st, err := s.prepared(sctx, tx, query)
+			if err != nil {
+				return fmt.Errorf("thread replies: %w", err)
+			}
+			rows, err := st.QueryContext(sctx, args...)
 			if err != nil {
 				return fmt.Errorf("thread replies: %w", err)
 			}
@@ -388,7 +429,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				rid, _ := hex.DecodeString(ev.ID)
 				targets = append(targets, rid)
 			}
-			if page.Aux, err = s.auxClosure(ctx, tx, targets, q.Viewer); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, targets, q.Viewer); err != nil {
 				return err
 			}
 		}
@@ -450,8 +491,8 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 		}
 	}
 	byID := make(map[string]buzz.Summary, len(ids))
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT e.id, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
+	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) error {
+		rows, err := tx.QueryContext(sctx, `SELECT e.id, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
 			t.last_reply_at, t.participants
 			FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq
 			WHERE e.id IN (`+placeholders(len(args))+`)`, args...)

@@ -293,6 +293,11 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					ws.WriteJSON(resp)
 
 				case *nostr.ReqEnvelope:
+					// buzz-lite patch: a REQ with the id of an open subscription
+					// replaces it (NIP-01); it was added beside it, and live
+					// events came twice.
+					rl.removeListenerId(ws, env.SubscriptionID)
+
 					eose := sync.WaitGroup{}
 					eose.Add(len(env.Filters))
 

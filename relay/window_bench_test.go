@@ -1,0 +1,172 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/gen"
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+// benchTopLevel is the number of top-level messages of the benchmark
+// channel: about ten events each (replies to depth 4, reactions, edits).
+// BUZZ_LITE_BENCH_TOPLEVEL=50000 makes it a 500,000-event channel.
+func benchTopLevel(b *testing.B) int {
+	if v := os.Getenv("BUZZ_LITE_BENCH_TOPLEVEL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("BUZZ_LITE_BENCH_TOPLEVEL=%q", v)
+		}
+		return n
+	}
+	return 1000
+}
+
+// benchCommunity loads one generated channel into a fresh server.
+func benchCommunity(b *testing.B) (*testServer, string, int) {
+	b.Helper()
+	c, err := gen.Generate(gen.Options{Channels: 1, TopLevel: benchTopLevel(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := startServer(&testing.T{})
+	b.Cleanup(func() { s.stop() })
+	ctx := context.Background()
+	for i := 0; i < len(c.Events); i += 500 {
+		if _, err := s.store.ImportBatch(ctx, c.Events[i:min(i+500, len(c.Events))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s, c.Channels[0], len(c.Events)
+}
+
+// benchCursors pages the whole window once and returns the request cursor
+// of every page.
+func benchCursors(b *testing.B, s *testServer, channel string) []*nipcw.Cursor {
+	b.Helper()
+	cursors := []*nipcw.Cursor{nil}
+	for {
+		body := benchBody(channel, cursors[len(cursors)-1])
+		resp, err := http.Post(s.httpURL+"/query", "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var evs []*nostr.Event
+		err = json.NewDecoder(resp.Body).Decode(&evs)
+		resp.Body.Close()
+		if err != nil || len(evs) == 0 {
+			b.Fatalf("page: %v", err)
+		}
+		var bounds nipcw.Bounds
+		if err := json.Unmarshal([]byte(evs[len(evs)-1].Content), &bounds); err != nil {
+			b.Fatal(err)
+		}
+		if !bounds.HasMore {
+			return cursors
+		}
+		cursors = append(cursors, bounds.NextCursor)
+	}
+}
+
+func benchBody(channel string, c *nipcw.Cursor) []byte {
+	f := map[string]any{"kinds": []int{9}, "#h": []string{channel}, "limit": 50,
+		"top_level": true, "include_summaries": true, "include_aux": true}
+	if c != nil {
+		f["until"], f["before_id"] = c.CreatedAt, c.ID
+	}
+	body, _ := json.Marshal([]any{f})
+	return body
+}
+
+// BenchmarkQueryWindow measures window pages over HTTP with 16 concurrent
+// clients (issue 4: 1,500 pages/s, p99 under 25 ms on 2 cores), at the
+// head and at random depths, anonymous and with a NIP-98 token per request
+// (tokens signed before the clock starts).
+func BenchmarkQueryWindow(b *testing.B) {
+	s, channel, events := benchCommunity(b)
+	cursors := benchCursors(b, s, channel)
+	b.Logf("channel of %d events, %d window pages of 50", events, len(cursors))
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	reader := nostr.GeneratePrivateKey()
+	for _, depth := range []string{"head", "deep"} {
+		for _, auth := range []string{"anonymous", "nip98"} {
+			b.Run(depth+"/"+auth, func(b *testing.B) {
+				bodies := make([][]byte, b.N)
+				tokens := make([]string, b.N)
+				rng := rand.New(rand.NewPCG(1, 2))
+				for i := range b.N {
+					c := cursors[0]
+					if depth == "deep" {
+						c = cursors[rng.IntN(len(cursors))]
+					}
+					bodies[i] = benchBody(channel, c)
+					if auth == "nip98" {
+						tokens[i] = benchToken(b, reader, s.httpURL+"/query")
+					}
+				}
+				var next atomic.Int64
+				var mu sync.Mutex
+				var latencies []time.Duration
+				b.SetParallelism(8)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					var mine []time.Duration
+					for pb.Next() {
+						i := next.Add(1) - 1
+						req, _ := http.NewRequest(http.MethodPost, s.httpURL+"/query", bytes.NewReader(bodies[i]))
+						if tokens[i] != "" {
+							req.Header.Set("Authorization", tokens[i])
+						}
+						start := time.Now()
+						resp, err := client.Do(req)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						_, err = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						mine = append(mine, time.Since(start))
+						if err != nil || resp.StatusCode != http.StatusOK {
+							b.Errorf("status %d, %v", resp.StatusCode, err)
+							return
+						}
+					}
+					mu.Lock()
+					latencies = append(latencies, mine...)
+					mu.Unlock()
+				})
+				b.StopTimer()
+				slices.Sort(latencies)
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pages/s")
+				b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
+			})
+		}
+	}
+}
+
+// benchToken is a NIP-98 Authorization header for url.
+func benchToken(b *testing.B, sk, url string) string {
+	ev := nostr.Event{Kind: 27235, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"u", url}, {"method", "POST"}},
+		Content: fmt.Sprint(rand.Int64())}
+	if err := ev.Sign(sk); err != nil {
+		b.Fatal(err)
+	}
+	j, _ := json.Marshal(ev)
+	return "Nostr " + base64.StdEncoding.EncodeToString(j)
+}
