@@ -49,7 +49,32 @@ const (
 	MaxDepthLimit     = 4294967295
 	AuxPageSize       = 1000
 	MaxAuxPagesPerHop = 64
+	// MaxFilterValues bounds each list of a filter (ids, authors, kinds,
+	// each tag's values) and MaxFilterTotal all of them together: the store
+	// binds every value as an SQLite variable, at most 32766 a statement,
+	// and a request past that would be an internal error, not a refusal.
+	MaxFilterValues = 1000
+	MaxFilterTotal  = 20 * MaxFilterValues
 )
+
+// TooManyValues says why f has more values than a filter may have, "" when
+// it has not (the WebSocket surface applies the same bound).
+func TooManyValues(f nostr.Filter) string {
+	n := len(f.IDs) + len(f.Authors) + len(f.Kinds)
+	if len(f.IDs) > MaxFilterValues || len(f.Authors) > MaxFilterValues || len(f.Kinds) > MaxFilterValues {
+		return fmt.Sprintf("a filter list has more than %d values", MaxFilterValues)
+	}
+	for _, values := range f.Tags {
+		if len(values) > MaxFilterValues {
+			return fmt.Sprintf("a filter list has more than %d values", MaxFilterValues)
+		}
+		n += len(values)
+	}
+	if n > MaxFilterTotal {
+		return fmt.Sprintf("a filter has more than %d values", MaxFilterTotal)
+	}
+	return ""
+}
 
 // Filter is one filter of a `/query` body with the path that serves it
 // (RL-18): exactly one of the three is set.
@@ -125,7 +150,7 @@ type GenericRequest struct {
 // assigned its path (RL-16, RL-18). Any error refuses the whole request.
 func ParseBody(body []byte) ([]Filter, error) {
 	var raws []json.RawMessage
-	if err := json.Unmarshal(body, &raws); err != nil {
+	if err := json.Unmarshal(body, &raws); err != nil || raws == nil {
 		return nil, invalidFilters("want a JSON array of filter objects")
 	}
 	if len(raws) > MaxFilters {
@@ -199,6 +224,9 @@ func parseWindow(obj map[string]json.RawMessage) (*WindowRequest, error) {
 	if present(obj["kinds"]) {
 		if err := json.Unmarshal(obj["kinds"], &w.Kinds); err != nil {
 			return nil, invalidFilters("kinds must be a list of integers")
+		}
+		if len(w.Kinds) > MaxFilterValues {
+			return nil, invalidFilters("a filter list has more than %d values", MaxFilterValues)
 		}
 	}
 	if present(obj["limit"]) {
@@ -288,6 +316,9 @@ func parseGeneric(raw json.RawMessage, obj map[string]json.RawMessage) (*Generic
 	}
 	if g.BeforeID != "" && g.Filter.Until == nil {
 		return nil, ErrBeforeIDNeedUntil
+	}
+	if why := TooManyValues(g.Filter); why != "" {
+		return nil, invalidFilters("%s", why)
 	}
 	switch {
 	case g.Filter.LimitZero:

@@ -36,6 +36,7 @@ func TestParseBodyErrors(t *testing.T) {
 	}{
 		{"bare object", `{"kinds":[1]}`, "invalid filters: want a JSON array of filter objects"},
 		{"invalid JSON", `[{"kinds":[1]`, "invalid filters: want a JSON array of filter objects"},
+		{"null", `null`, "invalid filters: want a JSON array of filter objects"},
 		{"not an object", `[1]`, "invalid filters: filter 0 is not a JSON object"},
 		{"null filter", `[null]`, "invalid filters: filter 0 is not a JSON object"},
 		{"too many filters", many, "too many filters"},

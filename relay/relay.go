@@ -22,6 +22,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // Store is what the relay needs of a database.
@@ -282,8 +283,9 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 
 // maxFilterValues bounds each list of a filter (ids, authors, kinds, each
 // tag): far more than any client asks for, far less than SQLite's limit of
-// bound variables.
-const maxFilterValues = 1000
+// bound variables. nipcw.TooManyValues also bounds their sum, which with
+// up to 51 tag names could pass that limit.
+const maxFilterValues = nipcw.MaxFilterValues
 
 // rejectFilter refuses filters no index can serve sensibly, and an
 // anonymous REQ for a channel it may not read, which must authenticate
@@ -305,22 +307,10 @@ func (r *Relay) rejectCountFilter(ctx context.Context, f nostr.Filter) (bool, st
 	if f.Search != "" {
 		return true, "unsupported: search (NIP-50) is not supported"
 	}
-	if tooLong(f) {
-		return true, fmt.Sprintf("invalid: a filter list has more than %d values", maxFilterValues)
+	if why := nipcw.TooManyValues(f); why != "" {
+		return true, "invalid: " + why
 	}
 	return false, ""
-}
-
-func tooLong(f nostr.Filter) bool {
-	if len(f.IDs) > maxFilterValues || len(f.Authors) > maxFilterValues || len(f.Kinds) > maxFilterValues {
-		return true
-	}
-	for _, values := range f.Tags {
-		if len(values) > maxFilterValues {
-			return true
-		}
-	}
-	return false
 }
 
 // logFilter is a filter as the log shows it: never more than a line.

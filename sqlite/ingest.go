@@ -524,7 +524,9 @@ func (tx *writeTx) groupDeleteTarget(r *record, channel sql.NullInt64, ch *buzz.
 	switch {
 	case t == nil || (!t.deletedAt.Valid && !t.live(now)): // deleting a deleted event again is harmless
 		return nil, buzz.ErrTargetNotFound
-	case t.channel != channel:
+	case t.scope != channel:
+		// A reaction without an h tag belongs to its target's channel
+		// (RL-8), and a channel admin may delete it there.
 		return nil, buzz.ErrTargetOtherChannel
 	case !bytes.Equal(t.pubkey, r.pubkey) && tx.community().RoleOf(r.ev.PubKey, ch) < buzz.RoleAdmin:
 		return nil, buzz.ErrNotAuthorOrAdmin
