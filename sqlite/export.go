@@ -23,15 +23,17 @@ type ExportFilter struct {
 	// Kinds limits the export to these kinds; empty means all.
 	Kinds []int
 	// WithDeleted adds every deleted event and every deletion event (kinds
-	// 5 and 9005). Without it, deleted events are left out, except those
-	// that replies still hang below, which go out with their deletions so
-	// that an import rebuilds the same threads.
+	// 5 and 9005). Without it, deleted events are left out, except two
+	// kinds that go out with their deletions so that an import serves the
+	// same: those that replies still hang below (the threads), and deleted
+	// reactions and edits (the window's aux closure serves the deletions
+	// of a message's reactions and edits, CW-18).
 	WithDeleted bool
 }
 
 // deletesAnAnchor reports whether deletion ev deleted a stored event that
-// still has replies below it: the one kind of deletion a default export
-// keeps.
+// still has replies below it, or a reaction or edit: the deletions a
+// default export keeps.
 func deletesAnAnchor(ctx context.Context, tx *sql.Tx, ev *nostr.Event) (bool, error) {
 	for _, tag := range ev.Tags {
 		if len(tag) < 2 || tag[0] != "e" || !buzz.IsLowerHex64(tag[1]) {
@@ -39,7 +41,8 @@ func deletesAnAnchor(ctx context.Context, tx *sql.Tx, ev *nostr.Event) (bool, er
 		}
 		id, _ := idKey(tag[1])
 		var anchor bool
-		err := tx.QueryRowContext(ctx, `SELECT e.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq)
+		err := tx.QueryRowContext(ctx, `SELECT e.deleted_at IS NOT NULL
+			AND (e.kind IN (7, 40003) OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))
 			FROM events e WHERE e.id = ?`, id).Scan(&anchor)
 		if err != nil && err != sql.ErrNoRows {
 			return false, fmt.Errorf("export: %w", err)
@@ -67,8 +70,10 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 	if !f.WithDeleted {
 		// A deleted event that still has replies below goes out with the
 		// deletion that deleted it: without it an import could not place
-		// those replies, and the thread's counters would differ.
-		where = append(where, "(e.deleted_at IS NULL OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))")
+		// those replies, and the thread's counters would differ. So do
+		// deleted reactions and edits, whose deletions the aux closure
+		// serves.
+		where = append(where, "(e.deleted_at IS NULL OR e.kind IN (7, 40003) OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))")
 	}
 	if f.Channel != "" {
 		var seqs []any

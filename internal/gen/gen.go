@@ -1,5 +1,6 @@
 // Package gen generates a synthetic community, deterministically from a
-// seed: channels, authors, top-level messages, threads of some depth and
+// seed: channels (created with NIP-29 lifecycle events, every other one
+// private), authors, top-level messages, threads of some depth and
 // fan-out, broadcast replies, reactions, edits, deletions and same-second
 // bursts, as signed events in an order a relay accepts (parents before
 // replies, targets before their reactions). Tests and benchmarks load it
@@ -33,8 +34,9 @@ type Options struct {
 	Reactions int
 	// BroadcastPercent of depth-1 replies carry ["broadcast","1"].
 	BroadcastPercent int
-	// EditPercent and DeletePercent of top-level messages get an edit,
-	// or a deletion by their author.
+	// EditPercent of top-level messages get an edit; DeletePercent of
+	// those without replies are deleted by their author, and three times
+	// as many reactions by theirs.
 	EditPercent, DeletePercent int
 	// BurstPercent of top-level messages share the second of the one
 	// before (same-second bursts, CW-15).
@@ -114,6 +116,22 @@ func Generate(o Options) (*Community, error) {
 		drafts = append(drafts, draft{ev, author})
 		return ev
 	}
+	// Channel 0 and every even one is created open by author 0; the odd
+	// ones are private, with every author a member (NIP-29 lifecycle).
+	for ci, ch := range c.Channels {
+		tags := nostr.Tags{{"h", ch}, {"name", fmt.Sprintf("channel %d", ci)}}
+		if ci%2 == 1 {
+			tags = append(tags, nostr.Tag{"private"})
+		}
+		add(0, 9007, o.Start-10, "", tags)
+		if ci%2 == 1 {
+			members := nostr.Tags{{"h", ch}}
+			for _, pk := range pubkeys[1:] {
+				members = append(members, nostr.Tag{"p", pk})
+			}
+			add(0, 9000, o.Start-9, "", members)
+		}
+	}
 	at := o.Start
 	for m := range o.TopLevel {
 		for ci, ch := range c.Channels {
@@ -141,8 +159,13 @@ func Generate(o Options) (*Community, error) {
 				reply := add(rng.IntN(o.Authors), 9, at+int64(1+r), fmt.Sprintf("reply %d", r), tags)
 				nodes = append(nodes, node{reply, parent.depth + 1})
 			}
-			for range rng.IntN(2*o.Reactions + 1) {
-				add(rng.IntN(o.Authors), 7, at+1, "+", nostr.Tags{{"h", ch}, {"e", root.ID}})
+			// Distinct reactors: one author's two "+" in a second would be
+			// one event.
+			for _, reactor := range rng.Perm(o.Authors)[:min(o.Authors, rng.IntN(2*o.Reactions+1))] {
+				reaction := add(reactor, 7, at+1, "+", nostr.Tags{{"h", ch}, {"e", root.ID}})
+				if rng.IntN(100) < o.DeletePercent*3 {
+					add(reactor, 5, at+2, "", nostr.Tags{{"e", reaction.ID}})
+				}
 			}
 			if rng.IntN(100) < o.EditPercent {
 				add(author, 40003, at+2, "edited", nostr.Tags{{"h", ch}, {"e", root.ID}})

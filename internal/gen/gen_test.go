@@ -38,3 +38,18 @@ func TestGenerateDeterministic(t *testing.T) {
 		t.Error("another seed gives the same community")
 	}
 }
+
+// Every event is distinct: a relay would refuse a second copy.
+func TestGenerateDistinct(t *testing.T) {
+	c, err := Generate(Options{Channels: 3, TopLevel: 200, Authors: 5, Reactions: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for i, ev := range c.Events {
+		if seen[ev.ID] {
+			t.Fatalf("event %d (kind %d) repeats an earlier one", i, ev.Kind)
+		}
+		seen[ev.ID] = true
+	}
+}
