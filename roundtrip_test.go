@@ -84,13 +84,20 @@ func TestRoundTripWindowsThreadsAndREQ(t *testing.T) {
 					t.Fatal(err)
 				}
 				pages++
-				rtSame(t, "window rows", rtIDs(pa.Rows), rtIDs(pb.Rows))
+				rtSame(t, "window rows", rtRaw(pa.Rows), rtRaw(pb.Rows))
 				rtSame(t, "window aux", rtSorted(pa.Aux), rtSorted(pb.Aux))
 				rtSame(t, "summaries", rtJSON(t, pa.Summaries), rtJSON(t, pb.Summaries))
 				if pa.HasMore != pb.HasMore || (pa.Next == nil) != (pb.Next == nil) || (pa.Next != nil && *pa.Next != *pb.Next) {
 					t.Fatalf("bounds differ: %v %+v / %v %+v", pa.HasMore, pa.Next, pb.HasMore, pb.Next)
 				}
 				for _, row := range pa.Rows {
+					var ev nostr.Event
+					if err := json.Unmarshal(row.JSON, &ev); err != nil || ev.ID != row.ID {
+						t.Fatalf("row %s serves %s: %v", row.ID, row.JSON, err)
+					}
+					if ok, err := ev.CheckSignature(); !ok || err != nil {
+						t.Fatalf("row %s served with a signature that fails: %v", row.ID, err)
+					}
 					tq := buzz.ThreadQuery{Root: row.ID, DepthLimit: 4, Limit: 500, Aux: true, Viewer: v}
 					ta, err := a.Thread(ctx, tq)
 					if err != nil {
@@ -101,7 +108,7 @@ func TestRoundTripWindowsThreadsAndREQ(t *testing.T) {
 						t.Fatal(err)
 					}
 					threads++
-					rtSame(t, "thread replies", rtIDs(ta.Replies), rtIDs(tb.Replies))
+					rtSame(t, "thread replies", rtRaw(ta.Replies), rtRaw(tb.Replies))
 					rtSame(t, "thread aux", rtSorted(ta.Aux), rtSorted(tb.Aux))
 				}
 				if !pa.HasMore {
@@ -135,12 +142,22 @@ func rtIDs(evs []*nostr.Event) []string {
 	return ids
 }
 
-// rtSorted is the ids of an aux closure, whose order among events naming
-// the same target in the same second follows the store's own numbering.
-func rtSorted(evs []*nostr.Event) []string {
-	ids := rtIDs(evs)
-	slices.Sort(ids)
-	return ids
+// rtRaw is the served JSON of events: the same bytes on both sides.
+func rtRaw(evs []buzz.RawEvent) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = string(ev.JSON)
+	}
+	return out
+}
+
+// rtSorted is the served JSON of an aux closure, whose order among events
+// naming the same target in the same second follows the store's own
+// numbering.
+func rtSorted(evs []buzz.RawEvent) []string {
+	out := rtRaw(evs)
+	slices.Sort(out)
+	return out
 }
 
 func rtJSON(t *testing.T, v any) []string {

@@ -2,8 +2,6 @@ package buzz
 
 import (
 	"database/sql"
-
-	"github.com/nbd-wtf/go-nostr"
 )
 
 // Position is a place in an event order: (created_at, id), id in lowercase
@@ -44,10 +42,10 @@ type Summary struct {
 // WindowPage is one page of a window: rows in window order, whether more
 // follow and where they start, the aux closure and the summaries.
 type WindowPage struct {
-	Rows      []*nostr.Event
+	Rows      []RawEvent
 	HasMore   bool
 	Next      *Position
-	Aux       []*nostr.Event
+	Aux       []RawEvent
 	Summaries []Summary
 }
 
@@ -68,6 +66,15 @@ type ThreadQuery struct {
 // ThreadPage is what the thread path serves: replies oldest first, then
 // the aux closure of the replies and the root.
 type ThreadPage struct {
-	Replies []*nostr.Event
-	Aux     []*nostr.Event
+	Replies []RawEvent
+	Aux     []RawEvent
+}
+
+// RawEvent is a stored event as it goes on the wire: its signed JSON, and
+// what a caller needs to know of it without decoding that.
+type RawEvent struct {
+	ID        string
+	CreatedAt int64
+	Kind      int
+	JSON      []byte
 }

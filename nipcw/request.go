@@ -95,14 +95,41 @@ type WindowRequest struct {
 	IncludeSummaries bool
 	IncludeAux       bool
 
-	// The cursor is checked only once the channel is known to be readable
-	// (CW-3): a malformed cursor on an inaccessible channel is no error.
-	until, beforeID json.RawMessage
+	// Everything else is checked only once the channel is known to be
+	// readable (CW-3): a malformed cursor, limit or kinds list on an
+	// inaccessible channel is no error.
+	until, beforeID, kinds, limit json.RawMessage
 }
 
-// Cursor returns the request cursor, nil for a head request, or the 400 of
-// CW-5, checked in its order: a malformed before_id, a half cursor, until.
-func (w *WindowRequest) Cursor() (*Cursor, error) {
+// Check reads the rest of the filter once the channel is known to be
+// readable: the cursor (nil for a head request, or the 400 of CW-5, checked
+// in its order: a malformed before_id, a half cursor, until), then kinds
+// and limit, which it sets.
+func (w *WindowRequest) Check() (*Cursor, error) {
+	cursor, err := w.cursor()
+	if err != nil {
+		return nil, err
+	}
+	if present(w.kinds) {
+		if err := json.Unmarshal(w.kinds, &w.Kinds); err != nil {
+			return nil, invalidFilters("kinds must be a list of integers")
+		}
+		if len(w.Kinds) > MaxFilterValues {
+			return nil, invalidFilters("a filter list has more than %d values", MaxFilterValues)
+		}
+	}
+	if present(w.limit) {
+		// Any number is a row budget, clamped (CW-4): 5.0 is 5, 1e9 is 200.
+		n, err := strconv.ParseFloat(string(bytes.TrimSpace(w.limit)), 64)
+		if err != nil {
+			return nil, invalidFilters("limit must be a number")
+		}
+		w.Limit = int(min(max(n, 1), MaxWindowLimit))
+	}
+	return cursor, nil
+}
+
+func (w *WindowRequest) cursor() (*Cursor, error) {
 	hasUntil, hasBefore := present(w.until), present(w.beforeID)
 	var id string
 	if hasBefore {
@@ -220,21 +247,8 @@ func parseWindow(obj map[string]json.RawMessage) (*WindowRequest, error) {
 		IncludeAux:       isTrue(obj["include_aux"]),
 		until:            obj["until"],
 		beforeID:         obj["before_id"],
-	}
-	if present(obj["kinds"]) {
-		if err := json.Unmarshal(obj["kinds"], &w.Kinds); err != nil {
-			return nil, invalidFilters("kinds must be a list of integers")
-		}
-		if len(w.Kinds) > MaxFilterValues {
-			return nil, invalidFilters("a filter list has more than %d values", MaxFilterValues)
-		}
-	}
-	if present(obj["limit"]) {
-		n, err := integer(obj["limit"])
-		if err != nil {
-			return nil, invalidFilters("limit must be an integer")
-		}
-		w.Limit = int(min(max(n, 1), MaxWindowLimit))
+		kinds:            obj["kinds"],
+		limit:            obj["limit"],
 	}
 	return w, nil
 }

@@ -114,9 +114,10 @@ func TestParseWindow(t *testing.T) {
 		limit int
 	}{
 		{``, 50}, {`,"limit":0`, 1}, {`,"limit":-5`, 1}, {`,"limit":7`, 7}, {`,"limit":200`, 200}, {`,"limit":5000`, 200},
+		{`,"limit":5.0`, 5}, {`,"limit":99999999999999999999`, 200},
 	} {
 		w := parseOne(t, `[{"top_level":true,"#h":["`+testChannel+`"]`+c.extra+`}]`).Window
-		if w.Limit != c.limit {
+		if _, err := w.Check(); err != nil || w.Limit != c.limit {
 			t.Errorf("%q: limit %d, want %d", c.extra, w.Limit, c.limit)
 		}
 	}
@@ -132,13 +133,13 @@ func TestParseWindow(t *testing.T) {
 		}
 	}
 	w := parseOne(t, `[{"top_level":true,"#h":["`+testChannel+`"],"kinds":[9,11],"include_summaries":true,"include_aux":"true"}]`).Window
-	if len(w.Kinds) != 2 || !w.IncludeSummaries || w.IncludeAux {
+	if _, err := w.Check(); err != nil || len(w.Kinds) != 2 || !w.IncludeSummaries || w.IncludeAux {
 		t.Errorf("got %+v", w)
 	}
 }
 
 // CW-5: both or neither, checked in order: a malformed before_id, a half
-// cursor, then until.
+// cursor, then until. CW-3: kinds and limit are checked after access too.
 func TestWindowCursor(t *testing.T) {
 	for _, c := range []struct {
 		extra string
@@ -160,7 +161,7 @@ func TestWindowCursor(t *testing.T) {
 		{`,"until":99999999999999999999,"before_id":"` + testID + `"`, nil, ErrWindowUntil},
 	} {
 		w := parseOne(t, `[{"top_level":true,"#h":["`+testChannel+`"]`+c.extra+`}]`).Window
-		got, err := w.Cursor()
+		got, err := w.Check()
 		if err != c.err || (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
 			t.Errorf("%s: %+v, %v; want %+v, %v", c.extra, got, err, c.want, c.err)
 		}
@@ -229,7 +230,7 @@ func FuzzParseBody(f *testing.F) {
 			n := 0
 			if f.Window != nil {
 				n++
-				f.Window.Cursor()
+				f.Window.Check()
 			}
 			if f.Thread != nil {
 				n++
@@ -257,4 +258,15 @@ func FuzzParseUUID(f *testing.F) {
 			t.Fatalf("%q -> %q is not canonical", s, c)
 		}
 	})
+}
+
+// CW-3: nothing but the channel is judged before access: a malformed
+// kinds list, limit or cursor parses, and is refused only by Check.
+func TestWindowCheckedAfterAccess(t *testing.T) {
+	for _, extra := range []string{`,"kinds":"x"`, `,"limit":"x"`, `,"until":5`, `,"before_id":"x"`} {
+		w := parseOne(t, `[{"top_level":true,"#h":["`+testChannel+`"]`+extra+`}]`).Window
+		if _, err := w.Check(); err == nil {
+			t.Errorf("%s: Check accepted it", extra)
+		}
+	}
 }

@@ -70,42 +70,62 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
 	defer cancel()
-	out, err := r.runQuery(ctx, plan)
-	if err != nil {
+	out := &response{buf: make([]byte, 0, 64<<10)}
+	if err := r.runQuery(ctx, plan, out); err != nil {
 		if ctx.Err() == nil {
 			r.log.Error("query failed", "err", err)
 		}
 		writeError(w, http.StatusInternalServerError, errInternal)
 		return
 	}
-	body, err = appendEvents(make([]byte, 0, 64<<10), out)
-	if err != nil {
-		r.log.Error("encoding query response", "err", err)
-		writeError(w, http.StatusInternalServerError, errInternal)
-		return
-	}
 	h.Set("Content-Type", "application/json")
-	if _, err := w.Write(body); err != nil {
+	if _, err := w.Write(out.bytes()); err != nil {
 		r.log.Debug("writing query response", "err", err)
 	}
 }
 
-// appendEvents appends evs as a JSON array. Each event is written by its
-// own encoder, once: encoding/json would check and compact every byte of
-// it again, which was a quarter of a window page's time.
-func appendEvents(b []byte, evs []*nostr.Event) ([]byte, error) {
-	b = append(b, '[')
-	for i, ev := range evs {
-		if i > 0 {
-			b = append(b, ',')
-		}
+// response is the JSON array a `/query` answers, written as it is built:
+// stored events as the store wrote them, overlays and generic results by
+// their own encoder, each once (encoding/json would check and compact
+// every byte again, a quarter of a page's time).
+type response struct {
+	buf []byte
+	n   int
+}
+
+func (o *response) next() {
+	if o.n == 0 {
+		o.buf = append(o.buf, '[')
+	} else {
+		o.buf = append(o.buf, ',')
+	}
+	o.n++
+}
+
+func (o *response) raw(evs []buzz.RawEvent) {
+	for _, ev := range evs {
+		o.next()
+		o.buf = append(o.buf, ev.JSON...)
+	}
+}
+
+func (o *response) events(evs []*nostr.Event) error {
+	for _, ev := range evs {
 		j, err := ev.MarshalJSON()
 		if err != nil {
-			return nil, fmt.Errorf("encode event %s: %w", ev.ID, err)
+			return fmt.Errorf("encode event %s: %w", ev.ID, err)
 		}
-		b = append(b, j...)
+		o.next()
+		o.buf = append(o.buf, j...)
 	}
-	return append(b, ']', '\n'), nil
+	return nil
+}
+
+func (o *response) bytes() []byte {
+	if o.n == 0 {
+		return append(o.buf, '[', ']', '\n')
+	}
+	return append(o.buf, ']', '\n')
 }
 
 // queryPlan is a request whose every filter has been checked: windows,
@@ -127,7 +147,7 @@ type plannedWindow struct {
 }
 
 // planQuery sorts filters by path and checks what is checked only after
-// access: a window's cursor (CW-3, CW-5).
+// access: a window's cursor, kinds and limit (CW-3, CW-5).
 func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer) (*queryPlan, error) {
 	p := &queryPlan{viewer: v, community: r.store.Community()}
 	for _, f := range filters {
@@ -136,7 +156,7 @@ func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer) (*queryPlan, er
 			pw := plannedWindow{req: f.Window, readable: p.community.CanReadChannel(v, f.Window.Channel)}
 			if pw.readable {
 				var err error
-				if pw.cursor, err = f.Window.Cursor(); err != nil {
+				if pw.cursor, err = f.Window.Check(); err != nil {
 					return nil, err
 				}
 			}
@@ -150,17 +170,14 @@ func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer) (*queryPlan, er
 	return p, nil
 }
 
-func (r *Relay) runQuery(ctx context.Context, p *queryPlan) ([]*nostr.Event, error) {
-	out := []*nostr.Event{}
+func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error {
 	for _, pw := range p.windows {
 		if !pw.readable {
 			continue
 		}
-		evs, err := r.window(ctx, p, pw)
-		if err != nil {
-			return nil, err
+		if err := r.window(ctx, p, pw, out); err != nil {
+			return err
 		}
-		out = append(out, evs...)
 	}
 	for _, t := range p.threads {
 		q := buzz.ThreadQuery{Root: t.Root, DepthLimit: t.DepthLimit, Limit: t.Limit, Aux: t.IncludeAux, Viewer: p.viewer}
@@ -169,9 +186,10 @@ func (r *Relay) runQuery(ctx context.Context, p *queryPlan) ([]*nostr.Event, err
 		}
 		page, err := r.store.Thread(ctx, q)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(append(out, page.Replies...), page.Aux...)
+		out.raw(page.Replies)
+		out.raw(page.Aux)
 	}
 	for _, g := range p.generic {
 		if g.Filter.LimitZero {
@@ -179,16 +197,18 @@ func (r *Relay) runQuery(ctx context.Context, p *queryPlan) ([]*nostr.Event, err
 		}
 		evs, err := r.store.QueryBefore(ctx, g.Filter, p.viewer, g.BeforeID)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, evs...)
+		if err := out.events(evs); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // window serves one window page (CW-9..CW-21): rows, aux closure,
 // summaries, and exactly one bounds overlay, in that order.
-func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow) ([]*nostr.Event, error) {
+func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out *response) error {
 	projection := p.community.ThreadRepliesInChannel
 	q := buzz.WindowQuery{
 		Channel:    pw.req.Channel,
@@ -204,20 +224,21 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow) ([]*
 	}
 	page, err := r.store.Window(ctx, q)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	now := r.now().Unix()
-	out := make([]*nostr.Event, 0, len(page.Rows)+len(page.Aux)+len(page.Summaries)+1)
-	out = append(append(out, page.Rows...), page.Aux...)
+	out.raw(page.Rows)
+	out.raw(page.Aux)
+	overlays := make([]*nostr.Event, 0, len(page.Summaries)+1)
 	for _, sm := range page.Summaries {
 		ev, err := summaryEvent(pw.req.Channel, sm, now)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := r.overlays.sign(ev); err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, ev)
+		overlays = append(overlays, ev)
 	}
 	bounds := nipcw.Bounds{HasMore: page.HasMore, ThreadRepliesInChannel: projection}
 	if page.Next != nil {
@@ -225,12 +246,12 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow) ([]*
 	}
 	ev, err := boundsEvent(pw.req.Channel, pw.cursor, bounds, now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := r.overlays.sign(ev); err != nil {
-		return nil, err
+		return err
 	}
-	return append(out, ev), nil
+	return out.events(append(overlays, ev))
 }
 
 // writeError writes the error body of RL-16: {"error":"<message>"}.

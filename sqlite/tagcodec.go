@@ -228,3 +228,80 @@ func (p *tagParser) hex4() (rune, bool) {
 	p.i += 4
 	return rune(v), true
 }
+
+// validTags reports whether s is a JSON array of arrays of strings, as
+// parseTags would read it, without building anything: a stored event is
+// served from its columns as they are, once they are known to be sound.
+func validTags(s string) bool {
+	p := tagParser{s: s}
+	p.skipSpace()
+	if !p.eat('[') {
+		return false
+	}
+	p.skipSpace()
+	if p.eat(']') {
+		return p.end() == nil
+	}
+	for {
+		p.skipSpace()
+		if !p.eat('[') {
+			return false
+		}
+		p.skipSpace()
+		if !p.eat(']') {
+			for {
+				p.skipSpace()
+				if !p.skipStr() {
+					return false
+				}
+				p.skipSpace()
+				if p.eat(']') {
+					break
+				}
+				if !p.eat(',') {
+					return false
+				}
+			}
+		}
+		p.skipSpace()
+		if p.eat(']') {
+			return p.end() == nil
+		}
+		if !p.eat(',') {
+			return false
+		}
+	}
+}
+
+// skipStr moves past a JSON string, checking its escapes.
+func (p *tagParser) skipStr() bool {
+	if !p.eat('"') {
+		return false
+	}
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		p.i++
+		switch {
+		case c == '"':
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			if p.i >= len(p.s) {
+				return false
+			}
+			e := p.s[p.i]
+			p.i++
+			switch e {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if _, ok := p.hex4(); !ok {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
