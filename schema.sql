@@ -43,6 +43,8 @@ CREATE TABLE members (
 --   access_version            bumped by every transaction that changes
 --                             channels, members or settings, so that a
 --                             process sees another one's changes
+--   write_version             bumped by every write transaction: a cached
+--                             window page is valid while it stands
 --   thread_replies_in_channel the community setting of RL-15 (0/1)
 --   thread_replies_in_channel.config  the value the config file gave when
 --                             the relay last started: a change there is
@@ -51,7 +53,7 @@ CREATE TABLE settings (
   key   TEXT PRIMARY KEY,
   value ANY
 ) STRICT, WITHOUT ROWID;
-INSERT INTO settings (key, value) VALUES ('access_version', 0);
+INSERT INTO settings (key, value) VALUES ('access_version', 0), ('write_version', 0);
 
 -- Every stored event. The signed event is rebuilt from these columns on read
 -- (tags are kept as their JSON array, content verbatim).

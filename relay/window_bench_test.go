@@ -21,6 +21,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/internal/gen"
 	"github.com/buzz-lite/buzz-lite/nipcw"
+	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // benchTopLevel is the number of top-level messages of the benchmark
@@ -37,14 +38,19 @@ func benchTopLevel(b *testing.B) int {
 	return 1000
 }
 
-// benchCommunity loads one generated channel into a fresh server.
-func benchCommunity(b *testing.B) (*testServer, string, int) {
+// benchCommunity loads one generated channel into a fresh server; cache
+// says whether window pages are cached.
+func benchCommunity(b *testing.B, cache bool) (*testServer, string, int) {
 	b.Helper()
 	c, err := gen.Generate(gen.Options{Channels: 1, TopLevel: benchTopLevel(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := startServer(&testing.T{})
+	s := startServerWith(&testing.T{}, func(o *sqlite.Options) {
+		if !cache {
+			o.PageCache = -1
+		}
+	})
 	b.Cleanup(func() { s.stop() })
 	ctx := context.Background()
 	for i := 0; i < len(c.Events); i += 500 {
@@ -96,9 +102,16 @@ func benchBody(channel string, c *nipcw.Cursor) []byte {
 // BenchmarkQueryWindow measures window pages over HTTP with 16 concurrent
 // clients (issue 4: 1,500 pages/s, p99 under 25 ms on 2 cores), at the
 // head and at random depths, anonymous and with a NIP-98 token per request
-// (tokens signed before the clock starts).
+// (tokens signed before the clock starts), with the store's page cache and
+// without it (every page built from the database).
 func BenchmarkQueryWindow(b *testing.B) {
-	s, channel, events := benchCommunity(b)
+	for _, cache := range []string{"cached", "uncached"} {
+		b.Run(cache, func(b *testing.B) { benchQueryWindow(b, cache == "cached") })
+	}
+}
+
+func benchQueryWindow(b *testing.B, cache bool) {
+	s, channel, events := benchCommunity(b, cache)
 	cursors := benchCursors(b, s, channel)
 	b.Logf("channel of %d events, %d window pages of 50", events, len(cursors))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}

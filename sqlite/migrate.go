@@ -34,7 +34,7 @@ var migrations = map[int]string{
 		  key   TEXT PRIMARY KEY,
 		  value ANY
 		) STRICT, WITHOUT ROWID;
-		INSERT INTO settings (key, value) VALUES ('access_version', 0);
+		INSERT INTO settings (key, value) VALUES ('access_version', 0), ('write_version', 0);
 		CREATE INDEX events_projection ON events(channel, created_at DESC, id)
 		  WHERE row_class >= 1 AND deleted_at IS NULL;
 		ALTER TABLE events ADD COLUMN scope INTEGER;

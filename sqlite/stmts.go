@@ -23,7 +23,7 @@ type writeStmts struct {
 	unclassified, setThread, deleteExtraTags   *sql.Stmt
 	accessVersion, putSetting, setScope        *sql.Stmt
 	updateChannel, putMember, deleteMember     *sql.Stmt
-	reactionsTo, summaryTarget                 *sql.Stmt
+	reactionsTo, summaryTarget, bumpWrites     *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -100,6 +100,7 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.deleteExtraTags, deleteExtraTagsSQL},
 		{&s.setThread, `UPDATE events SET parent = ?, root = ?, depth = ?, broadcast = ?, row_class = ? WHERE seq = ?`},
 		{&s.accessVersion, `SELECT value FROM settings WHERE key = 'access_version'`},
+		{&s.bumpWrites, `UPDATE settings SET value = value + 1 WHERE key = 'write_version'`},
 		{&s.putSetting, `INSERT INTO settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`},
 		{&s.setScope, `UPDATE events SET scope = ? WHERE seq = ?`},

@@ -41,6 +41,9 @@ type Options struct {
 	// RelayKey is the relay identity secret key (hex) that signs group
 	// state (RL-11); empty means no group state is kept.
 	RelayKey string
+	// PageCache is how many window pages are cached; 0 means the default
+	// (128), a negative number none (benchmarks of the database work).
+	PageCache int
 	// ReadConns bounds the read pool; 0 picks a default from the CPU count.
 	ReadConns int
 	// Logger receives warnings; nil discards them.
@@ -63,6 +66,8 @@ type Store struct {
 	// closure, summaries), prepared once per pool connection.
 	readStmtsMu sync.Mutex
 	readStmts   map[string]*sql.Stmt
+	// pages caches window pages while no write happens (pagecache.go).
+	pages *pageCache
 
 	channelsMu sync.RWMutex
 	channels   map[string]int64 // h value -> channels.seq, append-only
@@ -102,6 +107,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		key:       opts.RelayKey,
 		channels:  make(map[string]int64),
 		readStmts: make(map[string]*sql.Stmt),
+		pages:     newPageCache(opts.PageCache),
 		stopPurge: make(chan struct{}),
 		purgeDone: make(chan struct{}),
 	}

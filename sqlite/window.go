@@ -14,14 +14,34 @@ import (
 )
 
 // Window serves one window page from one read transaction, so that rows,
-// aux events and summaries are one snapshot (issue 4).
+// aux events and summaries are one snapshot (issue 4), or the same page
+// from the cache while no write has happened since it was read. The page
+// is shared: callers must not modify it.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	page := &buzz.WindowPage{}
 	ch := s.Community().Channel(q.Channel)
 	if ch == nil {
 		return page, nil
 	}
-	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) error {
+	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) (err error) {
+		var version int64
+		st, err := s.prepared(sctx, tx, `SELECT value FROM settings WHERE key = 'write_version'`)
+		if err != nil {
+			return fmt.Errorf("window: %w", err)
+		}
+		if err := st.QueryRowContext(sctx).Scan(&version); err != nil {
+			return fmt.Errorf("window: read write version: %w", err)
+		}
+		key := pageKey(version, q)
+		if cached, ok := s.pages.get(key); ok {
+			page = cached
+			return nil
+		}
+		defer func() {
+			if err == nil { // a page cut short by its request is not kept
+				s.pages.put(key, page)
+			}
+		}()
 		seqs, err := s.windowRows(sctx, tx, ch.Seq, q, page)
 		if err != nil {
 			return err

@@ -74,6 +74,9 @@ type writeTx struct {
 	// recounted lists the events whose thread counters the current job
 	// changed (CW-21).
 	recounted []int64
+	// wrote is set once a job of the transaction succeeded: only then may
+	// anything have been written.
+	wrote bool
 }
 
 const (
@@ -286,6 +289,9 @@ func (w *writer) call(tx *writeTx, job *writeJob) (err error) {
 		if p := recover(); p != nil {
 			w.log.Error("write job panicked", "panic", p)
 			err = fmt.Errorf("write job panicked: %v", p)
+		}
+		if err == nil {
+			tx.wrote = true
 		}
 	}()
 	return job.fn(tx)

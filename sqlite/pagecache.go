@@ -1,0 +1,84 @@
+package sqlite
+
+import (
+	"container/list"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// pageCache keeps recently served window pages. Every client that opens a
+// channel asks for the same head page, and on this engine a page costs a
+// millisecond or two of CPU, most of it the aux closure's index seeks. A
+// page is valid while write_version stands, read in the same snapshot
+// that would otherwise build the page: any committed write, by this
+// process or another, makes every cached page stale, so a page served
+// from the cache is exactly what the database would give.
+type pageCache struct {
+	mu      sync.Mutex
+	max     int
+	order   *list.List // front: most recently used
+	entries map[string]*list.Element
+}
+
+type cachedPage struct {
+	key  string
+	page *buzz.WindowPage
+}
+
+// pageCacheSize bounds the cache: a page is some 100 KB.
+const pageCacheSize = 128
+
+// newPageCache makes a cache of max pages: 0 means pageCacheSize, a
+// negative number no cache (get finds nothing, put keeps nothing).
+func newPageCache(max int) *pageCache {
+	if max == 0 {
+		max = pageCacheSize
+	}
+	return &pageCache{max: max, order: list.New(), entries: map[string]*list.Element{}}
+}
+
+// pageKey names a window page: the database version it was read at and
+// everything of the request that shapes it, the viewer included (the aux
+// closure leaves out what the viewer may not read).
+func pageKey(version int64, q buzz.WindowQuery) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d|%s|%d|%v|%v|%v|%s|", version, q.Channel, q.Limit, q.Projection, q.Summaries, q.Aux, q.Viewer)
+	if q.Before != nil {
+		fmt.Fprintf(&b, "%d:%s", q.Before.CreatedAt, q.Before.ID)
+	}
+	fmt.Fprintf(&b, "|%v", q.Kinds)
+	return b.String()
+}
+
+// get returns the page of key; the caller must not modify it.
+func (c *pageCache) get(key string) (*buzz.WindowPage, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(e)
+	return e.Value.(*cachedPage).page, true
+}
+
+func (c *pageCache) put(key string, page *buzz.WindowPage) {
+	if c.max < 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[key]; ok {
+		c.order.MoveToFront(e)
+		return
+	}
+	c.entries[key] = c.order.PushFront(&cachedPage{key: key, page: page})
+	for c.order.Len() > c.max {
+		oldest := c.order.Back()
+		c.order.Remove(oldest)
+		delete(c.entries, oldest.Value.(*cachedPage).key)
+	}
+}
