@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
@@ -14,9 +16,18 @@ import (
 // BenchmarkWindowPage is the store's cost of one window page of 50 rows
 // with summaries and the aux closure, at the head and at random depths of
 // a generated channel of about 10,000 events (issue 4), without the page
-// cache: the database work itself.
+// cache: the database work itself. BUZZ_LITE_BENCH_TOPLEVEL=50000 makes it
+// about 500,000 events: the cost must not change.
 func BenchmarkWindowPage(b *testing.B) {
-	c, err := gen.Generate(gen.Options{Channels: 1, TopLevel: 1000})
+	topLevel := 1000
+	if v := os.Getenv("BUZZ_LITE_BENCH_TOPLEVEL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("BUZZ_LITE_BENCH_TOPLEVEL=%q", v)
+		}
+		topLevel = n
+	}
+	c, err := gen.Generate(gen.Options{Channels: 1, TopLevel: topLevel})
 	if err != nil {
 		b.Fatal(err)
 	}
