@@ -174,3 +174,58 @@ func rtSame(t *testing.T, what string, a, b []string) {
 		t.Fatalf("%s differ:\n source   %v\n imported %v", what, a, b)
 	}
 }
+
+// RL-25, RL-12: a channel's state survives export and import even when
+// its lifecycle events were deleted afterwards (a deletion does not undo
+// what a lifecycle event did): a channel made private stays private.
+func TestRoundTripDeletedLifecycleEvents(t *testing.T) {
+	ctx := context.Background()
+	const ch = "5d4c3b2a-1111-4222-8333-444455556666"
+	owner, err := gen.Generate(gen.Options{Channels: 1, TopLevel: 1, Authors: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sk := owner.Authors[0]
+	sign := func(kind int, at int64, tags ...nostr.Tag) *nostr.Event {
+		ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: tags}
+		if err := ev.Sign(sk); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	src := t.TempDir()
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkPrivate := sign(9002, 1700000001, nostr.Tag{"h", ch}, nostr.Tag{"private"})
+	for _, ev := range []*nostr.Event{
+		sign(9007, 1700000000, nostr.Tag{"h", ch}),
+		mkPrivate,
+		sign(9, 1700000002, nostr.Tag{"h", ch}),
+		sign(5, 1700000003, nostr.Tag{"h", ch}, nostr.Tag{"e", mkPrivate.ID}),
+	} {
+		if err := s.Ingest(ctx, ev); err != nil {
+			t.Fatalf("kind %d: %v", ev.Kind, err)
+		}
+	}
+	s.Close()
+	dump := filepath.Join(t.TempDir(), "dump.jsonl")
+	dst := t.TempDir()
+	for _, args := range [][]string{{"export", "--data", src, "-o", dump}, {"import", "--data", dst, dump}} {
+		if err := newApp().Run(append([]string{"buzz-lite"}, args...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dst, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if c := b.Community().Channel(ch); c == nil || !c.Private {
+		t.Fatalf("imported channel: %+v, want private", c)
+	}
+	if b.Community().CanReadChannel(buzz.Anonymous, ch) {
+		t.Fatal("anonymous viewers read the imported private channel")
+	}
+}

@@ -184,6 +184,8 @@ func removeUsers(ch *Channel, tags nostr.Tags, author string, role Role) error {
 			return ErrUserTag
 		}
 		switch {
+		case tag[1] == author && ch.Members[author] == RoleNone:
+			return ErrNotMember
 		case tag[1] == author:
 		case role < RoleAdmin:
 			return ErrNotChannelAdmin

@@ -302,7 +302,7 @@ func TestTransitionRemoveUser(t *testing.T) {
 	}{
 		{"member removes self", true, pkMember, nostr.Tags{{"p", pkMember}}, []string{pkMember}, nil},
 		{"owner removes self", true, pkOwner, nostr.Tags{{"p", pkOwner}}, []string{pkOwner}, nil},
-		{"non-member removes self: no change", false, pkOutsider, nostr.Tags{{"p", pkOutsider}}, nil, nil},
+		{"non-member removes self: refused", false, pkOutsider, nostr.Tags{{"p", pkOutsider}}, nil, ErrNotMember},
 		{"admin removes member", true, pkAdmin, nostr.Tags{{"p", pkMember}}, []string{pkMember}, nil},
 		{"admin removes admin", true, pkAdmin, nostr.Tags{{"p", pkAdmin2}}, []string{pkAdmin2}, nil},
 		{"admin removes non-member: no change", true, pkAdmin, nostr.Tags{{"p", pkNewbie}}, nil, nil},

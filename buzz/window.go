@@ -47,6 +47,9 @@ type WindowPage struct {
 	Next      *Position
 	Aux       []RawEvent
 	Summaries []Summary
+	// Unreadable is set when the viewer may not read the channel in the
+	// snapshot the page was read from: no rows, no overlays (CW-3).
+	Unreadable bool
 }
 
 // ThreadQuery asks for the replies below an event (RL-20).

@@ -226,6 +226,9 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 	if err != nil {
 		return err
 	}
+	if page.Unreadable {
+		return nil // access changed since planQuery: as for any unreadable channel
+	}
 	now := r.now().Unix()
 	out.raw(page.Rows)
 	out.raw(page.Aux)

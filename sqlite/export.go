@@ -32,8 +32,8 @@ type ExportFilter struct {
 }
 
 // deletesAnAnchor reports whether deletion ev deleted a stored event that
-// still has replies below it, or a reaction or edit: the deletions a
-// default export keeps.
+// still has replies below it, a reaction or edit, or a lifecycle event:
+// the deletions a default export keeps.
 func deletesAnAnchor(ctx context.Context, tx *sql.Tx, ev *nostr.Event) (bool, error) {
 	for _, tag := range ev.Tags {
 		if len(tag) < 2 || tag[0] != "e" || !buzz.IsLowerHex64(tag[1]) {
@@ -42,7 +42,8 @@ func deletesAnAnchor(ctx context.Context, tx *sql.Tx, ev *nostr.Event) (bool, er
 		id, _ := idKey(tag[1])
 		var anchor bool
 		err := tx.QueryRowContext(ctx, `SELECT e.deleted_at IS NOT NULL
-			AND (e.kind IN (7, 40003) OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))
+			AND (e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022)
+			     OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))
 			FROM events e WHERE e.id = ?`, id).Scan(&anchor)
 		if err != nil && err != sql.ErrNoRows {
 			return false, fmt.Errorf("export: %w", err)
@@ -72,8 +73,9 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 		// deletion that deleted it: without it an import could not place
 		// those replies, and the thread's counters would differ. So do
 		// deleted reactions and edits, whose deletions the aux closure
-		// serves.
-		where = append(where, "(e.deleted_at IS NULL OR e.kind IN (7, 40003) OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))")
+		// serves. So do NIP-29 lifecycle events: deleting one does not
+		// undo what it did to its channel, and import replays them.
+		where = append(where, "(e.deleted_at IS NULL OR e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022) OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))")
 	}
 	if f.Channel != "" {
 		var seqs []any

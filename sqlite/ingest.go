@@ -250,10 +250,19 @@ func (tx *writeTx) access(r *record, channel sql.NullInt64, ch *buzz.Channel, ta
 		next, err = c.Transition(ev, r.channel, ch)
 		return channel, next, err
 	case channel.Valid:
-		// A deletion that deletes something has rules of its own: an
-		// author may always delete what they wrote (RL-6), a removed
-		// member too. One that deletes nothing is an ordinary post.
-		if !(ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete) || len(targets) == 0 {
+		switch {
+		case (ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete) && deletesOnlyIn(ch, targets):
+			// A deletion of events of its own channel has rules of its
+			// own: an author may always delete what they wrote (RL-6), a
+			// removed member too. Any other is an ordinary post.
+		case ev.Kind == buzz.KindReaction:
+			// A reaction belongs to its target's channel too (RL-8): an h
+			// tag of another channel does not carry it past that
+			// channel's write rule.
+			if err = c.CheckWrite(ev.PubKey, ch); err == nil {
+				err = tx.checkTargetWrite(r, channel)
+			}
+		default:
 			err = c.CheckWrite(ev.PubKey, ch)
 		}
 		return channel, nil, err
@@ -284,6 +293,34 @@ func (tx *writeTx) access(r *record, channel sql.NullInt64, ch *buzz.Channel, ta
 		return sql.NullInt64{Int64: seq, Valid: found}, nil, err
 	}
 	return scope, nil, nil
+}
+
+// deletesOnlyIn reports whether every target of a deletion is an event of
+// channel ch, which exists and was not deleted.
+func deletesOnlyIn(ch *buzz.Channel, targets []*stored) bool {
+	if ch == nil || ch.Deleted || len(targets) == 0 {
+		return false
+	}
+	for _, t := range targets {
+		if !t.scope.Valid || t.scope.Int64 != ch.Seq {
+			return false
+		}
+	}
+	return true
+}
+
+// checkTargetWrite applies the write rule of the channel of a reaction's
+// stored target when it is not the reaction's own.
+func (tx *writeTx) checkTargetWrite(r *record, channel sql.NullInt64) error {
+	id, ok := idKey(buzz.ScopeTarget(r.ev))
+	if !ok {
+		return nil
+	}
+	t, err := tx.byID(id)
+	if err != nil || t == nil || !t.scope.Valid || t.scope == channel {
+		return err
+	}
+	return tx.community().CheckWrite(r.ev.PubKey, tx.channelState(t.scope.Int64, ""))
 }
 
 // recountedThreads describes the events whose thread counters this ingest

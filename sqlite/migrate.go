@@ -45,7 +45,7 @@ var migrations = map[int]string{
 		      WHERE j.value ->> 0 = 'e' ORDER BY j.key DESC LIMIT 1)))
 		  WHERE kind = 7 AND channel IS NULL;
 		UPDATE events SET scope = (
-		    SELECT min(t.channel) FROM json_each(events.tags) j
+		    SELECT min(t.scope) FROM json_each(events.tags) j
 		    JOIN events t ON t.id = unhex(j.value ->> 1)
 		    WHERE j.value ->> 0 = 'e' AND length(j.value ->> 1) = 64)
 		  WHERE kind = 5 AND channel IS NULL;`,

@@ -26,6 +26,9 @@ type pageCache struct {
 type cachedPage struct {
 	key  string
 	page *buzz.WindowPage
+	// expires is the first NIP-40 expiration of an event on the page:
+	// reads hide it from then on, before the purge writes anything.
+	expires int64
 }
 
 // pageCacheSize bounds the cache: a page is some 100 KB.
@@ -53,20 +56,30 @@ func pageKey(version int64, q buzz.WindowQuery) string {
 	return b.String()
 }
 
-// get returns the page of key; the caller must not modify it.
-func (c *pageCache) get(key string) (*buzz.WindowPage, bool) {
+// get returns the page of key, unless an event on it has expired by now;
+// the caller must not modify it.
+func (c *pageCache) get(key string, now int64) (*buzz.WindowPage, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
 	if !ok {
 		return nil, false
 	}
+	if cp := e.Value.(*cachedPage); now >= cp.expires {
+		c.order.Remove(e)
+		delete(c.entries, key)
+		return nil, false
+	}
 	c.order.MoveToFront(e)
 	return e.Value.(*cachedPage).page, true
 }
 
-func (c *pageCache) put(key string, page *buzz.WindowPage) {
-	if c.max < 0 {
+// maxCachedPageBytes keeps big pages (long events, many reactions) out of
+// the cache, which is bounded by entries: 128 pages stay some megabytes.
+const maxCachedPageBytes = 512 << 10
+
+func (c *pageCache) put(key string, page *buzz.WindowPage, expires int64) {
+	if c.max < 0 || pageBytes(page) > maxCachedPageBytes {
 		return
 	}
 	c.mu.Lock()
@@ -75,10 +88,22 @@ func (c *pageCache) put(key string, page *buzz.WindowPage) {
 		c.order.MoveToFront(e)
 		return
 	}
-	c.entries[key] = c.order.PushFront(&cachedPage{key: key, page: page})
+	c.entries[key] = c.order.PushFront(&cachedPage{key: key, page: page, expires: expires})
 	for c.order.Len() > c.max {
 		oldest := c.order.Back()
 		c.order.Remove(oldest)
 		delete(c.entries, oldest.Value.(*cachedPage).key)
 	}
+}
+
+// pageBytes is the size of a page's stored events.
+func pageBytes(p *buzz.WindowPage) int {
+	n := 0
+	for _, ev := range p.Rows {
+		n += len(ev.JSON)
+	}
+	for _, ev := range p.Aux {
+		n += len(ev.JSON)
+	}
+	return n
 }

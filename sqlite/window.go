@@ -19,11 +19,19 @@ import (
 // is shared: callers must not modify it.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	page := &buzz.WindowPage{}
-	ch := s.Community().Channel(q.Channel)
-	if ch == nil {
-		return page, nil
-	}
 	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) (err error) {
+		// Access once more, in the snapshot the page is read from: a
+		// removal or a 9002 private committed since the caller asked must
+		// not let this page through (CW-3).
+		c, err := s.communityIn(sctx, tx)
+		if err != nil {
+			return err
+		}
+		ch := c.Channel(q.Channel)
+		if !c.CanRead(q.Viewer, ch) {
+			page.Unreadable = true
+			return nil
+		}
 		var version int64
 		st, err := s.prepared(sctx, tx, `SELECT value FROM settings WHERE key = 'write_version'`)
 		if err != nil {
@@ -33,16 +41,18 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			return fmt.Errorf("window: read write version: %w", err)
 		}
 		key := pageKey(version, q)
-		if cached, ok := s.pages.get(key); ok {
+		now := s.nowUnix()
+		if cached, ok := s.pages.get(key, now); ok {
 			page = cached
 			return nil
 		}
+		expires := int64(math.MaxInt64) // the first expiration on the page
 		defer func() {
 			if err == nil { // a page cut short by its request is not kept
-				s.pages.put(key, page)
+				s.pages.put(key, page, expires)
 			}
 		}()
-		seqs, err := s.windowRows(sctx, tx, ch.Seq, q, page)
+		seqs, err := s.windowRows(sctx, tx, ch.Seq, q, page, &expires)
 		if err != nil {
 			return err
 		}
@@ -63,7 +73,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, ids, q.Viewer); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, ids, q.Viewer, &expires); err != nil {
 				return err
 			}
 		}
@@ -82,7 +92,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 // created_at bound and deep pages scan from the head.
 func windowRowsSQL(projection, cursor bool, kinds int) string {
 	var b strings.Builder
-	b.WriteString(`SELECT e.seq, e.created_at, e.id, e.pubkey, e.kind, e.tags, e.content, e.sig FROM events e `)
+	b.WriteString(`SELECT e.seq, e.created_at, e.id, e.pubkey, e.kind, e.tags, e.content, e.sig, e.expires_at FROM events e `)
 	if projection {
 		b.WriteString(`INDEXED BY events_projection WHERE e.channel = ?1 AND e.row_class >= 1 AND e.deleted_at IS NULL`)
 	} else {
@@ -107,7 +117,7 @@ func windowRowsSQL(projection, cursor bool, kinds int) string {
 // reads limit+1 rows: the extra one only says whether more follow (CW-16).
 // The next cursor is the last row taken, decoded or not: a stored event
 // that cannot be rebuilt is skipped without stalling the paging (CW-17).
-func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage) ([]int64, error) {
+func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, expires *int64) ([]int64, error) {
 	args := []any{channel, nil, nil, s.nowUnix(), q.Limit + 1} // ?1..?5, then the kinds
 	if q.Before != nil {
 		id, err := hex.DecodeString(q.Before.ID)
@@ -138,8 +148,12 @@ func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buz
 		var seq, createdAt int64
 		var id sql.RawBytes
 		var rest eventRest
-		if err := rows.Scan(&seq, &createdAt, &id, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig); err != nil {
+		var exp sql.NullInt64
+		if err := rows.Scan(&seq, &createdAt, &id, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig, &exp); err != nil {
 			return nil, fmt.Errorf("window rows: %w", err)
+		}
+		if exp.Valid {
+			*expires = min(*expires, exp.Int64)
 		}
 		taken++
 		page.Next = &buzz.Position{CreatedAt: createdAt, ID: hex.EncodeToString(id)}
@@ -264,7 +278,7 @@ func auxSQL(kinds []int) string {
 		list[i] = strconv.Itoa(k)
 	}
 	return `SELECT e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1), e.scope,
-		e.pubkey, e.kind, e.tags, e.content, e.sig, e.created_at, t.value, t.created_at
+		e.pubkey, e.kind, e.tags, e.content, e.sig, e.created_at, e.expires_at, t.value, t.created_at
 		FROM tags t JOIN events e ON e.seq = t.seq
 		WHERE t.name = 'e' AND t.value IN (SELECT unhex(value) FROM json_each(?2))
 		AND t.kind IN (` + strings.Join(list, ",") + `) AND (t.value, t.created_at, t.seq) > (?3, ?4, ?5)
@@ -282,7 +296,7 @@ var (
 // it is neither deleted nor expired and v may read it. A deleted hop-1
 // event is not served, but the deletion naming it is: that is what tells a
 // client to drop a reaction or edit it shows.
-func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, targets [][]byte, v buzz.Viewer) ([]buzz.RawEvent, error) {
+func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, targets [][]byte, v buzz.Viewer, expires *int64) ([]buzz.RawEvent, error) {
 	c, err := s.communityIn(sctx, tx)
 	if err != nil {
 		return nil, err
@@ -309,6 +323,9 @@ func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, targets [][]by
 				served[a.seq] = true
 				out = append(out, a.ev)
 			}
+			if a.expires.Valid {
+				*expires = min(*expires, a.expires.Int64)
+			}
 		})
 		if err != nil {
 			return nil, err
@@ -319,11 +336,12 @@ func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, targets [][]by
 
 // auxRow is an event found by an aux hop.
 type auxRow struct {
-	seq   int64
-	id    []byte
-	live  bool
-	scope sql.NullInt64
-	ev    buzz.RawEvent // when live and readable from storage
+	seq     int64
+	id      []byte
+	live    bool
+	scope   sql.NullInt64
+	expires sql.NullInt64
+	ev      buzz.RawEvent // when live and readable from storage
 }
 
 // auxKey is a position in the tag index order of auxSQL. The first is
@@ -384,7 +402,7 @@ func (s *Store) auxPage(ctx context.Context, st *sql.Stmt, args []any, fn func(a
 		var rest eventRest
 		var createdAt int64
 		if err := rows.Scan(&a.seq, &a.id, &a.live, &a.scope, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig, &createdAt,
-			&last.value, &last.createdAt); err != nil {
+			&a.expires, &last.value, &last.createdAt); err != nil {
 			return 0, last, fmt.Errorf("aux closure: %w", err)
 		}
 		n++
@@ -422,17 +440,18 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 			return nil
 		case err != nil:
 			return fmt.Errorf("thread root: %w", err)
-		case !scope.Valid:
-			return nil // a channel-less event has no thread (CW-10)
 		}
-		c, err := s.communityIn(sctx, tx)
-		if err != nil {
-			return err
+		if scope.Valid {
+			c, err := s.communityIn(sctx, tx)
+			if err != nil {
+				return err
+			}
+			if !c.CanReadSeq(q.Viewer, scope.Int64) {
+				return nil
+			}
 		}
-		if !c.CanReadSeq(q.Viewer, scope.Int64) {
-			return nil
-		}
-		if depth.Valid && q.Limit > 0 && q.DepthLimit > 0 {
+		// A channel-less event has no replies (CW-10), but aux it may have.
+		if scope.Valid && depth.Valid && q.Limit > 0 && q.DepthLimit > 0 {
 			query, args := threadSQL(seq, depth.Int64, q, s.nowUnix())
 			st, err := s.prepared(sctx, tx, query)
 			if err != nil {
@@ -467,7 +486,8 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				rid, _ := hex.DecodeString(ev.ID)
 				targets = append(targets, rid)
 			}
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, targets, q.Viewer); err != nil {
+			var expires int64
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, targets, q.Viewer, &expires); err != nil {
 				return err
 			}
 		}
