@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 	"github.com/buzz-lite/buzz-lite/sqlite"
@@ -38,11 +40,25 @@ func benchTopLevel(b *testing.B) int {
 	return 1000
 }
 
-// benchCommunity loads one generated channel into a fresh server; cache
-// says whether window pages are cached.
+// benchChannels is the number of channels of the benchmark community;
+// BUZZ_LITE_BENCH_CHANNELS=100 with BUZZ_LITE_BENCH_TOPLEVEL=1000 makes it
+// the million-event community of issue 4 (channels of 10,000 events).
+func benchChannels(b *testing.B) int {
+	if v := os.Getenv("BUZZ_LITE_BENCH_CHANNELS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("BUZZ_LITE_BENCH_CHANNELS=%q", v)
+		}
+		return n
+	}
+	return 1
+}
+
+// benchCommunity loads a generated community into a fresh server and
+// returns its first channel; cache says whether window pages are cached.
 func benchCommunity(b *testing.B, cache bool) (*testServer, string, int) {
 	b.Helper()
-	c, err := gen.Generate(gen.Options{Channels: 1, TopLevel: benchTopLevel(b)})
+	c, err := gen.Generate(gen.Options{Channels: benchChannels(b), TopLevel: benchTopLevel(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -182,4 +198,115 @@ func benchToken(b *testing.B, sk, url string) string {
 	}
 	j, _ := json.Marshal(ev)
 	return "Nostr " + base64.StdEncoding.EncodeToString(j)
+}
+
+// BenchmarkFirstScreen compares the two ways to show a channel's first 50
+// top-level messages with their reply counts and reactions (issue 4, and
+// "Why it exists" in channel-window.md): one window request, against what
+// a generic client must do over WebSocket, paging the channel with plain
+// filters and classifying NIP-10 tags itself until it has 50 top-level
+// messages, then asking for the replies and reactions naming them. It
+// reports the bytes received and the time of each; pages are not cached.
+func BenchmarkFirstScreen(b *testing.B) {
+	s, channel, _ := benchCommunity(b, false)
+	b.Run("window", func(b *testing.B) {
+		body := benchBody(channel, nil)
+		var bytesIn int
+		for b.Loop() {
+			resp, err := http.Post(s.httpURL+"/query", "application/json", bytes.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			n, err := io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b.Fatalf("status %d, %v", resp.StatusCode, err)
+			}
+			bytesIn = int(n)
+		}
+		b.ReportMetric(float64(bytesIn), "bytes/screen")
+	})
+	b.Run("generic", func(b *testing.B) {
+		conn, _, err := websocket.DefaultDialer.Dial(s.wsURL, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		var bytesIn, requests int
+		for b.Loop() {
+			bytesIn, requests = benchGenericScreen(b, conn, channel)
+		}
+		b.ReportMetric(float64(bytesIn), "bytes/screen")
+		b.ReportMetric(float64(requests), "REQs/screen")
+	})
+}
+
+// benchGenericScreen is the generic client's way to the first screen.
+func benchGenericScreen(b *testing.B, conn *websocket.Conn, channel string) (bytesIn, requests int) {
+	var rows []string
+	seen := map[string]bool{}
+	var until *int64
+	for len(rows) < 50 {
+		f := map[string]any{"kinds": []int{9}, "#h": []string{channel}, "limit": 50}
+		if until != nil {
+			f["until"] = *until
+		}
+		evs, n := benchREQ(b, conn, f)
+		bytesIn += n
+		requests++
+		fresh := 0
+		for _, ev := range evs {
+			if seen[ev.ID] {
+				continue
+			}
+			seen[ev.ID], fresh = true, fresh+1
+			if buzz.ParseThreadTags(ev.Tags).Parent == "" && len(rows) < 50 {
+				rows = append(rows, ev.ID)
+			}
+			at := int64(ev.CreatedAt)
+			until = &at
+		}
+		if len(evs) == 0 {
+			break
+		}
+		if fresh == 0 { // a second fuller than a page: step past it
+			*until--
+		}
+	}
+	_, n := benchREQ(b, conn, map[string]any{"kinds": []int{9, 7, 5, 40003}, "#e": rows, "limit": 1000})
+	return bytesIn + n, requests + 1
+}
+
+// benchREQ sends one REQ and reads its events up to EOSE, counting bytes.
+func benchREQ(b *testing.B, conn *websocket.Conn, f map[string]any) ([]*nostr.Event, int) {
+	req, _ := json.Marshal([]any{"REQ", "g", f})
+	if err := conn.WriteMessage(websocket.TextMessage, req); err != nil {
+		b.Fatal(err)
+	}
+	var evs []*nostr.Event
+	n := 0
+	for {
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			b.Fatal(err)
+		}
+		n += len(msg)
+		var env []json.RawMessage
+		if err := json.Unmarshal(msg, &env); err != nil || len(env) < 2 {
+			b.Fatalf("bad message %s", msg)
+		}
+		switch string(env[0]) {
+		case `"EVENT"`:
+			var ev nostr.Event
+			if err := json.Unmarshal(env[2], &ev); err != nil {
+				b.Fatal(err)
+			}
+			evs = append(evs, &ev)
+		case `"EOSE"`:
+			conn.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","g"]`))
+			return evs, n
+		case `"CLOSED"`:
+			b.Fatalf("REQ closed: %s", msg)
+		}
+	}
 }
