@@ -147,10 +147,14 @@ CREATE TABLE tags (
 --   last_reply_at     created_at of the newest of those, NULL when none
 --   participants      up to 10 distinct authors of those, newest first:
 --                     n x (32-byte pubkey, 8-byte big-endian created_at)
+--   updated_at        when the relay last changed the row: the date of the
+--                     thread summary, which keeps its id (and signature)
+--                     until the thread changes
 CREATE TABLE thread_metadata (
   seq              INTEGER PRIMARY KEY REFERENCES events(seq) ON DELETE CASCADE,
   reply_count      INTEGER NOT NULL DEFAULT 0,
   descendant_count INTEGER NOT NULL DEFAULT 0,
   last_reply_at    INTEGER,
-  participants     BLOB
+  participants     BLOB,
+  updated_at       INTEGER
 ) STRICT;

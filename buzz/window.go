@@ -37,6 +37,9 @@ type Summary struct {
 	LastReplyAt     sql.NullInt64
 	// Participants are up to 10 hex pubkeys, newest author first.
 	Participants []string
+	// UpdatedAt is when the counters last changed, 0 if unknown: the date
+	// of the summary, so that it keeps its id while nothing changes.
+	UpdatedAt int64
 }
 
 // WindowPage is one page of a window: rows in window order, whether more

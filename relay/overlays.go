@@ -14,18 +14,19 @@ import (
 // overlaySigner signs the thread summary and window bounds overlays with the
 // relay identity key (RL-21, CW-21). A signature costs about as much as the
 // database work of a whole page, and busy pages are asked for many times a
-// second with the same content: signatures are cached by event id for the
-// current and the previous second (an overlay is dated when it is served,
-// so that the newest summary of a row is the latest by created_at).
+// second: signatures are cached by event id. A summary is dated when its
+// thread last changed, so it keeps its id, and its signature, until then;
+// a page's bounds are dated when served and signed at most once a second.
+// The cache holds two generations of maxCachedSignatures: when the newer
+// fills up it becomes the older, and the older is dropped.
 type overlaySigner struct {
 	secret, pubkey string
 
 	mu        sync.Mutex
-	second    int64
 	cur, prev map[string]string // event id -> signature
 }
 
-// maxCachedSignatures bounds the signatures cached for one second.
+// maxCachedSignatures bounds one generation of the cache (some 10 MB).
 const maxCachedSignatures = 1 << 16
 
 func newOverlaySigner(secret, pubkey string) *overlaySigner {
@@ -35,15 +36,7 @@ func newOverlaySigner(secret, pubkey string) *overlaySigner {
 func (o *overlaySigner) sign(ev *nostr.Event) error {
 	ev.PubKey = o.pubkey
 	ev.ID = ev.GetID()
-	at := int64(ev.CreatedAt)
 	o.mu.Lock()
-	if at > o.second {
-		o.prev, o.cur = o.cur, make(map[string]string, len(o.cur))
-		if at > o.second+1 {
-			clear(o.prev)
-		}
-		o.second = at
-	}
 	sig, ok := o.cur[ev.ID]
 	if !ok {
 		sig, ok = o.prev[ev.ID]
@@ -57,16 +50,22 @@ func (o *overlaySigner) sign(ev *nostr.Event) error {
 		return fmt.Errorf("sign overlay: %w", err)
 	}
 	o.mu.Lock()
-	if at == o.second && len(o.cur) < maxCachedSignatures {
-		o.cur[ev.ID] = ev.Sig
+	if len(o.cur) >= maxCachedSignatures {
+		o.prev, o.cur = o.cur, make(map[string]string, maxCachedSignatures)
 	}
+	o.cur[ev.ID] = ev.Sig
 	o.mu.Unlock()
 	return nil
 }
 
 // summaryEvent is the thread summary overlay of a row (CW-19): tags
-// exactly e, d and h, content the counters.
-func summaryEvent(channel string, sm buzz.Summary, at int64) (*nostr.Event, error) {
+// exactly e, d and h, content the counters, dated when the thread last
+// changed (now when that is unknown).
+func summaryEvent(channel string, sm buzz.Summary, now int64) (*nostr.Event, error) {
+	at := now
+	if sm.UpdatedAt > 0 {
+		at = sm.UpdatedAt
+	}
 	content := nipcw.Summary{
 		ReplyCount:      sm.ReplyCount,
 		DescendantCount: sm.DescendantCount,

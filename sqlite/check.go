@@ -92,7 +92,7 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 				return err
 			}
 			if _, err := w.upsertThread.ExecContext(w.ctx, f.seq, c.ReplyCount, c.DescendantCount,
-				c.lastReplyAt(), encodeParticipants(c.Participants)); err != nil {
+				c.lastReplyAt(), encodeParticipants(c.Participants), w.now); err != nil {
 				return fmt.Errorf("repair counters of #%d: %w", f.seq, err)
 			}
 		}

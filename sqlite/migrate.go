@@ -37,6 +37,7 @@ var migrations = map[int]string{
 		INSERT INTO settings (key, value) VALUES ('access_version', 0), ('write_version', 0);
 		CREATE INDEX events_projection ON events(channel, created_at DESC, id)
 		  WHERE row_class >= 1 AND deleted_at IS NULL;
+		ALTER TABLE thread_metadata ADD COLUMN updated_at INTEGER;
 		ALTER TABLE events ADD COLUMN scope INTEGER;
 		UPDATE events SET scope = channel WHERE channel IS NOT NULL;
 		UPDATE events SET scope = (

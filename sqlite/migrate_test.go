@@ -419,6 +419,7 @@ func mgDowngradeToV2(t testing.TB, path string) {
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP TABLE members; DROP TABLE settings; DROP INDEX events_projection;
+		ALTER TABLE thread_metadata DROP COLUMN updated_at;
 		ALTER TABLE events DROP COLUMN scope;
 		ALTER TABLE channels DROP COLUMN created_at; ALTER TABLE channels DROP COLUMN name;
 		ALTER TABLE channels DROP COLUMN about; ALTER TABLE channels DROP COLUMN private;
@@ -469,7 +470,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, table := range []string{"events", "channels", "members", "settings"} {
+	for _, table := range []string{"events", "channels", "members", "settings", "thread_metadata"} {
 		if got, want := mgColumns(t, s.readers, table), mgColumns(t, fresh.readers, table); !slices.Equal(got, want) {
 			t.Errorf("%s after migration: %v, fresh: %v", table, got, want)
 		}

@@ -81,11 +81,12 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.threadRow, `SELECT e.parent, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
 			t.last_reply_at, t.participants
 			FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq WHERE e.seq = ?`},
-		{&s.upsertThread, `INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants)
-			VALUES (?,?,?,?,?)
+		{&s.upsertThread, `INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants, updated_at)
+			VALUES (?,?,?,?,?,?)
 			ON CONFLICT (seq) DO UPDATE SET reply_count = excluded.reply_count,
 			descendant_count = excluded.descendant_count, last_reply_at = excluded.last_reply_at,
-			participants = excluded.participants`},
+			participants = excluded.participants,
+			updated_at = max(coalesce(thread_metadata.updated_at, 0), excluded.updated_at)`},
 		{&s.markDeleted, `UPDATE events SET deleted_at = ? WHERE seq = ? AND deleted_at IS NULL`},
 		{&s.hasChildren, `SELECT 1 FROM events WHERE parent = ? LIMIT 1`},
 		{&s.hardDelete, `DELETE FROM events WHERE seq = ?`},

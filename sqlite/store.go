@@ -197,7 +197,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.readers.SetMaxOpenConns(n)
 	s.readers.SetMaxIdleConns(n)
 
-	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish)
+	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish, s.nowUnix)
 	if err != nil {
 		s.readers.Close()
 		conn.Close()

@@ -107,7 +107,7 @@ func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
 			last = sql.NullInt64{Int64: at, Valid: true}
 		}
 		parts = mergeParticipant(parts, pubkey, at)
-		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts); err != nil {
+		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts, tx.now); err != nil {
 			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
 		}
 		tx.recounted = append(tx.recounted, seq)
@@ -162,7 +162,7 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 				return err
 			}
 		}
-		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts); err != nil {
+		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts, tx.now); err != nil {
 			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
 		}
 		tx.recounted = append(tx.recounted, seq)

@@ -217,7 +217,8 @@ func (r eventRest) raw(id []byte, createdAt int64) (buzz.RawEvent, error) {
 
 // summariesSQL reads the counters of the rows in a JSON list of event
 // numbers: one statement text, so prepared once, for any page.
-const summariesSQL = `SELECT t.seq, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
+const summariesSQL = `SELECT t.seq, t.reply_count, t.descendant_count, t.last_reply_at, t.participants,
+	coalesce(t.updated_at, 0)
 	FROM thread_metadata t
 	WHERE t.seq IN (SELECT value FROM json_each(?)) AND t.descendant_count > 0`
 
@@ -243,7 +244,7 @@ func (s *Store) summaries(ctx context.Context, tx *sql.Tx, seqs []int64, ids []s
 		var seq int64
 		var parts sql.RawBytes
 		var sm buzz.Summary
-		if err := rows.Scan(&seq, &sm.ReplyCount, &sm.DescendantCount, &sm.LastReplyAt, &parts); err != nil {
+		if err := rows.Scan(&seq, &sm.ReplyCount, &sm.DescendantCount, &sm.LastReplyAt, &parts, &sm.UpdatedAt); err != nil {
 			return nil, fmt.Errorf("summaries: %w", err)
 		}
 		sm.Participants = participantKeys(parts)
@@ -551,7 +552,7 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 	byID := make(map[string]buzz.Summary, len(ids))
 	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) error {
 		rows, err := tx.QueryContext(sctx, `SELECT e.id, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
-			t.last_reply_at, t.participants
+			t.last_reply_at, t.participants, coalesce(t.updated_at, 0)
 			FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq
 			WHERE e.id IN (`+placeholders(len(args))+`)`, args...)
 		if err != nil {
@@ -561,7 +562,7 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 		for rows.Next() {
 			var id, parts []byte
 			var sm buzz.Summary
-			if err := rows.Scan(&id, &sm.ReplyCount, &sm.DescendantCount, &sm.LastReplyAt, &parts); err != nil {
+			if err := rows.Scan(&id, &sm.ReplyCount, &sm.DescendantCount, &sm.LastReplyAt, &parts, &sm.UpdatedAt); err != nil {
 				return fmt.Errorf("summaries: %w", err)
 			}
 			sm.ID = hex.EncodeToString(id)

@@ -44,6 +44,7 @@ type writer struct {
 	community atomic.Pointer[buzz.Community]
 	finish    func(tx *writeTx) error
 	onPublish atomic.Pointer[func([]*nostr.Event)]
+	now       func() int64
 
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
@@ -77,6 +78,8 @@ type writeTx struct {
 	// wrote is set once a job of the transaction succeeded: only then may
 	// anything have been written.
 	wrote bool
+	// now is the store's clock when the transaction began.
+	now int64
 }
 
 const (
@@ -85,8 +88,9 @@ const (
 )
 
 func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, log *slog.Logger,
-	community *buzz.Community, finish func(*writeTx) error) (*writer, error) {
+	community *buzz.Community, finish func(*writeTx) error, now func() int64) (*writer, error) {
 	w := &writer{
+		now:    now,
 		db:     db,
 		conn:   conn,
 		log:    log,
@@ -220,7 +224,7 @@ func (w *writer) newTx(ctx context.Context) (*writeTx, error) {
 		w.publishCommunity(fresh)
 		base = fresh
 	}
-	return &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels, base: base}, nil
+	return &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels, base: base, now: w.now()}, nil
 }
 
 // committed publishes what a committed transaction changed.
