@@ -72,6 +72,10 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	defer cancel()
 	out := &response{buf: make([]byte, 0, 64<<10)}
 	if err := r.runQuery(ctx, plan, out); err != nil {
+		if errors.Is(err, errResponseTooLarge) {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		if ctx.Err() == nil {
 			r.log.Error("query failed", "err", err)
 		}
@@ -170,6 +174,14 @@ func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer) (*queryPlan, er
 	return p, nil
 }
 
+// maxResponseBytes bounds what one request may make the relay hold: 32
+// filters of 1,000 large events each would be gigabytes.
+const maxResponseBytes = 32 << 20
+
+// errResponseTooLarge refuses a request whose answer would pass
+// maxResponseBytes; like every error it refuses the whole request.
+var errResponseTooLarge = errors.New("invalid filters: the answer would exceed 32 MiB; ask for fewer events")
+
 func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error {
 	for _, pw := range p.windows {
 		if !pw.readable {
@@ -177,6 +189,9 @@ func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error
 		}
 		if err := r.window(ctx, p, pw, out); err != nil {
 			return err
+		}
+		if len(out.buf) > maxResponseBytes {
+			return errResponseTooLarge
 		}
 	}
 	for _, t := range p.threads {
@@ -190,6 +205,9 @@ func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error
 		}
 		out.raw(page.Replies)
 		out.raw(page.Aux)
+		if len(out.buf) > maxResponseBytes {
+			return errResponseTooLarge
+		}
 	}
 	for _, g := range p.generic {
 		if g.Filter.LimitZero {
@@ -201,6 +219,9 @@ func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error
 		}
 		if err := out.events(evs); err != nil {
 			return err
+		}
+		if len(out.buf) > maxResponseBytes {
+			return errResponseTooLarge
 		}
 	}
 	return nil

@@ -1444,3 +1444,26 @@ func TestQueryHostileBodies(t *testing.T) {
 		t.Fatal("after the hostile bodies: the WebSocket surface does not serve")
 	}
 }
+
+// RL-16: an answer that would pass 32 MiB refuses the whole request with a
+// 400, instead of the relay holding it in memory.
+func TestQueryResponseBounded(t *testing.T) {
+	s, c, a := startWithClient(t)
+	big := strings.Repeat("x", 100<<10)
+	for i := range 12 {
+		mustPublish(t, c, a.Event(t, 1, time.Now().Unix()-int64(i), big))
+	}
+	filters := make([]string, 32)
+	for i := range filters {
+		filters[i] = `{"kinds":[1],"authors":["` + a.PK + `"]}`
+	}
+	resp, err := http.Post(s.httpURL+"/query", "application/json", strings.NewReader("["+strings.Join(filters, ",")+"]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "exceed 32 MiB") {
+		t.Fatalf("status %d, body %.200s", resp.StatusCode, body)
+	}
+}
