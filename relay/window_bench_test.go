@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -121,6 +122,8 @@ func benchBody(channel string, c *nipcw.Cursor) []byte {
 // (tokens signed before the clock starts), with the store's page cache and
 // without it (every page built from the database).
 func BenchmarkQueryWindow(b *testing.B) {
+	// The collector as `buzz-lite serve` sets it (main.go, tuneGC).
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	for _, cache := range []string{"cached", "uncached"} {
 		b.Run(cache, func(b *testing.B) { benchQueryWindow(b, cache == "cached") })
 	}
@@ -208,6 +211,7 @@ func benchToken(b *testing.B, sk, url string) string {
 // messages, then asking for the replies and reactions naming them. It
 // reports the bytes received and the time of each; pages are not cached.
 func BenchmarkFirstScreen(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	s, channel, _ := benchCommunity(b, false)
 	b.Run("window", func(b *testing.B) {
 		body := benchBody(channel, nil)
