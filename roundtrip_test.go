@@ -86,7 +86,7 @@ func TestRoundTripWindowsThreadsAndREQ(t *testing.T) {
 				pages++
 				rtSame(t, "window rows", rtRaw(pa.Rows), rtRaw(pb.Rows))
 				rtSame(t, "window aux", rtSorted(pa.Aux), rtSorted(pb.Aux))
-				rtSame(t, "summaries", rtJSON(t, pa.Summaries), rtJSON(t, pb.Summaries))
+				rtSame(t, "summaries", rtJSON(t, rtCounters(pa.Summaries)), rtJSON(t, rtCounters(pb.Summaries)))
 				if pa.HasMore != pb.HasMore || (pa.Next == nil) != (pb.Next == nil) || (pa.Next != nil && *pa.Next != *pb.Next) {
 					t.Fatalf("bounds differ: %v %+v / %v %+v", pa.HasMore, pa.Next, pb.HasMore, pb.Next)
 				}
@@ -157,6 +157,17 @@ func rtRaw(evs []buzz.RawEvent) []string {
 func rtSorted(evs []buzz.RawEvent) []string {
 	out := rtRaw(evs)
 	slices.Sort(out)
+	return out
+}
+
+// rtCounters is a page's summaries without the date each store gave
+// them (when it last changed the thread: at ingest on one side, at import
+// on the other).
+func rtCounters(sums []buzz.Summary) []buzz.Summary {
+	out := slices.Clone(sums)
+	for i := range out {
+		out[i].UpdatedAt = 0
+	}
 	return out
 }
 
