@@ -127,20 +127,35 @@ func applyMetadata(ch *Channel, tags nostr.Tags) {
 	}
 }
 
+// userTags returns the `p` tags of a 9000 or 9001: at least one, each
+// naming a lowercase hex pubkey.
+func userTags(tags nostr.Tags) ([]nostr.Tag, error) {
+	var users []nostr.Tag
+	for _, tag := range tags {
+		if len(tag) < 2 || tag[0] != "p" {
+			continue
+		}
+		if !IsLowerHex64(tag[1]) {
+			return nil, ErrUserTag
+		}
+		users = append(users, tag)
+	}
+	if len(users) == 0 {
+		return nil, ErrUserTag
+	}
+	return users, nil
+}
+
 // putUsers applies a 9000: every `p` tag names a pubkey and optionally a
 // role. Owners and admins may grant roles up to their own and change the
 // roles of those not above them; on an open channel any member may add
 // members.
 func (c *Community) putUsers(ch *Channel, tags nostr.Tags, role Role) error {
-	n := 0
-	for _, tag := range tags {
-		if len(tag) < 2 || tag[0] != "p" {
-			continue
-		}
-		n++
-		if !IsLowerHex64(tag[1]) {
-			return ErrUserTag
-		}
+	users, err := userTags(tags)
+	if err != nil {
+		return err
+	}
+	for _, tag := range users {
 		want := RoleMember
 		if len(tag) >= 3 {
 			var ok bool
@@ -165,24 +180,17 @@ func (c *Community) putUsers(ch *Channel, tags nostr.Tags, role Role) error {
 		}
 		ch.Members[tag[1]] = want
 	}
-	if n == 0 {
-		return ErrUserTag
-	}
 	return nil
 }
 
 // removeUsers applies a 9001: owners and admins remove anyone not above
-// them; anyone may remove themselves.
+// them; members may remove themselves.
 func removeUsers(ch *Channel, tags nostr.Tags, author string, role Role) error {
-	n := 0
-	for _, tag := range tags {
-		if len(tag) < 2 || tag[0] != "p" {
-			continue
-		}
-		n++
-		if !IsLowerHex64(tag[1]) {
-			return ErrUserTag
-		}
+	users, err := userTags(tags)
+	if err != nil {
+		return err
+	}
+	for _, tag := range users {
 		switch {
 		case tag[1] == author && ch.Members[author] == RoleNone:
 			return ErrNotMember
@@ -193,9 +201,6 @@ func removeUsers(ch *Channel, tags nostr.Tags, author string, role Role) error {
 			return ErrRoleAboveOwn
 		}
 		delete(ch.Members, tag[1])
-	}
-	if n == 0 {
-		return ErrUserTag
 	}
 	return nil
 }
