@@ -1,7 +1,10 @@
 // Package relay is buzz-lite's server: a khatru relay for WebSocket clients
 // with the hooks that put every event through the store's ingest
-// transaction, the NIP-11 document, and a graceful shutdown. It knows khatru
-// and HTTP and asks the store (sqlite/) for data through the Store interface.
+// transaction and check every read against the one access rule, the
+// `POST /query` surface with NIP-98 and the channel window, the overlays
+// signed with the relay key, the NIP-11 document, and a graceful shutdown.
+// It knows khatru and HTTP and asks the store (sqlite/) for data through
+// the Store interface.
 package relay
 
 import (

@@ -1,8 +1,9 @@
 // Package sqlite is buzz-lite's store: one SQLite file in WAL mode, written
 // by a single writer connection that commits events in batches, read through
 // a pool of read-only connections. It knows SQL and nostr events and nothing
-// of HTTP or khatru. Thread metadata is computed inside the ingest
-// transaction (RL-4, RL-5).
+// of HTTP or khatru. Thread metadata and channel state are computed inside
+// the ingest transaction (RL-4, RL-5, RL-10); window pages, thread pages and
+// aux closures are read in one snapshot each (issue 4).
 package sqlite
 
 import (
