@@ -47,6 +47,7 @@ func newApp() *cli.App {
 			importCommand(),
 			checkCommand(),
 			backfillCommand(),
+			windowCommand(),
 		},
 	}
 }

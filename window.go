@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
+	"github.com/urfave/cli/v2"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/client"
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+func windowCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "window",
+		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
+		UsageText: "buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--json]",
+		Flags: append(commonFlags(),
+			&cli.StringFlag{Name: "relay", Required: true, Usage: "ws:// or wss:// URL of the relay"},
+			&cli.StringFlag{Name: "channel", Required: true, Usage: "the channel (a UUID)"},
+			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): NIP-98 for private channels"},
+			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
+			&cli.BoolFlag{Name: "all", Usage: "every page down to the oldest, not only the newest"},
+			&cli.BoolFlag{Name: "json", Usage: "one JSON object a row instead of text"},
+		),
+		Action: window,
+	}
+}
+
+// windowRow is a timeline row as `window --json` prints it.
+type windowRow struct {
+	ID        string `json:"id"`
+	PubKey    string `json:"pubkey"`
+	CreatedAt int64  `json:"created_at"`
+	Content   string `json:"content"`
+	Edited    bool   `json:"edited"`
+	Replies   int64  `json:"replies"`
+	Reactions int    `json:"reactions"`
+}
+
+func window(c *cli.Context) error {
+	ch, ok := nipcw.ParseUUID(c.String("channel"))
+	if !ok {
+		return fmt.Errorf("--channel: %q is not a UUID", c.String("channel"))
+	}
+	key, err := secretKey(c.String("key"))
+	if err != nil {
+		return err
+	}
+	limit := c.Int("limit")
+	if limit < 1 || limit > nipcw.MaxWindowLimit {
+		return fmt.Errorf("--limit: want 1 to %d, got %d", nipcw.MaxWindowLimit, limit)
+	}
+	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cl, err := client.New(ctx, client.Options{Relay: c.String("relay"), Key: key})
+	if err != nil {
+		return err
+	}
+	out := c.App.Writer
+	path, err := cl.Timeline(ctx, ch, limit, c.Bool("all"), func(p *nipcw.Page) error {
+		for _, row := range pageRows(p) {
+			if err := printRow(out, row, c.Bool("json")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if path.Kind == client.PathFallback {
+		fmt.Fprintf(c.App.ErrWriter, "read through standard filters: %s\n", path.Reason)
+	} else if path.Kind == client.PathWindow {
+		fmt.Fprintf(c.App.ErrWriter, "read through the channel window (%d pages)\n", path.WindowPages)
+	}
+	return err
+}
+
+// pageRows applies a page's aux closure and summaries to its rows: the
+// newest edit by the author replaces the content, reactions are counted,
+// reply counts come from the summaries (CL-6: overlays are metadata, not
+// messages).
+func pageRows(p *nipcw.Page) []windowRow {
+	rows := make([]windowRow, 0, len(p.Rows))
+	for _, ev := range p.Rows {
+		row := windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content}
+		if sm, ok := p.Summaries[ev.ID]; ok {
+			row.Replies = sm.ReplyCount
+		}
+		var edit *nostr.Event
+		for _, a := range p.Aux {
+			switch {
+			case a.Kind == buzz.KindReaction && buzz.ScopeTarget(a) == ev.ID:
+				row.Reactions++
+			case a.Kind == buzz.KindEdit && a.PubKey == ev.PubKey && firstE(a) == ev.ID:
+				if edit == nil || a.CreatedAt > edit.CreatedAt {
+					edit = a
+				}
+			}
+		}
+		if edit != nil {
+			row.Content, row.Edited = edit.Content, true
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+func firstE(ev *nostr.Event) string {
+	if tag := ev.Tags.Find("e"); tag != nil {
+		return tag[1]
+	}
+	return ""
+}
+
+func printRow(w io.Writer, row windowRow, asJSON bool) error {
+	if asJSON {
+		b, err := json.Marshal(row)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	author := row.PubKey
+	if npub, err := nip19.EncodePublicKey(row.PubKey); err == nil {
+		author = npub[:12] + "…"
+	}
+	var marks []string
+	if row.Replies > 0 {
+		marks = append(marks, fmt.Sprintf("%d replies", row.Replies))
+	}
+	if row.Reactions > 0 {
+		marks = append(marks, fmt.Sprintf("%d reactions", row.Reactions))
+	}
+	if row.Edited {
+		marks = append(marks, "edited")
+	}
+	line := fmt.Sprintf("%s  %s  %s", time.Unix(row.CreatedAt, 0).UTC().Format("2006-01-02 15:04:05"), author,
+		strings.ReplaceAll(row.Content, "\n", " "))
+	if len(marks) > 0 {
+		line += "  [" + strings.Join(marks, ", ") + "]"
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
+}
+
+// secretKey reads --key: an nsec, 64 hex characters, or a file holding
+// either; "" is no key (public channels only).
+func secretKey(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if !strings.HasPrefix(v, "nsec1") && !nostr.IsValid32ByteHex(v) {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return "", fmt.Errorf("--key: not an nsec, not 64 hex characters, and not a readable file: %w", err)
+		}
+		v = strings.TrimSpace(string(b))
+	}
+	if strings.HasPrefix(v, "nsec1") {
+		prefix, sk, err := nip19.Decode(v)
+		if err != nil || prefix != "nsec" {
+			return "", errors.New("--key: invalid nsec")
+		}
+		return sk.(string), nil
+	}
+	v = strings.ToLower(v)
+	if !nostr.IsValid32ByteHex(v) {
+		return "", errors.New("--key: want an nsec or 64 hex characters")
+	}
+	return v, nil
+}
