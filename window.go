@@ -25,7 +25,7 @@ func windowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "window",
 		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
-		UsageText: "buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--json]",
+		UsageText: "buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json]",
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "relay", Required: true, Usage: "ws:// or wss:// URL of the relay"},
 			&cli.StringFlag{Name: "channel", Required: true, Usage: "the channel (a UUID)"},
@@ -33,6 +33,7 @@ func windowCommand() *cli.Command {
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
 			&cli.BoolFlag{Name: "all", Usage: "every page down to the oldest, not only the newest"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object a row instead of text"},
+			&cli.BoolFlag{Name: "follow", Usage: "then print new messages as they arrive, until interrupted"},
 		),
 		Action: window,
 	}
@@ -47,6 +48,8 @@ type windowRow struct {
 	Edited    bool   `json:"edited"`
 	Replies   int64  `json:"replies"`
 	Reactions int    `json:"reactions"`
+	// ReplyTo is set on a live message that replies to another.
+	ReplyTo string `json:"reply_to,omitempty"`
 }
 
 func window(c *cli.Context) error {
@@ -62,15 +65,16 @@ func window(c *cli.Context) error {
 	if limit < 1 || limit > nipcw.MaxWindowLimit {
 		return fmt.Errorf("--limit: want 1 to %d, got %d", nipcw.MaxWindowLimit, limit)
 	}
-	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
 	cl, err := client.New(ctx, client.Options{Relay: c.String("relay"), Key: key})
 	if err != nil {
 		return err
 	}
 	out := c.App.Writer
+	started := time.Now().Unix()
 	path, err := cl.Timeline(ctx, ch, limit, c.Bool("all"), func(p *nipcw.Page) error {
 		for _, row := range pageRows(p) {
 			if err := printRow(out, row, c.Bool("json")); err != nil {
@@ -84,7 +88,17 @@ func window(c *cli.Context) error {
 	} else if path.Kind == client.PathWindow {
 		fmt.Fprintf(c.App.ErrWriter, "read through the channel window (%d pages)\n", path.WindowPages)
 	}
-	return err
+	if err != nil || !c.Bool("follow") {
+		return err
+	}
+	// The live tail (CL-4): its own subscription, from when the timeline
+	// was asked for, printed as it comes and never mixed into the pages.
+	fmt.Fprintln(c.App.ErrWriter, "following new messages; interrupt to stop")
+	return cl.Follow(sigCtx, ch, started, func(ev *nostr.Event) error {
+		row := windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content,
+			ReplyTo: buzz.ParseThreadTags(ev.Tags).Parent}
+		return printRow(out, row, c.Bool("json"))
+	})
 }
 
 // pageRows applies a page's aux closure and summaries to its rows: the
@@ -146,6 +160,9 @@ func printRow(w io.Writer, row windowRow, asJSON bool) error {
 	}
 	if row.Edited {
 		marks = append(marks, "edited")
+	}
+	if row.ReplyTo != "" {
+		marks = append(marks, "reply to "+row.ReplyTo[:8])
 	}
 	line := fmt.Sprintf("%s  %s  %s", time.Unix(row.CreatedAt, 0).UTC().Format("2006-01-02 15:04:05"), author,
 		strings.ReplaceAll(row.Content, "\n", " "))

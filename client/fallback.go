@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,6 +40,10 @@ type wsConn struct {
 	conn *websocket.Conn
 	sub  atomic.Int64
 	stop func() bool
+	// url and key answer the relay's NIP-42 challenge, the last one it
+	// sent, when a subscription needs it (RL-13).
+	url, key, challenge string
+	authed              bool
 }
 
 func (c *Client) dial(ctx context.Context) (*wsConn, error) {
@@ -50,7 +55,7 @@ func (c *Client) dial(ctx context.Context) (*wsConn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: websocket: %w", err)
 	}
-	w := &wsConn{conn: conn}
+	w := &wsConn{conn: conn, url: c.wsURL, key: c.key}
 	// Cancelling ctx closes the connection, which ends any read.
 	w.stop = context.AfterFunc(ctx, func() { conn.Close() })
 	return w, nil
@@ -82,6 +87,10 @@ func (w *wsConn) req(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error
 		var label, sub string
 		_ = json.Unmarshal(msg[0], &label)
 		_ = json.Unmarshal(msg[1], &sub)
+		if label == "AUTH" {
+			w.challenge = sub
+			continue
+		}
 		if sub != id {
 			continue
 		}
@@ -109,8 +118,56 @@ func (w *wsConn) req(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error
 			if len(msg) > 2 {
 				_ = json.Unmarshal(msg[2], &reason)
 			}
+			if strings.HasPrefix(reason, "auth-required: ") && w.key != "" && !w.authed {
+				if err := w.authenticate(ctx); err != nil {
+					return nil, err
+				}
+				evs = nil
+				if err := w.conn.WriteJSON([]any{"REQ", id, f}); err != nil {
+					return nil, w.fail(ctx, err)
+				}
+				continue
+			}
 			return nil, fmt.Errorf("client: websocket: subscription closed: %s", reason)
 		}
+	}
+}
+
+// authenticate answers the relay's NIP-42 challenge with the client's key
+// and waits for the relay to accept it.
+func (w *wsConn) authenticate(ctx context.Context) error {
+	if w.challenge == "" {
+		return errors.New("client: websocket: the relay asks for authentication but sent no challenge")
+	}
+	ev := nostr.Event{Kind: nostr.KindClientAuthentication, CreatedAt: nostr.Now(),
+		Tags: nostr.Tags{{"relay", w.url}, {"challenge", w.challenge}}}
+	if err := ev.Sign(w.key); err != nil {
+		return fmt.Errorf("client: sign AUTH: %w", err)
+	}
+	if err := w.conn.WriteJSON([]any{"AUTH", ev}); err != nil {
+		return w.fail(ctx, err)
+	}
+	for {
+		_, data, err := w.conn.ReadMessage()
+		if err != nil {
+			return w.fail(ctx, err)
+		}
+		var msg []json.RawMessage
+		if json.Unmarshal(data, &msg) != nil || len(msg) < 3 {
+			continue
+		}
+		var label, id string
+		var ok bool
+		_ = json.Unmarshal(msg[0], &label)
+		_ = json.Unmarshal(msg[1], &id)
+		if label != "OK" || id != ev.ID {
+			continue
+		}
+		if json.Unmarshal(msg[2], &ok) != nil || !ok {
+			return fmt.Errorf("client: websocket: the relay refused our authentication: %s", data)
+		}
+		w.authed = true
+		return nil
 	}
 }
 
