@@ -46,8 +46,11 @@ type windowRow struct {
 	CreatedAt int64  `json:"created_at"`
 	Content   string `json:"content"`
 	Edited    bool   `json:"edited"`
-	Replies   int64  `json:"replies"`
-	Reactions int    `json:"reactions"`
+	// Deleted marks a row whose deletion the page's aux closure holds: a
+	// relay may serve a deletion it did not apply (not by the author, say).
+	Deleted   bool  `json:"deleted,omitempty"`
+	Replies   int64 `json:"replies"`
+	Reactions int   `json:"reactions"`
 	// ReplyTo is set on a live message that replies to another.
 	ReplyTo string `json:"reply_to,omitempty"`
 }
@@ -102,9 +105,9 @@ func window(c *cli.Context) error {
 }
 
 // pageRows applies a page's aux closure and summaries to its rows: the
-// newest edit by the author replaces the content, reactions are counted,
-// reply counts come from the summaries (CL-6: overlays are metadata, not
-// messages).
+// newest edit by the author replaces the content, reactions are counted, a
+// deletion marks the row, reply counts come from the summaries (CL-6:
+// overlays are metadata, not messages).
 func pageRows(p *nipcw.Page) []windowRow {
 	rows := make([]windowRow, 0, len(p.Rows))
 	for _, ev := range p.Rows {
@@ -121,6 +124,8 @@ func pageRows(p *nipcw.Page) []windowRow {
 				if edit == nil || a.CreatedAt > edit.CreatedAt {
 					edit = a
 				}
+			case (a.Kind == buzz.KindDeletion || a.Kind == buzz.KindGroupDelete) && names(a, ev.ID):
+				row.Deleted = true
 			}
 		}
 		if edit != nil {
@@ -129,6 +134,16 @@ func pageRows(p *nipcw.Page) []windowRow {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// names reports whether ev has an `e` tag naming id.
+func names(ev *nostr.Event, id string) bool {
+	for _, tag := range ev.Tags {
+		if len(tag) >= 2 && tag[0] == "e" && strings.EqualFold(tag[1], id) {
+			return true
+		}
+	}
+	return false
 }
 
 func firstE(ev *nostr.Event) string {
@@ -160,6 +175,9 @@ func printRow(w io.Writer, row windowRow, asJSON bool) error {
 	}
 	if row.Edited {
 		marks = append(marks, "edited")
+	}
+	if row.Deleted {
+		marks = append(marks, "deleted")
 	}
 	if row.ReplyTo != "" {
 		marks = append(marks, "reply to "+row.ReplyTo[:8])
