@@ -295,7 +295,7 @@ func TestNormalize(t *testing.T) {
 	}{
 		{"bad admin", func(c *Config) { c.Relay.Admins = []string{hex1, "nothex"} }, "relay.admins"},
 		{"short admin", func(c *Config) { c.Relay.Admins = []string{hex1[:63]} }, "relay.admins"},
-		{"bad npub", func(c *Config) { c.Relay.Admins = []string{npub1[:len(npub1)-1] + "x"} }, "relay.admins"},
+		{"bad npub", func(c *Config) { c.Relay.Admins = []string{corruptLast(npub1)} }, "relay.admins"},
 		{"nsec as admin", func(c *Config) {
 			nsec, _ := nip19.EncodePrivateKey(nostr.GeneratePrivateKey())
 			c.Relay.Admins = []string{nsec}
@@ -411,4 +411,14 @@ func TestExampleFile(t *testing.T) {
 	if envs != visited {
 		t.Errorf("eachKey visits %d keys, the Config struct has %d", envs, visited)
 	}
+}
+
+// corruptLast changes the last character of a bech32 string to another
+// one, which its checksum always catches.
+func corruptLast(s string) string {
+	c := byte('q')
+	if s[len(s)-1] == c {
+		c = 'p'
+	}
+	return s[:len(s)-1] + string(c)
 }
