@@ -91,6 +91,10 @@ func window(c *cli.Context) error {
 	} else if path.Kind == client.PathWindow {
 		fmt.Fprintf(c.App.ErrWriter, "read through the channel window (%d pages)\n", path.WindowPages)
 	}
+	if err != nil && key == "" && strings.Contains(err.Error(), "auth-required: ") {
+		// Private and nonexistent channels answer alike (CW-3, RL-13).
+		return fmt.Errorf("channel %s does not exist, or is private: give --key to read it as a member (%w)", ch, err)
+	}
 	if err != nil || !c.Bool("follow") {
 		return err
 	}

@@ -100,6 +100,10 @@ func TestWindowCommand(t *testing.T) {
 	if text := out.String(); !strings.Contains(text, "first, edited  [1 replies, 1 reactions, edited]") || !strings.Contains(text, "second") {
 		t.Fatalf("text output:\n%s", text)
 	}
+	err := app.Run([]string{"buzz-lite", "window", "--relay", url, "--channel", "0a0b0c0d-0000-4000-8000-00000000abcd"})
+	if err == nil || !strings.Contains(err.Error(), "does not exist, or is private: give --key") {
+		t.Errorf("a channel that does not exist: %v", err)
+	}
 	for _, args := range [][]string{
 		{"--channel", "general"},
 		{"--channel", ch, "--limit", "0"},
