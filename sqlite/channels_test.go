@@ -106,41 +106,11 @@ func chExpect(t testing.TB, s *Store, h, want string) {
 // chTables dumps the access state tables (channels, members, settings).
 func chTables(t testing.TB, s *Store) string {
 	t.Helper()
-	var b strings.Builder
-	for _, q := range []string{
+	return ttDump(t, s,
 		`SELECT seq, h, created_at, name, about, private, deleted_at FROM channels ORDER BY seq`,
 		`SELECT channel, pubkey, role FROM members ORDER BY channel, pubkey`,
 		`SELECT key, value FROM settings ORDER BY key`,
-	} {
-		rows, err := s.readers.Query(q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
-			}
-			for _, v := range vals {
-				if bs, ok := v.([]byte); ok {
-					fmt.Fprintf(&b, "x'%x' ", bs)
-				} else {
-					fmt.Fprintf(&b, "%v ", v)
-				}
-			}
-			b.WriteByte('\n')
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString("--\n")
-	}
-	return b.String()
+	)
 }
 
 // chReject requires ev to be refused with exactly want, and to leave

@@ -435,14 +435,21 @@ func ttBuildTree(t testing.TB, s *Store, signers []testutil.Signer, nodes []ttTr
 // order, so that a rejected event can be shown to have left nothing (RL-4).
 func ttSnapshot(t testing.TB, s *Store) string {
 	t.Helper()
-	var b strings.Builder
-	for _, q := range []string{
+	return ttDump(t, s,
 		`SELECT seq, h FROM channels ORDER BY seq`,
 		`SELECT seq, id, pubkey, created_at, kind, tags, content, sig, channel, dtag, expires_at,
 			deleted_at, parent, root, depth, broadcast, row_class FROM events ORDER BY seq`,
 		`SELECT name, value, created_at, seq, kind FROM tags ORDER BY seq, name, value`,
 		`SELECT seq, reply_count, descendant_count, last_reply_at, participants FROM thread_metadata ORDER BY seq`,
-	} {
+	)
+}
+
+// ttDump runs queries and writes every row of each, blobs in hex, the
+// results separated by "--" lines.
+func ttDump(t testing.TB, s *Store, queries ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range queries {
 		rows, err := s.readers.Query(q)
 		if err != nil {
 			t.Fatal(err)

@@ -16,31 +16,20 @@ import (
 // runs for f.
 func queryPlan(t *testing.T, s *Store, f nostr.Filter) string {
 	t.Helper()
-	var plan []string
+	var q sqlQuery
 	err := s.readTx(context.Background(), func(tx *sql.Tx) error {
-		q, ok, err := s.translate(context.Background(), tx, f, buzz.Anonymous, nil, false)
+		var ok bool
+		var err error
+		q, ok, err = s.translate(context.Background(), tx, f, buzz.Anonymous, nil, false)
 		if err != nil || !ok {
 			t.Fatalf("filter %v translated to nothing (%v)", f, err)
 		}
-		rows, err := tx.Query("EXPLAIN QUERY PLAN "+q.sql, q.args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				return err
-			}
-			plan = append(plan, detail)
-		}
-		return rows.Err()
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Join(plan, "\n")
+	return explain(t, s, q.sql, q.args...)
 }
 
 // planLines splits a plan into its lines.

@@ -73,7 +73,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, ids, q.Viewer, &expires); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, ids, q.Viewer, &expires); err != nil {
 				return err
 			}
 		}
@@ -296,12 +296,9 @@ var (
 // the deletions naming a hop-1 event. Each event is served once, only if
 // it is neither deleted nor expired and v may read it. A deleted hop-1
 // event is not served, but the deletion naming it is: that is what tells a
-// client to drop a reaction or edit it shows.
-func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, targets [][]byte, v buzz.Viewer, expires *int64) ([]buzz.RawEvent, error) {
-	c, err := s.communityIn(sctx, tx)
-	if err != nil {
-		return nil, err
-	}
+// client to drop a reaction or edit it shows. c is the access state of
+// tx's snapshot.
+func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Community, targets [][]byte, v buzz.Viewer, expires *int64) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
 	var hop1 [][]byte
@@ -442,14 +439,12 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 		case err != nil:
 			return fmt.Errorf("thread root: %w", err)
 		}
-		if scope.Valid {
-			c, err := s.communityIn(sctx, tx)
-			if err != nil {
-				return err
-			}
-			if !c.CanReadSeq(q.Viewer, scope.Int64) {
-				return nil
-			}
+		c, err := s.communityIn(sctx, tx)
+		if err != nil {
+			return err
+		}
+		if scope.Valid && !c.CanReadSeq(q.Viewer, scope.Int64) {
+			return nil
 		}
 		// A channel-less event has no replies (CW-10), but aux it may have.
 		if scope.Valid && depth.Valid && q.Limit > 0 && q.DepthLimit > 0 {
@@ -488,7 +483,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				targets = append(targets, rid)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, targets, q.Viewer, &expires); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, targets, q.Viewer, &expires); err != nil {
 				return err
 			}
 		}
