@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -67,24 +66,6 @@ func (s *testServer) authenticate(t *testing.T, c *session, who testutil.Signer)
 		t.Fatalf("AUTH refused: %s", joinRaw(msg))
 	}
 }
-
-// newChannelID returns a fresh channel id: a canonical lowercase UUID.
-func newChannelID(t testing.TB) string {
-	t.Helper()
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	if !buzz.IsCanonicalUUID(h) {
-		t.Fatalf("%q is not a canonical UUID", h)
-	}
-	return h
-}
-
-func now() int64 { return time.Now().Unix() }
 
 // hTag names channel h.
 func hTag(h string) nostr.Tag { return nostr.Tag{"h", h} }

@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -67,7 +66,7 @@ func jsClientsSetup(t *testing.T) *jsPrivateChannel {
 		s:       s,
 		owner:   testutil.NewSigner(t),
 		member:  testutil.NewSigner(t),
-		channel: jsNewChannelID(t),
+		channel: newChannelID(t),
 	}
 	at := time.Now().Unix()
 	h := nostr.Tag{"h", p.channel}
@@ -89,22 +88,6 @@ func jsClientsSetup(t *testing.T) *jsPrivateChannel {
 		t.Fatalf("setup: the member reads %v, want %v", got, p.messages)
 	}
 	return p
-}
-
-// jsNewChannelID is a fresh canonical (lowercase) version 4 UUID.
-func jsNewChannelID(t *testing.T) string {
-	t.Helper()
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	if !buzz.IsCanonicalUUID(id) {
-		t.Fatalf("%s is not a canonical UUID", id)
-	}
-	return id
 }
 
 // jsAuth answers the connection's NIP-42 challenge, the first message the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/btcsuite/btcd/btcec/v2"
-	"github.com/btcsuite/btcd/btcec/v2/schnorr"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
@@ -192,32 +189,6 @@ func qyJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// qyChannelID returns a fresh canonical lowercase UUID.
-func qyChannelID(t testing.TB) string {
-	t.Helper()
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-	if !buzz.IsCanonicalUUID(h) {
-		t.Fatalf("%q is not a canonical UUID", h)
-	}
-	return h
-}
-
-// qyRandomID is a 64-hex id no stored event has.
-func qyRandomID(t testing.TB) string {
-	t.Helper()
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b[:])
-}
-
 // qyReplyTo is the NIP-10 marked tag naming parent.
 func qyReplyTo(parent *nostr.Event) nostr.Tag { return nostr.Tag{"e", parent.ID, "", "reply"} }
 
@@ -270,36 +241,17 @@ func qyTokenEvent(u, method string, extra ...nostr.Tag) nostr.Event {
 // deterministic, and the relay refuses a signature it has seen).
 func qySign(t testing.TB, ev *nostr.Event, sk string) {
 	t.Helper()
-	b, err := hex.DecodeString(sk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, pub := btcec.PrivKeyFromBytes(b)
-	ev.PubKey = hex.EncodeToString(schnorr.SerializePubKey(pub))
 	if ev.Tags == nil {
 		ev.Tags = nostr.Tags{}
 	}
-	h := sha256.Sum256(ev.Serialize())
-	var aux [32]byte
-	if _, err := rand.Read(aux[:]); err != nil {
-		t.Fatal(err)
-	}
-	sig, err := schnorr.Sign(priv, h[:], schnorr.CustomNonce(aux))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev.ID = hex.EncodeToString(h[:])
-	ev.Sig = hex.EncodeToString(sig.Serialize())
+	ev.PubKey = ""
+	nip98Sign(t, ev, sk)
 }
 
 // qyHeader is the Authorization header carrying ev.
 func qyHeader(t testing.TB, ev nostr.Event) string {
 	t.Helper()
-	b, err := json.Marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "Nostr " + base64.StdEncoding.EncodeToString(b)
+	return nip98Header(t, ev)
 }
 
 // qyPayload is the NIP-98 payload tag of body.
@@ -345,7 +297,7 @@ func qySetupPrivate(t *testing.T, s *testServer) *qyPrivate {
 	p := &qyPrivate{
 		s: s, c: s.client(t),
 		owner: testutil.NewSigner(t), member: testutil.NewSigner(t), outsider: testutil.NewSigner(t),
-		h: qyChannelID(t), open: qyChannelID(t),
+		h: newChannelID(t), open: newChannelID(t),
 	}
 	ts := time.Now().Unix()
 	mustPublish(t, p.c, p.owner.Event(t, buzz.KindCreateChannel, ts, "", nostr.Tag{"h", p.h}, nostr.Tag{"private"}))
@@ -404,7 +356,7 @@ func TestQueryRequestContract(t *testing.T) {
 		hs := func(n int) string {
 			list := make([]string, n)
 			for i := range list {
-				list[i] = qyChannelID(t)
+				list[i] = newChannelID(t)
 			}
 			return qyJSON(t, list)
 		}
@@ -462,7 +414,7 @@ func TestQueryInternalError(t *testing.T) {
 	})
 	c := s.client(t)
 	a := testutil.NewSigner(t)
-	h := qyChannelID(t)
+	h := newChannelID(t)
 	root := qyMsg(t, a, h, time.Now().Unix(), "root", nil)
 	mustPublish(t, c, root)
 	mustPublish(t, c, qyMsg(t, a, h, time.Now().Unix(), "reply", root))
@@ -724,7 +676,7 @@ func TestGenericCursorPaging(t *testing.T) {
 // RL-19: before_id errors, in their order.
 func TestGenericBeforeIDErrors(t *testing.T) {
 	s := startServer(t)
-	id := qyRandomID(t)
+	id := randomID(t)
 	for _, tc := range []struct{ body, msg string }{
 		{`[{"before_id":"abc","until":5}]`, "before_id must be a 64-char hex event id"},
 		{`[{"before_id":"abc"}]`, "before_id must be a 64-char hex event id"}, // checked first
@@ -794,7 +746,7 @@ func TestGenericKindsAndAccess(t *testing.T) {
 func TestQueryLimitBounds(t *testing.T) {
 	s := startServer(t)
 	a := testutil.NewSigner(t)
-	h := qyChannelID(t)
+	h := newChannelID(t)
 	t0 := time.Now().Unix() - 10_000
 	root := qyMsg(t, a, h, t0, "root", nil)
 	qyAdmit(t, s, root)
@@ -871,7 +823,7 @@ type qyTree struct {
 func qyBuildTree(t *testing.T) *qyTree {
 	t.Helper()
 	s, c, alice := startWithClient(t)
-	tr := &qyTree{s: s, c: c, alice: alice, bob: testutil.NewSigner(t), h: qyChannelID(t), t0: time.Now().Unix() - 3600}
+	tr := &qyTree{s: s, c: c, alice: alice, bob: testutil.NewSigner(t), h: newChannelID(t), t0: time.Now().Unix() - 3600}
 	msg := func(who testutil.Signer, dt int64, content string, parent *nostr.Event) *nostr.Event {
 		ev := qyMsg(t, who, tr.h, tr.t0+dt, content, parent)
 		mustPublish(t, c, ev)
@@ -1125,7 +1077,7 @@ func TestThreadPathAccess(t *testing.T) {
 		}
 	}
 	// Unknown root; a channel-less root.
-	for _, root := range []string{qyRandomID(t), strings.Repeat("0", 64)} {
+	for _, root := range []string{randomID(t), strings.Repeat("0", 64)} {
 		if evs := qyPost(t, s, `[{"depth_limit":4,"#e":["`+root+`"],"include_aux":true}]`, "").events(t); len(evs) != 0 {
 			t.Fatalf("unknown root: %d events", len(evs))
 		}
@@ -1145,7 +1097,7 @@ func TestThreadPathAccess(t *testing.T) {
 func TestQueryDispatchOrder(t *testing.T) {
 	s, c, a := startWithClient(t)
 	t0 := time.Now().Unix() - 600
-	w, th := qyChannelID(t), qyChannelID(t)
+	w, th := newChannelID(t), newChannelID(t)
 	for i := range 3 {
 		mustPublish(t, c, qyMsg(t, a, w, t0+int64(i), fmt.Sprintf("window row %d", i), nil))
 	}
@@ -1232,7 +1184,7 @@ func TestQueryOverlaySigning(t *testing.T) {
 	}{{"no operator key", ""}, {"operator key", operator}} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, c, a := startWithClient(t, func(cfg *Config) { cfg.Info.PubKey = tc.operator })
-			h := qyChannelID(t)
+			h := newChannelID(t)
 			root := qyMsg(t, a, h, time.Now().Unix(), "root", nil)
 			mustPublish(t, c, root)
 			mustPublish(t, c, qyMsg(t, a, h, time.Now().Unix(), "reply", root))
@@ -1315,7 +1267,7 @@ func qyManyTags(t *testing.T, n, each int) string {
 // server: each is served (200) or refused (400/413) with the error body.
 func TestQueryHostileBodies(t *testing.T) {
 	s, c, a := startWithClient(t)
-	h := qyChannelID(t)
+	h := newChannelID(t)
 	root := qyMsg(t, a, h, time.Now().Unix(), "root", nil)
 	mustPublish(t, c, root)
 	mustPublish(t, c, qyMsg(t, a, h, time.Now().Unix(), "reply", root))

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -382,4 +385,32 @@ func joinRaw(msg []json.RawMessage) string {
 		parts[i] = string(m)
 	}
 	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// newChannelID returns a fresh channel id: a canonical lowercase UUID.
+func newChannelID(t testing.TB) string {
+	t.Helper()
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	if !buzz.IsCanonicalUUID(h) {
+		t.Fatalf("%q is not a canonical UUID", h)
+	}
+	return h
+}
+
+func now() int64 { return time.Now().Unix() }
+
+// randomID is 64 random lowercase hex characters: an id no event has.
+func randomID(t testing.TB) string {
+	t.Helper()
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
 }

@@ -3,7 +3,6 @@ package relay
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
@@ -42,32 +41,6 @@ import (
 
 var cwSeq atomic.Int64
 
-// cwNow is the current Unix time.
-func cwNow() int64 { return time.Now().Unix() }
-
-// cwChannelID is a fresh channel id: a canonical (lowercase, hyphenated)
-// version-4 UUID.
-func cwChannelID(t testing.TB) string {
-	t.Helper()
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-// cwRandomHex is 64 random lowercase hex characters.
-func cwRandomHex(t testing.TB) string {
-	t.Helper()
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b[:])
-}
-
 // cwBroadcast is the tag that admits a depth-1 reply to the timeline (CW-11).
 var cwBroadcast = nostr.Tag{"broadcast", "1"}
 
@@ -105,7 +78,7 @@ func cwDeletion(t testing.TB, who testutil.Signer, targets ...*nostr.Event) *nos
 	for _, ev := range targets {
 		tags = append(tags, nostr.Tag{"e", ev.ID})
 	}
-	return cwEvent(t, who, buzz.KindDeletion, cwNow(), tags...)
+	return cwEvent(t, who, buzz.KindDeletion, now(), tags...)
 }
 
 // cwSignAll signs evs, event i by signers[i%len(signers)], on every CPU:
@@ -162,7 +135,7 @@ func cwCreate(t *testing.T, c *rawClient, owner testutil.Signer, ch string, priv
 	if private {
 		tags = append(tags, nostr.Tag{"private"})
 	}
-	ev := cwEvent(t, owner, buzz.KindCreateChannel, cwNow(), tags...)
+	ev := cwEvent(t, owner, buzz.KindCreateChannel, now(), tags...)
 	mustPublish(t, c, ev)
 	return ev
 }
@@ -170,7 +143,7 @@ func cwCreate(t *testing.T, c *rawClient, owner testutil.Signer, ch string, priv
 // cwAddMember publishes by's kind 9000 making pk a member of ch.
 func cwAddMember(t *testing.T, c *rawClient, by testutil.Signer, ch, pk string) {
 	t.Helper()
-	mustPublish(t, c, cwEvent(t, by, buzz.KindPutUser, cwNow(), nostr.Tag{"h", ch}, nostr.Tag{"p", pk}))
+	mustPublish(t, c, cwEvent(t, by, buzz.KindPutUser, now(), nostr.Tag{"h", ch}, nostr.Tag{"p", pk}))
 }
 
 // cwPublish publishes every event and fails on the first refusal.
@@ -197,7 +170,7 @@ func cwIngest(t *testing.T, s *testServer, evs ...*nostr.Event) {
 // cwSetProjection publishes admin's kind 9033 setting thread_replies_in_channel.
 func cwSetProjection(t *testing.T, c *rawClient, admin testutil.Signer, v string) {
 	t.Helper()
-	mustPublish(t, c, cwEvent(t, admin, buzz.KindCommunityAdmin, cwNow(), nostr.Tag{"thread_replies_in_channel", v}))
+	mustPublish(t, c, cwEvent(t, admin, buzz.KindCommunityAdmin, now(), nostr.Tag{"thread_replies_in_channel", v}))
 }
 
 // cwLess is the window order: created_at DESC, id ASC (CW-15).
@@ -261,7 +234,7 @@ func cwSameSet(t *testing.T, what string, got, want []*nostr.Event) {
 func cwToken(t testing.TB, s *testServer, who testutil.Signer, body []byte) string {
 	t.Helper()
 	sum := sha256.Sum256(body)
-	ev := who.Event(t, 27235, cwNow(), cwRandomHex(t),
+	ev := who.Event(t, 27235, now(), randomID(t),
 		nostr.Tag{"u", s.httpURL + "/query"}, nostr.Tag{"method", "POST"},
 		nostr.Tag{"payload", hex.EncodeToString(sum[:])})
 	j, err := json.Marshal(ev)
@@ -764,7 +737,7 @@ func cwConnect(t *testing.T, s *testServer, who *testutil.Signer) *rawClient {
 		t.Fatalf("want the AUTH challenge first, got %v %v", msg, err)
 	}
 	if who != nil {
-		ev := who.Event(t, nostr.KindClientAuthentication, cwNow(), "",
+		ev := who.Event(t, nostr.KindClientAuthentication, now(), "",
 			nostr.Tag{"relay", s.wsURL}, nostr.Tag{"challenge", str(msg, 1)})
 		c.send("AUTH", ev)
 		ok := c.await("OK of AUTH", func(m []json.RawMessage) bool { return label(m) == "OK" && str(m, 1) == ev.ID })
@@ -819,8 +792,8 @@ func cwLive(t *testing.T, c *rawClient, what string, stop func(sub string, ev *n
 // same literal-true rule holds for include_summaries and include_aux.
 func TestCWLiteralTrue(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 100
+	ch := newChannelID(t)
+	T := now() - 100
 	m := cwMsg(t, a, ch, T)
 	r := cwReply(t, a, ch, T+1, m)
 	x := cwReaction(t, a, T+2, m)
@@ -859,8 +832,8 @@ func TestCWLiteralTrue(t *testing.T) {
 // exact body. The channel is checked before the cursor.
 func TestCWChannelParam(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	m := cwMsg(t, a, ch, cwNow()-10)
+	ch := newChannelID(t)
+	m := cwMsg(t, a, ch, now()-10)
 	mustPublish(t, c, m)
 	bare := strings.ReplaceAll(ch, "-", "")
 	up := strings.ToUpper(ch)
@@ -875,7 +848,7 @@ func TestCWChannelParam(t *testing.T) {
 	}
 
 	const msg = "top_level requires exactly one #h channel"
-	other := cwChannelID(t)
+	other := newChannelID(t)
 	signer := testutil.NewSigner(t)
 	for _, f := range []string{
 		`{"top_level":true}`,
@@ -908,17 +881,17 @@ func TestCWChannelParam(t *testing.T) {
 func TestCWAccessFirst(t *testing.T) {
 	s, c, owner := startWithClient(t)
 	member, outsider := testutil.NewSigner(t), testutil.NewSigner(t)
-	priv, empty, emptyOpen, open, none := cwChannelID(t), cwChannelID(t), cwChannelID(t), cwChannelID(t), cwChannelID(t)
+	priv, empty, emptyOpen, open, none := newChannelID(t), newChannelID(t), newChannelID(t), newChannelID(t), newChannelID(t)
 	cwCreate(t, c, owner, priv, true)
 	cwAddMember(t, c, owner, priv, member.PK)
 	cwCreate(t, c, owner, empty, true)
 	cwAddMember(t, c, owner, empty, member.PK)
 	cwCreate(t, c, owner, emptyOpen, false)
-	pm := cwMsg(t, member, priv, cwNow()-5)
-	om := cwMsg(t, outsider, open, cwNow()-5)
+	pm := cwMsg(t, member, priv, now()-5)
+	om := cwMsg(t, outsider, open, now()-5)
 	cwPublish(t, c, pm, om)
 
-	hid := cwRandomHex(t)
+	hid := randomID(t)
 	cursors := []string{
 		``,
 		`,"until":100,"before_id":"` + hid + `"`,
@@ -961,8 +934,8 @@ func TestCWAccessFirst(t *testing.T) {
 // aux events and the bounds never count against it.
 func TestCWLimit(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 10000
+	ch := newChannelID(t)
+	T := now() - 10000
 	var all []*nostr.Event
 	for i := range 205 {
 		all = append(all, cwMsg(t, a, ch, T+int64(i)))
@@ -1002,11 +975,11 @@ func TestCWLimit(t *testing.T) {
 // malformed before_id, then a half cursor, then until.
 func TestCWCursorErrors(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 100
+	ch := newChannelID(t)
+	T := now() - 100
 	m1, m2 := cwMsg(t, a, ch, T), cwMsg(t, a, ch, T+1)
 	cwPublish(t, c, m1, m2)
-	id := cwRandomHex(t)
+	id := randomID(t)
 	const (
 		badID   = "top_level: before_id must be a 64-hex event id"
 		half    = "top_level cursor requires both until and before_id, or neither"
@@ -1063,17 +1036,17 @@ func TestCWCursorErrors(t *testing.T) {
 func TestCWKinds(t *testing.T) {
 	s, c, owner := startWithClient(t)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
-	ch := cwChannelID(t)
+	ch := newChannelID(t)
 	cwCreate(t, c, owner, ch, false) // 9007 in the channel
 	cwAddMember(t, c, owner, ch, a.PK)
-	mustPublish(t, c, cwEvent(t, owner, buzz.KindEditMetadata, cwNow(), nostr.Tag{"h", ch}, nostr.Tag{"name", "renamed"}))
-	T := cwNow() - 100
+	mustPublish(t, c, cwEvent(t, owner, buzz.KindEditMetadata, now(), nostr.Tag{"h", ch}, nostr.Tag{"name", "renamed"}))
+	T := now() - 100
 	m9 := cwMsg(t, a, ch, T)
 	m1 := cwEvent(t, a, 1, T+1, nostr.Tag{"h", ch})
 	m11 := cwEvent(t, b, 11, T+2, nostr.Tag{"h", ch})
 	m30023 := cwEvent(t, b, 30023, T+3, nostr.Tag{"h", ch}, nostr.Tag{"d", "article"})
 	cwPublish(t, c, m9, m1, m11, m30023)
-	mustPublish(t, c, cwEvent(t, b, buzz.KindJoin, cwNow(), nostr.Tag{"h", ch}, nostr.Tag{"e", m9.ID, "", "reply"}))
+	mustPublish(t, c, cwEvent(t, b, buzz.KindJoin, now(), nostr.Tag{"h", ch}, nostr.Tag{"e", m9.ID, "", "reply"}))
 	// Aux events whose e tags carry a reply marker: targets, not parents
 	// (CW-10).
 	x := cwReaction(t, b, T+4, m9, nostr.Tag{"h", ch}, nostr.Tag{"e", m9.ID, "", "reply"})
@@ -1082,8 +1055,8 @@ func TestCWKinds(t *testing.T) {
 	x3 := cwReaction(t, a, T+7, m9, nostr.Tag{"h", ch})
 	y := cwReaction(t, a, T+8, m1)
 	cwPublish(t, c, x, edit, x2, x3, y)
-	del := cwEvent(t, b, buzz.KindDeletion, cwNow(), nostr.Tag{"h", ch}, nostr.Tag{"e", x2.ID})
-	gdel := cwEvent(t, owner, buzz.KindGroupDelete, cwNow(), nostr.Tag{"h", ch}, nostr.Tag{"e", x3.ID})
+	del := cwEvent(t, b, buzz.KindDeletion, now(), nostr.Tag{"h", ch}, nostr.Tag{"e", x2.ID})
+	gdel := cwEvent(t, owner, buzz.KindGroupDelete, now(), nostr.Tag{"h", ch}, nostr.Tag{"e", x3.ID})
 	cwPublish(t, c, del, gdel)
 
 	everyRow := cwOrder(m9, m1, m11, m30023)
@@ -1123,8 +1096,8 @@ func TestCWKinds(t *testing.T) {
 func TestCWIgnoredKeys(t *testing.T) {
 	s, c, a := startWithClient(t)
 	b := testutil.NewSigner(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 1000
+	ch := newChannelID(t)
+	T := now() - 1000
 	var rows []*nostr.Event
 	for i := range 7 {
 		who := a
@@ -1148,14 +1121,14 @@ func TestCWIgnoredKeys(t *testing.T) {
 	second := cwWindow(t, s, nil, ch, cur)
 	cwSameIDs(t, "baseline page 2", second.rows, rows[3:6])
 	for _, kv := range [][]any{
-		{"since", cwNow() + 100000},
+		{"since", now() + 100000},
 		{"since", int64(rows[1].CreatedAt)},
 		{"authors", []string{b.PK}},
-		{"authors", []string{cwRandomHex(t)}},
+		{"authors", []string{randomID(t)}},
 		{"ids", []string{rows[5].ID}},
-		{"ids", []string{cwRandomHex(t)}},
+		{"ids", []string{randomID(t)}},
 		{"#e", []string{rows[0].ID}},
-		{"#p", []string{cwRandomHex(t)}},
+		{"#p", []string{randomID(t)}},
 		{"#t", []string{"nothing"}},
 		{"page", 2},
 		{"offset", 3},
@@ -1180,8 +1153,8 @@ func TestCWIgnoredKeys(t *testing.T) {
 // the generic path's, whatever the order of the filters.
 func TestCWDispatchFirst(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch, ch2 := cwChannelID(t), cwChannelID(t)
-	T := cwNow() - 100
+	ch, ch2 := newChannelID(t), newChannelID(t)
+	T := now() - 100
 	m := cwMsg(t, a, ch, T)
 	m2 := cwMsg(t, a, ch, T+1)
 	r := cwReply(t, a, ch, T+2, m)
@@ -1223,9 +1196,9 @@ func TestCWDispatchFirst(t *testing.T) {
 func TestCWDefaultRows(t *testing.T) {
 	s, c, a := startWithClient(t)
 	b := testutil.NewSigner(t)
-	ch, other := cwChannelID(t), cwChannelID(t)
+	ch, other := newChannelID(t), newChannelID(t)
 	model := cwNewModel()
-	T := cwNow() - 1000
+	T := now() - 1000
 	at := T
 	next := func() int64 { at++; return at }
 	m1 := model.add(cwMsg(t, a, ch, next()), nil)
@@ -1257,7 +1230,7 @@ func TestCWDefaultRows(t *testing.T) {
 	om := cwMsg(t, a, other, next())
 	mustPublish(t, c, om)
 	mustReject(t, c, cwReply(t, a, ch, next(), q1, nostr.Tag{"e", q1.ID, "", "root"}), "invalid: root tag does not match thread ancestry")
-	mustReject(t, c, cwMsg(t, a, ch, next(), nostr.Tag{"e", cwRandomHex(t), "", "reply"}), "invalid: reply parent not found")
+	mustReject(t, c, cwMsg(t, a, ch, next(), nostr.Tag{"e", randomID(t), "", "reply"}), "invalid: reply parent not found")
 	mustReject(t, c, cwReply(t, a, ch, next(), om), "invalid: parent event belongs to a different channel")
 
 	want := cwOrder(m1, m2, b1, rootOnly, positional, threeElems, mention, malformed, bcRoot, bcTop)
@@ -1284,8 +1257,8 @@ func TestCWDefaultRows(t *testing.T) {
 // every level.
 func TestCWDepthLimit(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 10000
+	ch := newChannelID(t)
+	T := now() - 10000
 	root := cwMsg(t, a, ch, T)
 	chain := []*nostr.Event{root}
 	for i := 1; i <= 100; i++ {
@@ -1309,10 +1282,10 @@ func TestCWLegacyRow(t *testing.T) {
 	s := startServerWith(t, func(o *sqlite.Options) { o.Admins = []string{admin.PK} })
 	c := s.client(t)
 	a := testutil.NewSigner(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 5000
+	ch := newChannelID(t)
+	T := now() - 5000
 	top := cwMsg(t, a, ch, T)
-	orphan := cwMsg(t, a, ch, T+1, nostr.Tag{"e", cwRandomHex(t), "", "reply"}, nostr.Tag{"e", cwRandomHex(t), "", "root"})
+	orphan := cwMsg(t, a, ch, T+1, nostr.Tag{"e", randomID(t), "", "reply"}, nostr.Tag{"e", randomID(t), "", "root"})
 	child := cwReply(t, a, ch, T+2, top) // imported after its parent: classified
 	outcomes, err := s.store.ImportBatch(context.Background(), []*nostr.Event{top, orphan, child})
 	if err != nil {
@@ -1324,7 +1297,7 @@ func TestCWLegacyRow(t *testing.T) {
 		}
 	}
 	// Live ingest refuses what import kept.
-	mustReject(t, c, cwMsg(t, a, ch, T+3, nostr.Tag{"e", cwRandomHex(t), "", "reply"}), "invalid: reply parent not found")
+	mustReject(t, c, cwMsg(t, a, ch, T+3, nostr.Tag{"e", randomID(t), "", "reply"}), "invalid: reply parent not found")
 	late := cwMsg(t, a, ch, T+4)
 	mustPublish(t, c, late)
 
@@ -1351,9 +1324,9 @@ func TestCWProjection(t *testing.T) {
 	s := startServerWith(t, func(o *sqlite.Options) { v := true; o.ThreadRepliesInChannel = &v })
 	c := s.client(t)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
-	ch := cwChannelID(t)
+	ch := newChannelID(t)
 	model := cwNewModel()
-	T := cwNow() - 1000
+	T := now() - 1000
 	m1 := model.add(cwMsg(t, a, ch, T), nil)
 	mustPublish(t, c, m1)
 	q1 := model.add(cwReply(t, b, ch, T+1, m1), m1)
@@ -1401,8 +1374,8 @@ func TestCWModeChange(t *testing.T) {
 	s := startServerWith(t, func(o *sqlite.Options) { o.Admins = []string{admin.PK} })
 	c := s.client(t)
 	a := testutil.NewSigner(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 1000
+	ch := newChannelID(t)
+	T := now() - 1000
 	m1 := cwMsg(t, a, ch, T)
 	mustPublish(t, c, m1)
 	q1 := cwReply(t, a, ch, T+1, m1)
@@ -1418,8 +1391,8 @@ func TestCWModeChange(t *testing.T) {
 	if p1.Projection || !p1.HasMore {
 		t.Fatalf("default head: projection %v, has_more %v", p1.Projection, p1.HasMore)
 	}
-	mustReject(t, c, cwEvent(t, a, buzz.KindCommunityAdmin, cwNow(), nostr.Tag{"thread_replies_in_channel", "true"}), "restricted: must be a relay admin")
-	mustReject(t, c, cwEvent(t, admin, buzz.KindCommunityAdmin, cwNow(), nostr.Tag{"thread_replies_in_channel", "maybe"}), "invalid: thread_replies_in_channel must be a boolean")
+	mustReject(t, c, cwEvent(t, a, buzz.KindCommunityAdmin, now(), nostr.Tag{"thread_replies_in_channel", "true"}), "restricted: must be a relay admin")
+	mustReject(t, c, cwEvent(t, admin, buzz.KindCommunityAdmin, now(), nostr.Tag{"thread_replies_in_channel", "maybe"}), "invalid: thread_replies_in_channel must be a boolean")
 	cwSetProjection(t, c, admin, "TRUE")
 
 	p2 := cwWindow(t, s, nil, ch, cwF(ch, "limit", 2, "until", p1.Next.CreatedAt, "before_id", p1.Next.ID))
@@ -1448,9 +1421,9 @@ func TestCWDeletedRows(t *testing.T) {
 	s := startServerWith(t, func(o *sqlite.Options) { o.Admins = []string{admin.PK} })
 	c := s.client(t)
 	owner, a := testutil.NewSigner(t), testutil.NewSigner(t)
-	ch := cwChannelID(t)
+	ch := newChannelID(t)
 	cwCreate(t, c, owner, ch, false)
-	T := cwNow() - 1000
+	T := now() - 1000
 	var r []*nostr.Event
 	for i := range 7 {
 		r = append(r, cwMsg(t, a, ch, T+int64(i)))
@@ -1459,7 +1432,7 @@ func TestCWDeletedRows(t *testing.T) {
 	// Newest, oldest and one in the middle by their author; one by the
 	// channel owner (NIP-29).
 	mustPublish(t, c, cwDeletion(t, a, r[6], r[0], r[3]))
-	mustPublish(t, c, cwEvent(t, owner, buzz.KindGroupDelete, cwNow(), nostr.Tag{"h", ch}, nostr.Tag{"e", r[4].ID}))
+	mustPublish(t, c, cwEvent(t, owner, buzz.KindGroupDelete, now(), nostr.Tag{"h", ch}, nostr.Tag{"e", r[4].ID}))
 	live := cwOrder(r[5], r[2], r[1])
 
 	p := cwWindow(t, s, nil, ch, cwF(ch, "limit", 3))
@@ -1500,8 +1473,8 @@ func TestCWDeletedRows(t *testing.T) {
 func TestCWDenseBurst(t *testing.T) {
 	s, c, a := startWithClient(t)
 	signers := []testutil.Signer{a, testutil.NewSigner(t), testutil.NewSigner(t)}
-	ch := cwChannelID(t)
-	T := cwNow() - 5000
+	ch := newChannelID(t)
+	T := now() - 5000
 	var rows []*nostr.Event
 	add := func(n int, at int64) {
 		for i := range n {
@@ -1595,8 +1568,8 @@ func TestCWDenseBurst(t *testing.T) {
 func TestCWExactMultiple(t *testing.T) {
 	s, c, a := startWithClient(t)
 	for _, sameSecond := range []bool{false, true} {
-		ch := cwChannelID(t)
-		T := cwNow() - 1000
+		ch := newChannelID(t)
+		T := now() - 1000
 		var rows []*nostr.Event
 		for i := range 6 {
 			at := T + int64(i)
@@ -1627,8 +1600,8 @@ func TestCWExactMultiple(t *testing.T) {
 // still moves past it; nothing of it reaches aux or summaries.
 func TestCWUnreadableRow(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 1000
+	ch := newChannelID(t)
+	T := now() - 1000
 	var r []*nostr.Event
 	for i := range 5 {
 		r = append(r, cwMsg(t, a, ch, T+int64(i)))
@@ -1674,11 +1647,11 @@ func TestCWAuxClosure(t *testing.T) {
 	s, c, owner := startWithClient(t)
 	a, b, d := testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)
 	member, outsider := testutil.NewSigner(t), testutil.NewSigner(t)
-	ch, priv := cwChannelID(t), cwChannelID(t)
+	ch, priv := newChannelID(t), newChannelID(t)
 	cwCreate(t, c, owner, ch, false)
 	cwCreate(t, c, owner, priv, true)
 	cwAddMember(t, c, owner, priv, member.PK)
-	T := cwNow() - 1000
+	T := now() - 1000
 	m := cwMsg(t, a, ch, T)
 	m2 := cwMsg(t, b, ch, T+1)
 	cwPublish(t, c, m, m2)
@@ -1696,10 +1669,10 @@ func TestCWAuxClosure(t *testing.T) {
 	hidden2 := member.Event(t, buzz.KindReaction, T+9, "-", nostr.Tag{"h", priv}, nostr.Tag{"e", m.ID})
 	onReply := cwReaction(t, a, T+10, q)
 	cwPublish(t, c, x, y, e1, e2, both, chanless, hidden, hidden2, onReply)
-	onEdit := cwReaction(t, b, T+11, e1)                                                              // a hop-2 reaction: never aux
-	dy := cwDeletion(t, d, y)                                                                         // hop 2
-	g2 := cwEvent(t, owner, buzz.KindGroupDelete, cwNow(), nostr.Tag{"h", ch}, nostr.Tag{"e", e2.ID}) // hop 2
-	dh := cwEvent(t, member, buzz.KindDeletion, cwNow(), nostr.Tag{"h", priv}, nostr.Tag{"e", hidden2.ID})
+	onEdit := cwReaction(t, b, T+11, e1)                                                            // a hop-2 reaction: never aux
+	dy := cwDeletion(t, d, y)                                                                       // hop 2
+	g2 := cwEvent(t, owner, buzz.KindGroupDelete, now(), nostr.Tag{"h", ch}, nostr.Tag{"e", e2.ID}) // hop 2
+	dh := cwEvent(t, member, buzz.KindDeletion, now(), nostr.Tag{"h", priv}, nostr.Tag{"e", hidden2.ID})
 	cwPublish(t, c, onEdit, dy, g2, dh)
 	z := cwDeletion(t, d, dy) // names a hop-2 event: hop 3, never aux
 	mustPublish(t, c, z)
@@ -1731,8 +1704,8 @@ func TestCWAuxClosure(t *testing.T) {
 // are all served (never "the newest 1000"), and their deletions too.
 func TestCWAuxManyReactions(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 100000
+	ch := newChannelID(t)
+	T := now() - 100000
 	m := cwMsg(t, a, ch, T)
 	mustPublish(t, c, m)
 	const n = 2100
@@ -1780,13 +1753,13 @@ func TestCWAuxManyReactions(t *testing.T) {
 // replies at several depths, ties and deletions.
 func TestCWSummaries(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
+	ch := newChannelID(t)
 	model := cwNewModel()
 	var us []testutil.Signer
 	for range 13 {
 		us = append(us, testutil.NewSigner(t))
 	}
-	T := cwNow() - 5000
+	T := now() - 5000
 	m := model.add(cwMsg(t, a, ch, T), nil)     // the big thread
 	n := model.add(cwMsg(t, a, ch, T+1), nil)   // no reply
 	o := model.add(cwMsg(t, a, ch, T+2), nil)   // its only reply deleted
@@ -1855,8 +1828,8 @@ func TestCWSummaries(t *testing.T) {
 // channel (canonical) and the request cursor (lowercase hex) or head.
 func TestCWBounds(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 1000
+	ch := newChannelID(t)
+	T := now() - 1000
 	var rows []*nostr.Event
 	for i := range 3 {
 		rows = append(rows, cwMsg(t, a, ch, T+int64(i)))
@@ -1896,10 +1869,10 @@ func TestCWBounds(t *testing.T) {
 // NIP-11 self, and are never stored: no REQ or generic query returns one.
 func TestCWOverlaysSignedNotStored(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	m := cwMsg(t, a, ch, cwNow()-10)
+	ch := newChannelID(t)
+	m := cwMsg(t, a, ch, now()-10)
 	mustPublish(t, c, m)
-	mustPublish(t, c, cwReply(t, a, ch, cwNow()-9, m))
+	mustPublish(t, c, cwReply(t, a, ch, now()-9, m))
 	self := cwSelf(t, s)
 	if self != s.relay.PubKey() {
 		t.Fatalf("NIP-11 self %s, relay identity %s", self, s.relay.PubKey())
@@ -1945,7 +1918,7 @@ func TestCWOverlaysSignedNotStored(t *testing.T) {
 func TestCWLiveSummaryPush(t *testing.T) {
 	s, pub, owner := startWithClient(t)
 	member, outsider := testutil.NewSigner(t), testutil.NewSigner(t)
-	priv, open := cwChannelID(t), cwChannelID(t)
+	priv, open := newChannelID(t), newChannelID(t)
 	cwCreate(t, pub, owner, priv, true)
 	cwAddMember(t, pub, owner, priv, member.PK)
 	self := cwSelf(t, s)
@@ -1963,7 +1936,7 @@ func TestCWLiveSummaryPush(t *testing.T) {
 	}
 
 	model := cwNewModel()
-	now := cwNow()
+	now := now()
 	m := model.add(cwMsg(t, owner, priv, now), nil)
 	mustPublish(t, pub, m)
 
@@ -2024,7 +1997,7 @@ func TestCWLiveSummaryPush(t *testing.T) {
 	mustPublish(t, pub, bb)
 	expect("reply to a row reply stored", b.ID, m.ID)
 
-	barrier := cwMsg(t, owner, open, cwNow())
+	barrier := cwMsg(t, owner, open, time.Now().Unix())
 	mustPublish(t, pub, barrier)
 	isBarrier := func(sub string, ev *nostr.Event) bool { return ev.ID == barrier.ID }
 	if _, before := cwLive(t, cm, "barrier (member)", isBarrier); len(before["sum"])+len(before["bounds"]) != 0 {
@@ -2042,9 +2015,9 @@ func TestCWLiveSummaryPushProjection(t *testing.T) {
 	s := startServerWith(t, func(o *sqlite.Options) { v := true; o.ThreadRepliesInChannel = &v })
 	pub := s.client(t)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
-	ch := cwChannelID(t)
+	ch := newChannelID(t)
 	model := cwNewModel()
-	now := cwNow()
+	now := now()
 	m := model.add(cwMsg(t, a, ch, now), nil)
 	mustPublish(t, pub, m) // the channel exists from now on
 	sub := cwConnect(t, s, nil)
@@ -2078,16 +2051,16 @@ func TestCWLiveSummaryPushProjection(t *testing.T) {
 // rejected, even one signed with the relay's own key.
 func TestCWRelayOnlyKinds(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	m := cwMsg(t, a, ch, cwNow())
+	ch := newChannelID(t)
+	m := cwMsg(t, a, ch, now())
 	mustPublish(t, c, m)
 	relayKey := testutil.Signer{SK: s.key, PK: s.relay.PubKey()}
 	for _, who := range []testutil.Signer{a, relayKey} {
 		for _, ev := range []*nostr.Event{
-			cwEvent(t, who, buzz.KindThreadSummary, cwNow(), nostr.Tag{"e", m.ID}, nostr.Tag{"d", m.ID}, nostr.Tag{"h", ch}),
-			cwEvent(t, who, buzz.KindWindowBounds, cwNow(), nostr.Tag{"d", ch + ":head"}, nostr.Tag{"h", ch}),
-			cwEvent(t, who, buzz.KindThreadSummary, cwNow()),
-			cwEvent(t, who, buzz.KindWindowBounds, cwNow(), nostr.Tag{"d", "x"}),
+			cwEvent(t, who, buzz.KindThreadSummary, now(), nostr.Tag{"e", m.ID}, nostr.Tag{"d", m.ID}, nostr.Tag{"h", ch}),
+			cwEvent(t, who, buzz.KindWindowBounds, now(), nostr.Tag{"d", ch + ":head"}, nostr.Tag{"h", ch}),
+			cwEvent(t, who, buzz.KindThreadSummary, now()),
+			cwEvent(t, who, buzz.KindWindowBounds, now(), nostr.Tag{"d", "x"}),
 		} {
 			mustReject(t, c, ev, "restricted: relay-only kind")
 			mustNotServe(t, c, ev.ID, "a rejected relay-only event is served")
@@ -2099,8 +2072,8 @@ func TestCWRelayOnlyKinds(t *testing.T) {
 // every kind-9 event of the channel, replies included, and no overlay.
 func TestCWWebSocketPlain(t *testing.T) {
 	s, c, a := startWithClient(t)
-	ch := cwChannelID(t)
-	T := cwNow() - 100
+	ch := newChannelID(t)
+	T := now() - 100
 	m := cwMsg(t, a, ch, T)
 	mustPublish(t, c, m)
 	r := cwReply(t, a, ch, T+1, m)
