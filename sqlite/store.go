@@ -257,25 +257,47 @@ const maxReadStmts = 64
 
 // prepared returns query as a statement of tx, prepared once per pool
 // connection rather than parsed at every call (the parser was a tenth of a
-// window page's time).
+// window page's time). A statement for the pool is prepared on a
+// connection of its own, while tx holds one: when no connection is idle,
+// waiting for one could wait forever (every connection held by a
+// transaction waiting here, the pool of one included), so then the
+// statement is prepared on tx for this once, and the pool's is made on a
+// later call.
 func (s *Store) prepared(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	s.readStmtsMu.Lock()
 	st, ok := s.readStmts[query]
-	if !ok && s.readStmts != nil && len(s.readStmts) < maxReadStmts {
-		var err error
-		if st, err = s.readers.PrepareContext(ctx, query); err != nil {
-			s.readStmtsMu.Unlock()
-			return nil, fmt.Errorf("prepare: %w", err)
-		}
-		s.readStmts[query] = st
-		ok = true
-	}
+	room := s.readStmts != nil && len(s.readStmts) < maxReadStmts
 	s.readStmtsMu.Unlock()
-	if !ok {
+	if ok {
+		return tx.StmtContext(ctx, st), nil
+	}
+	if !room || s.readers.Stats().Idle == 0 {
 		return tx.PrepareContext(ctx, query)
 	}
+	// Idle a moment ago; the bound covers another reader taking it first.
+	pctx, cancel := context.WithTimeout(ctx, prepareWait)
+	st, err := s.readers.PrepareContext(pctx, query)
+	cancel()
+	if err != nil {
+		return tx.PrepareContext(ctx, query)
+	}
+	s.readStmtsMu.Lock()
+	if cached, ok := s.readStmts[query]; ok {
+		st.Close()
+		st = cached
+	} else if s.readStmts != nil && len(s.readStmts) < maxReadStmts {
+		s.readStmts[query] = st
+	} else {
+		s.readStmtsMu.Unlock()
+		st.Close()
+		return tx.PrepareContext(ctx, query)
+	}
+	s.readStmtsMu.Unlock()
 	return tx.StmtContext(ctx, st), nil
 }
+
+// prepareWait bounds how long prepared waits for an idle connection.
+const prepareWait = 10 * time.Millisecond
 
 // readTx runs fn in one read transaction: one snapshot for everything fn
 // reads. Bounded by queryTimeout.

@@ -1,0 +1,65 @@
+package sqlite
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+// deadlockGuard is how long the reads below may take before the test
+// calls them stuck: far beyond any real run, it only turns a hang into a
+// failure.
+const deadlockGuard = time.Minute
+
+// A statement seen for the first time while every read connection is held
+// by a transaction must not wait for a free connection to prepare it for
+// the pool: the transactions hold them all, each waiting for another
+// (found by `buzz-lite bench`: the first burst of thread requests from 16
+// clients stopped every read of the relay). With a pool of one
+// connection, a single window, thread or summary read is that case.
+func TestPreparedWithEveryConnectionHeld(t *testing.T) {
+	for _, conns := range []int{1, 2} {
+		s := qtOpenWith(t, Options{ReadConns: conns})
+		sg := testutil.NewSigner(t)
+		root := ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
+		reply := ttIngest(t, s, sg.Event(t, 9, ttBase+1, "reply", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(root.ID)))
+		ttIngest(t, s, sg.Event(t, 7, ttBase+2, "+", ttH(ttChan), ttE(reply.ID)))
+
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		errs := make(chan error, 32)
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				page, err := s.Thread(ctx, buzz.ThreadQuery{Root: root.ID, DepthLimit: 4, Limit: 100, Aux: true})
+				if err == nil && (len(page.Replies) != 1 || len(page.Aux) != 1) {
+					t.Errorf("thread: %d replies, %d aux; want 1 and 1", len(page.Replies), len(page.Aux))
+				}
+				errs <- err
+				w, err := s.Window(ctx, buzz.WindowQuery{Channel: ttChan, Limit: 10, Summaries: true, Aux: true})
+				if err == nil && len(w.Rows) != 1 {
+					t.Errorf("window: %d rows, want 1", len(w.Rows))
+				}
+				errs <- err
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(deadlockGuard):
+			t.Fatalf("reads on a pool of %d connections are stuck", conns)
+		}
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
