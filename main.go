@@ -124,12 +124,17 @@ func storeOptions(cfg config.Config, key string) (sqlite.Options, error) {
 	if err != nil {
 		return sqlite.Options{}, err
 	}
+	pageCache := cfg.Storage.PageCache
+	if pageCache == 0 {
+		pageCache = -1 // the store's word for off
+	}
 	return sqlite.Options{
-		Path:     filepath.Join(cfg.Storage.DataDir, dbFile),
-		Schema:   schema,
-		Policy:   &policy,
-		RelayKey: key,
-		Logger:   newLogger(cfg),
+		Path:      filepath.Join(cfg.Storage.DataDir, dbFile),
+		Schema:    schema,
+		Policy:    &policy,
+		RelayKey:  key,
+		PageCache: pageCache,
+		Logger:    newLogger(cfg),
 	}, nil
 }
 

@@ -48,9 +48,12 @@ type Server struct {
 	Listen string `toml:"listen"`
 }
 
-// Storage is where the data lives.
+// Storage is where the data lives and what of it is kept in memory.
 type Storage struct {
 	DataDir string `toml:"data_dir"`
+	// PageCache is how many window pages are cached; 0 turns the cache
+	// off.
+	PageCache int `toml:"page_cache"`
 }
 
 // Access is who may read, write and create channels (RL-10, RL-12, RL-14).
@@ -98,7 +101,7 @@ func Default() Config {
 	return Config{
 		Relay:   Relay{Name: "buzz-lite", Description: "A buzz-lite community relay"},
 		Server:  Server{Listen: "127.0.0.1:7777"},
-		Storage: Storage{DataDir: "./buzz-lite-data"},
+		Storage: Storage{DataDir: "./buzz-lite-data", PageCache: 128},
 		Access:  Access{PublicRead: true, OpenWrite: true, CreateChannels: string(buzz.CreateByAnyone)},
 		Limits: Limits{
 			MaxMessageBytes: relay.DefaultLimits.MaxMessageBytes,
@@ -220,6 +223,9 @@ func (c *Config) Normalize() error {
 	}
 	if c.Storage.DataDir == "" {
 		errs = append(errs, errors.New("storage.data_dir: empty"))
+	}
+	if c.Storage.PageCache < 0 {
+		errs = append(errs, fmt.Errorf("storage.page_cache: must be 0 (off) or more, got %d", c.Storage.PageCache))
 	}
 	for name, v := range map[string]int64{
 		"limits.max_message_bytes": c.Limits.MaxMessageBytes,

@@ -105,7 +105,7 @@ level = "debug"
 			Admins:      []string{envAdmin1npub, envAdmin2},
 		},
 		Server:  Server{Listen: "0.0.0.0:8080"},
-		Storage: Storage{DataDir: "/var/lib/buzz"},
+		Storage: Storage{DataDir: "/var/lib/buzz", PageCache: def.Storage.PageCache},
 		Access:  def.Access,
 		Limits: Limits{
 			MaxMessageBytes: 1 << 20,
@@ -312,6 +312,7 @@ func TestNormalize(t *testing.T) {
 		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
 		{"empty listen", func(c *Config) { c.Server.Listen = "" }, "server.listen"},
 		{"empty data dir", func(c *Config) { c.Storage.DataDir = "" }, "storage.data_dir"},
+		{"negative page cache", func(c *Config) { c.Storage.PageCache = -1 }, "storage.page_cache"},
 	} {
 		c := Default()
 		tc.edit(&c)
