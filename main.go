@@ -48,6 +48,7 @@ func newApp() *cli.App {
 			checkCommand(),
 			backfillCommand(),
 			windowCommand(),
+			benchCommand(),
 		},
 	}
 }

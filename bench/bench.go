@@ -1,0 +1,146 @@
+// Package bench is buzz-lite's load generator: concurrent clients that
+// drive a running relay over WebSocket and HTTP and measure it. Ingest of
+// signed events, window and thread pages, REQ by channel, live fan-out to
+// many subscribers, and the first screen of a channel both ways (one
+// window request against what a generic client must do). It speaks only
+// the wire, knowing neither the relay nor the store, so it measures any
+// relay that serves the channel window. Clients do as little work as they
+// can during a measurement: events are signed and requests encoded before
+// the clock starts, and answers are read, not verified.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// Target is the relay under load.
+type Target struct {
+	// WS is its WebSocket URL (ws://host:port), HTTP its HTTP URL
+	// (http://host:port), where POST /query is.
+	WS, HTTP string
+}
+
+// Result is what one measurement found.
+type Result struct {
+	Name string `json:"name"`
+	// Unit names what Ops counts: events, pages, REQs, deliveries.
+	Unit string `json:"unit"`
+	Ops  int    `json:"ops"`
+	// Clients is how many clients ran concurrently.
+	Clients int           `json:"clients"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Bytes is what the clients received.
+	Bytes int64 `json:"bytes"`
+	// P50, P95 and P99 are latencies of one operation, from its request's
+	// first byte sent to its answer's last byte read.
+	P50 time.Duration `json:"p50_ns"`
+	P95 time.Duration `json:"p95_ns"`
+	P99 time.Duration `json:"p99_ns"`
+}
+
+// Rate is operations per second.
+func (r Result) Rate() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Ops) / r.Elapsed.Seconds()
+}
+
+// result summarizes a measurement's latencies.
+func result(name, unit string, clients int, lat []time.Duration, elapsed time.Duration, bytes int64) Result {
+	slices.Sort(lat)
+	r := Result{Name: name, Unit: unit, Ops: len(lat), Clients: clients, Elapsed: elapsed, Bytes: bytes}
+	if len(lat) > 0 {
+		at := func(p int) time.Duration { return lat[min(len(lat)-1, len(lat)*p/100)] }
+		r.P50, r.P95, r.P99 = at(50), at(95), at(99)
+	}
+	return r
+}
+
+// op is one operation of a closed-loop client: it returns the bytes it
+// received.
+type op func(ctx context.Context, rng *rand.Rand) (int, error)
+
+// closedLoop runs clients concurrent clients for d, each starting its next
+// operation when its last one is answered, and measures every operation.
+// newClient makes a client's operation (and whatever connection it holds);
+// close releases it. The first failure stops the measurement.
+func closedLoop(ctx context.Context, name, unit string, clients int, d time.Duration,
+	newClient func(ctx context.Context) (op, func(), error)) (Result, error) {
+	ops := make([]op, clients)
+	for i := range ops {
+		o, release, err := newClient(ctx)
+		if err != nil {
+			return Result{}, fmt.Errorf("%s: client %d: %w", name, i, err)
+		}
+		defer release()
+		ops[i] = o
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var (
+		mu    sync.Mutex
+		lat   []time.Duration
+		bytes int64
+		wg    sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for i, o := range ops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), uint64(start.UnixNano())))
+			var mine []time.Duration
+			var got int64
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				t := time.Now()
+				n, err := o(ctx, rng)
+				if err != nil {
+					cancel(err)
+					break
+				}
+				mine = append(mine, time.Since(t))
+				got += int64(n)
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			bytes += got
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := context.Cause(ctx); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return result(name, unit, clients, lat, elapsed, bytes), nil
+}
+
+// VerifyRate is how many event signatures one core verifies a second, the
+// way the relay verifies them (go-nostr's CheckSignature), measured for
+// about d over evs: the physical limit of ingest is this times the cores.
+func VerifyRate(evs []*nostr.Event, d time.Duration) (float64, error) {
+	if len(evs) == 0 {
+		return 0, fmt.Errorf("verify rate: no events")
+	}
+	start := time.Now()
+	n := 0
+	for time.Since(start) < d {
+		for range 64 {
+			ev := evs[n%len(evs)]
+			if ok, err := ev.CheckSignature(); !ok || err != nil {
+				return 0, fmt.Errorf("verify rate: event %s does not verify: %v", ev.ID, err)
+			}
+			n++
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}

@@ -1,0 +1,96 @@
+package bench
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Every event is dealt to exactly one stream, a unit (a thread and what
+// names it) stays on one stream in its own order, and a stream takes its
+// units in turn.
+func TestInterleave(t *testing.T) {
+	units := [][]int{{0, 3, 4}, {1, 5}, {2}, {6, 7, 8, 9}}
+	streams := interleave(units, 2, 2)
+	want := [][]int{{0, 2, 3, 4}, {1, 6, 5, 7, 8, 9}}
+	if !slices.EqualFunc(streams, want, slices.Equal) {
+		t.Fatalf("interleave = %v, want %v", streams, want)
+	}
+	// More connections than units: no empty stream.
+	if got := interleave([][]int{{0, 1}}, 4, 64); len(got) != 1 || !slices.Equal(got[0], []int{0, 1}) {
+		t.Errorf("interleave of one unit over 4 connections = %v", got)
+	}
+}
+
+func TestParseOK(t *testing.T) {
+	for _, tc := range []struct {
+		msg      string
+		ok       bool
+		accepted bool
+		reason   string
+		bad      bool
+	}{
+		{`["OK","ab",true,""]`, true, true, "", false},
+		{`["OK","ab",false,"blocked: no"]`, true, false, "blocked: no", false},
+		{`["NOTICE","hi"]`, false, false, "", false},
+		{`["EVENT","s",{}]`, false, false, "", false},
+		{`["OK","ab",true]`, false, false, "", true},
+		{`["OK","ab","yes",""]`, false, false, "", true},
+	} {
+		a, ok, err := parseOK([]byte(tc.msg))
+		if (err != nil) != tc.bad || ok != tc.ok || (ok && (a.accepted != tc.accepted || a.message != tc.reason || a.id != "ab")) {
+			t.Errorf("parseOK(%s) = %+v, %v, %v", tc.msg, a, ok, err)
+		}
+	}
+}
+
+func TestResultPercentiles(t *testing.T) {
+	var lat []time.Duration
+	for i := 100; i >= 1; i-- {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	r := result("x", "pages", 4, lat, 2*time.Second, 1000)
+	if r.Ops != 100 || r.P50 != 51*time.Millisecond || r.P95 != 96*time.Millisecond || r.P99 != 100*time.Millisecond || r.Rate() != 50 {
+		t.Errorf("result = %+v, rate %v", r, r.Rate())
+	}
+	if empty := result("y", "pages", 1, nil, 0, 0); empty.Ops != 0 || empty.Rate() != 0 {
+		t.Errorf("empty result = %+v", empty)
+	}
+}
+
+// Each target is judged against its aim: met just inside, missed just
+// outside.
+func TestVerdicts(t *testing.T) {
+	base := Report{Cores: 2, VerifyPerCore: 1000, PeakRSS: 100 << 20, StoredEvents: 10, DBBytes: 1000, JSONBytes: 600,
+		Screens: map[string]Screen{
+			"window uncached":  {Requests: 1, Bytes: 100, Elapsed: time.Millisecond},
+			"generic uncached": {Requests: 9, Bytes: 400, Elapsed: 6 * time.Millisecond},
+		},
+		Results: []Result{
+			{Name: "ingest", Ops: 1600, Elapsed: time.Second},
+			{Name: "window head", Ops: 1500, Elapsed: time.Second, P99: 24 * time.Millisecond},
+			{Name: "window deep", Ops: 1499, Elapsed: time.Second, P99: 10 * time.Millisecond},
+		}}
+	got := strings.Join(base.verdicts(), "\n")
+	for _, want := range []string{
+		"met  ingest 1600 events/s = 80% of the verification limit 2000/s",
+		"met  window head: 1500 pages/s, p99 24.0 ms",
+		"MISSED  window deep: 1499 pages/s",
+		"met  peak RSS of the relay 100 MB",
+		"met  database 100 B per event, 1.67x its JSON (60 B)",
+		"met  first screen, uncached: the generic way takes 4.0x the bytes and 6.0x the time",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, got)
+		}
+	}
+	base.PeakRSS, base.DBBytes = 150<<20, 1300
+	base.Results[0].Ops = 1599
+	got = strings.Join(base.verdicts(), "\n")
+	for _, want := range []string{"MISSED  ingest", "MISSED  peak RSS", "MISSED  database"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("verdicts lack %q:\n%s", want, got)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+// httpClient keeps a connection per concurrent client alive.
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: time.Minute}
+
+// WindowBody is the /query body of a window page of limit top-level
+// messages of channel, with summaries and aux, after cursor (nil: the
+// head).
+func WindowBody(channel string, cursor *nipcw.Cursor, limit int) []byte {
+	f := map[string]any{"kinds": []int{9}, "#h": []string{channel}, "limit": limit,
+		"top_level": true, "include_summaries": true, "include_aux": true}
+	if cursor != nil {
+		f["until"], f["before_id"] = cursor.CreatedAt, cursor.ID
+	}
+	body, _ := json.Marshal([]any{f})
+	return body
+}
+
+// ThreadBody is the /query body of the first page of root's thread, every
+// depth, with aux (RL-20).
+func ThreadBody(root string) []byte {
+	body, _ := json.Marshal([]any{map[string]any{"#e": []string{root}, "depth_limit": 4, "limit": 100, "include_aux": true}})
+	return body
+}
+
+// post sends one /query request and reads its answer whole.
+func post(ctx context.Context, t Target, body []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.HTTP+"/query", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("POST /query: %w", err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("POST /query: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("POST /query: %s: %s", resp.Status, answer)
+	}
+	return answer, nil
+}
+
+// Query measures POST /query from clients concurrent clients for d, each
+// request's body picked at random from bodies.
+func Query(ctx context.Context, t Target, name, unit string, bodies [][]byte, clients int, d time.Duration) (Result, error) {
+	if len(bodies) == 0 {
+		return Result{}, fmt.Errorf("%s: no requests to send", name)
+	}
+	return closedLoop(ctx, name, unit, clients, d, func(context.Context) (op, func(), error) {
+		return func(ctx context.Context, rng *rand.Rand) (int, error) {
+			answer, err := post(ctx, t, bodies[rng.IntN(len(bodies))])
+			return len(answer), err
+		}, func() {}, nil
+	})
+}
+
+// Chain is a channel's window, paged once from the head to its end.
+type Chain struct {
+	// Cursors are the request cursors of every page, nil for the head.
+	Cursors []*nipcw.Cursor
+	// Threads are the rows that have replies.
+	Threads []string
+	// Rows counts the window's rows.
+	Rows int
+}
+
+// WalkWindow pages channel's whole window, limit rows a page, stopping
+// after maxPages pages.
+func WalkWindow(ctx context.Context, t Target, channel string, limit, maxPages int) (Chain, error) {
+	chain := Chain{Cursors: []*nipcw.Cursor{nil}}
+	for len(chain.Cursors) <= maxPages {
+		answer, err := post(ctx, t, WindowBody(channel, chain.Cursors[len(chain.Cursors)-1], limit))
+		if err != nil {
+			return chain, err
+		}
+		var evs []nostr.Event
+		if err := json.Unmarshal(answer, &evs); err != nil {
+			return chain, fmt.Errorf("window page: %w", err)
+		}
+		var bounds *nipcw.Bounds
+		for _, ev := range evs {
+			switch ev.Kind {
+			case nipcw.KindWindowBounds:
+				bounds = new(nipcw.Bounds)
+				if err := json.Unmarshal([]byte(ev.Content), bounds); err != nil {
+					return chain, fmt.Errorf("window bounds: %w", err)
+				}
+			case nipcw.KindThreadSummary:
+				if e := ev.Tags.Find("e"); len(e) >= 2 {
+					chain.Threads = append(chain.Threads, e[1])
+				}
+			case 9:
+				if h := ev.Tags.Find("h"); len(h) >= 2 && h[1] == channel {
+					chain.Rows++
+				}
+			}
+		}
+		if bounds == nil {
+			return chain, fmt.Errorf("window page of %s without bounds", channel)
+		}
+		if !bounds.HasMore {
+			return chain, nil
+		}
+		chain.Cursors = append(chain.Cursors, bounds.NextCursor)
+	}
+	chain.Cursors = chain.Cursors[:maxPages]
+	return chain, nil
+}

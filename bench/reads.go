@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// maxPages bounds the window walk that finds a channel's page cursors.
+const maxPages = 100_000
+
+// Reads measures the read paths on channel: window pages at the head and
+// at random depths, thread pages, and REQ by channel at the head and at
+// random depths, each from clients clients for d. suffix is appended to
+// the window measurements' names (" uncached", say); windowOnly leaves out
+// threads and REQs.
+func Reads(ctx context.Context, t Target, chain Chain, channel string, clients int, d time.Duration, suffix string, windowOnly bool) ([]Result, error) {
+	var out []Result
+	deep := make([][]byte, len(chain.Cursors))
+	for i, c := range chain.Cursors {
+		deep[i] = WindowBody(channel, c, 50)
+	}
+	for _, m := range []struct {
+		name   string
+		bodies [][]byte
+	}{
+		{"window head", deep[:1]},
+		{"window deep", deep},
+	} {
+		r, err := Query(ctx, t, m.name+suffix, "pages", m.bodies, clients, d)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	if windowOnly {
+		return out, nil
+	}
+	if len(chain.Threads) == 0 {
+		return out, fmt.Errorf("channel %s has no threads to read", channel)
+	}
+	threads := make([][]byte, len(chain.Threads))
+	for i, root := range chain.Threads {
+		threads[i] = ThreadBody(root)
+	}
+	r, err := Query(ctx, t, "thread", "pages", threads, clients, d)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, r)
+
+	head := []nostr.Filter{{Kinds: []int{9}, Tags: nostr.TagMap{"h": {channel}}, Limit: 50}}
+	var random []nostr.Filter
+	for _, c := range chain.Cursors[1:] {
+		until := nostr.Timestamp(c.CreatedAt)
+		random = append(random, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {channel}}, Limit: 50, Until: &until})
+	}
+	if len(random) == 0 {
+		random = head
+	}
+	for _, m := range []struct {
+		name    string
+		filters []nostr.Filter
+	}{
+		{"REQ head", head},
+		{"REQ deep", random},
+	} {
+		r, err := REQ(ctx, t, m.name, m.filters, clients, d)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

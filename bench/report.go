@@ -1,0 +1,153 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Targets are the figures the relay aims for on a 2-core machine (issues
+// 4 and 6).
+var Targets = struct {
+	// IngestShare is ingest over WebSocket as a share of the machine's
+	// verification limit (cores times one core's verifications a second).
+	IngestShare float64
+	// WindowPages a second at P99 or better, from 16 clients.
+	WindowPages float64
+	WindowP99   time.Duration
+	// PeakRSS of the relay over the whole run.
+	PeakRSS int64
+	// SizeRatio is database bytes per stored event over JSON bytes.
+	SizeRatio float64
+	// ScreenBytes and ScreenTime are how many times fewer bytes and less
+	// time the window's first screen takes than the generic client's.
+	ScreenBytes, ScreenTime float64
+}{0.8, 1500, 25 * time.Millisecond, 150 << 20, 2, 3, 5}
+
+// Report is a whole run: the machine, the data, every measurement.
+type Report struct {
+	Machine string `json:"machine"`
+	Cores   int    `json:"cores"`
+	// VerifyPerCore is one core's signature verifications a second.
+	VerifyPerCore float64 `json:"verify_per_core"`
+	// Events is how many events the database held before the run.
+	Events int64 `json:"events"`
+	// Channel is the channel read, and Messages its kind-9 events.
+	Channel  string `json:"channel"`
+	Messages int64  `json:"messages"`
+	// WindowPages is its window's length in pages of 50.
+	WindowPages int      `json:"window_pages"`
+	Results     []Result `json:"results"`
+	// Screens are the first screen the window way and the generic way,
+	// with the page cache and without.
+	Screens map[string]Screen `json:"screens"`
+	// PeakRSS is the relay process's peak resident set, in bytes.
+	PeakRSS int64 `json:"peak_rss"`
+	// StoredEvents, DBBytes and JSONBytes are the database after the run:
+	// its events, its size, and the size of its events as JSON.
+	StoredEvents int64 `json:"stored_events"`
+	DBBytes      int64 `json:"db_bytes"`
+	JSONBytes    int64 `json:"json_bytes"`
+}
+
+// result finds a measurement by name.
+func (r Report) result(name string) (Result, bool) {
+	for _, x := range r.Results {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	return Result{}, false
+}
+
+// WriteText prints the report as tables, each target with its verdict.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "machine: %s, %d cores\n", r.Machine, r.Cores)
+	fmt.Fprintf(&b, "database: %d events before the run; channel %s: %d messages, %d window pages of 50\n\n",
+		r.Events, r.Channel, r.Messages, r.WindowPages)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "measurement\tclients\tops\tper second\tp50\tp95\tp99\tKB/op\t")
+	for _, x := range r.Results {
+		kb := 0.0
+		if x.Ops > 0 {
+			kb = float64(x.Bytes) / float64(x.Ops) / 1000
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d %s\t%.0f\t%s\t%s\t%s\t%.1f\t\n", x.Name, x.Clients, x.Ops, x.Unit, x.Rate(),
+			ms(x.P50), ms(x.P95), ms(x.P99), kb)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	for _, cache := range []string{"cached", "uncached"} {
+		win, okW := r.Screens["window "+cache]
+		gen, okG := r.Screens["generic "+cache]
+		if !okW || !okG {
+			continue
+		}
+		fmt.Fprintf(&b, "first screen (%s pages): window 1 request, %d B, %s; generic %d requests, %d B, %s: %.1fx the bytes, %.1fx the time\n",
+			cache, win.Bytes, ms(win.Elapsed), gen.Requests, gen.Bytes, ms(gen.Elapsed),
+			ratio(float64(gen.Bytes), float64(win.Bytes)), ratio(float64(gen.Elapsed), float64(win.Elapsed)))
+	}
+	b.WriteString("\ntargets:\n")
+	for _, line := range r.verdicts() {
+		b.WriteString("  " + line + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// verdicts compares the run with Targets.
+func (r Report) verdicts() []string {
+	var out []string
+	verdict := func(met bool) string {
+		if met {
+			return "met"
+		}
+		return "MISSED"
+	}
+	limit := r.VerifyPerCore * float64(r.Cores)
+	if in, ok := r.result("ingest"); ok && limit > 0 {
+		share := in.Rate() / limit
+		out = append(out, fmt.Sprintf("%s  ingest %.0f events/s = %.0f%% of the verification limit %.0f/s (%d cores x %.0f); aim %.0f%%",
+			verdict(share >= Targets.IngestShare), in.Rate(), 100*share, limit, r.Cores, r.VerifyPerCore, 100*Targets.IngestShare))
+	}
+	for _, name := range []string{"window head", "window deep", "window head uncached", "window deep uncached"} {
+		x, ok := r.result(name)
+		if !ok {
+			continue
+		}
+		met := x.Rate() >= Targets.WindowPages && x.P99 < Targets.WindowP99
+		out = append(out, fmt.Sprintf("%s  %s: %.0f pages/s, p99 %s; aim %.0f pages/s, p99 under %s",
+			verdict(met), name, x.Rate(), ms(x.P99), Targets.WindowPages, ms(Targets.WindowP99)))
+	}
+	if r.PeakRSS > 0 {
+		out = append(out, fmt.Sprintf("%s  peak RSS of the relay %.0f MB; aim under %.0f MB",
+			verdict(r.PeakRSS < Targets.PeakRSS), float64(r.PeakRSS)/(1<<20), float64(Targets.PeakRSS)/(1<<20)))
+	}
+	if r.StoredEvents > 0 && r.JSONBytes > 0 {
+		size := float64(r.DBBytes) / float64(r.JSONBytes)
+		out = append(out, fmt.Sprintf("%s  database %.0f B per event, %.2fx its JSON (%.0f B); aim within %.0fx",
+			verdict(size <= Targets.SizeRatio), float64(r.DBBytes)/float64(r.StoredEvents), size,
+			float64(r.JSONBytes)/float64(r.StoredEvents), Targets.SizeRatio))
+	}
+	if win, ok := r.Screens["window uncached"]; ok {
+		gen := r.Screens["generic uncached"]
+		bytes, took := ratio(float64(gen.Bytes), float64(win.Bytes)), ratio(float64(gen.Elapsed), float64(win.Elapsed))
+		out = append(out, fmt.Sprintf("%s  first screen, uncached: the generic way takes %.1fx the bytes and %.1fx the time; aim %.0fx and %.0fx",
+			verdict(bytes >= Targets.ScreenBytes && took >= Targets.ScreenTime), bytes, took, Targets.ScreenBytes, Targets.ScreenTime))
+	}
+	return out
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/buzz-lite/buzz-lite/bench"
+)
+
+// asMainEnv makes this test binary run main instead of the tests, so that
+// a test can start it as the buzz-lite program (the bench command starts
+// the relay under load as a process of its own).
+const asMainEnv = "BUZZ_LITE_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// Issue 6: `buzz-lite bench` generates a community, runs the relay as its
+// own process, measures every path with real clients and reports each
+// measurement, the relay's peak RSS and the database size per event. Run
+// here on a tiny community with short measurements: that it works, not
+// how fast.
+func TestBenchCommand(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(asMainEnv, "1")
+	data := filepath.Join(t.TempDir(), "data")
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	err := app.Run([]string{"buzz-lite", "bench", "--data", data, "--channels", "2", "--toplevel", "20",
+		"--clients", "2", "--duration", "200ms", "--ingest", "300", "--ingest-conns", "4",
+		"--subscribers", "10", "--fanout-events", "12", "--json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report bench.Report
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("report: %v\n%s", err, out.Bytes())
+	}
+	want := []string{"ingest", "window head", "window deep", "thread", "REQ head", "REQ deep", "fan-out",
+		"window head uncached", "window deep uncached"}
+	if len(report.Results) != len(want) {
+		t.Fatalf("%d measurements, want %d: %+v", len(report.Results), len(want), report.Results)
+	}
+	for i, r := range report.Results {
+		if r.Name != want[i] || r.Ops == 0 || r.Bytes == 0 || r.P99 < r.P50 || r.Rate() <= 0 {
+			t.Errorf("measurement %d: %+v, want %q with operations", i, r, want[i])
+		}
+	}
+	// Every event of the ingest measurement was acknowledged: gen makes
+	// about 9 per top-level message, less the channel's lifecycle events.
+	if in := report.Results[0]; in.Ops < 200 {
+		t.Errorf("ingest acknowledged %d events", in.Ops)
+	}
+	if fan := report.Results[6]; fan.Ops != 10*12 || fan.Clients != 10 {
+		t.Errorf("fan-out: %d deliveries to %d subscribers, want 120 to 10", fan.Ops, fan.Clients)
+	}
+	for _, s := range []string{"window cached", "generic cached", "window uncached", "generic uncached"} {
+		if sc, ok := report.Screens[s]; !ok || sc.Bytes == 0 || sc.Requests == 0 {
+			t.Errorf("first screen %q: %+v", s, sc)
+		}
+	}
+	if report.Screens["generic uncached"].Requests < 2 {
+		t.Errorf("the generic first screen took %d requests", report.Screens["generic uncached"].Requests)
+	}
+	if report.Channel == "" || report.Messages == 0 || report.WindowPages == 0 || report.VerifyPerCore <= 0 {
+		t.Errorf("report: channel %q, %d messages, %d pages, %.0f verifications/s", report.Channel,
+			report.Messages, report.WindowPages, report.VerifyPerCore)
+	}
+	if report.StoredEvents <= report.Events || report.DBBytes == 0 || report.JSONBytes == 0 {
+		t.Errorf("database: %d events stored, %d before, %d bytes, %d bytes of JSON", report.StoredEvents,
+			report.Events, report.DBBytes, report.JSONBytes)
+	}
+	if runtime.GOOS == "linux" && report.PeakRSS == 0 {
+		t.Error("no peak RSS")
+	}
+
+	// A second run reuses the database, and the text report names every
+	// target.
+	out.Reset()
+	app = newApp()
+	app.Writer = &out
+	if err := app.Run([]string{"buzz-lite", "bench", "--data", data, "--clients", "1", "--duration", "100ms",
+		"--ingest", "100", "--subscribers", "2", "--fanout-events", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"ingest", "window deep uncached", "first screen (uncached pages)",
+		"of the verification limit", "peak RSS of the relay", "B per event", "the generic way takes"} {
+		if !bytes.Contains(out.Bytes(), []byte(s)) {
+			t.Errorf("the report does not mention %q:\n%s", s, out.Bytes())
+		}
+	}
+}
