@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,10 +84,9 @@ func crashStart(t *testing.T, bin, data string) (*exec.Cmd, string) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	addr := make(chan string, 1)
 	go func() {
-		re := regexp.MustCompile(`msg="buzz-lite serving" addr=(\S+)`)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 			}
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/bench"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 	"github.com/buzz-lite/buzz-lite/sqlite"
@@ -106,15 +106,7 @@ func benchCursors(b *testing.B, s *testServer, channel string) []*nipcw.Cursor {
 	}
 }
 
-func benchBody(channel string, c *nipcw.Cursor) []byte {
-	f := map[string]any{"kinds": []int{9}, "#h": []string{channel}, "limit": 50,
-		"top_level": true, "include_summaries": true, "include_aux": true}
-	if c != nil {
-		f["until"], f["before_id"] = c.CreatedAt, c.ID
-	}
-	body, _ := json.Marshal([]any{f})
-	return body
-}
+func benchBody(channel string, c *nipcw.Cursor) []byte { return bench.WindowBody(channel, c, 50) }
 
 // BenchmarkQueryWindow measures window pages over HTTP with 16 concurrent
 // clients (issue 4: 1,500 pages/s, p99 under 25 ms on 2 cores), at the
@@ -238,79 +230,13 @@ func BenchmarkFirstScreen(b *testing.B) {
 		defer conn.Close()
 		var bytesIn, requests int
 		for b.Loop() {
-			bytesIn, requests = benchGenericScreen(b, conn, channel)
+			screen, err := bench.GenericScreen(conn, channel)
+			if err != nil {
+				b.Fatal(err)
+			}
+			bytesIn, requests = screen.Bytes, screen.Requests
 		}
 		b.ReportMetric(float64(bytesIn), "bytes/screen")
 		b.ReportMetric(float64(requests), "REQs/screen")
 	})
-}
-
-// benchGenericScreen is the generic client's way to the first screen.
-func benchGenericScreen(b *testing.B, conn *websocket.Conn, channel string) (bytesIn, requests int) {
-	var rows []string
-	seen := map[string]bool{}
-	var until *int64
-	for len(rows) < 50 {
-		f := map[string]any{"kinds": []int{9}, "#h": []string{channel}, "limit": 50}
-		if until != nil {
-			f["until"] = *until
-		}
-		evs, n := benchREQ(b, conn, f)
-		bytesIn += n
-		requests++
-		fresh := 0
-		for _, ev := range evs {
-			if seen[ev.ID] {
-				continue
-			}
-			seen[ev.ID], fresh = true, fresh+1
-			if buzz.ParseThreadTags(ev.Tags).Parent == "" && len(rows) < 50 {
-				rows = append(rows, ev.ID)
-			}
-			at := int64(ev.CreatedAt)
-			until = &at
-		}
-		if len(evs) == 0 {
-			break
-		}
-		if fresh == 0 { // a second fuller than a page: step past it
-			*until--
-		}
-	}
-	_, n := benchREQ(b, conn, map[string]any{"kinds": []int{9, 7, 5, 40003}, "#e": rows, "limit": 1000})
-	return bytesIn + n, requests + 1
-}
-
-// benchREQ sends one REQ and reads its events up to EOSE, counting bytes.
-func benchREQ(b *testing.B, conn *websocket.Conn, f map[string]any) ([]*nostr.Event, int) {
-	req, _ := json.Marshal([]any{"REQ", "g", f})
-	if err := conn.WriteMessage(websocket.TextMessage, req); err != nil {
-		b.Fatal(err)
-	}
-	var evs []*nostr.Event
-	n := 0
-	for {
-		_, msg, err := conn.ReadMessage()
-		if err != nil {
-			b.Fatal(err)
-		}
-		n += len(msg)
-		var env []json.RawMessage
-		if err := json.Unmarshal(msg, &env); err != nil || len(env) < 2 {
-			b.Fatalf("bad message %s", msg)
-		}
-		switch string(env[0]) {
-		case `"EVENT"`:
-			var ev nostr.Event
-			if err := json.Unmarshal(env[2], &ev); err != nil {
-				b.Fatal(err)
-			}
-			evs = append(evs, &ev)
-		case `"EOSE"`:
-			conn.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","g"]`))
-			return evs, n
-		case `"CLOSED"`:
-			b.Fatalf("REQ closed: %s", msg)
-		}
-	}
 }
