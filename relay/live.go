@@ -4,7 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // pushTimeout bounds the work of one live summary push.
@@ -14,13 +17,19 @@ const pushTimeout = 10 * time.Second
 // deleted, a fresh thread summary of the thread's root and of every other
 // changed ancestor that is a row in the current row mode goes to the open
 // subscriptions whose filter matches it and who may read the channel, also
-// when its count fell to 0. A summary nobody would receive is not signed.
+// when its count fell to 0. A summary nobody would receive is not read
+// (its date is not known before, so that check leaves dates out) and not
+// signed: with no one listening, a reply costs no summary work.
 func (r *Relay) pushSummaries(changed []buzz.ThreadChange) {
 	projection := r.store.Community().ThreadRepliesInChannel
 	ids := make([]string, 0, len(changed))
 	channels := make(map[string]string, len(changed))
 	for _, c := range changed {
-		if c.Root || c.TopLevel || projection {
+		if !c.Root && !c.TopLevel && !projection {
+			continue
+		}
+		shell := &nostr.Event{Kind: nipcw.KindThreadSummary, Tags: summaryTags(c.ID, c.Channel)}
+		if r.kh.Listening(shell, true) {
 			ids = append(ids, c.ID)
 			channels[c.ID] = c.Channel
 		}
@@ -42,7 +51,7 @@ func (r *Relay) pushSummaries(changed []buzz.ThreadChange) {
 			r.log.Error("building a thread summary", "err", err)
 			continue
 		}
-		if !r.kh.Listening(ev) {
+		if !r.kh.Listening(ev, false) {
 			continue
 		}
 		if err := r.overlays.sign(ev); err != nil {

@@ -84,9 +84,15 @@ func summaryEvent(channel string, sm buzz.Summary, now int64) (*nostr.Event, err
 	return &nostr.Event{
 		Kind:      nipcw.KindThreadSummary,
 		CreatedAt: nostr.Timestamp(at),
-		Tags:      nostr.Tags{{"e", sm.ID}, {"d", sm.ID}, {"h", channel}},
+		Tags:      summaryTags(sm.ID, channel),
 		Content:   string(b),
 	}, nil
+}
+
+// summaryTags are the tags of the summary of row id in channel: exactly
+// e, d and h (CW-19).
+func summaryTags(id, channel string) nostr.Tags {
+	return nostr.Tags{{"e", id}, {"d", id}, {"h", channel}}
 }
 
 // boundsEvent is the window bounds overlay of a page (CW-20): tags exactly

@@ -2092,3 +2092,36 @@ func TestCWWebSocketPlain(t *testing.T) {
 		conn.send("CLOSE", "w")
 	}
 }
+
+// CW-21: whether a pushed summary reaches a subscription is decided by its
+// whole filter, dates included, although the relay first asks, dates left
+// out, whether anyone could listen at all (to skip the summary's read and
+// signature when no one does). A filter whose until lies before the
+// summary's date gets nothing, one whose since lies before it gets it.
+func TestCWLiveSummaryPushDates(t *testing.T) {
+	s, pub, owner := startWithClient(t)
+	open := newChannelID(t)
+	cwCreate(t, pub, owner, open, false)
+	at := now()
+	m := cwMsg(t, owner, open, at)
+	mustPublish(t, pub, m)
+
+	past := s.client(t)
+	recent := s.client(t)
+	cwSubscribe(t, past, "sum", fmt.Sprintf(`{"kinds":[39005],"#h":[%q],"until":%d}`, open, at-3600))
+	cwSubscribe(t, recent, "sum", fmt.Sprintf(`{"kinds":[39005],"#h":[%q],"since":%d}`, open, at-3600))
+	for _, c := range []*rawClient{past, recent} {
+		cwSubscribe(t, c, "bar", fmt.Sprintf(`{"kinds":[9],"#h":[%q]}`, open))
+	}
+	mustPublish(t, pub, cwReply(t, owner, open, at, m))
+	isSummary := func(sub string, ev *nostr.Event) bool { return sub == "sum" }
+	if ev, _ := cwLive(t, recent, "summary (since)", isSummary); ev.Tags.GetD() != m.ID {
+		t.Fatalf("pushed summary of %s, want %s", ev.Tags.GetD(), m.ID)
+	}
+	barrier := cwMsg(t, owner, open, at)
+	mustPublish(t, pub, barrier)
+	isBarrier := func(sub string, ev *nostr.Event) bool { return ev.ID == barrier.ID }
+	if _, before := cwLive(t, past, "barrier (until)", isBarrier); len(before["sum"]) != 0 {
+		t.Errorf("a filter with until an hour ago received %d pushed summaries", len(before["sum"]))
+	}
+}

@@ -175,14 +175,16 @@ listenersloop:
 
 // Listening reports whether a broadcast of event would reach anyone: a
 // listener whose filter matches it and whom DeliverTo lets receive it.
+// With anyTime, filters' since and until are not checked, so that an
+// event whose created_at is not known yet can be asked about.
 //
-// buzz-lite patch: the relay signs an event it synthesizes for live
-// delivery (a thread summary) only when someone would receive it.
-func (rl *Relay) Listening(event *nostr.Event) bool {
+// buzz-lite patch: the relay reads and signs an event it synthesizes for
+// live delivery (a thread summary) only when someone would receive it.
+func (rl *Relay) Listening(event *nostr.Event, anyTime bool) bool {
 	rl.clientsMutex.Lock()
 	matched := make([]*WebSocket, 0, 8)
 	for _, l := range rl.listeners {
-		if l.filter.Matches(event) {
+		if (anyTime && l.filter.MatchesIgnoringTimestampConstraints(event)) || (!anyTime && l.filter.Matches(event)) {
 			matched = append(matched, l.ws)
 		}
 	}
