@@ -58,6 +58,12 @@ func benchCommand() *cli.Command {
 	}
 }
 
+// fanoutRound is how many live events the fan-out measurement publishes
+// before it waits for their delivery: enough to keep delivery busy, few
+// enough that an event's latency is mostly its own delivery, not the
+// queue of the events before it.
+const fanoutRound = 8
+
 // relayExecutable is the program started as the relay under load.
 var relayExecutable = os.Executable
 
@@ -111,8 +117,7 @@ func runBench(c *cli.Context) error {
 	}
 
 	clients, d := c.Int("clients"), c.Duration("duration")
-	var peak int64
-	err = withRelay(ctx, dir, true, &peak, func(t bench.Target) error {
+	err = withRelay(ctx, dir, true, &report, func(t bench.Target) error {
 		// The channel read is the largest before the run adds its own.
 		chans, err := bench.OpenChannels(ctx, t)
 		if err != nil {
@@ -146,7 +151,7 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 		progress("fan-out: %d events to %d subscribers", len(live), c.Int("subscribers"))
-		r, err = bench.Fanout(ctx, t, "fan-out", ingest.Channels[0], live, c.Int("subscribers"), 64)
+		r, err = bench.Fanout(ctx, t, "fan-out", ingest.Channels[0], live, c.Int("subscribers"), fanoutRound)
 		if err != nil {
 			return err
 		}
@@ -156,7 +161,7 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	err = withRelay(ctx, dir, false, &peak, func(t bench.Target) error {
+	err = withRelay(ctx, dir, false, &report, func(t bench.Target) error {
 		progress("window pages with the page cache off")
 		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, 100_000)
 		if err != nil {
@@ -172,7 +177,6 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	report.PeakRSS = peak
 
 	progress("measuring the database")
 	if err := storeSize(ctx, dir, &report); err != nil {
@@ -256,9 +260,9 @@ func prepareBench(ctx context.Context, dir string, channels, topLevel int, progr
 }
 
 // withRelay runs `buzz-lite serve` on dir on a loopback port, with the
-// page cache on or off, runs fn against it, stops it and raises peak to
-// its peak RSS.
-func withRelay(ctx context.Context, dir string, pageCache bool, peak *int64, fn func(bench.Target) error) error {
+// page cache on or off, runs fn against it, keeps its memory in report if
+// its peak is the highest yet, and stops it.
+func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Report, fn func(bench.Target) error) error {
 	exe, err := relayExecutable()
 	if err != nil {
 		return fmt.Errorf("the relay program: %w", err)
@@ -290,13 +294,16 @@ func withRelay(ctx context.Context, dir string, pageCache bool, peak *int64, fn 
 	case <-time.After(time.Minute):
 		runErr = errors.New("the relay did not start serving within a minute")
 	}
+	// The peak of the whole run; what shutdown adds is not counted.
+	if m := memoryOf(cmd.Process.Pid); m.Peak > report.PeakRSS {
+		report.PeakRSS, report.RSSAnon, report.RSSFile = m.Peak, m.Anon, m.File
+	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil && runErr == nil {
 		runErr = fmt.Errorf("stop the relay: %w", err)
 	}
 	if err := cmd.Wait(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("the relay: %w", err)
 	}
-	*peak = max(*peak, maxRSS(cmd.ProcessState))
 	return runErr
 }
 
