@@ -117,7 +117,7 @@ func runBench(c *cli.Context) error {
 	}
 
 	clients, d := c.Int("clients"), c.Duration("duration")
-	err = withRelay(ctx, dir, true, &report, func(t bench.Target) error {
+	err = withRelay(ctx, dir, true, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		// The channel read is the largest before the run adds its own.
 		chans, err := bench.OpenChannels(ctx, t)
 		if err != nil {
@@ -136,6 +136,7 @@ func runBench(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		observe(&r)
 		report.Results = append(report.Results, r)
 
 		progress("walking the window of channel %s (%d messages)", report.Channel, report.Messages)
@@ -145,7 +146,7 @@ func runBench(c *cli.Context) error {
 		}
 		report.WindowPages = len(chain.Cursors)
 		progress("reads: window, thread and REQ, %d clients, %s each", clients, d)
-		reads, err := bench.Reads(ctx, t, chain, report.Channel, clients, d, "", false)
+		reads, err := bench.Reads(ctx, t, chain, report.Channel, clients, d, "", false, observe)
 		report.Results = append(report.Results, reads...)
 		if err != nil {
 			return err
@@ -155,19 +156,20 @@ func runBench(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		observe(&r)
 		report.Results = append(report.Results, r)
 		return firstScreen(ctx, t, report.Channel, report.Screens, "cached")
 	})
 	if err != nil {
 		return err
 	}
-	err = withRelay(ctx, dir, false, &report, func(t bench.Target) error {
+	err = withRelay(ctx, dir, false, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		progress("window pages with the page cache off")
 		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, 100_000)
 		if err != nil {
 			return err
 		}
-		reads, err := bench.Reads(ctx, t, chain, report.Channel, clients, d, " uncached", true)
+		reads, err := bench.Reads(ctx, t, chain, report.Channel, clients, d, " uncached", true, observe)
 		report.Results = append(report.Results, reads...)
 		if err != nil {
 			return err
@@ -262,7 +264,8 @@ func prepareBench(ctx context.Context, dir string, channels, topLevel int, progr
 // withRelay runs `buzz-lite serve` on dir on a loopback port, with the
 // page cache on or off, runs fn against it, keeps its memory in report if
 // its peak is the highest yet, and stops it.
-func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Report, fn func(bench.Target) error) error {
+func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Report,
+	fn func(t bench.Target, observe func(*bench.Result)) error) error {
 	exe, err := relayExecutable()
 	if err != nil {
 		return fmt.Errorf("the relay program: %w", err)
@@ -290,7 +293,8 @@ func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Re
 			runErr = errors.New("the relay exited before serving")
 			break
 		}
-		runErr = fn(bench.Target{WS: "ws://" + a, HTTP: "http://" + a})
+		observe := func(r *bench.Result) { r.PeakRSS = memoryOf(cmd.Process.Pid).Peak }
+		runErr = fn(bench.Target{WS: "ws://" + a, HTTP: "http://" + a}, observe)
 	case <-time.After(time.Minute):
 		runErr = errors.New("the relay did not start serving within a minute")
 	}

@@ -15,9 +15,16 @@ const maxPages = 100_000
 // at random depths, thread pages, and REQ by channel at the head and at
 // random depths, each from clients clients for d. suffix is appended to
 // the window measurements' names (" uncached", say); windowOnly leaves out
-// threads and REQs.
-func Reads(ctx context.Context, t Target, chain Chain, channel string, clients int, d time.Duration, suffix string, windowOnly bool) ([]Result, error) {
+// threads and REQs. observe, if not nil, sees each result as it is made.
+func Reads(ctx context.Context, t Target, chain Chain, channel string, clients int, d time.Duration, suffix string,
+	windowOnly bool, observe func(*Result)) ([]Result, error) {
 	var out []Result
+	keep := func(r Result) {
+		if observe != nil {
+			observe(&r)
+		}
+		out = append(out, r)
+	}
 	deep := make([][]byte, len(chain.Cursors))
 	for i, c := range chain.Cursors {
 		deep[i] = WindowBody(channel, c, 50)
@@ -33,7 +40,7 @@ func Reads(ctx context.Context, t Target, chain Chain, channel string, clients i
 		if err != nil {
 			return out, err
 		}
-		out = append(out, r)
+		keep(r)
 	}
 	if windowOnly {
 		return out, nil
@@ -49,7 +56,7 @@ func Reads(ctx context.Context, t Target, chain Chain, channel string, clients i
 	if err != nil {
 		return out, err
 	}
-	out = append(out, r)
+	keep(r)
 
 	head := []nostr.Filter{{Kinds: []int{9}, Tags: nostr.TagMap{"h": {channel}}, Limit: 50}}
 	var random []nostr.Filter
@@ -71,7 +78,7 @@ func Reads(ctx context.Context, t Target, chain Chain, channel string, clients i
 		if err != nil {
 			return out, err
 		}
-		out = append(out, r)
+		keep(r)
 	}
 	return out, nil
 }

@@ -74,14 +74,18 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "database: %d events before the run; channel %s: %d messages, %d window pages of 50\n\n",
 		r.Events, r.Channel, r.Messages, r.WindowPages)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measurement\tclients\tops\tper second\tp50\tp95\tp99\tKB/op\t")
+	fmt.Fprintln(tw, "measurement\tclients\tops\tper second\tp50\tp95\tp99\tKB/op\tpeak RSS\t")
 	for _, x := range r.Results {
 		kb := 0.0
 		if x.Ops > 0 {
 			kb = float64(x.Bytes) / float64(x.Ops) / 1000
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d %s\t%.0f\t%s\t%s\t%s\t%.1f\t\n", x.Name, x.Clients, x.Ops, x.Unit, x.Rate(),
-			ms(x.P50), ms(x.P95), ms(x.P99), kb)
+		rss := "-"
+		if x.PeakRSS > 0 {
+			rss = fmt.Sprintf("%.0f MB", mb(x.PeakRSS))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d %s\t%.0f\t%s\t%s\t%s\t%.1f\t%s\t\n", x.Name, x.Clients, x.Ops, x.Unit, x.Rate(),
+			ms(x.P50), ms(x.P95), ms(x.P99), kb, rss)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
