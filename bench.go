@@ -64,10 +64,22 @@ func benchCommand() *cli.Command {
 // queue of the events before it.
 const fanoutRound = 8
 
+// walkPages bounds the walk that finds the cursors of a channel's window
+// pages: 5 million rows.
+const walkPages = 100_000
+
 // relayExecutable is the program started as the relay under load.
 var relayExecutable = os.Executable
 
 func runBench(c *cli.Context) error {
+	for _, name := range []string{"channels", "toplevel", "clients", "ingest", "ingest-conns", "subscribers", "fanout-events"} {
+		if c.Int(name) < 1 {
+			return fmt.Errorf("--%s must be at least 1, got %d", name, c.Int(name))
+		}
+	}
+	if c.Duration("duration") <= 0 {
+		return fmt.Errorf("--duration must be positive, got %s", c.Duration("duration"))
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	progress := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...) }
@@ -140,7 +152,7 @@ func runBench(c *cli.Context) error {
 		report.Results = append(report.Results, r)
 
 		progress("walking the window of channel %s (%d messages)", report.Channel, report.Messages)
-		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, 100_000)
+		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, walkPages)
 		if err != nil {
 			return err
 		}
@@ -165,7 +177,7 @@ func runBench(c *cli.Context) error {
 	}
 	err = withRelay(ctx, dir, false, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		progress("window pages with the page cache off")
-		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, 100_000)
+		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, walkPages)
 		if err != nil {
 			return err
 		}

@@ -100,3 +100,23 @@ func TestBenchCommand(t *testing.T) {
 		}
 	}
 }
+
+// Counts and durations that would measure nothing are refused before
+// anything is generated or started.
+func TestBenchCommandRefusesEmptyMeasurements(t *testing.T) {
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--clients", "0", "--clients must be at least 1, got 0"},
+		{"--subscribers", "-3", "--subscribers must be at least 1, got -3"},
+		{"--toplevel", "0", "--toplevel must be at least 1, got 0"},
+		{"--duration", "0s", "--duration must be positive, got 0s"},
+	} {
+		data := t.TempDir()
+		err := newApp().Run([]string{"buzz-lite", "bench", "--data", data, tc.flag, tc.value})
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("bench %s %s: %v, want %q", tc.flag, tc.value, err, tc.want)
+		}
+		if entries, _ := os.ReadDir(data); len(entries) != 0 {
+			t.Errorf("bench %s %s wrote %d files", tc.flag, tc.value, len(entries))
+		}
+	}
+}

@@ -8,9 +8,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// maxPages bounds the window walk that finds a channel's page cursors.
-const maxPages = 100_000
-
 // Reads measures the read paths on channel: window pages at the head and
 // at random depths, thread pages, and REQ by channel at the head and at
 // random depths, each from clients clients for d. suffix is appended to
