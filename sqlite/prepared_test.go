@@ -63,3 +63,31 @@ func TestPreparedWithEveryConnectionHeld(t *testing.T) {
 		}
 	}
 }
+
+// The statements of the read paths end up prepared for the pool, however
+// few connections it has open: a quiet relay's reads run one at a time on
+// one connection, which is never idle while a read holds it.
+func TestPreparedCachesForThePool(t *testing.T) {
+	for _, conns := range []int{1, 4} {
+		s := qtOpenWith(t, Options{ReadConns: conns})
+		sg := testutil.NewSigner(t)
+		ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
+		q := buzz.WindowQuery{Channel: ttChan, Limit: 10, Summaries: true, Aux: true}
+		deadline := time.Now().Add(deadlockGuard)
+		for {
+			if _, err := s.Window(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+			s.readStmtsMu.Lock()
+			cached, preparing := len(s.readStmts), len(s.preparing)
+			s.readStmtsMu.Unlock()
+			if cached >= 3 && preparing == 0 { // rows, summaries, aux hop 1 at least
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pool of %d: %d statements cached, %d being prepared", conns, cached, preparing)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}

@@ -67,6 +67,8 @@ type Store struct {
 	// closure, summaries), prepared once per pool connection.
 	readStmtsMu sync.Mutex
 	readStmts   map[string]*sql.Stmt
+	// preparing are the statements being prepared for the pool.
+	preparing map[string]bool
 	// pages caches window pages while no write happens (pagecache.go).
 	pages *pageCache
 
@@ -108,6 +110,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		key:       opts.RelayKey,
 		channels:  make(map[string]int64),
 		readStmts: make(map[string]*sql.Stmt),
+		preparing: map[string]bool{},
 		pages:     newPageCache(opts.PageCache),
 		stopPurge: make(chan struct{}),
 		purgeDone: make(chan struct{}),
@@ -264,47 +267,45 @@ const maxReadStmts = 64
 
 // prepared returns query as a statement of tx, prepared once per pool
 // connection rather than parsed at every call (the parser was a tenth of a
-// window page's time). A statement for the pool is prepared on a
-// connection of its own, while tx holds one: when no connection is idle,
-// waiting for one could wait forever (every connection held by a
-// transaction waiting here, the pool of one included), so then the
-// statement is prepared on tx for this once, and the pool's is made on a
-// later call.
+// window page's time). A statement new to the pool is prepared for it in
+// the background and on tx for this call: preparing for the pool takes a
+// connection of its own, and waiting for one while tx holds one can wait
+// forever (every connection held by a transaction waiting so; a pool of
+// one always).
 func (s *Store) prepared(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	s.readStmtsMu.Lock()
 	st, ok := s.readStmts[query]
-	room := s.readStmts != nil && len(s.readStmts) < maxReadStmts
+	if !ok && s.readStmts != nil && !s.preparing[query] && len(s.readStmts)+len(s.preparing) < maxReadStmts {
+		s.preparing[query] = true
+		go s.prepareForPool(query)
+	}
 	s.readStmtsMu.Unlock()
 	if ok {
 		return tx.StmtContext(ctx, st), nil
 	}
-	if !room || s.readers.Stats().Idle == 0 {
-		return tx.PrepareContext(ctx, query)
-	}
-	// Idle a moment ago; the bound covers another reader taking it first.
-	pctx, cancel := context.WithTimeout(ctx, prepareWait)
-	st, err := s.readers.PrepareContext(pctx, query)
-	cancel()
-	if err != nil {
-		return tx.PrepareContext(ctx, query)
-	}
-	s.readStmtsMu.Lock()
-	if cached, ok := s.readStmts[query]; ok {
-		st.Close()
-		st = cached
-	} else if s.readStmts != nil && len(s.readStmts) < maxReadStmts {
-		s.readStmts[query] = st
-	} else {
-		s.readStmtsMu.Unlock()
-		st.Close()
-		return tx.PrepareContext(ctx, query)
-	}
-	s.readStmtsMu.Unlock()
-	return tx.StmtContext(ctx, st), nil
+	return tx.PrepareContext(ctx, query)
 }
 
-// prepareWait bounds how long prepared waits for an idle connection.
-const prepareWait = 10 * time.Millisecond
+// prepareForPool prepares query for the read pool and caches it, holding
+// no connection while it waits for one. A failure leaves the next call
+// to try again; that call's own preparation reports the error.
+func (s *Store) prepareForPool(query string) {
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	st, err := s.readers.PrepareContext(ctx, query)
+	s.readStmtsMu.Lock()
+	defer s.readStmtsMu.Unlock()
+	delete(s.preparing, query)
+	if err != nil {
+		s.log.Debug("preparing a read statement for the pool", "err", err)
+		return
+	}
+	if s.readStmts == nil { // closed meanwhile
+		st.Close()
+		return
+	}
+	s.readStmts[query] = st
+}
 
 // readTx runs fn in one read transaction: one snapshot for everything fn
 // reads. Bounded by queryTimeout.
