@@ -28,7 +28,7 @@ func (r *Relay) pushSummaries(changed []buzz.ThreadChange) {
 		if !c.Root && !c.TopLevel && !projection {
 			continue
 		}
-		shell := &nostr.Event{Kind: nipcw.KindThreadSummary, Tags: summaryTags(c.ID, c.Channel)}
+		shell := &nostr.Event{Kind: nipcw.KindThreadSummary, PubKey: r.pubkey, Tags: summaryTags(c.ID, c.Channel)}
 		if r.kh.Listening(shell, true) {
 			ids = append(ids, c.ID)
 			channels[c.ID] = c.Channel
@@ -51,6 +51,7 @@ func (r *Relay) pushSummaries(changed []buzz.ThreadChange) {
 			r.log.Error("building a thread summary", "err", err)
 			continue
 		}
+		ev.PubKey = r.pubkey // as signed: a filter may name the relay's key
 		if !r.kh.Listening(ev, false) {
 			continue
 		}

@@ -2094,10 +2094,11 @@ func TestCWWebSocketPlain(t *testing.T) {
 }
 
 // CW-21: whether a pushed summary reaches a subscription is decided by its
-// whole filter, dates included, although the relay first asks, dates left
-// out, whether anyone could listen at all (to skip the summary's read and
-// signature when no one does). A filter whose until lies before the
-// summary's date gets nothing, one whose since lies before it gets it.
+// whole filter, dates and author included, although the relay first asks,
+// dates left out, whether anyone could listen at all (to skip the
+// summary's read and signature when no one does). A filter whose until
+// lies before the summary's date gets nothing, one whose since lies before
+// it gets it, and so does one naming the relay's key as author.
 func TestCWLiveSummaryPushDates(t *testing.T) {
 	s, pub, owner := startWithClient(t)
 	open := newChannelID(t)
@@ -2108,15 +2109,19 @@ func TestCWLiveSummaryPushDates(t *testing.T) {
 
 	past := s.client(t)
 	recent := s.client(t)
+	byRelay := s.client(t)
 	cwSubscribe(t, past, "sum", fmt.Sprintf(`{"kinds":[39005],"#h":[%q],"until":%d}`, open, at-3600))
 	cwSubscribe(t, recent, "sum", fmt.Sprintf(`{"kinds":[39005],"#h":[%q],"since":%d}`, open, at-3600))
-	for _, c := range []*rawClient{past, recent} {
+	cwSubscribe(t, byRelay, "sum", fmt.Sprintf(`{"kinds":[39005],"authors":[%q]}`, cwSelf(t, s)))
+	for _, c := range []*rawClient{past, recent, byRelay} {
 		cwSubscribe(t, c, "bar", fmt.Sprintf(`{"kinds":[9],"#h":[%q]}`, open))
 	}
 	mustPublish(t, pub, cwReply(t, owner, open, at, m))
 	isSummary := func(sub string, ev *nostr.Event) bool { return sub == "sum" }
-	if ev, _ := cwLive(t, recent, "summary (since)", isSummary); ev.Tags.GetD() != m.ID {
-		t.Fatalf("pushed summary of %s, want %s", ev.Tags.GetD(), m.ID)
+	for _, c := range []*rawClient{recent, byRelay} {
+		if ev, _ := cwLive(t, c, "summary (since, authors)", isSummary); ev.Tags.GetD() != m.ID {
+			t.Fatalf("pushed summary of %s, want %s", ev.Tags.GetD(), m.ID)
+		}
 	}
 	barrier := cwMsg(t, owner, open, at)
 	mustPublish(t, pub, barrier)
