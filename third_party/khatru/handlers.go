@@ -77,8 +77,8 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		Request:            r,
 		Challenge:          hex.EncodeToString(challenge),
 		negentropySessions: xsync.NewMapOf[string, *NegentropySession](),
-		send:               make(chan []byte, sendQueue),
-		live:               make(chan []byte, sendQueue),
+		send:               make(chan []byte, answerQueue),
+		live:               make(chan []byte, liveQueue),
 		writeWait:          rl.WriteWait,
 	}
 	ws.Context, ws.cancel = context.WithCancel(context.Background())

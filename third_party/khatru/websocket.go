@@ -45,10 +45,15 @@ type WebSocket struct {
 	closeOnce sync.Once
 }
 
-// sendQueue is how many answers, and how many live events, may wait for a
-// peer. A live event for a peer whose live queue is full is not waited
-// for: the peer is disconnected.
-const sendQueue = 512
+// answerQueue is how many answers may wait for a peer: the request goroutine
+// waits for room, so a short queue costs nothing but memory saved (each
+// slot is 24 bytes on every connection, a thousand connections at once).
+// liveQueue is how many live events may wait: a live event for a peer
+// whose live queue is full is not waited for, the peer is disconnected.
+const (
+	answerQueue = 64
+	liveQueue   = 512
+)
 
 // ErrSlowConsumer is returned when a peer's queue is full and it was
 // disconnected.
