@@ -283,7 +283,15 @@ func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Re
 		return fmt.Errorf("the relay program: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, exe, "serve", "--data", dir, "--listen", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "BUZZ_LITE_LOG_LEVEL=info", "BUZZ_LITE_CONFIG=")
+	// The relay as its defaults make it: none of the caller's BUZZ_LITE_
+	// settings (a page cache turned off would make the cached run
+	// uncached). Go's own variables, GOMEMLIMIT say, pass.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, config.EnvPrefix) {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "BUZZ_LITE_LOG_LEVEL=info")
 	if !pageCache {
 		cmd.Env = append(cmd.Env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
 	}
@@ -297,7 +305,20 @@ func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Re
 		return fmt.Errorf("start the relay: %w", err)
 	}
 	addr := make(chan string, 1)
-	go relayLog(stderr, addr)
+	logDone := make(chan struct{})
+	go func() {
+		defer close(logDone)
+		relayLog(stderr, addr)
+	}()
+	// Each measurement's peak: VmHWM, then reset to the present resident
+	// set for the next one. The run's peak is the highest of them.
+	pid := cmd.Process.Pid
+	var runPeak int64
+	observe := func(r *bench.Result) {
+		r.PeakRSS = memoryOf(pid).Peak
+		runPeak = max(runPeak, r.PeakRSS)
+		resetPeak(pid)
+	}
 	var runErr error
 	select {
 	case a, ok := <-addr:
@@ -305,18 +326,19 @@ func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Re
 			runErr = errors.New("the relay exited before serving")
 			break
 		}
-		observe := func(r *bench.Result) { r.PeakRSS = memoryOf(cmd.Process.Pid).Peak }
 		runErr = fn(bench.Target{WS: "ws://" + a, HTTP: "http://" + a}, observe)
 	case <-time.After(time.Minute):
 		runErr = errors.New("the relay did not start serving within a minute")
 	}
-	// The peak of the whole run; what shutdown adds is not counted.
-	if m := memoryOf(cmd.Process.Pid); m.Peak > report.PeakRSS {
-		report.PeakRSS, report.RSSAnon, report.RSSFile = m.Peak, m.Anon, m.File
+	// What shutdown adds is not counted.
+	m := memoryOf(pid)
+	if runPeak = max(runPeak, m.Peak); runPeak > report.PeakRSS {
+		report.PeakRSS, report.RSSAnon, report.RSSFile = runPeak, m.Anon, m.File
 	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil && runErr == nil {
 		runErr = fmt.Errorf("stop the relay: %w", err)
 	}
+	<-logDone // all of the log read before Wait closes the pipe
 	if err := cmd.Wait(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("the relay: %w", err)
 	}

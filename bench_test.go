@@ -14,7 +14,8 @@ import (
 // asMainEnv makes this test binary run main instead of the tests, so that
 // a test can start it as the buzz-lite program (the bench command starts
 // the relay under load as a process of its own).
-const asMainEnv = "BUZZ_LITE_TEST_AS_MAIN"
+// Not BUZZ_LITE_: the bench command passes no such variable to the relay.
+const asMainEnv = "TEST_BUZZ_LITE_AS_MAIN"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asMainEnv) == "1" {

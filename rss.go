@@ -11,10 +11,10 @@ import (
 // started by Go's vfork-style spawn takes its parent's peak as its own
 // when it execs, so a large bench process would show as the relay's.
 type memory struct {
-	// Peak is VmHWM, the peak resident set; Anon and File split the
-	// present one (RssAnon: heap and stacks, SQLite's page caches
-	// included; RssFile: pages of the database mapped with mmap, which
-	// the kernel's page cache holds anyway and may drop).
+	// Peak is VmHWM, the peak resident set (since the last resetPeak);
+	// Anon and File split the present one (RssAnon: heap and stacks,
+	// SQLite's page caches included; RssFile: file pages mapped, the
+	// program's code and the WAL index, which the kernel may drop).
 	Peak, Anon, File int64
 }
 
@@ -43,4 +43,11 @@ func memoryOf(pid int) memory {
 		}
 	}
 	return m
+}
+
+// resetPeak sets the process's peak resident set back to its present one
+// (Linux; elsewhere nothing), so that the next peak read is of what
+// follows.
+func resetPeak(pid int) {
+	os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0)
 }

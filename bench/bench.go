@@ -61,7 +61,9 @@ func result(name, unit string, clients int, lat []time.Duration, elapsed time.Du
 	slices.Sort(lat)
 	r := Result{Name: name, Unit: unit, Ops: len(lat), Clients: clients, Elapsed: elapsed, Bytes: bytes}
 	if len(lat) > 0 {
-		at := func(p int) time.Duration { return lat[min(len(lat)-1, len(lat)*p/100)] }
+		// Nearest rank: the smallest latency at least p% of all are at
+		// or below.
+		at := func(p int) time.Duration { return lat[max(0, (len(lat)*p+99)/100-1)] }
 		r.P50, r.P95, r.P99 = at(50), at(95), at(99)
 	}
 	return r

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // Every event is dealt to exactly one stream, a unit (a thread and what
@@ -51,18 +53,21 @@ func TestResultPercentiles(t *testing.T) {
 		lat = append(lat, time.Duration(i)*time.Millisecond)
 	}
 	r := result("x", "pages", 4, lat, 2*time.Second, 1000)
-	if r.Ops != 100 || r.P50 != 51*time.Millisecond || r.P95 != 96*time.Millisecond || r.P99 != 100*time.Millisecond || r.Rate() != 50 {
+	if r.Ops != 100 || r.P50 != 50*time.Millisecond || r.P95 != 95*time.Millisecond || r.P99 != 99*time.Millisecond || r.Rate() != 50 {
 		t.Errorf("result = %+v, rate %v", r, r.Rate())
 	}
 	if empty := result("y", "pages", 1, nil, 0, 0); empty.Ops != 0 || empty.Rate() != 0 {
 		t.Errorf("empty result = %+v", empty)
+	}
+	if one := result("z", "pages", 1, []time.Duration{time.Second}, time.Second, 0); one.P50 != time.Second || one.P99 != time.Second {
+		t.Errorf("one sample: %+v", one)
 	}
 }
 
 // Each target is judged against its aim: met just inside, missed just
 // outside.
 func TestVerdicts(t *testing.T) {
-	base := Report{Cores: 2, VerifyPerCore: 1000, PeakRSS: 100 << 20, StoredEvents: 10, DBBytes: 1000, JSONBytes: 600,
+	base := Report{Cores: 2, VerifyPerCore: 1000, PeakRSS: 100_000_000, StoredEvents: 10, DBBytes: 1000, JSONBytes: 600,
 		Screens: map[string]Screen{
 			"window uncached":  {Requests: 1, Bytes: 100, Elapsed: time.Millisecond},
 			"generic uncached": {Requests: 9, Bytes: 400, Elapsed: 6 * time.Millisecond},
@@ -85,12 +90,50 @@ func TestVerdicts(t *testing.T) {
 			t.Errorf("verdicts lack %q:\n%s", want, got)
 		}
 	}
-	base.PeakRSS, base.DBBytes = 150<<20, 1300
+	base.PeakRSS, base.DBBytes = 150_000_000, 1300
 	base.Results[0].Ops = 1599
 	got = strings.Join(base.verdicts(), "\n")
 	for _, want := range []string{"MISSED  ingest", "MISSED  peak RSS", "MISSED  database"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("verdicts lack %q:\n%s", want, got)
+		}
+	}
+}
+
+// An event that names events of two threads joins them into one unit, so
+// that both go before it on its connection; each unit keeps the input
+// order.
+func TestDependencies(t *testing.T) {
+	ev := func(id string, names ...string) *nostr.Event {
+		e := &nostr.Event{ID: id}
+		for _, n := range names {
+			e.Tags = append(e.Tags, nostr.Tag{"e", n})
+		}
+		return e
+	}
+	evs := []*nostr.Event{ev("a"), ev("b"), ev("c", "a"), ev("d"), ev("e", "c", "b"), ev("f", "unknown")}
+	index, deps, units := dependencies(evs)
+	if index["e"] != 4 || !slices.Equal(deps[4], []int{2, 1}) || deps[5] != nil {
+		t.Errorf("index %v, deps %v", index, deps)
+	}
+	want := [][]int{{0, 1, 2, 4}, {3}, {5}}
+	if !slices.EqualFunc(units, want, slices.Equal) {
+		t.Errorf("units = %v, want %v", units, want)
+	}
+}
+
+func TestLiveID(t *testing.T) {
+	id := strings.Repeat("ab", 32)
+	for msg, want := range map[string]string{
+		`["EVENT","live",{"id":"` + id + `","kind":9}]`:               id,
+		`[ "EVENT" , "live" , {"kind":9, "id": "` + id + `"} ]`:       id,
+		`["EVENT","live",{"content":"\"id\":\"x","id":"` + id + `"}]`: id,
+		`["EVENT","other",{"id":"` + id + `"}]`:                       "",
+		`["EOSE","live"]`:                                             "",
+		`not json`:                                                    "",
+	} {
+		if got, ok := liveID([]byte(msg)); got != want || ok != (want != "") {
+			t.Errorf("liveID(%s) = %q, %v", msg, got, ok)
 		}
 	}
 }

@@ -126,14 +126,11 @@ func (f *fanout) stop() {
 	}
 }
 
-// idKey precedes an event's id in its JSON.
-var idKey = []byte(`"id":"`)
-
 // read records when each event reaches one subscriber, until the
 // connection closes.
 func (f *fanout) read(c *websocket.Conn, at []time.Time) error {
 	for {
-		_, msg, err := c.ReadMessage()
+		msg, err := read(c)
 		if err != nil {
 			if f.closing.Load() {
 				return nil
@@ -141,14 +138,11 @@ func (f *fanout) read(c *websocket.Conn, at []time.Time) error {
 			return fmt.Errorf("read: %w", err)
 		}
 		now := time.Now()
-		if !bytes.HasPrefix(msg, []byte(`["EVENT","live",`)) {
+		id, live := liveID(msg)
+		if !live {
 			continue
 		}
-		k := bytes.Index(msg, idKey)
-		if k < 0 || len(msg) < k+len(idKey)+64 {
-			return fmt.Errorf("live event without an id: %.200s", msg)
-		}
-		i, ok := f.index[string(msg[k+len(idKey):k+len(idKey)+64])]
+		i, ok := f.index[id]
 		if !ok || !at[i].IsZero() {
 			continue
 		}
@@ -199,11 +193,33 @@ func (f *fanout) publish(ctx context.Context, pub *websocket.Conn, msgs [][]byte
 	return nil
 }
 
+// liveID is the id of the event msg carries if msg is an EVENT of the
+// subscription "live": read in place from compact JSON, as relays send
+// it, else decoded.
+func liveID(msg []byte) (string, bool) {
+	const head, key = `["EVENT","live",`, `"id":"`
+	if bytes.HasPrefix(msg, []byte(head)) {
+		if k := bytes.Index(msg, []byte(key)); k >= 0 && len(msg) >= k+len(key)+64 {
+			return string(msg[k+len(key) : k+len(key)+64]), true
+		}
+	}
+	var env []json.RawMessage
+	var label, sub string
+	var ev struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(msg, &env) != nil || len(env) < 3 || json.Unmarshal(env[0], &label) != nil ||
+		json.Unmarshal(env[1], &sub) != nil || label != "EVENT" || sub != "live" || json.Unmarshal(env[2], &ev) != nil {
+		return "", false
+	}
+	return ev.ID, true
+}
+
 // waitEOSE reads until the EOSE of subscription sub.
 func waitEOSE(c *websocket.Conn, sub string) error {
 	eose, _ := json.Marshal([]any{"EOSE", sub})
 	for {
-		_, msg, err := c.ReadMessage()
+		msg, err := read(c)
 		if err != nil {
 			return fmt.Errorf("read: %w", err)
 		}

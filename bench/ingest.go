@@ -13,6 +13,19 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
+// readWait bounds the wait for any one message from the relay: a relay
+// that stops answering fails the measurement instead of hanging it.
+const readWait = time.Minute
+
+// read reads the next message from c, waiting at most readWait.
+func read(c *websocket.Conn) ([]byte, error) {
+	if err := c.SetReadDeadline(time.Now().Add(readWait)); err != nil {
+		return nil, err
+	}
+	_, msg, err := c.ReadMessage()
+	return msg, err
+}
+
 // dial opens a WebSocket to the relay.
 func dial(ctx context.Context, t Target) (*websocket.Conn, error) {
 	conn, _, err := websocket.DefaultDialer.DialContext(ctx, t.WS, nil)
@@ -34,7 +47,7 @@ type okAnswer struct {
 // a refusal is an error.
 func nextOK(c *websocket.Conn) (id string, n int, err error) {
 	for {
-		_, msg, err := c.ReadMessage()
+		msg, err := read(c)
 		if err != nil {
 			return "", 0, fmt.Errorf("read: %w", err)
 		}
@@ -74,36 +87,17 @@ func parseOK(msg []byte) (a okAnswer, ok bool, err error) {
 // event must be accepted. evs must be in an order a relay accepts (parents
 // before replies, targets before reactions and deletions): an event is
 // sent only once the events it names are acknowledged, since a relay may
-// handle the messages of one connection concurrently. The events of one
-// thread go over one connection; each connection interleaves its threads
-// so that an event seldom waits for its parent.
+// handle the messages of one connection concurrently. Events that name
+// each other (a thread, its reactions and deletions) go over one
+// connection; each connection interleaves them with others so that an
+// event seldom waits for its parent.
 func Ingest(ctx context.Context, t Target, name string, evs []*nostr.Event, conns, window int) (Result, error) {
 	if conns < 1 || window < 1 {
 		return Result{}, fmt.Errorf("%s: need at least one connection and a window of one", name)
 	}
-	index := make(map[string]int, len(evs))
-	deps := make([][]int, len(evs))
-	unit := make([]int, len(evs))
-	var units [][]int
+	index, deps, units := dependencies(evs)
 	msgs := make([][]byte, len(evs))
 	for i, ev := range evs {
-		index[ev.ID] = i
-		unit[i] = -1
-		for _, tag := range ev.Tags {
-			if len(tag) >= 2 && tag[0] == "e" {
-				if j, ok := index[tag[1]]; ok {
-					deps[i] = append(deps[i], j)
-					if unit[i] < 0 {
-						unit[i] = unit[j]
-					}
-				}
-			}
-		}
-		if unit[i] < 0 {
-			unit[i] = len(units)
-			units = append(units, nil)
-		}
-		units[unit[i]] = append(units[unit[i]], i)
 		msg, err := json.Marshal([]any{"EVENT", ev})
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", name, err)
@@ -171,6 +165,48 @@ func Ingest(ctx context.Context, t Target, name string, evs []*nostr.Event, conn
 		return Result{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return result(name, "events", len(streams), p.latency, elapsed, p.bytes), nil
+}
+
+// dependencies indexes evs by id and finds, for each event, the earlier
+// events it names (deps) and the units of evs: an event and every earlier
+// event it names are in one unit (union-find over the e tags), each unit
+// in the order of evs, so that what an event waits for goes before it on
+// the same connection.
+func dependencies(evs []*nostr.Event) (index map[string]int, deps, units [][]int) {
+	index = make(map[string]int, len(evs))
+	deps = make([][]int, len(evs))
+	parent := make([]int, len(evs))
+	find := func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for i, ev := range evs {
+		index[ev.ID] = i
+		parent[i] = i
+		for _, tag := range ev.Tags {
+			if len(tag) >= 2 && tag[0] == "e" {
+				if j, ok := index[tag[1]]; ok {
+					deps[i] = append(deps[i], j)
+					parent[find(i)] = find(j)
+				}
+			}
+		}
+	}
+	unitOf := map[int]int{}
+	for i := range evs {
+		root := find(i)
+		u, ok := unitOf[root]
+		if !ok {
+			u = len(units)
+			unitOf[root] = u
+			units = append(units, nil)
+		}
+		units[u] = append(units[u], i)
+	}
+	return index, deps, units
 }
 
 // interleave deals units round robin to conns streams; each stream takes

@@ -24,7 +24,7 @@ var Targets = struct {
 	// ScreenBytes and ScreenTime are how many times fewer bytes and less
 	// time the window's first screen takes than the generic client's.
 	ScreenBytes, ScreenTime float64
-}{0.8, 1500, 25 * time.Millisecond, 150 << 20, 2, 3, 5}
+}{0.8, 1500, 25 * time.Millisecond, 150_000_000, 2, 3, 5}
 
 // Report is a whole run: the machine, the data, every measurement.
 type Report struct {
@@ -45,8 +45,8 @@ type Report struct {
 	Screens map[string]Screen `json:"screens"`
 	// PeakRSS is the relay process's peak resident set, in bytes, and
 	// RSSAnon and RSSFile split its resident set at the end of that run:
-	// anonymous memory (Go's heap and stacks, SQLite's caches) and pages
-	// of the database file mapped with mmap.
+	// anonymous memory (Go's heap and stacks, SQLite's caches) and file
+	// pages mapped (the program's code, the WAL index).
 	PeakRSS int64 `json:"peak_rss"`
 	RSSAnon int64 `json:"rss_anon"`
 	RSSFile int64 `json:"rss_file"`
@@ -134,7 +134,7 @@ func (r Report) verdicts() []string {
 			verdict(met), name, x.Rate(), ms(x.P99), Targets.WindowPages, ms(Targets.WindowP99)))
 	}
 	if r.PeakRSS > 0 {
-		out = append(out, fmt.Sprintf("%s  peak RSS of the relay %.0f MB (at the end: %.0f MB anonymous, %.0f MB of the database mapped); aim under %.0f MB",
+		out = append(out, fmt.Sprintf("%s  peak RSS of the relay %.0f MB (at the end: %.0f MB anonymous, %.0f MB of files mapped); aim under %.0f MB",
 			verdict(r.PeakRSS < Targets.PeakRSS), mb(r.PeakRSS), mb(r.RSSAnon), mb(r.RSSFile), mb(Targets.PeakRSS)))
 	}
 	if r.StoredEvents > 0 && r.JSONBytes > 0 {
@@ -152,7 +152,8 @@ func (r Report) verdicts() []string {
 	return out
 }
 
-func mb(n int64) float64 { return float64(n) / (1 << 20) }
+// mb is n bytes in megabytes (10^6 bytes, as KB/op is 10^3).
+func mb(n int64) float64 { return float64(n) / 1e6 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
 

@@ -35,7 +35,7 @@ func request(c *websocket.Conn, sub string, req []byte) ([]*nostr.Event, int, er
 	var evs []*nostr.Event
 	n := 0
 	for {
-		_, msg, err := c.ReadMessage()
+		msg, err := read(c)
 		if err != nil {
 			return nil, n, fmt.Errorf("read: %w", err)
 		}
@@ -138,7 +138,7 @@ func countMessages(c *websocket.Conn, channel string) (int64, error) {
 		return 0, fmt.Errorf("send COUNT: %w", err)
 	}
 	for {
-		_, msg, err := c.ReadMessage()
+		msg, err := read(c)
 		if err != nil {
 			return 0, fmt.Errorf("read COUNT: %w", err)
 		}
