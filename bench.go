@@ -311,13 +311,19 @@ func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Re
 		relayLog(stderr, addr)
 	}()
 	// Each measurement's peak: VmHWM, then reset to the present resident
-	// set for the next one. The run's peak is the highest of them.
+	// set for the next one. The run's peak is the highest of them. Where
+	// the reset fails, VmHWM is the run's peak so far, which is no
+	// measurement's own: then only the run's peak is reported.
 	pid := cmd.Process.Pid
 	var runPeak int64
+	resettable := true
 	observe := func(r *bench.Result) {
-		r.PeakRSS = memoryOf(pid).Peak
-		runPeak = max(runPeak, r.PeakRSS)
-		resetPeak(pid)
+		peak := memoryOf(pid).Peak
+		runPeak = max(runPeak, peak)
+		if resettable {
+			r.PeakRSS = peak
+			resettable = resetPeak(pid) == nil
+		}
 	}
 	var runErr error
 	select {

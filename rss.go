@@ -46,8 +46,7 @@ func memoryOf(pid int) memory {
 }
 
 // resetPeak sets the process's peak resident set back to its present one
-// (Linux; elsewhere nothing), so that the next peak read is of what
-// follows.
-func resetPeak(pid int) {
-	os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0)
+// (Linux), so that the next peak read is of what follows.
+func resetPeak(pid int) error {
+	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0)
 }

@@ -225,7 +225,7 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "synchronous(NORMAL)")
 	// No memory-mapped reads: every connection maps the file apart, and
 	// each page mapped counts in the relay's resident set once per
-	// connection: 1.4 GB on a million-event database with 256 MiB maps,
+	// connection: 1.5 GB on a million-event database with 256 MiB maps,
 	// for 5-15% more window pages a second (buzz-lite bench). Reads go
 	// through each connection's page cache and the kernel's.
 	q.Add("_pragma", "mmap_size(0)")
