@@ -22,7 +22,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/bench"
-	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/config"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
 	"github.com/buzz-lite/buzz-lite/sqlite"
@@ -104,14 +103,7 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var setup, load []*nostr.Event
-	for _, ev := range ingest.Events {
-		if buzz.IsLifecycleKind(ev.Kind) {
-			setup = append(setup, ev)
-		} else {
-			load = append(load, ev)
-		}
-	}
+	setup, load := ingest.Split()
 	live := make([]*nostr.Event, c.Int("fanout-events"))
 	publisher := nostr.GeneratePrivateKey()
 	for i := range live {

@@ -5,10 +5,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/nbd-wtf/go-nostr"
-
 	"github.com/buzz-lite/buzz-lite/bench"
-	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
 )
 
@@ -25,14 +22,7 @@ func BenchmarkIngestWS(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var setup, load []*nostr.Event
-	for _, ev := range c.Events {
-		if buzz.IsLifecycleKind(ev.Kind) {
-			setup = append(setup, ev)
-		} else {
-			load = append(load, ev)
-		}
-	}
+	setup, load := c.Split()
 	s := startServer(&testing.T{})
 	b.Cleanup(func() { s.stop() })
 	t := bench.Target{WS: s.wsURL, HTTP: s.httpURL}

@@ -17,6 +17,8 @@ import (
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
 // Options shape a community. Zero values take the defaults of Default.
@@ -206,6 +208,20 @@ func Generate(o Options) (*Community, error) {
 		c.Events[i] = d.ev
 	}
 	return c, nil
+}
+
+// Split parts the events into the channels' lifecycle events (creation,
+// members), which must be stored before anything is posted in them, and
+// the rest, each in order.
+func (c *Community) Split() (lifecycle, rest []*nostr.Event) {
+	for _, ev := range c.Events {
+		if buzz.IsLifecycleKind(ev.Kind) {
+			lifecycle = append(lifecycle, ev)
+		} else {
+			rest = append(rest, ev)
+		}
+	}
+	return lifecycle, rest
 }
 
 // key derives a secret key from the seed.

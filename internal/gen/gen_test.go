@@ -53,3 +53,23 @@ func TestGenerateDistinct(t *testing.T) {
 		seen[ev.ID] = true
 	}
 }
+
+// Split keeps every event once, lifecycle events apart, each part in order.
+func TestSplit(t *testing.T) {
+	c, err := Generate(Options{Channels: 2, TopLevel: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lifecycle, rest := c.Split()
+	if len(lifecycle) != 3 || len(lifecycle)+len(rest) != len(c.Events) {
+		t.Fatalf("%d lifecycle, %d other events of %d; want 3 (2 creations, 1 member list)", len(lifecycle), len(rest), len(c.Events))
+	}
+	for i, ev := range rest {
+		if ev.Kind >= 9000 && ev.Kind <= 9022 {
+			t.Errorf("rest[%d] is kind %d", i, ev.Kind)
+		}
+	}
+	if rest[0] != c.Events[3] || rest[len(rest)-1] != c.Events[len(c.Events)-1] {
+		t.Error("the rest is not in the community's order")
+	}
+}
