@@ -80,8 +80,6 @@ type Chain struct {
 	Cursors []*nipcw.Cursor
 	// Threads are the rows that have replies.
 	Threads []string
-	// Rows counts the window's rows.
-	Rows int
 }
 
 // WalkWindow pages channel's whole window, limit rows a page, stopping
@@ -108,10 +106,6 @@ func WalkWindow(ctx context.Context, t Target, channel string, limit, maxPages i
 			case nipcw.KindThreadSummary:
 				if e := ev.Tags.Find("e"); len(e) >= 2 {
 					chain.Threads = append(chain.Threads, e[1])
-				}
-			case 9:
-				if h := ev.Tags.Find("h"); len(h) >= 2 && h[1] == channel {
-					chain.Rows++
 				}
 			}
 		}

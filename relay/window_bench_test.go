@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -23,7 +24,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/bench"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
-	"github.com/buzz-lite/buzz-lite/nipcw"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -78,36 +78,6 @@ func benchCommunity(b *testing.B, cache bool) (*testServer, string, int) {
 	return s, c.Channels[0], len(c.Events)
 }
 
-// benchCursors pages the whole window once and returns the request cursor
-// of every page.
-func benchCursors(b *testing.B, s *testServer, channel string) []*nipcw.Cursor {
-	b.Helper()
-	cursors := []*nipcw.Cursor{nil}
-	for {
-		body := benchBody(channel, cursors[len(cursors)-1])
-		resp, err := http.Post(s.httpURL+"/query", "application/json", bytes.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var evs []*nostr.Event
-		err = json.NewDecoder(resp.Body).Decode(&evs)
-		resp.Body.Close()
-		if err != nil || len(evs) == 0 {
-			b.Fatalf("page: %v", err)
-		}
-		var bounds nipcw.Bounds
-		if err := json.Unmarshal([]byte(evs[len(evs)-1].Content), &bounds); err != nil {
-			b.Fatal(err)
-		}
-		if !bounds.HasMore {
-			return cursors
-		}
-		cursors = append(cursors, bounds.NextCursor)
-	}
-}
-
-func benchBody(channel string, c *nipcw.Cursor) []byte { return bench.WindowBody(channel, c, 50) }
-
 // BenchmarkQueryWindow measures window pages over HTTP with 16 concurrent
 // clients (issue 4: 1,500 pages/s, p99 under 25 ms on 2 cores), at the
 // head and at random depths, anonymous and with a NIP-98 token per request
@@ -123,7 +93,11 @@ func BenchmarkQueryWindow(b *testing.B) {
 
 func benchQueryWindow(b *testing.B, cache bool) {
 	s, channel, events := benchCommunity(b, cache)
-	cursors := benchCursors(b, s, channel)
+	chain, err := bench.WalkWindow(context.Background(), bench.Target{WS: s.wsURL, HTTP: s.httpURL}, channel, 50, math.MaxInt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cursors := chain.Cursors
 	b.Logf("channel of %d events, %d window pages of 50", events, len(cursors))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	reader := nostr.GeneratePrivateKey()
@@ -138,7 +112,7 @@ func benchQueryWindow(b *testing.B, cache bool) {
 					if depth == "deep" {
 						c = cursors[rng.IntN(len(cursors))]
 					}
-					bodies[i] = benchBody(channel, c)
+					bodies[i] = bench.WindowBody(channel, c, 50)
 					if auth == "nip98" {
 						tokens[i] = benchToken(b, reader, s.httpURL+"/query")
 					}
@@ -206,7 +180,7 @@ func BenchmarkFirstScreen(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	s, channel, _ := benchCommunity(b, false)
 	b.Run("window", func(b *testing.B) {
-		body := benchBody(channel, nil)
+		body := bench.WindowBody(channel, nil, 50)
 		var bytesIn int
 		for b.Loop() {
 			resp, err := http.Post(s.httpURL+"/query", "application/json", bytes.NewReader(body))
