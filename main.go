@@ -192,15 +192,11 @@ func serve(c *cli.Context) error {
 			PubKey:      cfg.Relay.PubKey,
 			Version:     version,
 		},
-		URL: cfg.Relay.URL,
-		Key: key,
-		Limits: relay.Limits{
-			MaxMessageBytes: cfg.Limits.MaxMessageBytes,
-			MaxEventBytes:   cfg.Limits.MaxEventBytes,
-			MaxEventTags:    cfg.Limits.MaxEventTags,
-			MaxLimit:        cfg.Limits.MaxLimit,
-		},
-		Logger: log,
+		URL:            cfg.Relay.URL,
+		Key:            key,
+		Limits:         cfg.Limits.Relay(),
+		TrustedProxies: cfg.Server.TrustedProxyNets(),
+		Logger:         log,
 	}, store)
 	if err != nil {
 		return errors.Join(err, store.Close())

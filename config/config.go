@@ -8,10 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 	"github.com/nbd-wtf/go-nostr"
@@ -46,6 +48,9 @@ type Relay struct {
 // Server is the listening socket.
 type Server struct {
 	Listen string `toml:"listen"`
+	// TrustedProxies are CIDRs of reverse proxies whose X-Forwarded-For
+	// (or X-Real-IP) names the client IP (RL-28).
+	TrustedProxies []string `toml:"trusted_proxies"`
 }
 
 // Storage is where the data lives and what of it is kept in memory.
@@ -61,6 +66,12 @@ type Access struct {
 	PublicRead     bool   `toml:"public_read"`
 	OpenWrite      bool   `toml:"open_write"`
 	CreateChannels string `toml:"create_channels"`
+	// AllowedPubkeys may write even with open_write off; BlockedPubkeys
+	// may not write at all; AllowedKinds, when not empty, are the only
+	// kinds accepted (RL-29).
+	AllowedPubkeys []string `toml:"allowed_pubkeys"`
+	BlockedPubkeys []string `toml:"blocked_pubkeys"`
+	AllowedKinds   []int    `toml:"allowed_kinds"`
 }
 
 // Policy is the access configuration as the domain knows it; admins are
@@ -82,12 +93,91 @@ type Community struct {
 	ThreadRepliesInChannel bool `toml:"thread_replies_in_channel"`
 }
 
-// Limits bound what one client may send (RL-27).
+// Limits bound what one client may send, hold and do (RL-27, RL-27a).
+// Rates are per second unless the key says otherwise.
 type Limits struct {
 	MaxMessageBytes int64 `toml:"max_message_bytes"`
 	MaxEventBytes   int   `toml:"max_event_bytes"`
 	MaxEventTags    int   `toml:"max_event_tags"`
 	MaxLimit        int   `toml:"max_limit"`
+
+	MaxSubscriptions      int   `toml:"max_subscriptions"`
+	MaxFilters            int   `toml:"max_filters"`
+	MaxConnectionsPerIP   int   `toml:"max_connections_per_ip"`
+	ConnectionBufferBytes int64 `toml:"connection_buffer_bytes"`
+	MaxConcurrentQueries  int   `toml:"max_concurrent_queries"`
+	QueryMemoryBytes      int64 `toml:"query_memory_bytes"`
+	HeaderTimeoutSeconds  int   `toml:"header_timeout_seconds"`
+	BodyTimeoutSeconds    int   `toml:"body_timeout_seconds"`
+
+	Rates                   bool     `toml:"rates"`
+	IPEventsPerSecond       int      `toml:"ip_events_per_second"`
+	IPEventsBurst           int      `toml:"ip_events_burst"`
+	PubkeyEventsPerSecond   int      `toml:"pubkey_events_per_second"`
+	PubkeyEventsBurst       int      `toml:"pubkey_events_burst"`
+	ConnectionReqsPerSecond int      `toml:"connection_reqs_per_second"`
+	ConnectionReqsBurst     int      `toml:"connection_reqs_burst"`
+	IPQueriesPerSecond      int      `toml:"ip_queries_per_second"`
+	IPQueriesBurst          int      `toml:"ip_queries_burst"`
+	PubkeyChannelsPerHour   int      `toml:"pubkey_channels_per_hour"`
+	PubkeyChannelsBurst     int      `toml:"pubkey_channels_burst"`
+	Exempt                  []string `toml:"exempt"`
+}
+
+// Relay is the limits as the relay takes them: rates only when on, and
+// the exempt networks parsed (Normalize has checked them).
+func (l Limits) Relay() relay.Limits {
+	out := relay.Limits{
+		MaxMessageBytes:       l.MaxMessageBytes,
+		MaxEventBytes:         l.MaxEventBytes,
+		MaxEventTags:          l.MaxEventTags,
+		MaxLimit:              l.MaxLimit,
+		MaxSubscriptions:      l.MaxSubscriptions,
+		MaxFilters:            l.MaxFilters,
+		MaxConnectionsPerIP:   l.MaxConnectionsPerIP,
+		ConnectionBufferBytes: l.ConnectionBufferBytes,
+		MaxConcurrentQueries:  l.MaxConcurrentQueries,
+		QueryMemoryBytes:      l.QueryMemoryBytes,
+		HeaderTimeout:         time.Duration(l.HeaderTimeoutSeconds) * time.Second,
+		BodyTimeout:           time.Duration(l.BodyTimeoutSeconds) * time.Second,
+	}
+	out.Exempt, _ = prefixes(l.Exempt)
+	if l.Rates {
+		out.Rates = &relay.Rates{
+			EventsPerIP:       relay.Rate{PerSecond: float64(l.IPEventsPerSecond), Burst: l.IPEventsBurst},
+			EventsPerPubkey:   relay.Rate{PerSecond: float64(l.PubkeyEventsPerSecond), Burst: l.PubkeyEventsBurst},
+			ReqsPerConnection: relay.Rate{PerSecond: float64(l.ConnectionReqsPerSecond), Burst: l.ConnectionReqsBurst},
+			QueriesPerIP:      relay.Rate{PerSecond: float64(l.IPQueriesPerSecond), Burst: l.IPQueriesBurst},
+			ChannelsPerPubkey: relay.Rate{PerSecond: float64(l.PubkeyChannelsPerHour) / 3600, Burst: l.PubkeyChannelsBurst},
+		}
+	}
+	return out
+}
+
+// TrustedProxyNets are server.trusted_proxies parsed (Normalize has checked
+// them).
+func (s Server) TrustedProxyNets() []netip.Prefix {
+	p, _ := prefixes(s.TrustedProxies)
+	return p
+}
+
+// prefixes parses CIDRs; a bare address is a network of one.
+func prefixes(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("want a CIDR such as 10.0.0.0/8 or an address, got %q", s)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 // Log configures the structured log.
@@ -103,13 +193,37 @@ func Default() Config {
 		Server:  Server{Listen: "127.0.0.1:7777"},
 		Storage: Storage{DataDir: "./buzz-lite-data", PageCache: 128},
 		Access:  Access{PublicRead: true, OpenWrite: true, CreateChannels: string(buzz.CreateByAnyone)},
-		Limits: Limits{
-			MaxMessageBytes: relay.DefaultLimits.MaxMessageBytes,
-			MaxEventBytes:   relay.DefaultLimits.MaxEventBytes,
-			MaxEventTags:    relay.DefaultLimits.MaxEventTags,
-			MaxLimit:        relay.DefaultLimits.MaxLimit,
-		},
-		Log: Log{Level: "info"},
+		Limits:  defaultLimits(),
+		Log:     Log{Level: "info"},
+	}
+}
+
+func defaultLimits() Limits {
+	d, r := relay.DefaultLimits, relay.DefaultRates
+	return Limits{
+		MaxMessageBytes:         d.MaxMessageBytes,
+		MaxEventBytes:           d.MaxEventBytes,
+		MaxEventTags:            d.MaxEventTags,
+		MaxLimit:                d.MaxLimit,
+		MaxSubscriptions:        d.MaxSubscriptions,
+		MaxFilters:              d.MaxFilters,
+		MaxConnectionsPerIP:     d.MaxConnectionsPerIP,
+		ConnectionBufferBytes:   d.ConnectionBufferBytes,
+		MaxConcurrentQueries:    d.MaxConcurrentQueries,
+		QueryMemoryBytes:        d.QueryMemoryBytes,
+		HeaderTimeoutSeconds:    int(d.HeaderTimeout / time.Second),
+		BodyTimeoutSeconds:      int(d.BodyTimeout / time.Second),
+		Rates:                   true,
+		IPEventsPerSecond:       int(r.EventsPerIP.PerSecond),
+		IPEventsBurst:           r.EventsPerIP.Burst,
+		PubkeyEventsPerSecond:   int(r.EventsPerPubkey.PerSecond),
+		PubkeyEventsBurst:       r.EventsPerPubkey.Burst,
+		ConnectionReqsPerSecond: int(r.ReqsPerConnection.PerSecond),
+		ConnectionReqsBurst:     r.ReqsPerConnection.Burst,
+		IPQueriesPerSecond:      int(r.QueriesPerIP.PerSecond),
+		IPQueriesBurst:          r.QueriesPerIP.Burst,
+		PubkeyChannelsPerHour:   int(r.ChannelsPerPubkey.PerSecond*3600 + 0.5),
+		PubkeyChannelsBurst:     r.ChannelsPerPubkey.Burst,
 	}
 }
 
@@ -186,7 +300,19 @@ func applyEnv(cfg *Config, getenv func(string) (string, bool)) error {
 					list = append(list, item)
 				}
 			}
-			field.Set(reflect.ValueOf(list))
+			if field.Type().Elem().Kind() != reflect.Int {
+				field.Set(reflect.ValueOf(list))
+				break
+			}
+			ints := make([]int, len(list))
+			for i, item := range list {
+				n, err := strconv.Atoi(item)
+				if err != nil {
+					return fmt.Errorf("%s: not a list of integers: %q", env, v)
+				}
+				ints[i] = n
+			}
+			field.Set(reflect.ValueOf(ints))
 		default:
 			return fmt.Errorf("%s: unsupported type %s", env, field.Type())
 		}
@@ -228,13 +354,57 @@ func (c *Config) Normalize() error {
 		errs = append(errs, fmt.Errorf("storage.page_cache: must be 0 (off) or more, got %d", c.Storage.PageCache))
 	}
 	for name, v := range map[string]int64{
-		"limits.max_message_bytes": c.Limits.MaxMessageBytes,
-		"limits.max_event_bytes":   int64(c.Limits.MaxEventBytes),
-		"limits.max_event_tags":    int64(c.Limits.MaxEventTags),
-		"limits.max_limit":         int64(c.Limits.MaxLimit),
+		"limits.max_message_bytes":       c.Limits.MaxMessageBytes,
+		"limits.max_event_bytes":         int64(c.Limits.MaxEventBytes),
+		"limits.max_event_tags":          int64(c.Limits.MaxEventTags),
+		"limits.max_limit":               int64(c.Limits.MaxLimit),
+		"limits.max_subscriptions":       int64(c.Limits.MaxSubscriptions),
+		"limits.max_filters":             int64(c.Limits.MaxFilters),
+		"limits.max_connections_per_ip":  int64(c.Limits.MaxConnectionsPerIP),
+		"limits.connection_buffer_bytes": c.Limits.ConnectionBufferBytes,
+		"limits.max_concurrent_queries":  int64(c.Limits.MaxConcurrentQueries),
+		"limits.query_memory_bytes":      c.Limits.QueryMemoryBytes,
+		"limits.header_timeout_seconds":  int64(c.Limits.HeaderTimeoutSeconds),
+		"limits.body_timeout_seconds":    int64(c.Limits.BodyTimeoutSeconds),
 	} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %d", name, v))
+		}
+	}
+	if c.Limits.Rates {
+		for name, v := range map[string]int{
+			"limits.ip_events_per_second":       c.Limits.IPEventsPerSecond,
+			"limits.ip_events_burst":            c.Limits.IPEventsBurst,
+			"limits.pubkey_events_per_second":   c.Limits.PubkeyEventsPerSecond,
+			"limits.pubkey_events_burst":        c.Limits.PubkeyEventsBurst,
+			"limits.connection_reqs_per_second": c.Limits.ConnectionReqsPerSecond,
+			"limits.connection_reqs_burst":      c.Limits.ConnectionReqsBurst,
+			"limits.ip_queries_per_second":      c.Limits.IPQueriesPerSecond,
+			"limits.ip_queries_burst":           c.Limits.IPQueriesBurst,
+			"limits.pubkey_channels_per_hour":   c.Limits.PubkeyChannelsPerHour,
+			"limits.pubkey_channels_burst":      c.Limits.PubkeyChannelsBurst,
+		} {
+			if v <= 0 {
+				errs = append(errs, fmt.Errorf("%s: must be positive, got %d (rates = false turns rate limits off)", name, v))
+			}
+		}
+	}
+	if _, err := prefixes(c.Limits.Exempt); err != nil {
+		errs = append(errs, fmt.Errorf("limits.exempt: %w", err))
+	}
+	if _, err := prefixes(c.Server.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("server.trusted_proxies: %w", err))
+	}
+	for _, list := range []struct {
+		name string
+		keys []string
+	}{{"access.allowed_pubkeys", c.Access.AllowedPubkeys}, {"access.blocked_pubkeys", c.Access.BlockedPubkeys}} {
+		for i, k := range list.keys {
+			pk, err := PubKey(k)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", list.name, err))
+			}
+			list.keys[i] = pk
 		}
 	}
 	if _, err := buzz.ParseCreatePolicy(c.Access.CreateChannels); err != nil {

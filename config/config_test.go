@@ -14,6 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/relay"
 )
 
 // env is a fake environment for Load.
@@ -36,8 +37,17 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("listen %q, data dir %q", cfg.Server.Listen, cfg.Storage.DataDir)
 	}
 	// RL-27 defaults.
-	if cfg.Limits != (Limits{MaxMessageBytes: 512 << 10, MaxEventBytes: 128 << 10, MaxEventTags: 2000, MaxLimit: 1000}) {
+	l := cfg.Limits
+	if l.MaxMessageBytes != 512<<10 || l.MaxEventBytes != 128<<10 || l.MaxEventTags != 2000 || l.MaxLimit != 1000 ||
+		l.MaxSubscriptions != 50 || l.MaxFilters != 10 || l.MaxConnectionsPerIP != 32 || !l.Rates ||
+		l.IPEventsPerSecond != 10 || l.IPEventsBurst != 50 || l.PubkeyEventsPerSecond != 5 || l.PubkeyEventsBurst != 30 ||
+		l.ConnectionReqsPerSecond != 20 || l.ConnectionReqsBurst != 100 || l.IPQueriesPerSecond != 20 ||
+		l.IPQueriesBurst != 100 || l.PubkeyChannelsPerHour != 10 || l.PubkeyChannelsBurst != 5 ||
+		l.HeaderTimeoutSeconds != 10 || l.BodyTimeoutSeconds != 30 || len(l.Exempt) != 0 {
 		t.Errorf("limits %+v", cfg.Limits)
+	}
+	if r := l.Relay(); r.Rates == nil || *r.Rates != relay.DefaultRates {
+		t.Errorf("rates as the relay takes them: %+v, want %+v", r.Rates, relay.DefaultRates)
 	}
 	if err := cfg.Normalize(); err != nil {
 		t.Fatalf("the default does not normalize: %v", err)
@@ -107,12 +117,11 @@ level = "debug"
 		Server:  Server{Listen: "0.0.0.0:8080"},
 		Storage: Storage{DataDir: "/var/lib/buzz", PageCache: def.Storage.PageCache},
 		Access:  def.Access,
-		Limits: Limits{
-			MaxMessageBytes: 1 << 20,
-			MaxEventBytes:   def.Limits.MaxEventBytes,
-			MaxEventTags:    100,
-			MaxLimit:        250,
-		},
+		Limits: func() Limits {
+			l := def.Limits
+			l.MaxMessageBytes, l.MaxEventTags, l.MaxLimit = 1<<20, 100, 250
+			return l
+		}(),
 		Log: Log{Level: "debug"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -162,6 +171,9 @@ func TestEveryKeyHasEnv(t *testing.T) {
 			e[name] = "4242"
 		case reflect.Slice:
 			e[name] = "a,b"
+			if field.Type().Elem().Kind() == reflect.Int {
+				e[name] = "4, 2"
+			}
 		case reflect.Bool:
 			e[name] = "true"
 		default:
@@ -190,6 +202,9 @@ func TestEveryKeyHasEnv(t *testing.T) {
 			want = int64(4242)
 		case reflect.Slice:
 			want = []string{"a", "b"}
+			if field.Type().Elem().Kind() == reflect.Int {
+				want = []int{4, 2}
+			}
 		case reflect.Bool:
 			want = true
 		}
@@ -207,6 +222,7 @@ func TestEnvBadValues(t *testing.T) {
 		"BUZZ_LITE_LIMITS_MAX_LIMIT":         "many",
 		"BUZZ_LITE_LIMITS_MAX_MESSAGE_BYTES": "1.5",
 		"BUZZ_LITE_LIMITS_MAX_EVENT_TAGS":    "",
+		"BUZZ_LITE_ACCESS_ALLOWED_KINDS":     "1,x",
 	} {
 		_, err := Load("", env{name: v}.get)
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -309,6 +325,11 @@ func TestNormalize(t *testing.T) {
 		{"negative max_event_tags", func(c *Config) { c.Limits.MaxEventTags = -1 }, "limits.max_event_tags"},
 		{"zero max_event_bytes", func(c *Config) { c.Limits.MaxEventBytes = 0 }, "limits.max_event_bytes"},
 		{"negative max_message_bytes", func(c *Config) { c.Limits.MaxMessageBytes = -5 }, "limits.max_message_bytes"},
+		{"zero max_filters", func(c *Config) { c.Limits.MaxFilters = 0 }, "limits.max_filters"},
+		{"zero rate with rates on", func(c *Config) { c.Limits.IPEventsBurst = 0 }, "limits.ip_events_burst"},
+		{"bad exempt network", func(c *Config) { c.Limits.Exempt = []string{"10.0.0.0/33"} }, "limits.exempt"},
+		{"bad trusted proxy", func(c *Config) { c.Server.TrustedProxies = []string{"proxy.local"} }, "server.trusted_proxies"},
+		{"bad blocked pubkey", func(c *Config) { c.Access.BlockedPubkeys = []string{"npub1nope"} }, "access.blocked_pubkeys"},
 		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
 		{"empty listen", func(c *Config) { c.Server.Listen = "" }, "server.listen"},
 		{"empty data dir", func(c *Config) { c.Storage.DataDir = "" }, "storage.data_dir"},
@@ -364,8 +385,14 @@ func TestExampleFile(t *testing.T) {
 	}
 	// The example says its values are the defaults.
 	def := Default()
-	if len(cfg.Relay.Admins) == 0 && len(def.Relay.Admins) == 0 {
-		cfg.Relay.Admins, def.Relay.Admins = nil, nil
+	// An empty list in the file is the default's nil list.
+	for _, c := range []*Config{&cfg, &def} {
+		eachKey(reflect.ValueOf(c).Elem(), func(_ string, field reflect.Value) error {
+			if field.Kind() == reflect.Slice && field.Len() == 0 {
+				field.Set(reflect.Zero(field.Type()))
+			}
+			return nil
+		})
 	}
 	if !reflect.DeepEqual(cfg, def) {
 		t.Errorf("the example's values are not the defaults:\n got %+v\nwant %+v", cfg, def)

@@ -39,6 +39,8 @@ type infoDocument struct {
 
 type limitation struct {
 	MaxMessageLength int64 `json:"max_message_length"`
+	MaxSubscriptions int   `json:"max_subscriptions"`
+	MaxFilters       int   `json:"max_filters"`
 	MaxContentLength int   `json:"max_content_length"`
 	MaxEventTags     int   `json:"max_event_tags"`
 	MaxLimit         int   `json:"max_limit"`
@@ -70,6 +72,8 @@ func (r *Relay) infoDocument() infoDocument {
 		Version:             r.cfg.Info.Version,
 		Limitation: limitation{
 			MaxMessageLength: r.cfg.Limits.MaxMessageBytes,
+			MaxSubscriptions: r.cfg.Limits.MaxSubscriptions,
+			MaxFilters:       r.cfg.Limits.MaxFilters,
 			MaxContentLength: r.cfg.Limits.MaxEventBytes,
 			MaxEventTags:     r.cfg.Limits.MaxEventTags,
 			MaxLimit:         r.cfg.Limits.MaxLimit,

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -65,26 +66,13 @@ type Config struct {
 	Key string
 	// Limits bound what one client may send (RL-27).
 	Limits Limits
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// IP (RL-28).
+	TrustedProxies []netip.Prefix
 	// Logger receives the relay's structured log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-}
-
-// Limits bound what one client may send (RL-27).
-type Limits struct {
-	MaxMessageBytes int64 // one WebSocket message
-	MaxEventBytes   int   // one event, as serialized
-	MaxEventTags    int   // tags of one event
-	MaxLimit        int   // clamp of a REQ filter's limit
-}
-
-// DefaultLimits are the limits of RL-27.
-var DefaultLimits = Limits{
-	MaxMessageBytes: 512 << 10,
-	MaxEventBytes:   128 << 10,
-	MaxEventTags:    2000,
-	MaxLimit:        1000,
 }
 
 // Relay is a running buzz-lite relay.
@@ -124,9 +112,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay identity key: %w", err)
 	}
-	if cfg.Limits == (Limits{}) {
-		cfg.Limits = DefaultLimits
-	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	r := &Relay{
 		cfg:    cfg,
 		store:  store,
