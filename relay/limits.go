@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"context"
 	"net/netip"
 	"time"
 )
@@ -120,3 +121,34 @@ func (l Limits) withDefaults() Limits {
 // exempt reports whether ip is in a network no rate or connection limit
 // applies to.
 func (l Limits) exempt(ip netip.Addr) bool { return inAny(ip, l.Exempt) }
+
+// slots is a counting semaphore: the REQ/COUNT handlers and `/query`
+// requests that may run at once (RL-27a).
+type slots chan struct{}
+
+func newSlots(n int) slots { return make(slots, n) }
+
+// slotWait is how long a request waits for a slot before it is refused.
+const slotWait = 2 * time.Second
+
+// acquire takes a slot, waiting up to slotWait; false when none came free
+// in time or ctx ended. A true acquire must be released.
+func (s slots) acquire(ctx context.Context) bool {
+	select {
+	case s <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(slotWait)
+	defer t.Stop()
+	select {
+	case s <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (s slots) release() { <-s }

@@ -88,7 +88,7 @@ type Relay struct {
 	// shutdown; once connsClosed, a connection that still arrives is closed
 	// at once.
 	connsMu     sync.Mutex
-	conns       map[*khatru.WebSocket]struct{}
+	conns       map[*khatru.WebSocket]*connState
 	connsClosed bool
 
 	// delivery carries what the store said of an event to its broadcast.
@@ -119,7 +119,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 		log:    cfg.Logger,
 		now:    cfg.Now,
 		pubkey: pubkey,
-		conns:  make(map[*khatru.WebSocket]struct{}),
+		conns:  make(map[*khatru.WebSocket]*connState),
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -319,7 +319,7 @@ func (r *Relay) onConnect(ctx context.Context) {
 	r.connsMu.Lock()
 	closed := r.connsClosed
 	if !closed {
-		r.conns[ws] = struct{}{}
+		r.conns[ws] = &connState{ip: clientIP(ws.Request, r.cfg.TrustedProxies)}
 	}
 	r.connsMu.Unlock()
 	if closed {
@@ -329,6 +329,24 @@ func (r *Relay) onConnect(ctx context.Context) {
 	// The NIP-42 challenge comes first, so that a client may authenticate
 	// before it asks for a private channel (RL-13).
 	khatru.RequestAuth(ctx)
+}
+
+// connState is what the relay keeps of one WebSocket connection.
+type connState struct {
+	// ip is the client IP limits count by (RL-28).
+	ip netip.Addr
+}
+
+// connOf is the state of the connection of ctx; nil when it is gone or
+// was never registered.
+func (r *Relay) connOf(ctx context.Context) *connState {
+	ws := khatru.GetConnection(ctx)
+	if ws == nil {
+		return nil
+	}
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
+	return r.conns[ws]
 }
 
 // restartReason goes with close code 1012 (service restart).
