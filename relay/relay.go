@@ -97,6 +97,10 @@ type Relay struct {
 	nip98    *nip98Verifier
 	overlays *overlaySigner
 
+	// reads are the slots of the REQ/COUNT handlers and `/query`
+	// requests running at once (RL-27a).
+	reads slots
+
 	// writes counts ingests in flight; shutdown waits for them.
 	writesMu sync.RWMutex
 	closing  bool
@@ -120,6 +124,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 		now:    cfg.Now,
 		pubkey: pubkey,
 		conns:  make(map[*khatru.WebSocket]*connState),
+		reads:  newSlots(cfg.Limits.MaxConcurrentQueries),
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
