@@ -42,3 +42,17 @@ func CheckSubmission(ev *nostr.Event, now time.Time) error {
 	}
 	return nil
 }
+
+// EventSize is the length of ev's JSON, give or take the escapes: what
+// the event size limit measures (RL-27) and what bounds in bytes count
+// (RL-27a).
+func EventSize(ev *nostr.Event) int {
+	n := 64 + 64 + 128 + 100 + len(ev.Content)
+	for _, tag := range ev.Tags {
+		n += 3
+		for _, s := range tag {
+			n += len(s) + 3
+		}
+	}
+	return n
+}

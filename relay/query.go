@@ -213,9 +213,12 @@ func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error
 		if g.Filter.LimitZero {
 			continue
 		}
-		evs, err := r.store.QueryBefore(ctx, g.Filter, p.viewer, g.BeforeID)
+		evs, truncated, err := r.store.QueryBounded(ctx, g.Filter, p.viewer, g.BeforeID, maxResponseBytes-len(out.buf))
 		if err != nil {
 			return err
+		}
+		if truncated {
+			return errResponseTooLarge
 		}
 		if err := out.events(evs); err != nil {
 			return err

@@ -43,9 +43,10 @@ type Store interface {
 	// OnPublish sets what hears of the group state events the store signed
 	// and stored, once committed.
 	OnPublish(fn func([]*nostr.Event))
-	// QueryBefore is Query continuing after the composite cursor (until,
-	// beforeID) of RL-19.
-	QueryBefore(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]*nostr.Event, error)
+	// QueryBounded is Query continuing after the composite cursor (until,
+	// beforeID) of RL-19, reading no more than maxBytes of events (0: no
+	// bound); truncated says it stopped there (RL-27a).
+	QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []*nostr.Event, truncated bool, err error)
 	// Window serves one channel window page from one snapshot (CW-9..CW-19).
 	Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error)
 	// Thread serves the replies below an event (RL-20).
@@ -174,7 +175,7 @@ func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string)
 	if len(ev.Tags) > r.cfg.Limits.MaxEventTags {
 		return true, fmt.Sprintf("invalid: too many tags (limit %d)", r.cfg.Limits.MaxEventTags)
 	}
-	if n := serializedSize(ev); n > r.cfg.Limits.MaxEventBytes {
+	if n := buzz.EventSize(ev); n > r.cfg.Limits.MaxEventBytes {
 		return true, fmt.Sprintf("invalid: event too large (%d bytes, limit %d)", n, r.cfg.Limits.MaxEventBytes)
 	}
 	// Ephemeral events never reach the store, which checks the others.
@@ -185,19 +186,6 @@ func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string)
 		}
 	}
 	return false, ""
-}
-
-// serializedSize is the length of the event's JSON, give or take the
-// escapes.
-func serializedSize(ev *nostr.Event) int {
-	n := 64 + 64 + 128 + 100 + len(ev.Content)
-	for _, tag := range ev.Tags {
-		n += 3
-		for _, s := range tag {
-			n += len(s) + 3
-		}
-	}
-	return n
 }
 
 // ingestTimeout bounds how long one event may wait for the writer.

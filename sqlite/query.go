@@ -31,18 +31,29 @@ func (s *Store) Query(ctx context.Context, f nostr.Filter, v buzz.Viewer) ([]*no
 // beforeID) of RL-19: events strictly after it in `created_at DESC, id
 // ASC` order. An empty beforeID is no cursor beyond f.Until.
 func (s *Store) QueryBefore(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]*nostr.Event, error) {
+	evs, _, err := s.QueryBounded(ctx, f, v, beforeID, 0)
+	return evs, err
+}
+
+// QueryBounded is QueryBefore that stops reading rows once the events read
+// would pass maxBytes (buzz.EventSize; 0: no bound), reporting truncated
+// when it stopped early: what a client may make the relay hold is bounded
+// while it is read, not after (RL-27a). The event that would pass the
+// bound is not returned.
+func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []*nostr.Event, truncated bool, err error) {
 	if matchesNothing(f) {
-		return nil, nil
+		return nil, false, nil
 	}
 	var before []byte
 	if beforeID != "" {
 		var ok bool
 		if before, ok = idKey(beforeID); !ok || f.Until == nil {
-			return nil, fmt.Errorf("before_id %q needs a 64-hex id and until", beforeID)
+			return nil, false, fmt.Errorf("before_id %q needs a 64-hex id and until", beforeID)
 		}
 	}
 	var out []*nostr.Event
-	err := s.readTx(ctx, func(tx *sql.Tx) error {
+	size := 0
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
 		q, ok, err := s.translate(ctx, tx, f, v, before, false)
 		if err != nil || !ok {
 			return err
@@ -58,6 +69,10 @@ func (s *Store) QueryBefore(ctx context.Context, f nostr.Filter, v buzz.Viewer, 
 				s.log.Warn("skipping unreadable stored event", "err", err)
 				continue
 			}
+			if size += buzz.EventSize(ev); maxBytes > 0 && size > maxBytes {
+				truncated = true
+				return nil
+			}
 			out = append(out, ev)
 		}
 		if err := rows.Err(); err != nil {
@@ -65,7 +80,7 @@ func (s *Store) QueryBefore(ctx context.Context, f nostr.Filter, v buzz.Viewer, 
 		}
 		return nil
 	})
-	return out, err
+	return out, truncated, err
 }
 
 // Count returns how many stored events match f, with the semantics of Query

@@ -562,3 +562,33 @@ func TestQueryDefaultLimit(t *testing.T) {
 		t.Errorf("Count with limit 7 = %d, want %d (Count has no limit)", n, total)
 	}
 }
+
+// RL-27a: QueryBounded stops reading once the events would pass its byte
+// bound and says so; without a bound, or under it, it returns everything.
+func TestQueryBounded(t *testing.T) {
+	s := qtOpen(t, nil)
+	a := testutil.NewSigner(t)
+	var evs []*nostr.Event
+	for i := range 5 {
+		evs = append(evs, a.Event(t, 1, qtT0+int64(i), strings.Repeat("x", 1000)))
+	}
+	qtIngest(t, s, evs...)
+	one := buzz.EventSize(evs[0])
+	ctx := context.Background()
+	f := nostr.Filter{Authors: []string{a.PK}}
+	for _, tc := range []struct {
+		max, want int
+		truncated bool
+	}{{0, 5, false}, {5 * one, 5, false}, {5*one - 1, 4, true}, {2*one + one/2, 2, true}, {one - 1, 0, true}} {
+		got, truncated, err := s.QueryBounded(ctx, f, buzz.Anonymous, "", tc.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != tc.want || truncated != tc.truncated {
+			t.Errorf("bound %d: %d events, truncated %v; want %d, %v", tc.max, len(got), truncated, tc.want, tc.truncated)
+		}
+		if len(got) > 0 && got[0].ID != evs[4].ID {
+			t.Errorf("bound %d: first %s, want the newest", tc.max, got[0].ID)
+		}
+	}
+}
