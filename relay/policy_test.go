@@ -198,6 +198,15 @@ type oracleTarget struct {
 	channel string
 }
 
+// oracleCase is a row of the oracle table: a probe naming each of targets
+// gets the answer want ("OK" for accepted).
+type oracleCase struct {
+	name    string
+	targets []oracleTarget
+	probe   func(o oracleTarget) *nostr.Event
+	want    string
+}
+
 // RL-29, finding 9: the oracle table. For every write that names another
 // event or a channel, the answer for an existing private target, and for
 // an event of a deleted channel, is the answer for one that does not
@@ -248,12 +257,7 @@ func oracleTable(t *testing.T, openWrite bool) {
 		return []nostr.Tag{{"e", id, "", "root"}, {"e", id, "", "reply"}}
 	}
 	const accepted = "OK"
-	cases := []struct {
-		name    string
-		targets []oracleTarget
-		probe   func(o oracleTarget) *nostr.Event
-		want    string
-	}{
+	cases := []oracleCase{
 		{"reply in the prober's channel", events, func(o oracleTarget) *nostr.Event {
 			return prober.Event(t, 9, now(), "re", append(reply(o.id), hTag(mine))...)
 		}, "invalid: reply parent not found"},
@@ -315,12 +319,7 @@ func oracleTable(t *testing.T, openWrite bool) {
 	if !openWrite {
 		// With open writes, a post to a fresh id creates that channel: ids
 		// are one namespace, and only closed writes answer alike.
-		cases = append(cases, struct {
-			name    string
-			targets []oracleTarget
-			probe   func(o oracleTarget) *nostr.Event
-			want    string
-		}{"post to the channel", channels, func(o oracleTarget) *nostr.Event {
+		cases = append(cases, oracleCase{"post to the channel", channels, func(o oracleTarget) *nostr.Event {
 			return chat(t, prober, o.channel, "hi")
 		}, "restricted: not a channel member"})
 	}
