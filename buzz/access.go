@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // Viewer is who reads: the hex pubkey a connection authenticated with
@@ -77,7 +79,21 @@ type Policy struct {
 	// Admins are the relay admins (hex pubkeys): they act as owner of every
 	// channel and may change community settings (kind 9033).
 	Admins map[string]bool
+	// Allowed (hex pubkeys) may write events of no channel while OpenWrite
+	// is off, as relay admins and members of some channel may (RL-29).
+	Allowed map[string]bool
+	// Blocked (hex pubkeys) may write nothing at all (RL-29).
+	Blocked map[string]bool
+	// Kinds, when not empty, are the only kinds accepted (RL-29).
+	Kinds map[int]bool
 }
+
+// RestrictedWrites is NIP-11's restricted_writes: whether a user must know
+// the relay's policy before writing to it, because only members write
+// (OpenWrite off) or only some kinds are accepted. A block list does not
+// count: like other anti-spam measures it is no condition an ordinary user
+// has to meet.
+func (p Policy) RestrictedWrites() bool { return !p.OpenWrite || len(p.Kinds) > 0 }
 
 // DefaultPolicy is the policy of a relay started with no configuration
 // (RL-24): public reads, open writes, anyone creates channels.
@@ -269,6 +285,50 @@ func (c *Community) CheckWrite(author string, ch *Channel) error {
 		return nil
 	}
 	return ErrNotMember
+}
+
+// CheckSender applies the rules of the write policy that depend only on
+// who signed an event and its kind (RL-29). A blocked pubkey writes
+// nothing, even a relay admin's: blocking is the operator's last word.
+// Relay admins write any kind: they run the community with lifecycle
+// events and settings, whatever kinds its members may post.
+func (c *Community) CheckSender(pubkey string, kind int) error {
+	switch {
+	case c.Policy.Blocked[pubkey]:
+		return ErrBlocked
+	case len(c.Policy.Kinds) > 0 && !c.Policy.Kinds[kind] && !c.IsRelayAdmin(pubkey):
+		return KindNotAccepted(kind)
+	}
+	return nil
+}
+
+// CheckNoChannel is the rule of write access for an event that belongs to
+// no channel (RL-29): anyone's while writes are open; else only relay
+// admins', members' of some channel and the allowed pubkeys'.
+func (c *Community) CheckNoChannel(author string) error {
+	if c.Policy.OpenWrite || c.IsRelayAdmin(author) || c.Policy.Allowed[author] || c.IsMemberAnywhere(author) {
+		return nil
+	}
+	return ErrMembersOnly
+}
+
+// CheckEvent applies the write policy to what ev says of itself, before
+// anything it names is looked up (RL-14, RL-29); h is its channel, "" for
+// none. An ephemeral event is never stored, so this is the whole of its
+// check. Reactions and deletions without a channel belong to their
+// targets' (RL-8): only the store can tell which, and it applies
+// CheckNoChannel to those that turn out to have none.
+func (c *Community) CheckEvent(ev *nostr.Event, h string) error {
+	if err := c.CheckSender(ev.PubKey, ev.Kind); err != nil {
+		return err
+	}
+	switch {
+	case IsEphemeralKind(ev.Kind) && h != "":
+		return c.CheckWrite(ev.PubKey, c.Channel(h))
+	case h == "" && ev.Kind != KindReaction && ev.Kind != KindDeletion:
+		return c.CheckNoChannel(ev.PubKey)
+	}
+	return nil
 }
 
 // IsMemberAnywhere reports whether pubkey holds a role in some channel that

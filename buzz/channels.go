@@ -38,7 +38,11 @@ func IsLifecycleKind(k int) bool {
 // (RL-10), or the rejection that leaves it as it is. ch is the channel's
 // state now, nil when it does not exist; a channel created here has Seq 0
 // until the store numbers it. The result is a new Channel: ch is not
-// modified.
+// modified. A private channel its author may not read is answered as one
+// that does not exist, so that no refusal tells a stranger that it does
+// (RL-29). (Channel ids are one namespace: a 9007, or with open writes any
+// post, finds out whether an id is taken by the answer it gets, so only
+// the difference between a channel taken and a private one is kept.)
 func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
 	author := ev.PubKey
 	if ch != nil && ch.Deleted {
@@ -47,7 +51,10 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 	if ev.Kind == KindCreateChannel {
 		return c.create(ev, h, ch)
 	}
-	if ch == nil {
+	if !c.CanRead(Viewer(author), ch) {
+		if ev.Kind == KindJoin {
+			return nil, ErrCannotJoin
+		}
 		return nil, ErrChannelNotFound
 	}
 	role := c.RoleOf(author, ch)
@@ -67,9 +74,7 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 			return nil, err
 		}
 	case KindJoin:
-		if ch.Private && role < RoleMember {
-			return nil, ErrChannelPrivate
-		}
+		// A private channel its author may read is one they belong to.
 		if next.Members[author] == RoleNone {
 			next.Members[author] = RoleMember
 		}
@@ -93,21 +98,41 @@ func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, er
 		return nil, ErrChannelID
 	case ch != nil:
 		return nil, ErrChannelExists
-	}
-	admin := c.IsRelayAdmin(ev.PubKey)
-	switch c.Policy.Create {
-	case CreateByAdmins:
-		if !admin {
-			return nil, ErrCannotCreate
-		}
-	case CreateByMembers:
-		if !admin && !c.IsMemberAnywhere(ev.PubKey) {
-			return nil, ErrCannotCreate
-		}
+	case !c.mayCreate(ev.PubKey):
+		return nil, ErrCannotCreate
 	}
 	next := &Channel{H: h, Created: true, Members: map[string]Role{ev.PubKey: RoleOwner}}
 	applyMetadata(next, ev.Tags)
 	return next, nil
+}
+
+// mayCreate applies the configured create policy to pubkey.
+func (c *Community) mayCreate(pubkey string) bool {
+	switch c.Policy.Create {
+	case CreateByAdmins:
+		return c.IsRelayAdmin(pubkey)
+	case CreateByMembers:
+		return c.IsRelayAdmin(pubkey) || c.IsMemberAnywhere(pubkey)
+	}
+	return true
+}
+
+// CreatesChannel reports whether ev, accepted now, would create channel
+// h: a 9007 the create policy allows, or the first stored event to name a
+// channel that its author may write to (RL-14). Both count against the
+// channel creation rate (RL-27). Ephemeral events are never stored, and a
+// group deletion or an edit names a target in its channel, which a new
+// channel cannot hold.
+func (c *Community) CreatesChannel(ev *nostr.Event, h string) bool {
+	switch {
+	case h == "" || IsEphemeralKind(ev.Kind) || c.Channel(h) != nil:
+		return false
+	case ev.Kind == KindCreateChannel:
+		return IsCanonicalUUID(h) && c.mayCreate(ev.PubKey)
+	case IsLifecycleKind(ev.Kind), ev.Kind == KindGroupDelete, ev.Kind == KindEdit:
+		return false
+	}
+	return c.CheckWrite(ev.PubKey, nil) == nil
 }
 
 // applyMetadata applies the tags of a 9002 (or 9007): name, about, and

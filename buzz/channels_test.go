@@ -252,7 +252,7 @@ func TestTransitionPutUser(t *testing.T) {
 		{"member on private refused", true, pkMember, nostr.Tags{{"p", pkNewbie}}, nil, ErrNotChannelAdmin},
 		{"non-member on open refused", false, pkOutsider, nostr.Tags{{"p", pkNewbie}}, nil, ErrNotMember},
 		{"non-member adds self on open refused", false, pkOutsider, nostr.Tags{{"p", pkOutsider}}, nil, ErrNotMember},
-		{"non-member on private refused", true, pkOutsider, nostr.Tags{{"p", pkNewbie}}, nil, ErrNotChannelAdmin},
+		{"non-member on private: as if there were no channel (RL-29)", true, pkOutsider, nostr.Tags{{"p", pkNewbie}}, nil, ErrChannelNotFound},
 
 		{"unknown role", true, pkOwner, nostr.Tags{{"p", pkNewbie, "moderator"}}, nil, ErrUnknownRole},
 		{"uppercase pubkey", true, pkOwner, nostr.Tags{{"p", strings.ToUpper(pkNewbie)}}, nil, ErrUserTag},
@@ -287,6 +287,37 @@ func TestTransitionPutUserMissingChannel(t *testing.T) {
 	checkErr(t, err, ErrChannelNotFound)
 	_, err = transition(t, com, ev, chanID, deletedChannel())
 	checkErr(t, err, ErrChannelDeleted)
+}
+
+// RL-29: every lifecycle event of someone who may not read a private
+// channel is answered exactly as for a channel that does not exist, so
+// that no refusal tells them it exists; a removed member is such a one.
+func TestTransitionPrivateAnswersAsMissing(t *testing.T) {
+	com := NewCommunity(Policy{PublicRead: true, OpenWrite: false, Create: CreateByAnyone, Admins: relayAdmins()})
+	removed := privateChannel()
+	delete(removed.Members, pkMember)
+	for _, ev := range []*nostr.Event{
+		lifecycle(KindPutUser, pkOutsider, nostr.Tag{"p", pkOutsider}),
+		lifecycle(KindPutUser, pkOutsider, nostr.Tag{"p", pkNewbie, "admin"}),
+		lifecycle(KindRemoveUser, pkOutsider, nostr.Tag{"p", pkOutsider}),
+		lifecycle(KindRemoveUser, pkOutsider, nostr.Tag{"p", pkMember}),
+		lifecycle(KindEditMetadata, pkOutsider, nostr.Tag{"name", "mine"}),
+		lifecycle(KindDeleteChannel, pkOutsider),
+		lifecycle(KindJoin, pkOutsider),
+		lifecycle(KindLeave, pkOutsider),
+		lifecycle(KindLeave, pkMember),
+		lifecycle(KindRemoveUser, pkMember, nostr.Tag{"p", pkMember}),
+	} {
+		ch := privateChannel()
+		if ev.PubKey == pkMember {
+			ch = removed
+		}
+		_, missing := transition(t, com, ev, chanID, nil)
+		_, private := transition(t, com, ev, chanID, ch)
+		if missing == nil || private == nil || missing.Error() != private.Error() {
+			t.Errorf("kind %d %v: private channel answers %v, a missing one %v", ev.Kind, ev.Tags, private, missing)
+		}
+	}
 }
 
 // RL-10: 9001 remove-user. Anyone may remove themselves; owners and admins
@@ -336,8 +367,9 @@ func TestTransitionRemoveUser(t *testing.T) {
 	}
 }
 
-// RL-10: 9021 join (open channels only, else "restricted: channel is
-// private") and 9022 leave.
+// RL-10, RL-29: 9021 join (open channels only, else "restricted: no such
+// channel, or it is private", the same for a channel that does not exist)
+// and 9022 leave.
 func TestTransitionJoinLeave(t *testing.T) {
 	for _, c := range []struct {
 		name    string
@@ -354,8 +386,8 @@ func TestTransitionJoinLeave(t *testing.T) {
 		{"join as owner keeps owner", KindJoin, privateChannel, pkOwner, RoleOwner, nil, ""},
 		{"member joins private again", KindJoin, privateChannel, pkMember, RoleMember, nil, ""},
 		{"relay admin joins private", KindJoin, privateChannel, pkRelayAdmin, RoleMember, nil, ""},
-		{"outsider joins private", KindJoin, privateChannel, pkOutsider, RoleNone, ErrChannelPrivate, "restricted: channel is private"},
-		{"join nonexistent", KindJoin, func() *Channel { return nil }, pkOutsider, RoleNone, ErrChannelNotFound, ""},
+		{"outsider joins private", KindJoin, privateChannel, pkOutsider, RoleNone, ErrCannotJoin, "restricted: no such channel, or it is private"},
+		{"join nonexistent", KindJoin, func() *Channel { return nil }, pkOutsider, RoleNone, ErrCannotJoin, "restricted: no such channel, or it is private"},
 		{"join deleted", KindJoin, deletedChannel, pkOutsider, RoleNone, ErrChannelDeleted, ""},
 
 		{"member leaves", KindLeave, openChannel, pkMember, RoleNone, nil, ""},

@@ -1,6 +1,9 @@
 package buzz
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Rejection is an event or request refused for a reason the client must be
 // told verbatim. Prefix is the NIP-01 machine-readable prefix ("invalid",
@@ -48,7 +51,7 @@ var (
 // RL-14, RL-15). The README lists them.
 var (
 	ErrNotMember       = reject("restricted", "not a channel member")
-	ErrChannelPrivate  = reject("restricted", "channel is private")
+	ErrCannotJoin      = reject("restricted", "no such channel, or it is private")
 	ErrChannelDeleted  = reject("restricted", "channel has been deleted")
 	ErrCannotCreate    = reject("restricted", "not allowed to create channels")
 	ErrNotChannelAdmin = reject("restricted", "must be channel owner or admin")
@@ -62,6 +65,18 @@ var (
 	ErrUserTag         = reject("invalid", "p tag must name a lowercase hex pubkey")
 	ErrSettingNotBool  = reject("invalid", "thread_replies_in_channel must be a boolean")
 )
+
+// The rejections of the write policy (RL-29).
+var (
+	ErrBlocked     = reject("blocked", "this pubkey may not post here")
+	ErrMembersOnly = reject("restricted", "this relay accepts events from its members only")
+)
+
+// KindNotAccepted refuses kind k, which access.allowed_kinds leaves out
+// (RL-29).
+func KindNotAccepted(k int) *Rejection {
+	return reject("blocked", fmt.Sprintf("kind %d is not accepted here", k))
+}
 
 // AsRejection returns the Rejection inside err, if any.
 func AsRejection(err error) (*Rejection, bool) {

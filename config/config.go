@@ -75,17 +75,24 @@ type Access struct {
 }
 
 // Policy is the access configuration as the domain knows it; admins are
-// the relay admins.
+// the relay admins. Pubkeys are taken as Normalize left them (hex).
 func (a Access) Policy(admins []string) (buzz.Policy, error) {
 	create, err := buzz.ParseCreatePolicy(a.CreateChannels)
 	if err != nil {
 		return buzz.Policy{}, fmt.Errorf("access.create_channels: %w", err)
 	}
-	p := buzz.Policy{PublicRead: a.PublicRead, OpenWrite: a.OpenWrite, Create: create, Admins: map[string]bool{}}
-	for _, pk := range admins {
-		p.Admins[pk] = true
-	}
+	p := buzz.Policy{PublicRead: a.PublicRead, OpenWrite: a.OpenWrite, Create: create,
+		Admins: set(admins), Allowed: set(a.AllowedPubkeys), Blocked: set(a.BlockedPubkeys), Kinds: set(a.AllowedKinds)}
 	return p, nil
+}
+
+// set is the set of the members of list.
+func set[T comparable](list []T) map[T]bool {
+	m := make(map[T]bool, len(list))
+	for _, v := range list {
+		m[v] = true
+	}
+	return m
 }
 
 // Community holds the community settings (RL-15).

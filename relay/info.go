@@ -79,7 +79,8 @@ func (r *Relay) infoDocument() infoDocument {
 			MaxLimit:         r.cfg.Limits.MaxLimit,
 			DefaultLimit:     r.cfg.Limits.MaxLimit,
 			CreatedAtUpper:   int64(buzz.MaxFuture.Seconds()),
-			RestrictedWrites: !community.Policy.OpenWrite,
+			AuthRequired:     !community.Policy.PublicRead,
+			RestrictedWrites: community.Policy.RestrictedWrites(),
 		},
 		ThreadRepliesInChannel: community.ThreadRepliesInChannel,
 	}

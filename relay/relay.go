@@ -101,6 +101,8 @@ type Relay struct {
 	// reads are the slots of the REQ/COUNT handlers and `/query`
 	// requests running at once (RL-27a).
 	reads slots
+	// events are the token buckets of EVENTs (RL-27).
+	events eventRates
 
 	// writes counts ingests in flight; shutdown waits for them.
 	writesMu sync.RWMutex
@@ -126,6 +128,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 		pubkey: pubkey,
 		conns:  make(map[*khatru.WebSocket]*connState),
 		reads:  newSlots(cfg.Limits.MaxConcurrentQueries),
+		events: newEventRates(cfg.Limits.Rates),
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -167,9 +170,18 @@ func (r *Relay) wire() {
 }
 
 // rejectEvent applies the checks that need no database (RL-9, RL-27,
-// CW-22), before khatru looks further at the event.
+// RL-29, CW-22), before khatru looks further at the event: khatru has
+// verified its id and signature by now. The store applies the write policy
+// again in its ingest transaction, with what it finds stored; here it
+// keeps refused events off the writer, and is the whole check of the
+// ephemeral events, which never reach the store.
 func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string) {
-	if err := buzz.CheckSubmission(ev, r.now()); err != nil {
+	now := r.now()
+	conn := r.connOf(ctx)
+	if msg := r.events.fromIP(conn, r.cfg.Limits, now); msg != "" {
+		return true, msg
+	}
+	if err := buzz.CheckSubmission(ev, now); err != nil {
 		return true, err.Error()
 	}
 	if len(ev.Tags) > r.cfg.Limits.MaxEventTags {
@@ -178,12 +190,13 @@ func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string)
 	if n := buzz.EventSize(ev); n > r.cfg.Limits.MaxEventBytes {
 		return true, fmt.Sprintf("invalid: event too large (%d bytes, limit %d)", n, r.cfg.Limits.MaxEventBytes)
 	}
-	// Ephemeral events never reach the store, which checks the others.
-	if h, _ := buzz.ChannelOf(ev.Tags); h != "" && buzz.IsEphemeralKind(ev.Kind) {
-		c := r.store.Community()
-		if err := c.CheckWrite(ev.PubKey, c.Channel(h)); err != nil {
-			return true, err.Error()
-		}
+	c := r.store.Community()
+	h, _ := buzz.ChannelOf(ev.Tags) // CheckSubmission refused a bad h
+	if err := c.CheckEvent(ev, h); err != nil {
+		return true, err.Error()
+	}
+	if msg := r.events.fromPubkey(conn, r.cfg.Limits, c, ev, h, now); msg != "" {
+		return true, msg
 	}
 	return false, ""
 }

@@ -242,6 +242,14 @@ func (s *testServer) raw(t *testing.T) *rawClient {
 	return s.dial(t, websocket.Dialer{HandshakeTimeout: waitTimeout})
 }
 
+// rawFrom is raw dialling from the loopback address ip (127.0.0.2, ...),
+// so that the relay counts the client as another client IP (RL-27).
+func (s *testServer) rawFrom(t *testing.T, ip string) *rawClient {
+	t.Helper()
+	local := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return s.dial(t, websocket.Dialer{HandshakeTimeout: waitTimeout, NetDialContext: local.DialContext})
+}
+
 func (s *testServer) dial(t *testing.T, d websocket.Dialer) *rawClient {
 	t.Helper()
 	conn, _, err := d.Dial(s.wsURL, nil)

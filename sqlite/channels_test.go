@@ -266,7 +266,7 @@ func TestChannelLifecyclePersists(t *testing.T) {
 
 	// 9021 on a private channel is refused; the admin opens it (9002
 	// public, the about left as it is), then 9021 joins.
-	chReject(t, s, other.Event(t, 9021, at+1, "", ttH(ttChan)), buzz.ErrChannelPrivate)
+	chReject(t, s, other.Event(t, 9021, at+1, "", ttH(ttChan)), buzz.ErrCannotJoin)
 	step(admin, 9002, nostr.Tag{"public"})
 	check(chWant(true, "Renamed", "secret", false, false, m), m)
 	step(other, 9021)
@@ -358,7 +358,7 @@ func TestChannelLifecycleRejections(t *testing.T) {
 		{"edit: implicit channel, by its poster", ev(outsider, 9002, ttH(chC3), nostr.Tag{"private"}), buzz.ErrNotChannelAdmin},
 		{"put: channel not found", ev(owner, 9000, ttH(chC4), nostr.Tag{"p", outsider.PK}), buzz.ErrChannelNotFound},
 		{"put: member on a private channel", ev(member, 9000, ttH(ttChan), nostr.Tag{"p", outsider.PK}), buzz.ErrNotChannelAdmin},
-		{"put: outsider on a private channel", ev(outsider, 9000, ttH(ttChan), nostr.Tag{"p", outsider.PK}), buzz.ErrNotChannelAdmin},
+		{"put: outsider on a private channel, as on none (RL-29)", ev(outsider, 9000, ttH(ttChan), nostr.Tag{"p", outsider.PK}), buzz.ErrChannelNotFound},
 		{"put: outsider on an open channel", ev(outsider, 9000, ttH(ttChan2), nostr.Tag{"p", outsider.PK}), buzz.ErrNotMember},
 		{"put: member grants admin on an open channel", ev(member, 9000, ttH(ttChan2), nostr.Tag{"p", outsider.PK, "admin"}), buzz.ErrRoleAboveOwn},
 		{"put: member demotes the admin on an open channel", ev(member, 9000, ttH(ttChan2), nostr.Tag{"p", admin.PK}), buzz.ErrRoleAboveOwn},
@@ -372,8 +372,8 @@ func TestChannelLifecycleRejections(t *testing.T) {
 		{"remove: the owner, by an admin", ev(admin, 9001, ttH(ttChan), nostr.Tag{"p", owner.PK}), buzz.ErrRoleAboveOwn},
 		{"remove: no p tag", ev(owner, 9001, ttH(ttChan)), buzz.ErrUserTag},
 		{"remove: channel not found", ev(owner, 9001, ttH(chC4), nostr.Tag{"p", owner.PK}), buzz.ErrChannelNotFound},
-		{"join: private", ev(outsider, 9021, ttH(ttChan)), buzz.ErrChannelPrivate},
-		{"join: channel not found", ev(outsider, 9021, ttH(chC4)), buzz.ErrChannelNotFound},
+		{"join: private", ev(outsider, 9021, ttH(ttChan)), buzz.ErrCannotJoin},
+		{"join: channel not found, as a private one (RL-29)", ev(outsider, 9021, ttH(chC4)), buzz.ErrCannotJoin},
 		{"leave: channel not found", ev(member, 9022, ttH(chC4)), buzz.ErrChannelNotFound},
 		{"delete: by an admin", ev(admin, 9008, ttH(ttChan)), buzz.ErrNotChannelOwner},
 		{"delete: by a member", ev(member, 9008, ttH(ttChan2)), buzz.ErrNotChannelOwner},
@@ -749,8 +749,9 @@ func TestWriteAccess(t *testing.T) {
 		// A relay admin may name a channel that does not exist yet.
 		ttIngest(t, s, ev(relayAdmin, 9, ttH(chC3)))
 		chExpect(t, s, chC3, chWant(false, "", "", false, false, nil))
-		// Events without a channel are not channel writes.
-		ttIngest(t, s, ev(outsider, 1))
+		// Events without a channel are the members' only (RL-29).
+		chReject(t, s, ev(outsider, 1), buzz.ErrMembersOnly)
+		ttIngest(t, s, ev(member, 1))
 		// A member removed no longer writes.
 		ttIngest(t, s, ev(owner, 9001, ttH(ttChan), nostr.Tag{"p", member.PK}))
 		chReject(t, s, ev(member, 9, ttH(ttChan)), buzz.ErrNotMember)

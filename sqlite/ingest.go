@@ -85,6 +85,14 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	if buzz.IsEphemeralKind(ev.Kind) {
 		return buzz.Admitted{}, buzz.ErrEphemeral
 	}
+	// The relay's own group state is no submission: the write policy is
+	// for what others send (RL-29).
+	relaySigned := s.pubkey != "" && ev.PubKey == s.pubkey
+	if !relaySigned {
+		if err := tx.community().CheckEvent(ev, r.channel); err != nil {
+			return buzz.Admitted{}, err
+		}
+	}
 	if ev.Kind == buzz.KindCommunityAdmin {
 		return buzz.Admitted{Applied: true}, tx.applySetting(r, now)
 	}
@@ -160,6 +168,14 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	scope, next, err := tx.access(r, channel, chState, targets)
 	if err != nil {
 		return buzz.Admitted{}, err
+	}
+	// A reaction or deletion of no channel, its targets' included, is an
+	// event of no channel (RL-29), except a deletion of its author's own
+	// events: an author may always delete what they wrote (RL-6).
+	if !scope.Valid && !relaySigned && (ev.Kind == buzz.KindReaction || (ev.Kind == buzz.KindDeletion && len(targets) == 0)) {
+		if err := tx.community().CheckNoChannel(ev.PubKey); err != nil {
+			return buzz.Admitted{}, err
+		}
 	}
 
 	cls, err := tx.classify(r, channel, now, importing)
@@ -267,11 +283,7 @@ func (tx *writeTx) access(r *record, channel sql.NullInt64, ch *buzz.Channel, ta
 		}
 		return channel, nil, err
 	case ev.Kind == buzz.KindReaction:
-		id, ok := idKey(buzz.ScopeTarget(ev))
-		if !ok {
-			return scope, nil, nil
-		}
-		t, err := tx.byID(id)
+		t, err := tx.reactionTarget(r)
 		if err != nil || t == nil || !t.scope.Valid {
 			return scope, nil, err
 		}
@@ -312,15 +324,43 @@ func deletesOnlyIn(ch *buzz.Channel, targets []*stored) bool {
 // checkTargetWrite applies the write rule of the channel of a reaction's
 // stored target when it is not the reaction's own.
 func (tx *writeTx) checkTargetWrite(r *record, channel sql.NullInt64) error {
-	id, ok := idKey(buzz.ScopeTarget(r.ev))
-	if !ok {
-		return nil
-	}
-	t, err := tx.byID(id)
+	t, err := tx.reactionTarget(r)
 	if err != nil || t == nil || !t.scope.Valid || t.scope == channel {
 		return err
 	}
 	return tx.community().CheckWrite(r.ev.PubKey, tx.channelState(t.scope.Int64, ""))
+}
+
+// reactionTarget is the stored target of reaction r as its author may know
+// of it (see known): nil when there is none.
+func (tx *writeTx) reactionTarget(r *record) (*stored, error) {
+	id, ok := idKey(buzz.ScopeTarget(r.ev))
+	if !ok {
+		return nil, nil
+	}
+	return tx.knownByID(r, id)
+}
+
+// known reports whether the author of r may know of stored event t: it is
+// their own, of no channel, or of a channel they may read (RL-13; a relay
+// admin reads every channel that was not deleted). A refusal that names
+// any other would tell them that it exists, so every rule that looks up
+// an event r names treats it as not stored (RL-29).
+func (tx *writeTx) known(r *record, t *stored) bool {
+	if bytes.Equal(t.pubkey, r.pubkey) || !t.scope.Valid {
+		return true
+	}
+	return tx.community().CanReadSeq(buzz.Viewer(r.ev.PubKey), t.scope.Int64)
+}
+
+// knownByID is byID for an event r names: nil when none is stored that
+// r's author may know of.
+func (tx *writeTx) knownByID(r *record, id []byte) (*stored, error) {
+	t, err := tx.byID(id)
+	if err != nil || t == nil || !tx.known(r, t) {
+		return nil, err
+	}
+	return t, nil
 }
 
 // recountedThreads describes the events whose thread counters this ingest
@@ -420,7 +460,7 @@ func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64, importi
 		return c, nil
 	}
 	pid, _ := idKey(r.thread.Parent)
-	p, err := tx.byID(pid)
+	p, err := tx.knownByID(r, pid)
 	if err != nil {
 		return c, err
 	}
@@ -476,7 +516,9 @@ func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64, importi
 // nip09Targets resolves the targets of a kind 5 deletion (RL-6): every
 // stored event its `e` tags name and every version up to its date of the
 // addresses its `a` tags name. One target of another author refuses the
-// whole deletion. A deletion deletes no deletion (NIP-09).
+// whole deletion, unless its author may not know of it: that one is
+// ignored, as a target not stored is (RL-29). A deletion deletes no
+// deletion (NIP-09).
 func (tx *writeTx) nip09Targets(r *record) ([]*stored, error) {
 	var targets []*stored
 	for _, tag := range r.ev.Tags {
@@ -511,6 +553,9 @@ func (tx *writeTx) nip09Targets(r *record) ([]*stored, error) {
 			}
 		}
 		for _, t := range found {
+			if !tx.known(r, t) {
+				continue
+			}
 			if !bytes.Equal(t.pubkey, r.pubkey) {
 				return nil, buzz.ErrNotAuthor
 			}
@@ -545,7 +590,7 @@ func (tx *writeTx) groupDeleteTarget(r *record, channel sql.NullInt64, ch *buzz.
 		if buzz.IsLowerHex64(ref[1]) {
 			id, _ := idKey(ref[1])
 			var err error
-			if t, err = tx.byID(id); err != nil {
+			if t, err = tx.knownByID(r, id); err != nil {
 				return nil, err
 			}
 		}
@@ -554,7 +599,7 @@ func (tx *writeTx) groupDeleteTarget(r *record, channel sql.NullInt64, ch *buzz.
 		if err != nil {
 			return nil, err
 		}
-		if len(vs) > 0 {
+		if len(vs) > 0 && tx.known(r, vs[0]) {
 			t = vs[0]
 		}
 	}
@@ -585,7 +630,7 @@ func (tx *writeTx) checkEdit(r *record, channel sql.NullInt64, now int64) error 
 	if !ok {
 		return buzz.ErrTargetNotFound
 	}
-	t, err := tx.byID(id)
+	t, err := tx.knownByID(r, id)
 	switch {
 	case err != nil:
 		return err

@@ -20,9 +20,10 @@ const (
 // RL-6, RL-8, RL-10, RL-14: the write rules deletions, reactions and
 // self-removals cannot slip past.
 func TestWriteRuleHoles(t *testing.T) {
-	closed := buzz.Policy{PublicRead: true, OpenWrite: false, Create: buzz.CreateByAnyone}
-	s := qtOpenWith(t, Options{Policy: &closed})
 	owner, outsider := testutil.NewSigner(t), testutil.NewSigner(t)
+	// The outsider may post events of no channel (RL-29), not to channels.
+	closed := buzz.Policy{PublicRead: true, OpenWrite: false, Create: buzz.CreateByAnyone, Allowed: map[string]bool{outsider.PK: true}}
+	s := qtOpenWith(t, Options{Policy: &closed})
 	ttIngest(t, s, owner.Event(t, 9007, 1700000000, "", ttH(rvOpen)))
 	ttIngest(t, s, owner.Event(t, 9007, 1700000001, "", ttH(rvPrivate), nostr.Tag{"private"}))
 	secret := ttIngest(t, s, owner.Event(t, 9, 1700000002, "secret", ttH(rvPrivate)))
@@ -37,13 +38,21 @@ func TestWriteRuleHoles(t *testing.T) {
 	ttReject(t, s, outsider.Event(t, 5, 1700000005, "spam", ttH(rvPrivate), ttE(note.ID)), buzz.ErrNotMember)
 
 	// A reaction carrying the h tag of a channel its author writes to, to
-	// a private event, is held to the private channel's rule.
+	// a private event it may not read, is answered and stored as one to an
+	// event not stored (RL-29): in the channel of its h tag, not the
+	// private one.
 	ttIngest(t, s, owner.Event(t, 9000, 1700000005, "", ttH(rvOpen), nostr.Tag{"p", outsider.PK}))
 	ttIngest(t, s, outsider.Event(t, 9, 1700000006, "in the open", ttH(rvOpen)))
-	ttReject(t, s, outsider.Event(t, 7, 1700000006, "+", ttH(rvOpen), ttE(secret.ID)), buzz.ErrNotMember)
+	for _, target := range []string{secret.ID, note.ID[:63] + "0"} {
+		if scope := scAdmit(t, s, outsider.Event(t, 7, 1700000006, "+", ttH(rvOpen), ttE(target))); scope != rvOpen {
+			t.Fatalf("reaction in %s to %s: scope %q", rvOpen, target, scope)
+		}
+	}
 
-	// A non-member cannot post a removal of themselves into a channel.
-	ttReject(t, s, outsider.Event(t, 9001, 1700000007, "spam", ttH(rvPrivate), nostr.Tag{"p", outsider.PK}), buzz.ErrNotMember)
+	// A non-member cannot post a removal of themselves into a channel, nor
+	// learn that a private one exists (RL-29).
+	ttReject(t, s, outsider.Event(t, 9001, 1700000007, "spam", ttH(rvPrivate), nostr.Tag{"p", outsider.PK}), buzz.ErrChannelNotFound)
+	ttReject(t, s, outsider.Event(t, 9001, 1700000007, "spam", ttH(rvOpen), nostr.Tag{"p", owner.PK}), buzz.ErrNotChannelAdmin)
 
 	// The author still deletes their own event in its channel, also after
 	// a removal, and nothing lands in a deleted channel.

@@ -111,9 +111,12 @@ func TestReactionScope(t *testing.T) {
 		t.Errorf("reaction to a private message: scope %q, want %q", got, ttChan)
 	}
 	fx.private(t, r1.ID)
-	// ...and to write there one must be allowed to: a non-member's
-	// reaction to a private message is refused (RL-14).
-	chReject(t, s, fx.event(t, fx.outsider, 7, ttE(fx.privMsg.ID)), buzz.ErrNotMember)
+	// A non-member's reaction to a private message is one to an event
+	// they cannot know of: it is taken as one to an event not stored, of
+	// no channel (RL-29), and the private channel is not its scope.
+	if got := scAdmit(t, s, fx.event(t, fx.outsider, 7, ttE(fx.privMsg.ID))); got != "" {
+		t.Errorf("non-member's reaction to a private message: scope %q, want none", got)
+	}
 
 	// Reactions to open and channel-less events.
 	r2 := fx.event(t, fx.outsider, 7, ttE(fx.openMsg.ID))
