@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -68,15 +69,17 @@ type queryer interface {
 
 // loadCommunity reads the whole access state.
 func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Community, error) {
-	c := buzz.NewCommunity(policy)
+	var version int64
 	var replies sql.NullInt64
 	err := q.QueryRowContext(ctx, `SELECT
 		(SELECT value FROM settings WHERE key = 'access_version'),
-		(SELECT value FROM settings WHERE key = 'thread_replies_in_channel')`).Scan(&c.Version, &replies)
+		(SELECT value FROM settings WHERE key = 'thread_replies_in_channel')`).Scan(&version, &replies)
 	if err != nil {
 		return nil, fmt.Errorf("load settings: %w", err)
 	}
-	c.ThreadRepliesInChannel = replies.Int64 != 0
+	// Channels go into the state whole, their members with them: the state
+	// keeps counts of them (buzz.NewCommunity).
+	channels := map[int64]*buzz.Channel{}
 	rows, err := q.QueryContext(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`)
 	if err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)
@@ -87,7 +90,7 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 		if err := rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted); err != nil {
 			return nil, fmt.Errorf("load channels: %w", err)
 		}
-		c.Put(ch)
+		channels[ch.Seq] = ch
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)
@@ -104,13 +107,16 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 		if err := rows.Scan(&seq, &pubkey, &role); err != nil {
 			return nil, fmt.Errorf("load members: %w", err)
 		}
-		if ch := c.ChannelBySeq(seq); ch != nil {
+		if ch := channels[seq]; ch != nil {
 			ch.Members[hex.EncodeToString(pubkey)] = role
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load members: %w", err)
 	}
+	c := buzz.NewCommunity(policy, slices.Collect(maps.Values(channels))...)
+	c.Version = version
+	c.ThreadRepliesInChannel = replies.Int64 != 0
 	return c, nil
 }
 
