@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -40,18 +41,30 @@ func (s *Store) refreshCommunity(ctx context.Context) error {
 }
 
 // communityIn is the access state for a read in tx: the published one,
-// unless tx sees a change another process committed since, in which case
-// the state is read afresh from tx (and published). A query must not judge
-// the events it sees by an older state: one that does not know a private
+// unless tx sees a change committed since. A query must not judge the
+// events it sees by an older state: one that does not know a private
 // channel another process just created would let them through (RL-13).
+// A change this process's writer committed and is about to publish is
+// taken as it is (committing); only one from another process is read
+// afresh from tx (and published): a read costs the same however many
+// channels there are, even while the state changes (RL-27a).
 func (s *Store) communityIn(ctx context.Context, tx *sql.Tx) (*buzz.Community, error) {
 	cur := s.Community()
 	var version int64
-	if err := tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
+	var stamp sql.NullInt64
+	st, err := s.prepared(ctx, tx, `SELECT (SELECT value FROM settings WHERE key = 'access_version'),
+		(SELECT value FROM settings WHERE key = 'access_stamp')`)
+	if err != nil {
+		return nil, fmt.Errorf("read access version: %w", err)
+	}
+	if err := st.QueryRowContext(ctx).Scan(&version, &stamp); err != nil {
 		return nil, fmt.Errorf("read access version: %w", err)
 	}
 	if version <= cur.Version {
 		return cur, nil
+	}
+	if p := s.writer.committing.Load(); p != nil && stamp.Valid && p.stamp == stamp.Int64 && p.state.Version == version {
+		return p.state, nil
 	}
 	fresh, err := loadCommunity(ctx, tx, cur.Policy)
 	if err != nil {
@@ -59,6 +72,15 @@ func (s *Store) communityIn(ctx context.Context, tx *sql.Tx) (*buzz.Community, e
 	}
 	s.writer.publishCommunity(fresh)
 	return fresh, nil
+}
+
+// committingState is an access state the writer committed, or is about to
+// commit, under a random stamp: a reader that finds the stamp in its
+// snapshot knows that this state is the one committed, before the writer
+// publishes it. A state whose commit failed left its stamp nowhere.
+type committingState struct {
+	state *buzz.Community
+	stamp int64
 }
 
 // queryer is a connection, transaction or pool.
@@ -283,6 +305,11 @@ func (s *Store) finish(tx *writeTx) error {
 	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_version", tx.work.Version); err != nil {
 		return fmt.Errorf("bump access version: %w", err)
 	}
+	stamp := rand.Int64()
+	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_stamp", stamp); err != nil {
+		return fmt.Errorf("stamp access version: %w", err)
+	}
+	s.writer.committing.Store(&committingState{state: tx.work, stamp: stamp})
 	if s.key == "" {
 		return nil
 	}

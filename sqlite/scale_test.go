@@ -301,3 +301,31 @@ func TestScopedQueryPlans(t *testing.T) {
 		})
 	}
 }
+
+// RL-13, RL-27a: a read whose snapshot holds a change of the access state
+// that this process's writer committed but has not published yet (as a
+// read that begins between the two does) judges by that change, and does
+// not read the whole state afresh for it: that would cost every such read
+// the number of channels, at every change.
+func TestReadBeforePublishNeedsNoReload(t *testing.T) {
+	fx := newSKFixture(t, 100)
+	s := fx.store(t, 100, Options{})
+	before := s.Community()
+	// The member, owner of private channel 1, adds the outsider.
+	ttIngest(t, s, fx.member.Event(t, 9000, chT-400, "", ttH(skChannel(1)), nostr.Tag{"p", fx.outsider.PK}))
+	// As if the writer had committed and not published yet.
+	s.writer.community.Store(before)
+	page, err := s.Window(context.Background(), buzz.WindowQuery{Channel: skChannel(1), Limit: 10, Viewer: buzz.Viewer(fx.outsider.PK)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page.Unreadable || len(page.Rows) == 0 {
+		t.Fatal("the read judged by the state before the committed change: the new member may not read")
+	}
+	if got := chQuery(t, s, nostr.Filter{IDs: []string{fx.mine.ID}}, buzz.Viewer(fx.outsider.PK)); len(got) != 1 {
+		t.Fatal("Query does not serve the new member")
+	}
+	if s.Community() != before {
+		t.Error("the read loaded and published the whole access state afresh")
+	}
+}
