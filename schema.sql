@@ -43,6 +43,10 @@ CREATE TABLE members (
 --   access_version            bumped by every transaction that changes
 --                             channels, members or settings, so that a
 --                             process sees another one's changes
+--   access_stamp              a random number written with each such
+--                             change: a reader that finds the one its own
+--                             writer is committing takes that writer's
+--                             state instead of reading the whole state
 --   write_version             bumped by every write transaction: a cached
 --                             window page is valid while it stands
 --   thread_replies_in_channel the community setting of RL-15 (0/1)

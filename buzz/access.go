@@ -2,10 +2,10 @@ package buzz
 
 import (
 	"fmt"
-	"slices"
+	"hash/maphash"
 	"strings"
-	"sync"
 
+	"github.com/benbjohnson/immutable"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -140,50 +140,128 @@ type Community struct {
 	// that another process changed the state under it.
 	Version int64
 
-	bySeq map[int64]*Channel
-	byH   map[string]*Channel
-
-	// anonymousHidden caches HiddenFrom(Anonymous), asked by every
-	// anonymous query.
-	anonymousOnce   sync.Once
-	anonymousHidden Visibility
+	// The maps are persistent: a Clone shares them whole and a Put copies
+	// only the path to one entry, so that a change costs the same with ten
+	// channels or a hundred thousand, which anyone may create (RL-27a).
+	bySeq *immutable.Map[int64, *Channel]
+	byH   *immutable.Map[string, *Channel]
+	// memberships counts, per pubkey, the channels not deleted in which it
+	// holds a role: IsMemberAnywhere without a walk of every channel.
+	memberships *immutable.Map[string, int]
+	// hiding counts the channels that CanRead refuses to some
+	// authenticated viewer: the private and the deleted ones.
+	hiding int
 }
 
-// NewCommunity returns a community with policy and no channels.
-func NewCommunity(policy Policy) *Community {
-	return &Community{Policy: policy, bySeq: map[int64]*Channel{}, byH: map[string]*Channel{}}
+// stringKeys hashes the string keys of the maps (channel ids, pubkeys) with
+// a seed of this process: channel ids are chosen by clients, and with a
+// hash they could predict, they could pile channels into one collision
+// list that every lookup walks.
+type stringKeys struct{ seed maphash.Seed }
+
+func (h stringKeys) Hash(k string) uint32 { return uint32(maphash.String(h.seed, k)) }
+
+func (h stringKeys) Equal(a, b string) bool { return a == b }
+
+var keyHasher = stringKeys{seed: maphash.MakeSeed()}
+
+// NewCommunity returns a community with policy and channels (each with
+// its own Seq and H; none to be modified afterwards). It builds the maps in
+// place, which a Put per channel would copy a path of each time.
+func NewCommunity(policy Policy, channels ...*Channel) *Community {
+	bySeq := immutable.NewMapBuilder[int64, *Channel](immutable.NewHasher(int64(0)))
+	byH := immutable.NewMapBuilder[string, *Channel](keyHasher)
+	memberships := immutable.NewMapBuilder[string, int](keyHasher)
+	c := &Community{Policy: policy}
+	for _, ch := range channels {
+		bySeq.Set(ch.Seq, ch)
+		byH.Set(ch.H, ch)
+		if hides(ch) {
+			c.hiding++
+		}
+		for pk := range ch.Members {
+			if countsMember(ch, pk) {
+				n, _ := memberships.Get(pk)
+				memberships.Set(pk, n+1)
+			}
+		}
+	}
+	c.bySeq, c.byH, c.memberships = bySeq.Map(), byH.Map(), memberships.Map()
+	return c
 }
 
-// Clone returns a copy that can be changed without touching c. Channels
-// are shared until Put replaces them.
+// Clone returns a copy that can be changed without touching c. It shares
+// everything with c until Put replaces a channel, and costs the same
+// however many channels c has.
 func (c *Community) Clone() *Community {
-	n := &Community{Policy: c.Policy, ThreadRepliesInChannel: c.ThreadRepliesInChannel, Version: c.Version,
-		bySeq: make(map[int64]*Channel, len(c.bySeq)), byH: make(map[string]*Channel, len(c.byH))}
-	for k, v := range c.bySeq {
-		n.bySeq[k] = v
-	}
-	for k, v := range c.byH {
-		n.byH[k] = v
-	}
-	return n
+	n := *c
+	return &n
 }
 
-// Put adds or replaces a channel of an unpublished community.
+// Put adds or replaces a channel of an unpublished community. ch must not
+// be modified afterwards: the counts of the community are taken from it.
+// Its cost grows with the members of ch and of the channel it replaces,
+// not with the channels of the community.
 func (c *Community) Put(ch *Channel) {
-	c.bySeq[ch.Seq] = ch
-	c.byH[ch.H] = ch
+	old, _ := c.bySeq.Get(ch.Seq)
+	c.bySeq = c.bySeq.Set(ch.Seq, ch)
+	c.byH = c.byH.Set(ch.H, ch)
+	if hides(ch) {
+		c.hiding++
+	}
+	if old != nil && hides(old) {
+		c.hiding--
+	}
+	for pk := range ch.Members {
+		if countsMember(ch, pk) && !countsMember(old, pk) {
+			c.addMembership(pk, 1)
+		}
+	}
+	if old != nil {
+		for pk := range old.Members {
+			if countsMember(old, pk) && !countsMember(ch, pk) {
+				c.addMembership(pk, -1)
+			}
+		}
+	}
+}
+
+// hides reports whether CanRead refuses ch to some authenticated viewer.
+func hides(ch *Channel) bool { return ch.Private || ch.Deleted }
+
+// countsMember reports whether ch (nil: none) makes pubkey a member
+// somewhere.
+func countsMember(ch *Channel, pubkey string) bool {
+	return ch != nil && !ch.Deleted && ch.Members[pubkey] >= RoleMember
+}
+
+func (c *Community) addMembership(pubkey string, d int) {
+	n, _ := c.memberships.Get(pubkey)
+	if n += d; n == 0 {
+		c.memberships = c.memberships.Delete(pubkey)
+		return
+	}
+	c.memberships = c.memberships.Set(pubkey, n)
 }
 
 // Channel returns channel h, or nil when no event or 9007 ever named it.
-func (c *Community) Channel(h string) *Channel { return c.byH[h] }
+func (c *Community) Channel(h string) *Channel {
+	ch, _ := c.byH.Get(h)
+	return ch
+}
 
 // ChannelBySeq returns the channel the store numbers seq, or nil.
-func (c *Community) ChannelBySeq(seq int64) *Channel { return c.bySeq[seq] }
+func (c *Community) ChannelBySeq(seq int64) *Channel {
+	ch, _ := c.bySeq.Get(seq)
+	return ch
+}
 
-// Channels returns every channel, in no particular order.
+// Channels returns every channel, in no particular order. It is for
+// operator work (a renewal of every group state), not for serving.
 func (c *Community) Channels() []*Channel {
-	out := make([]*Channel, 0, len(c.bySeq))
-	for _, ch := range c.bySeq {
+	out := make([]*Channel, 0, c.bySeq.Len())
+	for it := c.bySeq.Iterator(); !it.Done(); {
+		_, ch, _ := it.Next()
 		out = append(out, ch)
 	}
 	return out
@@ -214,57 +292,26 @@ func (c *Community) CanRead(v Viewer, ch *Channel) bool {
 	case ch == nil || ch.Deleted:
 		return false
 	case !ch.Private:
-		return v != Anonymous || c.Policy.PublicRead
+		return c.CanReadOpen(v)
 	}
 	return v != Anonymous && c.RoleOf(string(v), ch) >= RoleMember
 }
 
+// CanReadOpen is what CanRead says of every open channel for v.
+func (c *Community) CanReadOpen(v Viewer) bool { return v != Anonymous || c.Policy.PublicRead }
+
 // CanReadChannel is CanRead for the channel named h.
-func (c *Community) CanReadChannel(v Viewer, h string) bool { return c.CanRead(v, c.byH[h]) }
+func (c *Community) CanReadChannel(v Viewer, h string) bool { return c.CanRead(v, c.Channel(h)) }
 
 // CanReadSeq is CanRead for the channel the store numbers seq.
-func (c *Community) CanReadSeq(v Viewer, seq int64) bool { return c.CanRead(v, c.bySeq[seq]) }
+func (c *Community) CanReadSeq(v Viewer, seq int64) bool { return c.CanRead(v, c.ChannelBySeq(seq)) }
 
-// Visibility is what CanRead says of every channel for one viewer, in the
-// shorter of two forms a query can apply: the channels it may not read
-// (Only nil), or the only channels it may read.
-type Visibility struct {
-	Hidden []int64
-	Only   []int64
-	// Restricted is false when no channel is hidden.
-	Restricted bool
-}
-
-// HiddenFrom applies CanRead to every channel for v.
-func (c *Community) HiddenFrom(v Viewer) Visibility {
-	if v == Anonymous {
-		c.anonymousOnce.Do(func() { c.anonymousHidden = c.visibility(v) })
-		return c.anonymousHidden
-	}
-	return c.visibility(v)
-}
-
-func (c *Community) visibility(v Viewer) Visibility {
-	var hidden, readable []int64
-	for seq, ch := range c.bySeq {
-		if c.CanRead(v, ch) {
-			readable = append(readable, seq)
-		} else {
-			hidden = append(hidden, seq)
-		}
-	}
-	slices.Sort(hidden)
-	slices.Sort(readable)
-	switch {
-	case len(hidden) == 0:
-		return Visibility{}
-	case len(hidden) <= len(readable):
-		return Visibility{Hidden: hidden, Restricted: true}
-	}
-	if readable == nil {
-		readable = []int64{}
-	}
-	return Visibility{Only: readable, Restricted: true}
+// MayHide reports whether CanRead may refuse v some channel of c. When it
+// does not, a read need not look at channels at all; when it does, a read
+// asks CanRead of the channel of each event it examines, never of every
+// channel (RL-27a).
+func (c *Community) MayHide(v Viewer) bool {
+	return c.hiding > 0 || (!c.CanReadOpen(v) && c.bySeq.Len() > 0)
 }
 
 // CheckWrite is the rule of write access for an ordinary channel event
@@ -334,12 +381,8 @@ func (c *Community) CheckEvent(ev *nostr.Event, h string) error {
 // IsMemberAnywhere reports whether pubkey holds a role in some channel that
 // was not deleted.
 func (c *Community) IsMemberAnywhere(pubkey string) bool {
-	for _, ch := range c.bySeq {
-		if !ch.Deleted && ch.Members[pubkey] >= RoleMember {
-			return true
-		}
-	}
-	return false
+	n, _ := c.memberships.Get(pubkey)
+	return n > 0
 }
 
 // Admitted is what became of an event the store accepted.

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -39,18 +41,30 @@ func (s *Store) refreshCommunity(ctx context.Context) error {
 }
 
 // communityIn is the access state for a read in tx: the published one,
-// unless tx sees a change another process committed since, in which case
-// the state is read afresh from tx (and published). A query must not judge
-// the events it sees by an older state: one that does not know a private
+// unless tx sees a change committed since. A query must not judge the
+// events it sees by an older state: one that does not know a private
 // channel another process just created would let them through (RL-13).
+// A change this process's writer committed and is about to publish is
+// taken as it is (committing); only one from another process is read
+// afresh from tx (and published): a read costs the same however many
+// channels there are, even while the state changes (RL-27a).
 func (s *Store) communityIn(ctx context.Context, tx *sql.Tx) (*buzz.Community, error) {
 	cur := s.Community()
 	var version int64
-	if err := tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
+	var stamp sql.NullInt64
+	st, err := s.prepared(ctx, tx, `SELECT (SELECT value FROM settings WHERE key = 'access_version'),
+		(SELECT value FROM settings WHERE key = 'access_stamp')`)
+	if err != nil {
+		return nil, fmt.Errorf("read access version: %w", err)
+	}
+	if err := st.QueryRowContext(ctx).Scan(&version, &stamp); err != nil {
 		return nil, fmt.Errorf("read access version: %w", err)
 	}
 	if version <= cur.Version {
 		return cur, nil
+	}
+	if p := s.writer.committing.Load(); p != nil && stamp.Valid && p.stamp == stamp.Int64 && p.state.Version == version {
+		return p.state, nil
 	}
 	fresh, err := loadCommunity(ctx, tx, cur.Policy)
 	if err != nil {
@@ -58,6 +72,15 @@ func (s *Store) communityIn(ctx context.Context, tx *sql.Tx) (*buzz.Community, e
 	}
 	s.writer.publishCommunity(fresh)
 	return fresh, nil
+}
+
+// committingState is an access state the writer committed, or is about to
+// commit, under a random stamp: a reader that finds the stamp in its
+// snapshot knows that this state is the one committed, before the writer
+// publishes it. A state whose commit failed left its stamp nowhere.
+type committingState struct {
+	state *buzz.Community
+	stamp int64
 }
 
 // queryer is a connection, transaction or pool.
@@ -68,15 +91,17 @@ type queryer interface {
 
 // loadCommunity reads the whole access state.
 func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Community, error) {
-	c := buzz.NewCommunity(policy)
+	var version int64
 	var replies sql.NullInt64
 	err := q.QueryRowContext(ctx, `SELECT
 		(SELECT value FROM settings WHERE key = 'access_version'),
-		(SELECT value FROM settings WHERE key = 'thread_replies_in_channel')`).Scan(&c.Version, &replies)
+		(SELECT value FROM settings WHERE key = 'thread_replies_in_channel')`).Scan(&version, &replies)
 	if err != nil {
 		return nil, fmt.Errorf("load settings: %w", err)
 	}
-	c.ThreadRepliesInChannel = replies.Int64 != 0
+	// Channels go into the state whole, their members with them: the state
+	// keeps counts of them (buzz.NewCommunity).
+	channels := map[int64]*buzz.Channel{}
 	rows, err := q.QueryContext(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`)
 	if err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)
@@ -87,7 +112,7 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 		if err := rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted); err != nil {
 			return nil, fmt.Errorf("load channels: %w", err)
 		}
-		c.Put(ch)
+		channels[ch.Seq] = ch
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)
@@ -104,13 +129,16 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 		if err := rows.Scan(&seq, &pubkey, &role); err != nil {
 			return nil, fmt.Errorf("load members: %w", err)
 		}
-		if ch := c.ChannelBySeq(seq); ch != nil {
+		if ch := channels[seq]; ch != nil {
 			ch.Members[hex.EncodeToString(pubkey)] = role
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load members: %w", err)
 	}
+	c := buzz.NewCommunity(policy, slices.Collect(maps.Values(channels))...)
+	c.Version = version
+	c.ThreadRepliesInChannel = replies.Int64 != 0
 	return c, nil
 }
 
@@ -277,6 +305,11 @@ func (s *Store) finish(tx *writeTx) error {
 	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_version", tx.work.Version); err != nil {
 		return fmt.Errorf("bump access version: %w", err)
 	}
+	stamp := rand.Int64()
+	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_stamp", stamp); err != nil {
+		return fmt.Errorf("stamp access version: %w", err)
+	}
+	s.writer.committing.Store(&committingState{state: tx.work, stamp: stamp})
 	if s.key == "" {
 		return nil
 	}

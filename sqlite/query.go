@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -144,8 +145,8 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buz
 	if err != nil {
 		return q, false, err
 	}
-	if cond, restricted := scopeCondition(c.HiddenFrom(v)); restricted {
-		add(cond)
+	if c.MayHide(v) {
+		add(readScopeSQL, readScopeArgs(c, v)...)
 	}
 
 	// SQLite has no statistics here to tell a rare tag value from a busy
@@ -276,29 +277,29 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buz
 	return sqlQuery{sql: b.String(), args: args}, true, nil
 }
 
-// scopeCondition is the SQL form of a viewer's Visibility: events without a
-// scope, and events of the channels the viewer may read. The channel
-// numbers are written into the statement (they are the store's own
-// integers): a community may have more channels than a statement may bind
-// values.
-func scopeCondition(vis buzz.Visibility) (string, bool) {
-	if !vis.Restricted {
-		return "", false
+// readScopeSQL is the one read rule, buzz.Community.CanRead, as a condition
+// on an event row e: events without a scope, and events of a channel that
+// exists, is not deleted, and is open to the viewer or private with the
+// viewer a member (or a relay admin). The channel and the membership are
+// index lookups in the tables of the query's own snapshot, once per row
+// examined: the cost of a read does not grow with the channels of the
+// community, and the text is the same for every community and viewer, so
+// the statement is prepared once (RL-13, RL-27a). Its arguments are
+// readScopeArgs.
+var readScopeSQL = `(e.scope IS NULL OR EXISTS (SELECT 1 FROM channels c WHERE c.seq = e.scope AND c.deleted_at IS NULL
+	AND CASE WHEN c.private = 0 THEN ? ELSE ? OR EXISTS (SELECT 1 FROM members m
+		WHERE m.channel = c.seq AND m.pubkey = ? AND m.role >= ` + strconv.Itoa(int(buzz.RoleMember)) + `) END))`
+
+// readScopeArgs are the arguments of readScopeSQL for v: may v read open
+// channels, is v a relay admin, and v's pubkey as stored in members (nil,
+// which matches no row, for anonymous viewers and for anything but the
+// lowercase hex the access state keys members by).
+func readScopeArgs(c *buzz.Community, v buzz.Viewer) []any {
+	var key []byte
+	if b, err := hex.DecodeString(string(v)); err == nil && len(b) == 32 && hex.EncodeToString(b) == string(v) {
+		key = b
 	}
-	list, op := vis.Hidden, "NOT IN"
-	if vis.Only != nil {
-		list, op = vis.Only, "IN"
-	}
-	var b strings.Builder
-	b.WriteString("(e.scope IS NULL OR e.scope " + op + " (")
-	for i, seq := range list {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.FormatInt(seq, 10))
-	}
-	b.WriteString("))")
-	return b.String(), true
+	return []any{c.CanReadOpen(v), v != buzz.Anonymous && c.IsRelayAdmin(string(v)), key}
 }
 
 // singleTagValue returns the name and value of a filter's only tag

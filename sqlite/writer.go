@@ -46,6 +46,10 @@ type writer struct {
 	onPublish atomic.Pointer[func([]*nostr.Event)]
 	now       func() int64
 
+	// committing is the access state of the batch last finished, which
+	// readers may see committed before it is published (Store.communityIn).
+	committing atomic.Pointer[committingState]
+
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
 }
