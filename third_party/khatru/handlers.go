@@ -85,7 +85,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 	go ws.writeLoop()
 
 	rl.clientsMutex.Lock()
-	rl.clients[ws] = make([]listenerSpec, 0, 2)
+	rl.clients[ws] = make([]*listenerSpec, 0, 2)
 	rl.clientsMutex.Unlock()
 
 	ctx, cancel := context.WithCancel(

@@ -3,7 +3,6 @@ package khatru
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -17,10 +16,15 @@ type listenerSpec struct {
 	subrelay *Relay // this is important when we're dealing with routing, otherwise it will be always the same
 }
 
+// buzz-lite patch: a listener points at its spec, so that the spec of a
+// listener moved by a swap-delete is fixed in O(1); it was searched for
+// among all the specs of its connection, which made removing a connection's
+// n listeners O(n^2) under the global clientsMutex (RL-27a).
 type listener struct {
 	id     string // duplicated here so we can easily send it on notifyListeners
 	filter nostr.Filter
 	ws     *WebSocket
+	spec   *listenerSpec
 }
 
 func (rl *Relay) GetListeningFilters() []nostr.Filter {
@@ -44,17 +48,18 @@ func (rl *Relay) addListener(
 	defer rl.clientsMutex.Unlock()
 
 	if specs, ok := rl.clients[ws]; ok /* this will always be true unless client has disconnected very rapidly */ {
-		idx := len(subrelay.listeners)
-		rl.clients[ws] = append(specs, listenerSpec{
+		spec := &listenerSpec{
 			id:       id,
 			cancel:   cancel,
 			subrelay: subrelay,
-			index:    idx,
-		})
+			index:    len(subrelay.listeners),
+		}
+		rl.clients[ws] = append(specs, spec)
 		subrelay.listeners = append(subrelay.listeners, listener{
 			ws:     ws,
 			id:     id,
 			filter: filter,
+			spec:   spec,
 		})
 	}
 }
@@ -72,27 +77,10 @@ func (rl *Relay) removeListenerId(ws *WebSocket, id string) {
 			if spec.id == id {
 				spec.cancel(ErrSubscriptionClosedByClient)
 				specs[s] = specs[len(specs)-1]
+				specs[len(specs)-1] = nil
 				specs = specs[0 : len(specs)-1]
 				rl.clients[ws] = specs
-
-				// swap delete listeners one at a time, as they may be each in a different subrelay
-				srl := spec.subrelay // == rl in normal cases, but different when this came from a route
-
-				if spec.index != len(srl.listeners)-1 {
-					movedFromIndex := len(srl.listeners) - 1
-					moved := srl.listeners[movedFromIndex] // this wasn't removed, but will be moved
-					srl.listeners[spec.index] = moved
-
-					// now we must update the the listener we just moved
-					// so its .index reflects its new position on srl.listeners
-					movedSpecs := rl.clients[moved.ws]
-					idx := slices.IndexFunc(movedSpecs, func(ls listenerSpec) bool {
-						return ls.index == movedFromIndex && ls.subrelay == srl
-					})
-					movedSpecs[idx].index = spec.index
-					rl.clients[moved.ws] = movedSpecs
-				}
-				srl.listeners = srl.listeners[0 : len(srl.listeners)-1] // finally reduce the slice length
+				removeListener(spec)
 			}
 		}
 	}
@@ -101,35 +89,27 @@ func (rl *Relay) removeListenerId(ws *WebSocket, id string) {
 func (rl *Relay) removeClientAndListeners(ws *WebSocket) {
 	rl.clientsMutex.Lock()
 	defer rl.clientsMutex.Unlock()
-	if specs, ok := rl.clients[ws]; ok {
-		// swap delete listeners and delete client (all specs will be deleted)
-		for s, spec := range specs {
-			// no need to cancel contexts since they inherit from the main connection context
-			// just delete the listeners (swap-delete)
-			srl := spec.subrelay
-
-			if spec.index != len(srl.listeners)-1 {
-				movedFromIndex := len(srl.listeners) - 1
-				moved := srl.listeners[movedFromIndex] // this wasn't removed, but will be moved
-				srl.listeners[spec.index] = moved
-
-				// temporarily update the spec of the listener being removed to have index == -1
-				// (since it was removed) so it doesn't match in the search below
-				rl.clients[ws][s].index = -1
-
-				// now we must update the the listener we just moved
-				// so its .index reflects its new position on srl.listeners
-				movedSpecs := rl.clients[moved.ws]
-				idx := slices.IndexFunc(movedSpecs, func(ls listenerSpec) bool {
-					return ls.index == movedFromIndex && ls.subrelay == srl
-				})
-				movedSpecs[idx].index = spec.index
-				rl.clients[moved.ws] = movedSpecs
-			}
-			srl.listeners = srl.listeners[0 : len(srl.listeners)-1] // finally reduce the slice length
-		}
+	// no need to cancel contexts since they inherit from the main connection context
+	for _, spec := range rl.clients[ws] {
+		removeListener(spec)
 	}
 	delete(rl.clients, ws)
+}
+
+// removeListener swap-deletes the listener of spec from its relay's list,
+// in O(1). Called with clientsMutex held.
+//
+// buzz-lite patch (see listener).
+func removeListener(spec *listenerSpec) {
+	srl := spec.subrelay // == rl in normal cases, but different when this came from a route
+	last := len(srl.listeners) - 1
+	if spec.index != last {
+		moved := srl.listeners[last] // this wasn't removed, but will be moved
+		srl.listeners[spec.index] = moved
+		moved.spec.index = spec.index
+	}
+	srl.listeners[last] = listener{} // the slice keeps no filter or connection alive
+	srl.listeners = srl.listeners[:last]
 }
 
 // returns how many listeners were notified

@@ -34,7 +34,7 @@ func NewRelay() *Relay {
 			CheckOrigin:     func(r *http.Request) bool { return true },
 		},
 
-		clients:   make(map[*WebSocket][]listenerSpec, 100),
+		clients:   make(map[*WebSocket][]*listenerSpec, 100),
 		listeners: make([]listener, 0, 100),
 
 		serveMux: &http.ServeMux{},
@@ -100,7 +100,7 @@ type Relay struct {
 
 	// keep a connection reference to all connected clients for Server.Shutdown
 	// also used for keeping track of who is listening to what
-	clients      map[*WebSocket][]listenerSpec
+	clients      map[*WebSocket][]*listenerSpec
 	listeners    []listener
 	clientsMutex sync.Mutex
 
