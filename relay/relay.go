@@ -24,6 +24,7 @@ import (
 	"github.com/fiatjaf/eventstore"
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
+	"golang.org/x/time/rate"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
@@ -154,6 +155,7 @@ func (r *Relay) wire() {
 	kh.ReplaceEvent = append(kh.ReplaceEvent, r.ingest)
 	kh.QueryEvents = append(kh.QueryEvents, r.queryEvents)
 	kh.CountEvents = append(kh.CountEvents, r.countEvents)
+	kh.RejectRequest = append(kh.RejectRequest, r.rejectRequest)
 	kh.RejectFilter = append(kh.RejectFilter, r.rejectFilter)
 	kh.RejectCountFilter = append(kh.RejectCountFilter, r.rejectCountFilter)
 	kh.OnConnect = append(kh.OnConnect, r.onConnect)
@@ -254,13 +256,43 @@ func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Ev
 	return ch, nil
 }
 
+// countEvents counts in the connection's turn and one of the relay's read
+// slots (RL-27a); a COUNT that finds no slot in time is refused busy.
 func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) {
+	conn := r.connOf(ctx)
+	if conn == nil || !conn.readTurn(ctx) {
+		return 0, nil // the connection is gone: the answer would go nowhere
+	}
+	defer conn.endTurn()
+	if !r.reads.acquire(ctx) {
+		return 0, errBusy
+	}
 	n, err := r.store.Count(ctx, f, viewer(ctx))
+	r.reads.release()
 	if err != nil {
 		r.log.Error("count failed", "filter", logFilter(f), "err", err)
 		return 0, errors.New("error: could not count events")
 	}
 	return n, nil
+}
+
+// errBusy refuses a REQ or COUNT that found no read slot in time (RL-27a).
+var errBusy = errors.New("rate-limited: the relay is busy, try again shortly")
+
+// rejectRequest applies RL-27's limits to a whole REQ or COUNT: the REQ
+// and COUNT rate of the connection, the filters one message may carry and
+// the subscriptions one connection may hold open.
+func (r *Relay) rejectRequest(ctx context.Context, req khatru.Request) (bool, string) {
+	if conn := r.connOf(ctx); conn != nil && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
+		return true, "rate-limited: too many REQ and COUNT messages, slow down"
+	}
+	if req.Filters > r.cfg.Limits.MaxFilters {
+		return true, fmt.Sprintf("invalid: too many filters (limit %d)", r.cfg.Limits.MaxFilters)
+	}
+	if req.Label == "REQ" && req.Open >= r.cfg.Limits.MaxSubscriptions {
+		return true, fmt.Sprintf("rate-limited: too many open subscriptions (limit %d)", r.cfg.Limits.MaxSubscriptions)
+	}
+	return false, ""
 }
 
 // maxFilterValues bounds each list of a filter (ids, authors, kinds, each
@@ -312,7 +344,7 @@ func (r *Relay) onConnect(ctx context.Context) {
 	r.connsMu.Lock()
 	closed := r.connsClosed
 	if !closed {
-		r.conns[ws] = &connState{ip: clientIP(ws.Request, r.cfg.TrustedProxies)}
+		r.conns[ws] = r.newConnState(ws)
 	}
 	r.connsMu.Unlock()
 	if closed {
@@ -328,7 +360,38 @@ func (r *Relay) onConnect(ctx context.Context) {
 type connState struct {
 	// ip is the client IP limits count by (RL-28).
 	ip netip.Addr
+	// reqs is the bucket of the connection's REQs and COUNTs together;
+	// nil when rates are off or ip is exempt (RL-27).
+	reqs *rate.Limiter
+	// turn is held by the one store read of the connection (readTurn).
+	turn chan struct{}
 }
+
+func (r *Relay) newConnState(ws *khatru.WebSocket) *connState {
+	c := &connState{ip: clientIP(ws.Request, r.cfg.TrustedProxies), turn: make(chan struct{}, 1)}
+	if rates := r.cfg.Limits.Rates; rates != nil && !r.cfg.Limits.exempt(c.ip) {
+		if rr := rates.ReqsPerConnection; rr.PerSecond > 0 && rr.Burst > 0 {
+			c.reqs = rate.NewLimiter(rate.Limit(rr.PerSecond), rr.Burst)
+		}
+	}
+	return c
+}
+
+// readTurn waits for the connection's turn to read from the store and
+// queue what it read: one read at a time per connection, so that one
+// connection takes at most one of the relay's read slots, and holds at
+// most one chunk of answers beside its queue (RL-27a). False when ctx
+// ended first; a true readTurn must be followed by endTurn.
+func (c *connState) readTurn(ctx context.Context) bool {
+	select {
+	case c.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (c *connState) endTurn() { <-c.turn }
 
 // connOf is the state of the connection of ctx; nil when it is gone or
 // was never registered.

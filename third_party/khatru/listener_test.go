@@ -2,9 +2,12 @@ package khatru
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -38,17 +41,24 @@ func TestListenerIndexConsistency(t *testing.T) {
 			ws := conns[rng.IntN(len(conns))]
 			id := fmt.Sprint("sub-", rng.IntN(8))
 			// A REQ with an open id replaces it (PATCHES.md 11).
-			rl.removeListenerId(ws, id)
+			sub := openForTest(t, rl, ws, id)
 			delete(model[ws], id)
 			for range 1 + rng.IntN(6) {
 				mark++
-				listenForTest(rl, ws, id, mark)
+				rl.addListener(ws, sub, rl, nostr.Filter{Limit: mark})
 				model[ws][id] = append(model[ws][id], mark)
 			}
+		case op < 15:
+			ws := conns[rng.IntN(len(conns))]
+			id := fmt.Sprint("sub-", rng.IntN(8))
+			rl.closeSubscriptionId(ws, id)
+			delete(model[ws], id)
 		case op < 17:
 			ws := conns[rng.IntN(len(conns))]
 			id := fmt.Sprint("sub-", rng.IntN(8))
-			rl.removeListenerId(ws, id)
+			if sub := ws.subs[id]; sub != nil {
+				rl.endSubscription(ws, sub, errors.New("closed by the relay"))
+			}
 			delete(model[ws], id)
 		default:
 			i := rng.IntN(len(conns))
@@ -72,8 +82,8 @@ func checkListeners(rl *Relay, model listenerModel) error {
 		if !slices.Contains(rl.clients[l.ws], l.spec) {
 			return fmt.Errorf("listener %d: its spec is not among its connection's", i)
 		}
-		if l.id != l.spec.id {
-			return fmt.Errorf("listener %d: id %q, spec id %q", i, l.id, l.spec.id)
+		if l.id != l.spec.sub.id || l.ws.subs[l.id] != l.spec.sub {
+			return fmt.Errorf("listener %d: not of the open subscription %q", i, l.id)
 		}
 		if got[l.ws] == nil {
 			got[l.ws] = map[string][]int{}
@@ -105,6 +115,9 @@ func checkListeners(rl *Relay, model listenerModel) error {
 		if len(got[ws]) != 0 {
 			return fmt.Errorf("listeners of closed subscriptions remain: %v", got[ws])
 		}
+		if len(ws.subs) != len(subs) {
+			return fmt.Errorf("%d subscriptions open, want %d", len(ws.subs), len(subs))
+		}
 	}
 	return nil
 }
@@ -117,11 +130,48 @@ func connectForTest(rl *Relay) *WebSocket {
 	return ws
 }
 
-// listenForTest adds one listener to subscription id of ws, its filter
-// marked with limit mark.
-func listenForTest(rl *Relay, ws *WebSocket, id string, mark int) {
-	_, cancel := context.WithCancelCause(context.Background())
-	rl.addListener(ws, id, rl, nostr.Filter{Limit: mark}, cancel)
+// openForTest opens subscription id on ws as a REQ does.
+func openForTest(t testing.TB, rl *Relay, ws *WebSocket, id string) *subscription {
+	sub, reason := rl.openSubscription(context.Background(), ws, id, 1)
+	if sub == nil {
+		t.Fatalf("REQ %s refused: %s", id, reason)
+	}
+	return sub
+}
+
+// RL-27: RejectRequest hooks see a connection's REQs one after another, so
+// that a cap on open subscriptions holds when many arrive at once, and a
+// REQ that replaces an open subscription is not counted twice.
+func TestOpenSubscriptionsCappedUnderConcurrency(t *testing.T) {
+	const limit = 10
+	rl := NewRelay()
+	rl.RejectRequest = append(rl.RejectRequest, func(_ context.Context, req Request) (bool, string) {
+		return req.Open >= limit, "rate-limited: too many open subscriptions"
+	})
+	ws := connectForTest(rl)
+	var wg sync.WaitGroup
+	var opened atomic.Int64
+	for i := range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if sub, _ := rl.openSubscription(context.Background(), ws, fmt.Sprint("sub-", i), 1); sub != nil {
+				opened.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if opened.Load() != limit || len(ws.subs) != limit {
+		t.Fatalf("%d REQs opened, %d subscriptions open; want %d", opened.Load(), len(ws.subs), limit)
+	}
+	for id := range ws.subs {
+		if sub, reason := rl.openSubscription(context.Background(), ws, id, 1); sub == nil {
+			t.Fatalf("a REQ replacing %s was refused: %s", id, reason)
+		}
+	}
+	if sub, _ := rl.openSubscription(context.Background(), ws, "one-more", 1); sub != nil {
+		t.Fatalf("a REQ past the cap was opened")
+	}
 }
 
 // RL-27a: removing a connection's listeners is linear in their number,
@@ -134,8 +184,9 @@ func BenchmarkRemoveConnection(b *testing.B) {
 				var conns []*WebSocket
 				for i := range 50 {
 					ws := connectForTest(rl)
+					sub := openForTest(b, rl, ws, fmt.Sprint(prefix, i))
 					for f := range 10 {
-						listenForTest(rl, ws, fmt.Sprint(prefix, i), f)
+						rl.addListener(ws, sub, rl, nostr.Filter{Limit: f})
 					}
 					conns = append(conns, ws)
 				}
@@ -147,8 +198,9 @@ func BenchmarkRemoveConnection(b *testing.B) {
 				ws := connectForTest(rl)
 				// As in the attack: 10 subscriptions with many filters each.
 				for s := range 10 {
+					sub := openForTest(b, rl, ws, fmt.Sprint("s", s))
 					for f := range n / 10 {
-						listenForTest(rl, ws, fmt.Sprint("s", s), f)
+						rl.addListener(ws, sub, rl, nostr.Filter{Limit: f})
 					}
 				}
 				after := others("after-")

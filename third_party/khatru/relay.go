@@ -64,6 +64,9 @@ type Relay struct {
 	OnEventSaved              []func(ctx context.Context, event *nostr.Event)
 	OnEphemeralEvent          []func(ctx context.Context, event *nostr.Event)
 	RejectFilter              []func(ctx context.Context, filter nostr.Filter) (reject bool, msg string)
+	// RejectRequest hooks are asked once per REQ and COUNT, before its
+	// filters; a refusal answers CLOSED with msg. buzz-lite patch.
+	RejectRequest []func(ctx context.Context, req Request) (reject bool, msg string)
 	RejectCountFilter         []func(ctx context.Context, filter nostr.Filter) (reject bool, msg string)
 	OverwriteFilter           []func(ctx context.Context, filter *nostr.Filter)
 	QueryEvents               []func(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
@@ -120,6 +123,17 @@ type Relay struct {
 
 	// NIP-40 expiration manager
 	expirationManager *expirationManager
+}
+
+// Request is what RejectRequest hooks are told of a REQ or COUNT.
+// buzz-lite patch.
+type Request struct {
+	Label          string // "REQ" or "COUNT"
+	SubscriptionID string
+	Filters        int // how many filters the message carries
+	// Open counts, for a REQ, the connection's other open subscriptions:
+	// one that this REQ replaces (the same id) is not among them.
+	Open int
 }
 
 func (rl *Relay) getBaseURL(r *http.Request) string {

@@ -65,34 +65,9 @@ func (rl *Relay) handleRequest(ctx context.Context, id string, eose *sync.WaitGr
 	return nil
 }
 
-func (rl *Relay) handleCountRequest(ctx context.Context, ws *WebSocket, filter nostr.Filter) int64 {
-	// check if we'll reject this filter
-	for _, reject := range rl.RejectCountFilter {
-		if rejecting, msg := reject(ctx, filter); rejecting {
-			ws.WriteJSON(nostr.NoticeEnvelope(msg))
-			return 0
-		}
-	}
-
-	// run the functions to count (generally it will be just one)
-	var subtotal int64 = 0
-	for _, count := range rl.CountEvents {
-		res, err := count(ctx, filter)
-		if err != nil {
-			ws.WriteJSON(nostr.NoticeEnvelope(err.Error()))
-		}
-		subtotal += res
-	}
-
-	return subtotal
-}
-
-func (rl *Relay) handleCountRequestWithHLL(
-	ctx context.Context,
-	ws *WebSocket,
-	filter nostr.Filter,
-	offset int,
-) (int64, *hyperloglog.HyperLogLog) {
+// buzz-lite patch: an error of a CountEvents hook is returned, and the COUNT
+// refused with it; it was a NOTICE and a count of 0.
+func (rl *Relay) handleCountRequest(ctx context.Context, ws *WebSocket, filter nostr.Filter) (int64, error) {
 	// check if we'll reject this filter
 	for _, reject := range rl.RejectCountFilter {
 		if rejecting, msg := reject(ctx, filter); rejecting {
@@ -103,11 +78,38 @@ func (rl *Relay) handleCountRequestWithHLL(
 
 	// run the functions to count (generally it will be just one)
 	var subtotal int64 = 0
+	for _, count := range rl.CountEvents {
+		res, err := count(ctx, filter)
+		if err != nil {
+			return 0, err
+		}
+		subtotal += res
+	}
+
+	return subtotal, nil
+}
+
+func (rl *Relay) handleCountRequestWithHLL(
+	ctx context.Context,
+	ws *WebSocket,
+	filter nostr.Filter,
+	offset int,
+) (int64, *hyperloglog.HyperLogLog, error) {
+	// check if we'll reject this filter
+	for _, reject := range rl.RejectCountFilter {
+		if rejecting, msg := reject(ctx, filter); rejecting {
+			ws.WriteJSON(nostr.NoticeEnvelope(msg))
+			return 0, nil, nil
+		}
+	}
+
+	// run the functions to count (generally it will be just one)
+	var subtotal int64 = 0
 	var hll *hyperloglog.HyperLogLog
 	for _, countHLL := range rl.CountEventsHLL {
 		res, fhll, err := countHLL(ctx, filter, offset)
 		if err != nil {
-			ws.WriteJSON(nostr.NoticeEnvelope(err.Error()))
+			return 0, nil, err // buzz-lite patch, as in handleCountRequest
 		}
 		subtotal += res
 		if fhll != nil {
@@ -119,5 +121,5 @@ func (rl *Relay) handleCountRequestWithHLL(
 		}
 	}
 
-	return subtotal, hll
+	return subtotal, hll, nil
 }

@@ -33,6 +33,10 @@ type WebSocket struct {
 
 	authLock sync.Mutex
 
+	// buzz-lite patch: the open subscriptions by id (see subscription).
+	subsMu sync.Mutex
+	subs   map[string]*subscription
+
 	// buzz-lite patch: every message to the peer goes through one of two
 	// queues, written by one goroutine per connection (writeLoop), so that a
 	// peer that stops reading never blocks anyone but itself. Answers to the
