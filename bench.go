@@ -283,7 +283,8 @@ func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Re
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "BUZZ_LITE_LOG_LEVEL=info")
+	// The bench measures the relay's paths at full speed, not its rate limits (RL-27).
+	cmd.Env = append(cmd.Env, "BUZZ_LITE_LOG_LEVEL=info", "BUZZ_LITE_LIMITS_RATES=false")
 	if !pageCache {
 		cmd.Env = append(cmd.Env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
 	}
