@@ -64,9 +64,6 @@ type Relay struct {
 	OnEventSaved              []func(ctx context.Context, event *nostr.Event)
 	OnEphemeralEvent          []func(ctx context.Context, event *nostr.Event)
 	RejectFilter              []func(ctx context.Context, filter nostr.Filter) (reject bool, msg string)
-	// RejectRequest hooks are asked once per REQ and COUNT, before its
-	// filters; a refusal answers CLOSED with msg. buzz-lite patch.
-	RejectRequest []func(ctx context.Context, req Request) (reject bool, msg string)
 	RejectCountFilter         []func(ctx context.Context, filter nostr.Filter) (reject bool, msg string)
 	OverwriteFilter           []func(ctx context.Context, filter *nostr.Filter)
 	QueryEvents               []func(ctx context.Context, filter nostr.Filter) (chan *nostr.Event, error)
@@ -82,6 +79,9 @@ type Relay struct {
 	// and returns which connections may receive it (nil: all).
 	// buzz-lite patch.
 	DeliverTo func(event *nostr.Event) func(ws *WebSocket) bool
+	// RejectRequest hooks are asked once per REQ and COUNT, before its
+	// filters; a refusal answers CLOSED with msg. buzz-lite patch.
+	RejectRequest []func(ctx context.Context, req Request) (reject bool, msg string)
 
 	// these are used when this relays acts as a router
 	routes                []Route
