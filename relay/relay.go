@@ -153,7 +153,8 @@ func (r *Relay) wire() {
 	kh.RejectEvent = append(kh.RejectEvent, r.rejectEvent)
 	kh.StoreEvent = append(kh.StoreEvent, r.ingest)
 	kh.ReplaceEvent = append(kh.ReplaceEvent, r.ingest)
-	kh.QueryEvents = append(kh.QueryEvents, r.queryEvents)
+	kh.StreamEvents = append(kh.StreamEvents, r.streamEvents)
+	kh.QueueBytes = r.cfg.Limits.ConnectionBufferBytes
 	kh.CountEvents = append(kh.CountEvents, r.countEvents)
 	kh.RejectRequest = append(kh.RejectRequest, r.rejectRequest)
 	kh.RejectFilter = append(kh.RejectFilter, r.rejectFilter)
@@ -236,24 +237,102 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
 	return errors.New("error: could not store event")
 }
 
-func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+// chunkBytes bounds the stored events one REQ filter reads at a time
+// (RL-27a): with the connection's queue, all that a REQ holds in memory.
+const chunkBytes = 256 << 10
+
+// streamEvents is khatru's StreamEvents hook: a REQ filter's stored events,
+// the same as one query would answer (order, limit, access), read in
+// chunks of at most chunkBytes, each in a short read transaction of its
+// own. A chunk is read in the connection's turn and one of the relay's
+// read slots, and queued for the client before the next is read, so that a
+// client that does not read stops the reading; the next chunk continues
+// after the composite cursor (created_at, id) of the last event sent.
+func (r *Relay) streamEvents(ctx context.Context, f nostr.Filter, send func(*nostr.Event) error) error {
+	conn := r.connOf(ctx)
+	if conn == nil {
+		return nil // the connection is gone
+	}
 	if f.Limit <= 0 || f.Limit > r.cfg.Limits.MaxLimit {
 		f.Limit = r.cfg.Limits.MaxLimit
 	}
-	evs, err := r.store.Query(ctx, f, viewer(ctx))
+	c := &chunkCursor{filter: f, viewer: viewer(ctx)}
+	for !c.done {
+		if err := r.streamChunk(ctx, conn, c, send); err != nil {
+			if ctx.Err() != nil {
+				return nil // the subscription or connection is gone
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkCursor is where a REQ filter's stored events continue: the filter
+// with what is left of its limit and, once a chunk was sent, its until
+// and beforeID at the last event sent.
+type chunkCursor struct {
+	filter   nostr.Filter
+	viewer   buzz.Viewer
+	beforeID string
+	done     bool
+}
+
+// streamChunk reads the next chunk of c and sends it, in the connection's
+// turn. An error of send (the subscription or connection ended) is
+// returned as it is.
+func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor, send func(*nostr.Event) error) error {
+	if !conn.readTurn(ctx) {
+		return ctx.Err()
+	}
+	defer conn.endTurn()
+	evs, more, err := r.readChunk(ctx, c)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		if err := send(ev); err != nil {
+			return err
+		}
+	}
+	c.filter.Limit -= len(evs)
+	if !more || c.filter.Limit <= 0 {
+		c.done = true
+		return nil
+	}
+	last := evs[len(evs)-1]
+	until := last.CreatedAt
+	c.filter.Until = &until
+	c.beforeID = last.ID
+	return nil
+}
+
+// readChunk reads the next chunk of c in one of the relay's read slots;
+// more says events may follow it. An event larger than a chunk is read
+// alone.
+func (r *Relay) readChunk(ctx context.Context, c *chunkCursor) (evs []*nostr.Event, more bool, err error) {
+	if !r.reads.acquire(ctx) {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		return nil, false, errBusy
+	}
+	defer r.reads.release()
+	evs, more, err = r.store.QueryBounded(ctx, c.filter, c.viewer, c.beforeID, chunkBytes)
+	if err == nil && more && len(evs) == 0 {
+		one := c.filter
+		one.Limit = 1
+		evs, _, err = r.store.QueryBounded(ctx, one, c.viewer, c.beforeID, 0)
+		more = len(evs) == 1
+	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil // the subscription or connection is gone
+			return nil, false, ctx.Err()
 		}
-		r.log.Error("query failed", "filter", logFilter(f), "err", err)
-		return nil, errors.New("error: could not query events")
+		r.log.Error("query failed", "filter", logFilter(c.filter), "err", err)
+		return nil, false, errors.New("error: could not query events")
 	}
-	ch := make(chan *nostr.Event, len(evs))
-	for _, ev := range evs {
-		ch <- ev
-	}
-	close(ch)
-	return ch, nil
+	return evs, more, nil
 }
 
 // countEvents counts in the connection's turn and one of the relay's read

@@ -151,17 +151,3 @@ func TestReqCountFloodRateLimitedPerConnection(t *testing.T) {
 		exempt.count(fmt.Sprint("exempt-", i), `{"kinds":[1]}`)
 	}
 }
-
-// RL-27a: a COUNT that finds none of the relay's read slots free within
-// the wait is refused busy, and served once one is free.
-func TestCountRefusedWhenRelayBusy(t *testing.T) {
-	s, c, _ := startWithClient(t, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
-	s.relay.reads <- struct{}{} // the one slot, taken
-	if got := c.countClosed("busy", `{"kinds":[1]}`); got != relayBusy {
-		t.Fatalf("COUNT with no slot free: CLOSED %q, want %q", got, relayBusy)
-	}
-	s.relay.reads.release()
-	if n := c.count("free", `{"kinds":[1]}`); n != 0 {
-		t.Fatalf("COUNT: %d", n)
-	}
-}

@@ -77,8 +77,8 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		Request:            r,
 		Challenge:          hex.EncodeToString(challenge),
 		negentropySessions: xsync.NewMapOf[string, *NegentropySession](),
-		send:               make(chan []byte, answerQueue),
-		live:               make(chan []byte, liveQueue),
+		budget:             rl.QueueBytes,
+		ready:              make(chan struct{}, 1),
 		writeWait:          rl.WriteWait,
 	}
 	ws.Context, ws.cancel = context.WithCancel(context.Background())
@@ -327,7 +327,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						if rl.getSubRelayFromFilter != nil {
 							srl = rl.getSubRelayFromFilter(filter)
 						}
-						err := srl.handleRequest(sub.ctx, env.SubscriptionID, &eose, ws, filter)
+						err := srl.handleRequest(sub.ctx, sub, &eose, ws, filter)
 						if err != nil {
 							// fail everything if any filter is rejected
 							reason := err.Error()
@@ -349,6 +349,14 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					go func() {
 						// when all events have been loaded from databases and dispatched we can fire the EOSE message
 						eose.Wait()
+						// buzz-lite patch: a subscription a StreamEvents hook ended
+						// is answered CLOSED, not EOSE.
+						var closed closedError
+						if errors.As(context.Cause(sub.ctx), &closed) {
+							rl.endSubscription(ws, sub, closed)
+							ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: closed.reason})
+							return
+						}
 						ws.WriteJSON(nostr.EOSEEnvelope(env.SubscriptionID))
 					}()
 				case *nostr.CloseEnvelope:

@@ -43,6 +43,7 @@ func NewRelay() *Relay {
 		PongWait:       60 * time.Second,
 		PingPeriod:     30 * time.Second,
 		MaxMessageSize: 512000,
+		QueueBytes:     4 << 20,
 	}
 
 	rl.expirationManager = newExpirationManager(rl)
@@ -82,6 +83,13 @@ type Relay struct {
 	// RejectRequest hooks are asked once per REQ and COUNT, before its
 	// filters; a refusal answers CLOSED with msg. buzz-lite patch.
 	RejectRequest []func(ctx context.Context, req Request) (reject bool, msg string)
+	// StreamEvents hooks serve a REQ filter's stored events, as
+	// QueryEvents do, without handing them over all at once: send queues
+	// one event for the client, waiting while the connection's queue is
+	// full, and fails once the subscription or the connection ended. An
+	// error ends the subscription, answered CLOSED with it as the reason.
+	// buzz-lite patch.
+	StreamEvents []func(ctx context.Context, filter nostr.Filter, send func(*nostr.Event) error) error
 
 	// these are used when this relays acts as a router
 	routes                []Route
@@ -120,6 +128,7 @@ type Relay struct {
 	PongWait       time.Duration // Time allowed to read the next pong message from the peer.
 	PingPeriod     time.Duration // Send pings to peer with this period. Must be less than pongWait.
 	MaxMessageSize int64         // Maximum message size allowed from peer.
+	QueueBytes     int64         // Bytes that may be queued for one peer (buzz-lite patch).
 
 	// NIP-40 expiration manager
 	expirationManager *expirationManager

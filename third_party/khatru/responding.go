@@ -2,6 +2,7 @@ package khatru
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 
@@ -9,8 +10,9 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip45/hyperloglog"
 )
 
-func (rl *Relay) handleRequest(ctx context.Context, id string, eose *sync.WaitGroup, ws *WebSocket, filter nostr.Filter) error {
+func (rl *Relay) handleRequest(ctx context.Context, sub *subscription, eose *sync.WaitGroup, ws *WebSocket, filter nostr.Filter) error {
 	defer eose.Done()
+	id := sub.id
 
 	// overwrite the filter (for example, to eliminate some kinds or
 	// that we know we don't support)
@@ -60,6 +62,31 @@ func (rl *Relay) handleRequest(ctx context.Context, id string, eose *sync.WaitGr
 			}
 			eose.Done()
 		}(ch)
+	}
+
+	// buzz-lite patch: StreamEvents hooks send their events one at a time,
+	// each queued before the next is read (RL-27a).
+	eose.Add(len(rl.StreamEvents))
+	for _, stream := range rl.StreamEvents {
+		go func() {
+			defer eose.Done()
+			err := stream(ctx, filter, func(event *nostr.Event) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				for _, ovw := range rl.OverwriteResponseEvent {
+					ovw(ctx, event)
+				}
+				b, err := json.Marshal(nostr.EventEnvelope{SubscriptionID: &id, Event: *event})
+				if err != nil {
+					return err
+				}
+				return ws.queueAnswer(ctx, b)
+			})
+			if err != nil && ctx.Err() == nil && ws.Context.Err() == nil {
+				sub.cancel(closedError{nostr.NormalizeOKMessage(err.Error(), "error")})
+			}
+		}()
 	}
 
 	return nil
