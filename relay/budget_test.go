@@ -296,3 +296,58 @@ func TestReqAndCountRefusedWhenRelayBusy(t *testing.T) {
 		t.Fatalf("COUNT: %d", n)
 	}
 }
+
+// gatedStore holds every COUNT of kind gatedKind until gate is closed.
+type gatedStore struct {
+	Store
+	gate    chan struct{}
+	waiting atomic.Int64
+}
+
+const gatedKind = 9999
+
+func (s *gatedStore) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64, error) {
+	if len(f.Kinds) == 1 && f.Kinds[0] == gatedKind {
+		s.waiting.Add(1)
+		<-s.gate
+	}
+	return s.Store.Count(ctx, f, v)
+}
+
+// RL-27, RL-27a: one connection's REQs and COUNTs take one of the relay's
+// read slots at a time, so that a connection flooding slow reads leaves
+// the other slots to others. (Finding 5: 300 COUNTs from one socket took
+// every read and pushed other users' REQs to seconds.)
+func TestOneConnectionTakesOneReadSlot(t *testing.T) {
+	gated := &gatedStore{gate: make(chan struct{})}
+	s := startHooked(t, serverHooks{
+		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+	}, func(c *Config) { c.Limits.MaxConcurrentQueries = 2 })
+	flood := s.raw(t)
+	for i := range 10 {
+		flood.sendText(fmt.Sprintf(`["COUNT","slow-%d",{"kinds":[%d]}]`, i, gatedKind))
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for gated.waiting.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the flood's first COUNT never reached the store")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// One COUNT of the flood holds a slot; the other slot is free for
+	// another connection, which the flood's waiting COUNTs do not take.
+	other := s.raw(t)
+	if n := other.count("other", `{"kinds":[1]}`); n != 0 {
+		t.Fatalf("COUNT: %d", n)
+	}
+	if _, closed := other.req("other-req", `{"kinds":[1]}`); closed != "" {
+		t.Fatalf("REQ beside a flood: CLOSED %q", closed)
+	}
+	if n := gated.waiting.Load(); n != 1 {
+		t.Fatalf("%d COUNTs of one connection read at once, want 1", n)
+	}
+	close(gated.gate)
+	for range 10 {
+		flood.await("flood COUNT", func(m []json.RawMessage) bool { return label(m) == "COUNT" })
+	}
+}

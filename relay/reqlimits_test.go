@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // Exact answers to a REQ or COUNT past a limit (RL-27, RL-27a).
@@ -149,5 +150,51 @@ func TestReqCountFloodRateLimitedPerConnection(t *testing.T) {
 	exempt := s.dialFrom(t, "127.0.0.4")
 	for i := range 3 * burst {
 		exempt.count(fmt.Sprint("exempt-", i), `{"kinds":[1]}`)
+	}
+}
+
+// RL-27, RL-27a: a connection cannot pile up listeners past its caps (10
+// filters in each of 50 subscriptions), and when it hangs up all of them
+// go while the relay goes on serving. (Finding 2: 200k listeners, then a
+// hang-up, froze every EVENT and REQ for 19.7 s.)
+func TestHangUpWithManyListeners(t *testing.T) {
+	s, pub, a := startWithClient(t)
+	attacker := s.raw(t)
+	for i := range 60 {
+		id := fmt.Sprint("wide-", i)
+		if _, closed := attacker.req(id, filters(20, `{"kinds":[1]}`)...); closed != tooManyFilters {
+			t.Fatalf("REQ %d with 20 filters: CLOSED %q, want %q", i, closed, tooManyFilters)
+		}
+	}
+	opened := 0
+	for i := range 60 {
+		id := fmt.Sprint("sub-", i)
+		_, closed := attacker.req(id, filters(10, `{"kinds":[1],"limit":0}`)...)
+		switch closed {
+		case "":
+			opened++
+		case tooManySubscriptions:
+		default:
+			t.Fatalf("REQ %d: CLOSED %q", i, closed)
+		}
+	}
+	if opened != 50 {
+		t.Fatalf("%d subscriptions opened, want 50", opened)
+	}
+	probe := a.Event(t, 1, time.Now().Unix(), "probe")
+	if !s.relay.kh.Listening(probe, true) {
+		t.Fatal("the attacker's subscriptions do not listen")
+	}
+	attacker.conn.Close()
+	deadline := time.Now().Add(waitTimeout)
+	for s.relay.kh.Listening(probe, true) {
+		if time.Now().After(deadline) {
+			t.Fatal("the listeners of a connection that hung up remain")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mustPublish(t, pub, probe)
+	if got := fetch(t, pub, nostr.Filter{IDs: []string{probe.ID}}); len(got) != 1 {
+		t.Fatalf("after the hang-up: REQ by id got %d events", len(got))
 	}
 }
