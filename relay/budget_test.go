@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -349,5 +350,38 @@ func TestOneConnectionTakesOneReadSlot(t *testing.T) {
 	close(gated.gate)
 	for range 10 {
 		flood.await("flood COUNT", func(m []json.RawMessage) bool { return label(m) == "COUNT" })
+	}
+}
+
+// RL-27a: a client that sends without waiting for answers has at most
+// khatru's 32 messages handled at once; the rest wait in TCP, costing the
+// relay neither a goroutine nor their bytes each. (Finding 5: a goroutine
+// per message.)
+func TestMessagesHandledAtOncePerConnectionBounded(t *testing.T) {
+	const handlers = 32 // khatru's maxHandlers
+	gated := &gatedStore{gate: make(chan struct{})}
+	s := startHooked(t, serverHooks{
+		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+	})
+	c := s.raw(t)
+	c.await("AUTH", func(m []json.RawMessage) bool { return label(m) == "AUTH" })
+	base := runtime.NumGoroutine()
+	const sent = 300
+	for i := range sent {
+		c.sendText(fmt.Sprintf(`["COUNT","slow-%d",{"kinds":[%d]}]`, i, gatedKind))
+	}
+	// Each COUNT past the first waits for the connection's read turn; had
+	// each its own goroutine, they would all be there within milliseconds.
+	most := 0
+	for range 100 {
+		most = max(most, runtime.NumGoroutine()-base)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if most > handlers+8 {
+		t.Fatalf("%d more goroutines for %d COUNTs in flight, want about %d", most, sent, handlers)
+	}
+	close(gated.gate)
+	for range sent {
+		c.await("COUNT", func(m []json.RawMessage) bool { return label(m) == "COUNT" })
 	}
 }

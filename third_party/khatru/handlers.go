@@ -123,7 +123,18 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 		smp := nostr.NewMessageParser()
 
+		// buzz-lite patch: at most maxHandlers messages of the connection
+		// are handled at once; past them the next is not read until one is
+		// done, so that a peer that sends without waiting is slowed down by
+		// TCP instead of costing a goroutine and its message each.
+		handlers := make(chan struct{}, maxHandlers)
+
 		for {
+			select {
+			case handlers <- struct{}{}:
+			case <-ws.Context.Done():
+				return
+			}
 			typ, msgb, err := ws.conn.ReadMessage()
 			if err != nil {
 				if websocket.IsUnexpectedCloseError(
@@ -142,6 +153,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 			if typ == websocket.PingMessage {
 				ws.WriteMessage(websocket.PongMessage, nil)
+				<-handlers
 				continue
 			}
 
@@ -153,6 +165,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 			// then delegate to the goroutine
 			go func(message string) {
+				defer func() { <-handlers }()
 				if err != nil {
 					if err == nostr.UnknownLabel && rl.Negentropy {
 						envelope = nip77.ParseNegMessage(message)
@@ -479,6 +492,11 @@ func countFilters(message string) int {
 	}
 	return len(req.Filters)
 }
+
+// maxHandlers bounds the messages of one connection handled at once.
+//
+// buzz-lite patch.
+const maxHandlers = 32
 
 // hllOffset is nip45.HyperLogLogEventPubkeyOffsetForFilter for filters
 // whose one tag value is a 64-hex id or pubkey; -1 for anything else.
