@@ -45,8 +45,8 @@ import (
 // which leaves ingest out; the subscribers are real WebSocket connections
 // read continuously, and every round waits until all of them received all
 // of it, so ns/delivery is the cost of real delivery, end to end. Rounds of
-// at most fanoutRound events keep khatru's 512-event live queue of a
-// connection from overflowing (which would disconnect it).
+// at most fanoutRound events keep a connection's queue within khatru's byte
+// budget (past it the connection is dropped).
 //
 //	go test -run '^$' -bench Fanout -benchtime 2000x ./relay
 

@@ -188,6 +188,7 @@ func TestHostileMessages(t *testing.T) {
 		if _, closed := c.req(fmt.Sprintf("probe-%d", i), `{"ids":["`+known.ID+`"]}`); closed != "" {
 			t.Fatalf("probe after %q: closed %q", m, closed)
 		}
+		c.send("CLOSE", fmt.Sprintf("probe-%d", i)) // under the cap of open subscriptions (RL-27)
 	}
 
 	// Filters that parse but are hostile: each REQ ends with EOSE or
@@ -226,6 +227,7 @@ func TestHostileMessages(t *testing.T) {
 	}
 	for i, f := range filters {
 		c.req(fmt.Sprintf("f-%d", i), f) // EOSE or CLOSED, either is an answer
+		c.send("CLOSE", fmt.Sprintf("f-%d", i))
 		if n := c.count(fmt.Sprintf("fc-%d", i), f); n < 0 {
 			t.Errorf("COUNT %s: negative %d", f, n)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/fiatjaf/eventstore"
 	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
+	"golang.org/x/time/rate"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
@@ -155,8 +156,10 @@ func (r *Relay) wire() {
 	kh.RejectEvent = append(kh.RejectEvent, r.rejectEvent)
 	kh.StoreEvent = append(kh.StoreEvent, r.ingest)
 	kh.ReplaceEvent = append(kh.ReplaceEvent, r.ingest)
-	kh.QueryEvents = append(kh.QueryEvents, r.queryEvents)
+	kh.StreamEvents = append(kh.StreamEvents, r.streamEvents)
+	kh.QueueBytes = r.cfg.Limits.ConnectionBufferBytes
 	kh.CountEvents = append(kh.CountEvents, r.countEvents)
+	kh.RejectRequest = append(kh.RejectRequest, r.rejectRequest)
 	kh.RejectFilter = append(kh.RejectFilter, r.rejectFilter)
 	kh.RejectCountFilter = append(kh.RejectCountFilter, r.rejectCountFilter)
 	kh.OnConnect = append(kh.OnConnect, r.onConnect)
@@ -247,33 +250,141 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
 	return errors.New("error: could not store event")
 }
 
-func (r *Relay) queryEvents(ctx context.Context, f nostr.Filter) (chan *nostr.Event, error) {
+// chunkBytes bounds the stored events one REQ filter reads at a time
+// (RL-27a): with the connection's queue, all that a REQ holds in memory.
+const chunkBytes = 256 << 10
+
+// streamEvents is khatru's StreamEvents hook: a REQ filter's stored events,
+// the same as one query would answer (order, limit, access), read in
+// chunks of at most chunkBytes, each in a short read transaction of its
+// own. A chunk is read in the connection's turn and one of the relay's
+// read slots, and queued for the client before the next is read, so that a
+// client that does not read stops the reading; the next chunk continues
+// after the composite cursor (created_at, id) of the last event sent.
+func (r *Relay) streamEvents(ctx context.Context, f nostr.Filter, send func(*nostr.Event) error) error {
+	conn := r.connOf(ctx)
+	if conn == nil {
+		return nil // the connection is gone
+	}
 	if f.Limit <= 0 || f.Limit > r.cfg.Limits.MaxLimit {
 		f.Limit = r.cfg.Limits.MaxLimit
 	}
-	evs, err := r.store.Query(ctx, f, viewer(ctx))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, nil // the subscription or connection is gone
+	c := &chunkCursor{filter: f, viewer: viewer(ctx)}
+	for !c.done {
+		if err := r.streamChunk(ctx, conn, c, send); err != nil {
+			if ctx.Err() != nil {
+				return nil // the subscription or connection is gone
+			}
+			return err
 		}
-		r.log.Error("query failed", "filter", logFilter(f), "err", err)
-		return nil, errors.New("error: could not query events")
 	}
-	ch := make(chan *nostr.Event, len(evs))
-	for _, ev := range evs {
-		ch <- ev
-	}
-	close(ch)
-	return ch, nil
+	return nil
 }
 
+// chunkCursor is where a REQ filter's stored events continue: the filter
+// with what is left of its limit and, once a chunk was sent, its until
+// and beforeID at the last event sent.
+type chunkCursor struct {
+	filter   nostr.Filter
+	viewer   buzz.Viewer
+	beforeID string
+	done     bool
+}
+
+// streamChunk reads the next chunk of c and sends it, in the connection's
+// turn. An error of send (the subscription or connection ended) is
+// returned as it is.
+func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor, send func(*nostr.Event) error) error {
+	if !conn.readTurn(ctx) {
+		return ctx.Err()
+	}
+	defer conn.endTurn()
+	evs, more, err := r.readChunk(ctx, c)
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		if err := send(ev); err != nil {
+			return err
+		}
+	}
+	c.filter.Limit -= len(evs)
+	if !more || c.filter.Limit <= 0 {
+		c.done = true
+		return nil
+	}
+	last := evs[len(evs)-1]
+	until := last.CreatedAt
+	c.filter.Until = &until
+	c.beforeID = last.ID
+	return nil
+}
+
+// readChunk reads the next chunk of c in one of the relay's read slots;
+// more says events may follow it. An event larger than a chunk is read
+// alone.
+func (r *Relay) readChunk(ctx context.Context, c *chunkCursor) (evs []*nostr.Event, more bool, err error) {
+	if !r.reads.acquire(ctx) {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		return nil, false, errBusy
+	}
+	defer r.reads.release()
+	evs, more, err = r.store.QueryBounded(ctx, c.filter, c.viewer, c.beforeID, chunkBytes)
+	if err == nil && more && len(evs) == 0 {
+		one := c.filter
+		one.Limit = 1
+		evs, _, err = r.store.QueryBounded(ctx, one, c.viewer, c.beforeID, 0)
+		more = len(evs) == 1
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		r.log.Error("query failed", "filter", logFilter(c.filter), "err", err)
+		return nil, false, errors.New("error: could not query events")
+	}
+	return evs, more, nil
+}
+
+// countEvents counts in the connection's turn and one of the relay's read
+// slots (RL-27a); a COUNT that finds no slot in time is refused busy.
 func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) {
+	conn := r.connOf(ctx)
+	if conn == nil || !conn.readTurn(ctx) {
+		return 0, nil // the connection is gone: the answer would go nowhere
+	}
+	defer conn.endTurn()
+	if !r.reads.acquire(ctx) {
+		return 0, errBusy
+	}
 	n, err := r.store.Count(ctx, f, viewer(ctx))
+	r.reads.release()
 	if err != nil {
 		r.log.Error("count failed", "filter", logFilter(f), "err", err)
 		return 0, errors.New("error: could not count events")
 	}
 	return n, nil
+}
+
+// errBusy refuses a REQ or COUNT that found no read slot in time (RL-27a).
+var errBusy = errors.New("rate-limited: the relay is busy, try again shortly")
+
+// rejectRequest applies RL-27's limits to a whole REQ or COUNT: the REQ
+// and COUNT rate of the connection, the filters one message may carry and
+// the subscriptions one connection may hold open.
+func (r *Relay) rejectRequest(ctx context.Context, req khatru.Request) (bool, string) {
+	if conn := r.connOf(ctx); conn != nil && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
+		return true, "rate-limited: too many REQ and COUNT messages, slow down"
+	}
+	if req.Filters > r.cfg.Limits.MaxFilters {
+		return true, fmt.Sprintf("invalid: too many filters (limit %d)", r.cfg.Limits.MaxFilters)
+	}
+	if req.Label == "REQ" && req.Open >= r.cfg.Limits.MaxSubscriptions {
+		return true, fmt.Sprintf("rate-limited: too many open subscriptions (limit %d)", r.cfg.Limits.MaxSubscriptions)
+	}
+	return false, ""
 }
 
 // maxFilterValues bounds each list of a filter (ids, authors, kinds, each
@@ -325,7 +436,7 @@ func (r *Relay) onConnect(ctx context.Context) {
 	r.connsMu.Lock()
 	closed := r.connsClosed
 	if !closed {
-		r.conns[ws] = &connState{ip: clientIP(ws.Request, r.cfg.TrustedProxies)}
+		r.conns[ws] = r.newConnState(ws)
 	}
 	r.connsMu.Unlock()
 	if closed {
@@ -341,7 +452,38 @@ func (r *Relay) onConnect(ctx context.Context) {
 type connState struct {
 	// ip is the client IP limits count by (RL-28).
 	ip netip.Addr
+	// reqs is the bucket of the connection's REQs and COUNTs together;
+	// nil when rates are off or ip is exempt (RL-27).
+	reqs *rate.Limiter
+	// turn is held by the one store read of the connection (readTurn).
+	turn chan struct{}
 }
+
+func (r *Relay) newConnState(ws *khatru.WebSocket) *connState {
+	c := &connState{ip: clientIP(ws.Request, r.cfg.TrustedProxies), turn: make(chan struct{}, 1)}
+	if rates := r.cfg.Limits.Rates; rates != nil && !r.cfg.Limits.exempt(c.ip) {
+		if rr := rates.ReqsPerConnection; rr.PerSecond > 0 && rr.Burst > 0 {
+			c.reqs = rate.NewLimiter(rate.Limit(rr.PerSecond), rr.Burst)
+		}
+	}
+	return c
+}
+
+// readTurn waits for the connection's turn to read from the store and
+// queue what it read: one read at a time per connection, so that one
+// connection takes at most one of the relay's read slots, and holds at
+// most one chunk of answers beside its queue (RL-27a). False when ctx
+// ended first; a true readTurn must be followed by endTurn.
+func (c *connState) readTurn(ctx context.Context) bool {
+	select {
+	case c.turn <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (c *connState) endTurn() { <-c.turn }
 
 // connOf is the state of the connection of ctx; nil when it is gone or
 // was never registered.

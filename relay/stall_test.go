@@ -146,8 +146,8 @@ func TestStalledSubscribersDroppedWithoutDelay(t *testing.T) {
 	a := testutil.NewSigner(t)
 	content := strings.Repeat("x", 16<<10)
 	now := time.Now().Unix()
-	// More live events than a live queue holds, so that every stalled
-	// subscriber overflows and is dropped on the way.
+	// More live events than a connection's byte budget holds, so that every
+	// stalled subscriber overflows and is dropped on the way.
 	for i := range 2000 {
 		ev := a.Event(t, 1, now-int64(i), content)
 		start := time.Now()

@@ -58,6 +58,24 @@ func startServer(t *testing.T, edit ...func(*Config)) *testServer {
 // relay key, as in `buzz-lite serve`.
 func startServerWith(t *testing.T, storeEdit func(*sqlite.Options), edit ...func(*Config)) *testServer {
 	t.Helper()
+	return startHooked(t, serverHooks{store: storeEdit}, edit...)
+}
+
+// serverHooks adjust a test relay beyond its Config; each may be nil.
+type serverHooks struct {
+	store func(*sqlite.Options) // the store's options
+	// wrap is the store as the relay sees it.
+	wrap func(*sqlite.Store) Store
+	// listen is the listener the relay serves on.
+	listen func(net.Listener) net.Listener
+	// relay adjusts the relay before it serves.
+	relay func(*Relay)
+}
+
+// startHooked is startServer adjusted by h.
+func startHooked(t *testing.T, h serverHooks, edit ...func(*Config)) *testServer {
+	t.Helper()
+	storeEdit := h.store
 	dbPath := filepath.Join(t.TempDir(), "buzz-lite.db")
 	key := nostr.GeneratePrivateKey()
 	opts := sqlite.Options{Path: dbPath, Schema: testutil.Schema(t), RelayKey: key}
@@ -72,15 +90,25 @@ func startServerWith(t *testing.T, storeEdit func(*sqlite.Options), edit ...func
 	for _, e := range edit {
 		e(&cfg)
 	}
-	r, err := New(cfg, store)
+	var relayStore Store = store
+	if h.wrap != nil {
+		relayStore = h.wrap(store)
+	}
+	r, err := New(cfg, relayStore)
 	if err != nil {
 		store.Close()
 		t.Fatal(err)
+	}
+	if h.relay != nil {
+		h.relay(r)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		store.Close()
 		t.Fatal(err)
+	}
+	if h.listen != nil {
+		ln = h.listen(ln)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testServer{

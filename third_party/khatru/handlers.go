@@ -77,15 +77,15 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		Request:            r,
 		Challenge:          hex.EncodeToString(challenge),
 		negentropySessions: xsync.NewMapOf[string, *NegentropySession](),
-		send:               make(chan []byte, answerQueue),
-		live:               make(chan []byte, liveQueue),
+		budget:             rl.QueueBytes,
+		ready:              make(chan struct{}, 1),
 		writeWait:          rl.WriteWait,
 	}
 	ws.Context, ws.cancel = context.WithCancel(context.Background())
 	go ws.writeLoop()
 
 	rl.clientsMutex.Lock()
-	rl.clients[ws] = make([]listenerSpec, 0, 2)
+	rl.clients[ws] = make([]*listenerSpec, 0, 2)
 	rl.clientsMutex.Unlock()
 
 	ctx, cancel := context.WithCancel(
@@ -123,7 +123,18 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 		smp := nostr.NewMessageParser()
 
+		// buzz-lite patch: at most maxHandlers messages of the connection
+		// are handled at once; past them the next is not read until one is
+		// done, so that a peer that sends without waiting is slowed down by
+		// TCP instead of costing a goroutine and its message each.
+		handlers := make(chan struct{}, maxHandlers)
+
 		for {
+			select {
+			case handlers <- struct{}{}:
+			case <-ws.Context.Done():
+				return
+			}
 			typ, msgb, err := ws.conn.ReadMessage()
 			if err != nil {
 				if websocket.IsUnexpectedCloseError(
@@ -142,6 +153,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 			if typ == websocket.PingMessage {
 				ws.WriteMessage(websocket.PongMessage, nil)
+				<-handlers
 				continue
 			}
 
@@ -153,6 +165,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 			// then delegate to the goroutine
 			go func(message string) {
+				defer func() { <-handlers }()
 				if err != nil {
 					if err == nostr.UnknownLabel && rl.Negentropy {
 						envelope = nip77.ParseNegMessage(message)
@@ -265,6 +278,14 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						return
 					}
 
+					// buzz-lite patch: RejectRequest hooks are asked about a COUNT
+					// too, told how many filters it carries (go-nostr's envelope
+					// merges them into one).
+					if reason := rl.rejectRequest(ctx, Request{Label: "COUNT", SubscriptionID: env.SubscriptionID, Filters: countFilters(message)}); reason != "" {
+						ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: reason})
+						return
+					}
+
 					var total int64
 					var hll *hyperloglog.HyperLogLog
 
@@ -276,10 +297,17 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					// buzz-lite patch: the HLL path only with HLL hooks, and only
 					// for tag values go-nostr's offset helper can index without
 					// panicking (a short #e/#p value crashed the process).
+					var err error
 					if offset := hllOffset(env.Filter); offset != -1 && len(srl.CountEventsHLL) > 0 {
-						total, hll = srl.handleCountRequestWithHLL(ctx, ws, env.Filter, offset)
+						total, hll, err = srl.handleCountRequestWithHLL(ctx, ws, env.Filter, offset)
 					} else {
-						total = srl.handleCountRequest(ctx, ws, env.Filter)
+						total, err = srl.handleCountRequest(ctx, ws, env.Filter)
+					}
+					// buzz-lite patch: a count that failed is refused with CLOSED;
+					// it was a NOTICE and a COUNT of what was counted, 0.
+					if err != nil {
+						ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: nostr.NormalizeOKMessage(err.Error(), "error")})
+						return
 					}
 
 					resp := nostr.CountEnvelope{
@@ -293,19 +321,18 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					ws.WriteJSON(resp)
 
 				case *nostr.ReqEnvelope:
-					// buzz-lite patch: a REQ with the id of an open subscription
-					// replaces it (NIP-01); it was added beside it, and live
-					// events came twice.
-					rl.removeListenerId(ws, env.SubscriptionID)
+					// buzz-lite patch: a REQ opens a subscription of its own,
+					// unless a RejectRequest hook refuses it; one with its id
+					// ends (NIP-01: it is replaced; it was added beside it,
+					// and live events came twice).
+					sub, reason := rl.openSubscription(ctx, ws, env.SubscriptionID, len(env.Filters))
+					if sub == nil {
+						ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: reason})
+						return
+					}
 
 					eose := sync.WaitGroup{}
 					eose.Add(len(env.Filters))
-
-					// a context just for the "stored events" request handler
-					reqCtx, cancelReqCtx := context.WithCancelCause(ctx)
-
-					// expose subscription id in the context
-					reqCtx = context.WithValue(reqCtx, subscriptionIdKey, env.SubscriptionID)
 
 					// handle each filter separately -- dispatching events as they're loaded from databases
 					for _, filter := range env.Filters {
@@ -313,7 +340,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						if rl.getSubRelayFromFilter != nil {
 							srl = rl.getSubRelayFromFilter(filter)
 						}
-						err := srl.handleRequest(reqCtx, env.SubscriptionID, &eose, ws, filter)
+						err := srl.handleRequest(sub.ctx, sub, &eose, ws, filter)
 						if err != nil {
 							// fail everything if any filter is rejected
 							reason := err.Error()
@@ -324,23 +351,29 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 							// the rejected one leave no listener behind; they kept
 							// delivering on a CLOSED subscription id, and twice once
 							// the client retried with that id (RL-13).
-							rl.removeListenerId(ws, env.SubscriptionID)
+							rl.endSubscription(ws, sub, errors.New("filter rejected"))
 							ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: reason})
-							cancelReqCtx(errors.New("filter rejected"))
 							return
 						} else {
-							rl.addListener(ws, env.SubscriptionID, srl, filter, cancelReqCtx)
+							rl.addListener(ws, sub, srl, filter)
 						}
 					}
 
 					go func() {
 						// when all events have been loaded from databases and dispatched we can fire the EOSE message
 						eose.Wait()
+						// buzz-lite patch: a subscription a StreamEvents hook ended
+						// is answered CLOSED, not EOSE.
+						var closed closedError
+						if errors.As(context.Cause(sub.ctx), &closed) {
+							rl.endSubscription(ws, sub, closed)
+							ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: closed.reason})
+							return
+						}
 						ws.WriteJSON(nostr.EOSEEnvelope(env.SubscriptionID))
 					}()
 				case *nostr.CloseEnvelope:
-					id := string(*env)
-					rl.removeListenerId(ws, id)
+					rl.closeSubscriptionId(ws, string(*env))
 				case *nostr.AuthEnvelope:
 					wsBaseUrl := strings.Replace(rl.getBaseURL(r), "http", "ws", 1)
 					if pubkey, ok := nip42.ValidateAuthEvent(&env.Event, ws.Challenge, wsBaseUrl); ok {
@@ -448,6 +481,22 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 }
+
+// countFilters is how many filters a COUNT message carries.
+//
+// buzz-lite patch.
+func countFilters(message string) int {
+	var req nostr.ReqEnvelope
+	if err := req.FromJSON(message); err != nil {
+		return 1 // parsed as a COUNT of one filter, or it would not be here
+	}
+	return len(req.Filters)
+}
+
+// maxHandlers bounds the messages of one connection handled at once.
+//
+// buzz-lite patch.
+const maxHandlers = 32
 
 // hllOffset is nip45.HyperLogLogEventPubkeyOffsetForFilter for filters
 // whose one tag value is a 64-hex id or pubkey; -1 for anything else.

@@ -3,24 +3,49 @@ package khatru
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/nbd-wtf/go-nostr"
 )
 
 var ErrSubscriptionClosedByClient = errors.New("subscription closed by client")
 
+// subscription is one REQ of a connection, open from the REQ until a CLOSE,
+// a CLOSED, another REQ with its id, or the connection's end.
+//
+// buzz-lite patch: subscriptions are known by what they are, not only by
+// id, so that one ending removes exactly its own listeners (not those of a
+// REQ that replaced it meanwhile), a connection's open subscriptions can be
+// counted (RejectRequest), and a listener is never added to a subscription
+// that already ended.
+type subscription struct {
+	id string
+	// ctx is the REQ's; it ends with the subscription, and its cause says
+	// why (a closedError when the relay ended it).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ended  bool // its listeners are gone; under clientsMutex
+}
+
+// closedError is the cause of a subscription the relay ended with CLOSED.
+type closedError struct{ reason string }
+
+func (e closedError) Error() string { return e.reason }
+
 type listenerSpec struct {
-	id       string // kept here so we can easily match against it removeListenerId
-	cancel   context.CancelCauseFunc
+	sub      *subscription
 	index    int
 	subrelay *Relay // this is important when we're dealing with routing, otherwise it will be always the same
 }
 
+// buzz-lite patch: a listener points at its spec, so that the spec of a
+// listener moved by a swap-delete is fixed in O(1); it was searched for
+// among all the specs of its connection, which made removing a connection's
+// n listeners O(n^2) under the global clientsMutex (RL-27a).
 type listener struct {
 	id     string // duplicated here so we can easily send it on notifyListeners
 	filter nostr.Filter
 	ws     *WebSocket
+	spec   *listenerSpec
 }
 
 func (rl *Relay) GetListeningFilters() []nostr.Filter {
@@ -31,105 +56,153 @@ func (rl *Relay) GetListeningFilters() []nostr.Filter {
 	return respfilters
 }
 
-// addListener may be called multiple times for each id and ws -- in which case each filter will
+// addListener may be called multiple times for each subscription -- in which case each filter will
 // be added as an independent listener
 func (rl *Relay) addListener(
 	ws *WebSocket,
-	id string,
+	sub *subscription,
 	subrelay *Relay,
 	filter nostr.Filter,
-	cancel context.CancelCauseFunc,
 ) {
 	rl.clientsMutex.Lock()
 	defer rl.clientsMutex.Unlock()
 
-	if specs, ok := rl.clients[ws]; ok /* this will always be true unless client has disconnected very rapidly */ {
-		idx := len(subrelay.listeners)
-		rl.clients[ws] = append(specs, listenerSpec{
-			id:       id,
-			cancel:   cancel,
+	if specs, ok := rl.clients[ws]; ok && !sub.ended /* this will always be true unless client has disconnected very rapidly */ {
+		spec := &listenerSpec{
+			sub:      sub,
 			subrelay: subrelay,
-			index:    idx,
-		})
+			index:    len(subrelay.listeners),
+		}
+		rl.clients[ws] = append(specs, spec)
 		subrelay.listeners = append(subrelay.listeners, listener{
 			ws:     ws,
-			id:     id,
+			id:     sub.id,
 			filter: filter,
+			spec:   spec,
 		})
 	}
 }
 
-// remove a specific subscription id from listeners for a given ws client
-// and cancel its specific context
-func (rl *Relay) removeListenerId(ws *WebSocket, id string) {
-	rl.clientsMutex.Lock()
-	defer rl.clientsMutex.Unlock()
-
-	if specs, ok := rl.clients[ws]; ok {
-		// swap delete specs that match this id
-		for s := len(specs) - 1; s >= 0; s-- {
-			spec := specs[s]
-			if spec.id == id {
-				spec.cancel(ErrSubscriptionClosedByClient)
-				specs[s] = specs[len(specs)-1]
-				specs = specs[0 : len(specs)-1]
-				rl.clients[ws] = specs
-
-				// swap delete listeners one at a time, as they may be each in a different subrelay
-				srl := spec.subrelay // == rl in normal cases, but different when this came from a route
-
-				if spec.index != len(srl.listeners)-1 {
-					movedFromIndex := len(srl.listeners) - 1
-					moved := srl.listeners[movedFromIndex] // this wasn't removed, but will be moved
-					srl.listeners[spec.index] = moved
-
-					// now we must update the the listener we just moved
-					// so its .index reflects its new position on srl.listeners
-					movedSpecs := rl.clients[moved.ws]
-					idx := slices.IndexFunc(movedSpecs, func(ls listenerSpec) bool {
-						return ls.index == movedFromIndex && ls.subrelay == srl
-					})
-					movedSpecs[idx].index = spec.index
-					rl.clients[moved.ws] = movedSpecs
-				}
-				srl.listeners = srl.listeners[0 : len(srl.listeners)-1] // finally reduce the slice length
-			}
+// rejectRequest is the reason the first RejectRequest hook that refuses req
+// gives, or "".
+//
+// buzz-lite patch.
+func (rl *Relay) rejectRequest(ctx context.Context, req Request) string {
+	for _, reject := range rl.RejectRequest {
+		if rejecting, msg := reject(ctx, req); rejecting {
+			return nostr.NormalizeOKMessage(msg, "blocked")
 		}
 	}
+	return ""
+}
+
+// openSubscription opens the subscription of a REQ with id and filters
+// filters on ws, unless a RejectRequest hook refuses it: then it returns
+// nil and the reason. Either way an open subscription with that id ends
+// (NIP-01: a REQ replaces it; refused, the id is CLOSED). The hooks run
+// under the connection's subsMu, so that the connection's REQs are counted
+// one after another and none slips past a cap.
+//
+// buzz-lite patch.
+func (rl *Relay) openSubscription(ctx context.Context, ws *WebSocket, id string, filters int) (*subscription, string) {
+	ws.subsMu.Lock()
+	old := ws.subs[id]
+	if old != nil {
+		delete(ws.subs, id)
+	}
+	var sub *subscription
+	reason := rl.rejectRequest(ctx, Request{Label: "REQ", SubscriptionID: id, Filters: filters, Open: len(ws.subs)})
+	if reason == "" {
+		reqCtx, cancel := context.WithCancelCause(ctx)
+		// expose subscription id in the context
+		sub = &subscription{id: id, ctx: context.WithValue(reqCtx, subscriptionIdKey, id), cancel: cancel}
+		if ws.subs == nil {
+			ws.subs = make(map[string]*subscription)
+		}
+		ws.subs[id] = sub
+	}
+	ws.subsMu.Unlock()
+	if old != nil {
+		rl.removeSubscription(ws, old, ErrSubscriptionClosedByClient)
+	}
+	return sub, reason
+}
+
+// closeSubscriptionId ends the open subscription with id on ws, if any (a
+// CLOSE).
+//
+// buzz-lite patch.
+func (rl *Relay) closeSubscriptionId(ws *WebSocket, id string) {
+	ws.subsMu.Lock()
+	sub := ws.subs[id]
+	delete(ws.subs, id)
+	ws.subsMu.Unlock()
+	if sub != nil {
+		rl.removeSubscription(ws, sub, ErrSubscriptionClosedByClient)
+	}
+}
+
+// endSubscription ends sub, which the relay answers with CLOSED, for
+// cause.
+//
+// buzz-lite patch.
+func (rl *Relay) endSubscription(ws *WebSocket, sub *subscription, cause error) {
+	ws.subsMu.Lock()
+	if ws.subs[sub.id] == sub {
+		delete(ws.subs, sub.id)
+	}
+	ws.subsMu.Unlock()
+	rl.removeSubscription(ws, sub, cause)
+}
+
+// removeSubscription removes the listeners of sub, in time linear in the
+// connection's listeners, and cancels its context with cause.
+//
+// buzz-lite patch.
+func (rl *Relay) removeSubscription(ws *WebSocket, sub *subscription, cause error) {
+	rl.clientsMutex.Lock()
+	sub.ended = true
+	if specs, ok := rl.clients[ws]; ok {
+		// swap delete the specs of sub
+		for s := len(specs) - 1; s >= 0; s-- {
+			spec := specs[s]
+			if spec.sub == sub {
+				specs[s] = specs[len(specs)-1]
+				specs[len(specs)-1] = nil
+				specs = specs[0 : len(specs)-1]
+				removeListener(spec)
+			}
+		}
+		rl.clients[ws] = specs
+	}
+	rl.clientsMutex.Unlock()
+	sub.cancel(cause)
 }
 
 func (rl *Relay) removeClientAndListeners(ws *WebSocket) {
 	rl.clientsMutex.Lock()
 	defer rl.clientsMutex.Unlock()
-	if specs, ok := rl.clients[ws]; ok {
-		// swap delete listeners and delete client (all specs will be deleted)
-		for s, spec := range specs {
-			// no need to cancel contexts since they inherit from the main connection context
-			// just delete the listeners (swap-delete)
-			srl := spec.subrelay
-
-			if spec.index != len(srl.listeners)-1 {
-				movedFromIndex := len(srl.listeners) - 1
-				moved := srl.listeners[movedFromIndex] // this wasn't removed, but will be moved
-				srl.listeners[spec.index] = moved
-
-				// temporarily update the spec of the listener being removed to have index == -1
-				// (since it was removed) so it doesn't match in the search below
-				rl.clients[ws][s].index = -1
-
-				// now we must update the the listener we just moved
-				// so its .index reflects its new position on srl.listeners
-				movedSpecs := rl.clients[moved.ws]
-				idx := slices.IndexFunc(movedSpecs, func(ls listenerSpec) bool {
-					return ls.index == movedFromIndex && ls.subrelay == srl
-				})
-				movedSpecs[idx].index = spec.index
-				rl.clients[moved.ws] = movedSpecs
-			}
-			srl.listeners = srl.listeners[0 : len(srl.listeners)-1] // finally reduce the slice length
-		}
+	// no need to cancel contexts since they inherit from the main connection context
+	for _, spec := range rl.clients[ws] {
+		removeListener(spec)
 	}
 	delete(rl.clients, ws)
+}
+
+// removeListener swap-deletes the listener of spec from its relay's list,
+// in O(1). Called with clientsMutex held.
+//
+// buzz-lite patch (see listener).
+func removeListener(spec *listenerSpec) {
+	srl := spec.subrelay // == rl in normal cases, but different when this came from a route
+	last := len(srl.listeners) - 1
+	if spec.index != last {
+		moved := srl.listeners[last] // this wasn't removed, but will be moved
+		srl.listeners[spec.index] = moved
+		moved.spec.index = spec.index
+	}
+	srl.listeners[last] = listener{} // the slice keeps no filter or connection alive
+	srl.listeners = srl.listeners[:last]
 }
 
 // returns how many listeners were notified

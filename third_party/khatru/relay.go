@@ -34,7 +34,7 @@ func NewRelay() *Relay {
 			CheckOrigin:     func(r *http.Request) bool { return true },
 		},
 
-		clients:   make(map[*WebSocket][]listenerSpec, 100),
+		clients:   make(map[*WebSocket][]*listenerSpec, 100),
 		listeners: make([]listener, 0, 100),
 
 		serveMux: &http.ServeMux{},
@@ -43,6 +43,7 @@ func NewRelay() *Relay {
 		PongWait:       60 * time.Second,
 		PingPeriod:     30 * time.Second,
 		MaxMessageSize: 512000,
+		QueueBytes:     4 << 20,
 	}
 
 	rl.expirationManager = newExpirationManager(rl)
@@ -79,6 +80,16 @@ type Relay struct {
 	// and returns which connections may receive it (nil: all).
 	// buzz-lite patch.
 	DeliverTo func(event *nostr.Event) func(ws *WebSocket) bool
+	// RejectRequest hooks are asked once per REQ and COUNT, before its
+	// filters; a refusal answers CLOSED with msg. buzz-lite patch.
+	RejectRequest []func(ctx context.Context, req Request) (reject bool, msg string)
+	// StreamEvents hooks serve a REQ filter's stored events, as
+	// QueryEvents do, without handing them over all at once: send queues
+	// one event for the client, waiting while the connection's queue is
+	// full, and fails once the subscription or the connection ended. An
+	// error ends the subscription, answered CLOSED with it as the reason.
+	// buzz-lite patch.
+	StreamEvents []func(ctx context.Context, filter nostr.Filter, send func(*nostr.Event) error) error
 
 	// these are used when this relays acts as a router
 	routes                []Route
@@ -100,7 +111,7 @@ type Relay struct {
 
 	// keep a connection reference to all connected clients for Server.Shutdown
 	// also used for keeping track of who is listening to what
-	clients      map[*WebSocket][]listenerSpec
+	clients      map[*WebSocket][]*listenerSpec
 	listeners    []listener
 	clientsMutex sync.Mutex
 
@@ -117,9 +128,21 @@ type Relay struct {
 	PongWait       time.Duration // Time allowed to read the next pong message from the peer.
 	PingPeriod     time.Duration // Send pings to peer with this period. Must be less than pongWait.
 	MaxMessageSize int64         // Maximum message size allowed from peer.
+	QueueBytes     int64         // Bytes that may be queued for one peer (buzz-lite patch).
 
 	// NIP-40 expiration manager
 	expirationManager *expirationManager
+}
+
+// Request is what RejectRequest hooks are told of a REQ or COUNT.
+// buzz-lite patch.
+type Request struct {
+	Label          string // "REQ" or "COUNT"
+	SubscriptionID string
+	Filters        int // how many filters the message carries
+	// Open counts, for a REQ, the connection's other open subscriptions:
+	// one that this REQ replaces (the same id) is not among them.
+	Open int
 }
 
 func (rl *Relay) getBaseURL(r *http.Request) string {

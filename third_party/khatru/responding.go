@@ -2,6 +2,7 @@ package khatru
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 
@@ -9,8 +10,9 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip45/hyperloglog"
 )
 
-func (rl *Relay) handleRequest(ctx context.Context, id string, eose *sync.WaitGroup, ws *WebSocket, filter nostr.Filter) error {
+func (rl *Relay) handleRequest(ctx context.Context, sub *subscription, eose *sync.WaitGroup, ws *WebSocket, filter nostr.Filter) error {
 	defer eose.Done()
+	id := sub.id
 
 	// overwrite the filter (for example, to eliminate some kinds or
 	// that we know we don't support)
@@ -62,37 +64,37 @@ func (rl *Relay) handleRequest(ctx context.Context, id string, eose *sync.WaitGr
 		}(ch)
 	}
 
+	// buzz-lite patch: StreamEvents hooks send their events one at a time,
+	// each queued before the next is read (RL-27a).
+	eose.Add(len(rl.StreamEvents))
+	for _, stream := range rl.StreamEvents {
+		go func() {
+			defer eose.Done()
+			err := stream(ctx, filter, func(event *nostr.Event) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				for _, ovw := range rl.OverwriteResponseEvent {
+					ovw(ctx, event)
+				}
+				b, err := json.Marshal(nostr.EventEnvelope{SubscriptionID: &id, Event: *event})
+				if err != nil {
+					return err
+				}
+				return ws.queueAnswer(ctx, b)
+			})
+			if err != nil && ctx.Err() == nil && ws.Context.Err() == nil {
+				sub.cancel(closedError{nostr.NormalizeOKMessage(err.Error(), "error")})
+			}
+		}()
+	}
+
 	return nil
 }
 
-func (rl *Relay) handleCountRequest(ctx context.Context, ws *WebSocket, filter nostr.Filter) int64 {
-	// check if we'll reject this filter
-	for _, reject := range rl.RejectCountFilter {
-		if rejecting, msg := reject(ctx, filter); rejecting {
-			ws.WriteJSON(nostr.NoticeEnvelope(msg))
-			return 0
-		}
-	}
-
-	// run the functions to count (generally it will be just one)
-	var subtotal int64 = 0
-	for _, count := range rl.CountEvents {
-		res, err := count(ctx, filter)
-		if err != nil {
-			ws.WriteJSON(nostr.NoticeEnvelope(err.Error()))
-		}
-		subtotal += res
-	}
-
-	return subtotal
-}
-
-func (rl *Relay) handleCountRequestWithHLL(
-	ctx context.Context,
-	ws *WebSocket,
-	filter nostr.Filter,
-	offset int,
-) (int64, *hyperloglog.HyperLogLog) {
+// buzz-lite patch: an error of a CountEvents hook is returned, and the COUNT
+// refused with it; it was a NOTICE and a count of 0.
+func (rl *Relay) handleCountRequest(ctx context.Context, ws *WebSocket, filter nostr.Filter) (int64, error) {
 	// check if we'll reject this filter
 	for _, reject := range rl.RejectCountFilter {
 		if rejecting, msg := reject(ctx, filter); rejecting {
@@ -103,11 +105,38 @@ func (rl *Relay) handleCountRequestWithHLL(
 
 	// run the functions to count (generally it will be just one)
 	var subtotal int64 = 0
+	for _, count := range rl.CountEvents {
+		res, err := count(ctx, filter)
+		if err != nil {
+			return 0, err
+		}
+		subtotal += res
+	}
+
+	return subtotal, nil
+}
+
+func (rl *Relay) handleCountRequestWithHLL(
+	ctx context.Context,
+	ws *WebSocket,
+	filter nostr.Filter,
+	offset int,
+) (int64, *hyperloglog.HyperLogLog, error) {
+	// check if we'll reject this filter
+	for _, reject := range rl.RejectCountFilter {
+		if rejecting, msg := reject(ctx, filter); rejecting {
+			ws.WriteJSON(nostr.NoticeEnvelope(msg))
+			return 0, nil, nil
+		}
+	}
+
+	// run the functions to count (generally it will be just one)
+	var subtotal int64 = 0
 	var hll *hyperloglog.HyperLogLog
 	for _, countHLL := range rl.CountEventsHLL {
 		res, fhll, err := countHLL(ctx, filter, offset)
 		if err != nil {
-			ws.WriteJSON(nostr.NoticeEnvelope(err.Error()))
+			return 0, nil, err // buzz-lite patch, as in handleCountRequest
 		}
 		subtotal += res
 		if fhll != nil {
@@ -119,5 +148,5 @@ func (rl *Relay) handleCountRequestWithHLL(
 		}
 	}
 
-	return subtotal, hll
+	return subtotal, hll, nil
 }

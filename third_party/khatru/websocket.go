@@ -33,27 +33,28 @@ type WebSocket struct {
 
 	authLock sync.Mutex
 
-	// buzz-lite patch: every message to the peer goes through one of two
-	// queues, written by one goroutine per connection (writeLoop), so that a
-	// peer that stops reading never blocks anyone but itself. Answers to the
-	// peer's own requests wait for room in theirs; live events never wait,
-	// and have a queue of their own so that a long history being loaded
-	// does not make a healthy peer look stalled.
-	send      chan []byte
-	live      chan []byte
+	// buzz-lite patch: the open subscriptions by id (see subscription).
+	subsMu sync.Mutex
+	subs   map[string]*subscription
+
+	// buzz-lite patch: every message to the peer is queued and written by
+	// one goroutine per connection (writeLoop), so that a peer that stops
+	// reading never blocks anyone but itself. The queue is a byte budget
+	// (RL-27a): answers to the peer's own requests wait while they would
+	// take more than half of it, so that the relay stops reading from its
+	// store for a peer that does not read, and live events always find room
+	// beside a long history being loaded; a live event that would pass the
+	// budget is not waited for, the peer is disconnected.
+	qmu    sync.Mutex
+	queue  [][]byte
+	queued int64         // bytes in queue and being written
+	budget int64         // bytes that may be queued
+	ready  chan struct{} // wakes writeLoop; capacity 1
+	room   chan struct{} // closed when answers may be queued again; nil while none waits
+
 	writeWait time.Duration
 	closeOnce sync.Once
 }
-
-// answerQueue is how many answers may wait for a peer: the request goroutine
-// waits for room, so a short queue costs nothing but memory saved (each
-// slot is 24 bytes on every connection, a thousand connections at once).
-// liveQueue is how many live events may wait: a live event for a peer
-// whose live queue is full is not waited for, the peer is disconnected.
-const (
-	answerQueue = 64
-	liveQueue   = 512
-)
 
 // ErrSlowConsumer is returned when a peer's queue is full and it was
 // disconnected.
@@ -62,41 +63,109 @@ var ErrSlowConsumer = errors.New("connection dropped: peer does not read fast en
 // errConnClosed is returned for writes to a closed connection.
 var errConnClosed = errors.New("connection closed")
 
-// WriteJSON queues a message for the peer, waiting while its queue is full:
-// for answers to the peer's own requests, which may wait for the peer.
+// WriteJSON queues a message for the peer, waiting while the queue holds
+// half its budget or more: for answers to the peer's own requests, which
+// may wait for the peer.
 func (ws *WebSocket) WriteJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	select {
-	case ws.send <- b:
-		return nil
-	case <-ws.Context.Done():
-		return errConnClosed
+	return ws.queueAnswer(ws.Context, b)
+}
+
+// queueAnswer queues b as WriteJSON does; it stops waiting when ctx ends.
+func (ws *WebSocket) queueAnswer(ctx context.Context, b []byte) error {
+	for {
+		if ws.Context.Err() != nil {
+			return errConnClosed
+		}
+		ws.qmu.Lock()
+		if ws.queued < ws.budget/2 {
+			ws.push(b)
+			ws.qmu.Unlock()
+			return nil
+		}
+		if ws.room == nil {
+			ws.room = make(chan struct{})
+		}
+		room := ws.room
+		ws.qmu.Unlock()
+		select {
+		case <-room:
+		case <-ws.Context.Done():
+			return errConnClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 
 // TrySendJSON queues a message for the peer without waiting: a peer whose
-// queue is full is disconnected. For live events, which must not wait for
-// one slow peer.
+// queue would pass its budget is disconnected. For live events, which must
+// not wait for one slow peer.
 func (ws *WebSocket) TrySendJSON(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	select {
-	case ws.live <- b:
-		return nil
-	case <-ws.Context.Done():
+	if ws.Context.Err() != nil {
 		return errConnClosed
-	default:
+	}
+	ws.qmu.Lock()
+	if ws.queued > 0 && ws.queued+int64(len(b)) > ws.budget {
+		ws.qmu.Unlock()
 		// Not here: Close waits (up to a second) for the write lock the
 		// stalled writeLoop holds, and the caller is delivering to others.
 		ws.cancel()
 		go ws.Close(websocket.ClosePolicyViolation, "too slow")
 		return ErrSlowConsumer
 	}
+	ws.push(b)
+	ws.qmu.Unlock()
+	return nil
+}
+
+// push queues b and wakes writeLoop; called with qmu held.
+func (ws *WebSocket) push(b []byte) {
+	ws.queue = append(ws.queue, b)
+	ws.queued += int64(len(b))
+	select {
+	case ws.ready <- struct{}{}:
+	default:
+	}
+}
+
+// next is the message writeLoop writes next, nil once the connection ended.
+func (ws *WebSocket) next() []byte {
+	for {
+		ws.qmu.Lock()
+		if len(ws.queue) > 0 {
+			b := ws.queue[0]
+			ws.queue[0] = nil
+			ws.queue = ws.queue[1:]
+			ws.qmu.Unlock()
+			return b
+		}
+		ws.qmu.Unlock()
+		select {
+		case <-ws.ready:
+		case <-ws.Context.Done():
+			return nil
+		}
+	}
+}
+
+// written takes n bytes written out of the queue's count, and lets the
+// answers waiting for room go on when there is.
+func (ws *WebSocket) written(n int) {
+	ws.qmu.Lock()
+	ws.queued -= int64(n)
+	if ws.room != nil && ws.queued < ws.budget/2 {
+		close(ws.room)
+		ws.room = nil
+	}
+	ws.qmu.Unlock()
 }
 
 // WriteMessage writes a control or data message directly.
@@ -122,20 +191,24 @@ func (ws *WebSocket) Close(code int, reason string) {
 }
 
 // writeLoop writes the queued messages until the connection ends. A write
-// that cannot finish within writeWait ends the connection.
+// that cannot finish within writeWait ends the connection: a peer whose
+// queue stays full is closed.
 func (ws *WebSocket) writeLoop() {
+	defer func() {
+		ws.qmu.Lock()
+		ws.queue = nil // what was queued for the peer is not kept for nothing
+		ws.qmu.Unlock()
+	}()
 	for {
-		var b []byte
-		select {
-		case b = <-ws.send:
-		case b = <-ws.live:
-		case <-ws.Context.Done():
+		b := ws.next()
+		if b == nil {
 			return
 		}
 		ws.mutex.Lock()
 		ws.conn.SetWriteDeadline(time.Now().Add(ws.writeWait))
 		err := ws.conn.WriteMessage(websocket.TextMessage, b)
 		ws.mutex.Unlock()
+		ws.written(len(b))
 		if err != nil {
 			ws.Close(websocket.CloseGoingAway, "write failed")
 			return
