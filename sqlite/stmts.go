@@ -24,6 +24,7 @@ type writeStmts struct {
 	accessVersion, putSetting, setScope        *sql.Stmt
 	updateChannel, putMember, deleteMember     *sql.Stmt
 	reactionsTo, summaryTarget, bumpWrites     *sql.Stmt
+	shortWait, longWait, checkpoint, busyWait  *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -64,6 +65,12 @@ type writeStmt struct {
 func (s *writeStmts) list() []writeStmt {
 	return []writeStmt{
 		{&s.begin, `BEGIN IMMEDIATE`},
+		// writer.boundWAL: how long it waits for readers, the checkpoint,
+		// and the busy timeout of every other statement.
+		{&s.shortWait, fmt.Sprintf("PRAGMA busy_timeout = %d", walShortWait.Milliseconds())},
+		{&s.longWait, fmt.Sprintf("PRAGMA busy_timeout = %d", queryTimeout.Milliseconds())},
+		{&s.checkpoint, `PRAGMA wal_checkpoint(TRUNCATE)`},
+		{&s.busyWait, fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS)},
 		{&s.commit, `COMMIT`},
 		{&s.rollback, `ROLLBACK`},
 		{&s.insertEvent, `INSERT INTO events
