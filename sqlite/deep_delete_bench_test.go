@@ -15,6 +15,20 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
+// benchTopLevel is the number of top-level messages per channel of a
+// benchmark's generated community: BUZZ_LITE_BENCH_TOPLEVEL, or def.
+func benchTopLevel(b *testing.B, def int) int {
+	v := os.Getenv("BUZZ_LITE_BENCH_TOPLEVEL")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("BUZZ_LITE_BENCH_TOPLEVEL=%q", v)
+	}
+	return n
+}
+
 // BenchmarkDeepDelete is issue 13 finding 1 (RL-27a): the deletion of the
 // newest reply at the bottom of a thread d levels deep, on a database of
 // about 50,000 events (BUZZ_LITE_BENCH_TOPLEVEL=5000: 185,000, which must
@@ -25,15 +39,7 @@ import (
 // newest leaf (outside the timer), so that every deletion makes every
 // ancestor recompute its latest activity and participants.
 func BenchmarkDeepDelete(b *testing.B) {
-	topLevel := 1400
-	if v := os.Getenv("BUZZ_LITE_BENCH_TOPLEVEL"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("BUZZ_LITE_BENCH_TOPLEVEL=%q", v)
-		}
-		topLevel = n
-	}
-	s, c := openCommunity(b, topLevel)
+	s, c := openCommunity(b, benchTopLevel(b, 1400))
 	ctx := context.Background()
 	ch, other := c.Channels[0], c.Channels[2]
 	author, bystander := testutil.NewSigner(b), testutil.NewSigner(b)
