@@ -44,7 +44,7 @@ type counterFix struct {
 func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	var rep CheckReport
 	var fixes []counterFix
-	var missing []tagFix
+	var missing, extra []tagFix
 	err := s.readTxFor(ctx, 0, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, "PRAGMA integrity_check")
 		if err != nil {
@@ -76,7 +76,10 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		if fixes, err = checkCounters(ctx, tx, &rep); err != nil {
 			return err
 		}
-		missing, err = checkTags(ctx, tx, &rep)
+		if missing, err = checkTags(ctx, tx, &rep); err != nil || !repair || rep.ExtraTags == 0 {
+			return err
+		}
+		extra, err = extraTags(ctx, tx)
 		return err
 	})
 	if err != nil || !repair || rep.OK() {
@@ -96,9 +99,9 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 				return fmt.Errorf("repair counters of #%d: %w", f.seq, err)
 			}
 		}
-		if rep.ExtraTags > 0 {
-			if _, err := w.deleteExtraTags.ExecContext(w.ctx); err != nil {
-				return fmt.Errorf("repair tags: %w", err)
+		for _, x := range extra {
+			if _, err := w.deleteExtraTag.ExecContext(w.ctx, x.name, x.value, x.createdAt, x.seq); err != nil {
+				return fmt.Errorf("repair tags of #%d: %w", x.seq, err)
 			}
 		}
 		for _, m := range missing {
@@ -271,7 +274,8 @@ func nullString(v sql.NullInt64) string {
 	return fmt.Sprint(v.Int64)
 }
 
-// tagFix is a missing tag index row.
+// tagFix is a tag index row that repair inserts (missing) or deletes
+// (extra).
 type tagFix struct {
 	name      string
 	value     any
@@ -340,12 +344,39 @@ func checkTags(ctx context.Context, tx *sql.Tx, rep *CheckReport) ([]tagFix, err
 	return missing, nil
 }
 
-// deleteExtraTagsSQL removes every tag index row that its event does not
-// call for (or whose event is gone); missing rows are inserted afterwards.
-const deleteExtraTagsSQL = `DELETE FROM tags WHERE NOT EXISTS (
+// notCalledFor is true of a tag index row that its event does not call for
+// (or whose event is gone).
+const notCalledFor = `NOT EXISTS (
 	SELECT 1 FROM events e, json_each(e.tags) j
 	WHERE e.seq = tags.seq AND e.created_at = tags.created_at AND e.kind = tags.kind
 	AND j.value ->> 0 = tags.name
 	AND (CASE WHEN typeof(tags.value) = 'blob' THEN lower(hex(tags.value)) ELSE tags.value END) = j.value ->> 1
 	AND (typeof(tags.value) = 'blob') = (length(j.value ->> 1) = 64 AND lower(j.value ->> 1) = j.value ->> 1
 		AND NOT (j.value ->> 1) GLOB '*[^0-9a-f]*'))`
+
+// deleteExtraTagSQL deletes one tag index row if it is still extra when the
+// repair runs: a search by its key, where deleting every extra row in one
+// statement would hold the writer for a scan of the whole index (RL-27a).
+const deleteExtraTagSQL = `DELETE FROM tags WHERE name = ? AND value = ? AND created_at = ? AND seq = ? AND ` + notCalledFor
+
+// extraTags lists the tag index rows no event calls for, in the check's
+// read transaction, for the repair to delete one by one.
+func extraTags(ctx context.Context, tx *sql.Tx) ([]tagFix, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT name, value, created_at, seq FROM tags WHERE `+notCalledFor)
+	if err != nil {
+		return nil, fmt.Errorf("find extra tags: %w", err)
+	}
+	defer rows.Close()
+	var extra []tagFix
+	for rows.Next() {
+		var x tagFix
+		if err := rows.Scan(&x.name, &x.value, &x.createdAt, &x.seq); err != nil {
+			return nil, fmt.Errorf("find extra tags: %w", err)
+		}
+		extra = append(extra, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find extra tags: %w", err)
+	}
+	return extra, nil
+}

@@ -3,12 +3,16 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/gen"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -129,5 +133,116 @@ func TestQueryPlans(t *testing.T) {
 	// The empty filter is the one that reads everything, newest first.
 	if plan := queryPlan(t, s, nostr.Filter{}); !planScansEvents(plan) {
 		t.Errorf("plan of the empty filter does not scan events:\n%s", plan)
+	}
+}
+
+// sourceNames finds each table of tables under the names a plan gives it in
+// query: its own and every alias (`FROM events e`, `JOIN tags AS t`).
+var sourceNames = regexp.MustCompile(`(?i)(?:\bFROM|\bJOIN|\bUPDATE|\bINTO|,)\s*(events|tags)\b(?:\s+(?:AS\s+)?([a-z_]\w*))?`)
+
+// notAlias are the words that may follow a table name without naming it.
+var notAlias = []string{"WHERE", "SET", "INDEXED", "NOT", "JOIN", "LEFT", "RIGHT", "FULL", "INNER", "CROSS",
+	"NATURAL", "ON", "USING", "GROUP", "ORDER", "LIMIT", "VALUES", "DEFAULT", "UNION", "EXCEPT", "INTERSECT",
+	"WINDOW", "RETURNING", "HAVING", "FROM"}
+
+// tableScans returns the lines of plan, the plan of query, that read the
+// whole of events or tags (or the whole of one of their indexes): a SCAN,
+// with or without an index; an automatic index or a Bloom filter, which
+// SQLite builds by reading the whole table first.
+func tableScans(query, plan string) []string {
+	names := map[string]bool{"events": true, "tags": true}
+	for _, m := range sourceNames.FindAllStringSubmatch(query, -1) {
+		if m[2] != "" && !slices.Contains(notAlias, strings.ToUpper(m[2])) {
+			names[m[2]] = true
+		}
+	}
+	var scans []string
+	for _, line := range planLines(plan) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "SCAN" && names[f[1]],
+			len(f) >= 4 && f[0] == "SEARCH" && names[f[1]] && f[3] == "AUTOMATIC",
+			len(f) >= 4 && f[0] == "BLOOM" && f[2] == "ON" && names[f[3]]:
+			scans = append(scans, line)
+		}
+	}
+	return scans
+}
+
+// openCommunity opens a store in a fresh directory holding a generated
+// community (gen.Default with topLevel messages per channel: about 37
+// events each), imported as `buzz-lite import` does.
+func openCommunity(tb testing.TB, topLevel int) (*Store, *gen.Community) {
+	tb.Helper()
+	c, err := gen.Generate(gen.Options{TopLevel: topLevel})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := Open(context.Background(), Options{Path: filepath.Join(tb.TempDir(), "community.db"), Schema: testutil.Schema(tb)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	for i := 0; i < len(c.Events); i += 500 {
+		if _, err := s.ImportBatch(context.Background(), c.Events[i:min(i+500, len(c.Events))]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return s, c
+}
+
+// RL-27a, issue 13 finding 1: no statement the writer prepares reads the
+// whole of events or tags, whatever it is given: each is a search of an
+// index, so its cost never grows with the database. The statements come
+// from the writer's own list (writeStmts.list), so that one added later is
+// checked too. Besides them the writer runs only loadCommunity's reads of
+// channels, members and settings and its checkpoints. The plans are taken
+// on a realistic database as the store keeps it (it never runs ANALYZE: no
+// sqlite_stat1), and again after an ANALYZE (an operator's sqlite3 shell),
+// since statistics change what SQLite picks.
+func TestWriterPlans(t *testing.T) {
+	s, _ := openCommunity(t, 100)
+	var stat1 int
+	if err := s.readers.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'sqlite_stat1'`).Scan(&stat1); err != nil {
+		t.Fatal(err)
+	}
+	if stat1 != 0 {
+		t.Fatal("the store keeps sqlite_stat1 now: say so above")
+	}
+	// EXPLAIN binds NULL to every parameter the driver is given a value
+	// for; it wants one for each, and ignores the rest.
+	params := make([]any, 32)
+	// The check itself sees a scan under an alias, along an index, of
+	// tags, and lets searches pass.
+	for query, scans := range map[string]bool{
+		`SELECT count(*) FROM events e WHERE e.content = ?`:                                       true,
+		`SELECT seq FROM events INDEXED BY events_pubkey WHERE kind = ?`:                          true,
+		`SELECT seq FROM tags AS t WHERE t.kind = ?`:                                              true,
+		`SELECT seq FROM events WHERE id = ?`:                                                     false,
+		`SELECT e.id FROM tags t JOIN events e ON e.seq = t.seq WHERE t.name = ? AND t.value = ?`: false,
+	} {
+		if plan := explain(t, s, query, params...); (len(tableScans(query, plan)) > 0) != scans {
+			t.Fatalf("tableScans of\n%s\nwith plan\n%s\nsays %v, want %v", query, plan, !scans, scans)
+		}
+	}
+	var stmts writeStmts
+	for _, state := range []string{"as the store keeps it", "after ANALYZE"} {
+		if state == "after ANALYZE" {
+			if err := s.writer.do(context.Background(), func(tx *writeTx) error {
+				_, err := s.writer.conn.ExecContext(tx.ctx, "ANALYZE")
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.readers.QueryRow(`SELECT count(*) FROM sqlite_stat1 WHERE tbl IN ('events', 'tags')`).Scan(&stat1); err != nil || stat1 == 0 {
+				t.Fatalf("ANALYZE left no statistics of events and tags (%d rows, %v)", stat1, err)
+			}
+		}
+		for _, st := range stmts.list() {
+			plan := explain(t, s, st.sql, params...)
+			if scans := tableScans(st.sql, plan); len(scans) > 0 {
+				t.Errorf("%s, the writer's statement\n%s\nreads a whole table: %q; its plan:\n%s", state, st.sql, scans, plan)
+			}
+		}
 	}
 }

@@ -20,10 +20,11 @@ type writeStmts struct {
 	markDeleted, hasChildren, hardDelete       *sql.Stmt
 	liveChildren, subtreeAuthors, threadNewest *sql.Stmt
 	expired, clearExpiry                       *sql.Stmt
-	unclassified, setThread, deleteExtraTags   *sql.Stmt
+	unclassified, setThread, deleteExtraTag    *sql.Stmt
 	accessVersion, putSetting, setScope        *sql.Stmt
 	updateChannel, putMember, deleteMember     *sql.Stmt
 	reactionsTo, summaryTarget, bumpWrites     *sql.Stmt
+	shortWait, longWait, checkpoint, busyWait  *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -31,28 +32,45 @@ type writeStmts struct {
 // liveChildrenSQL counts the non-deleted direct replies of ?1.
 const liveChildrenSQL = `SELECT count(*) FROM events WHERE parent = ? AND deleted_at IS NULL`
 
-// subtreeAuthorsSQL lists every non-deleted event below ?1 grouped by
-// author, newest author first: the exact counters, last_reply_at and
-// participants of ?1.
+// subtreeAuthorsSQL counts the non-deleted events below ?1 by author, with
+// the created_at of each author's newest. With ?2 a reply of ?1, the walk
+// counts ?2 but does not descend below it (the caller knows that part
+// already); with ?2 NULL it counts the whole subtree. The subtree drives
+// both joins (CROSS JOIN fixes the order): found through events_parent,
+// then each of its events read by number. Left to itself SQLite read the
+// whole of events in events_pubkey order for the GROUP BY, for every
+// ancestor of a deletion (issue 13: seconds of writer time).
 const subtreeAuthorsSQL = `WITH RECURSIVE below(seq) AS (
 		SELECT seq FROM events WHERE parent = ?1
 		UNION ALL
-		SELECT e.seq FROM events e JOIN below b ON e.parent = b.seq
+		SELECT e.seq FROM below b CROSS JOIN events e ON e.parent = b.seq WHERE b.seq IS NOT ?2
 	)
-	SELECT e.pubkey, max(e.created_at) AS newest, count(*)
-	FROM below b JOIN events e ON e.seq = b.seq
+	SELECT e.pubkey, max(e.created_at), count(*)
+	FROM below b CROSS JOIN events e ON e.seq = b.seq
 	WHERE e.deleted_at IS NULL
-	GROUP BY e.pubkey ORDER BY newest DESC, e.pubkey ASC`
+	GROUP BY e.pubkey`
 
 // eventColumns are what the write path needs to know of a stored event.
 const eventColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at, scope`
 
-func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
-	for _, p := range []struct {
-		dst **sql.Stmt
-		sql string
-	}{
+// writeStmt is one statement of the writer and where its prepared form goes.
+type writeStmt struct {
+	dst **sql.Stmt
+	sql string
+}
+
+// list is every statement the writer prepares: prepare goes through it,
+// and so does the test that checks each one's plan (RL-27a), so that a
+// statement added here is checked too.
+func (s *writeStmts) list() []writeStmt {
+	return []writeStmt{
 		{&s.begin, `BEGIN IMMEDIATE`},
+		// writer.boundWAL: how long it waits for readers, the checkpoint,
+		// and the busy timeout of every other statement.
+		{&s.shortWait, fmt.Sprintf("PRAGMA busy_timeout = %d", walShortWait.Milliseconds())},
+		{&s.longWait, fmt.Sprintf("PRAGMA busy_timeout = %d", queryTimeout.Milliseconds())},
+		{&s.checkpoint, `PRAGMA wal_checkpoint(TRUNCATE)`},
+		{&s.busyWait, fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS)},
 		{&s.commit, `COMMIT`},
 		{&s.rollback, `ROLLBACK`},
 		{&s.insertEvent, `INSERT INTO events
@@ -98,7 +116,7 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.expired, `SELECT seq FROM events WHERE expires_at <= ? LIMIT ?`},
 		{&s.clearExpiry, `UPDATE events SET expires_at = NULL WHERE seq = ?`},
 		{&s.unclassified, unclassifiedAfter},
-		{&s.deleteExtraTags, deleteExtraTagsSQL},
+		{&s.deleteExtraTag, deleteExtraTagSQL},
 		{&s.setThread, `UPDATE events SET parent = ?, root = ?, depth = ?, broadcast = ?, row_class = ? WHERE seq = ?`},
 		{&s.accessVersion, `SELECT value FROM settings WHERE key = 'access_version'`},
 		{&s.bumpWrites, `UPDATE settings SET value = value + 1 WHERE key = 'write_version'`},
@@ -115,7 +133,11 @@ func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 		{&s.reactionsTo, `SELECT t.seq FROM tags t WHERE t.name = 'e' AND t.value = ? AND t.kind = 7`},
 		{&s.summaryTarget, `SELECT e.id, c.h, e.parent IS NULL, e.row_class FROM events e JOIN channels c ON c.seq = e.channel
 			WHERE e.seq = ?`},
-	} {
+	}
+}
+
+func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
+	for _, p := range s.list() {
 		st, err := conn.PrepareContext(ctx, p.sql)
 		if err != nil {
 			s.close()

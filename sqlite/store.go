@@ -47,6 +47,9 @@ type Options struct {
 	PageCache int
 	// ReadConns bounds the read pool; 0 picks a default from the CPU count.
 	ReadConns int
+	// WALLimit bounds the WAL file, also while readers run without pause
+	// (RL-1, RL-27a); 0 means DefaultWALLimit. Tests set a small one.
+	WALLimit int64
 	// Logger receives warnings; nil discards them.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now. Tests move it.
@@ -84,6 +87,9 @@ type Store struct {
 // queryTimeout bounds every read, so that no statement outlives a client
 // that went away.
 const queryTimeout = 15 * time.Second
+
+// DefaultWALLimit is the bound on the WAL file of RL-27a.
+const DefaultWALLimit = 128 << 20
 
 // busyTimeoutMS is how long a connection waits for a lock before SQLite says
 // "database is locked": long enough that the single writer and a concurrent
@@ -168,18 +174,30 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	// WAL is a property of the file: set only once the file is known to be
 	// ours, so that refusing someone else's database leaves it untouched.
-	// The WAL is checkpointed every 16384 pages (64 MiB) and cut back to 64
-	// MiB after: a page rewritten many times between checkpoints is copied
-	// to the database once (BenchmarkIngest: about a quarter more events/s
-	// than with the default of 1000 pages), and the WAL stays bounded
-	// (RL-1). The statement journal and temporary tables live in memory,
-	// and the writer keeps a 16 MiB page cache: the relay's resident set
-	// is its Go heap plus SQLite's caches, and 32 MiB put it over 150 MB
-	// on a million events (buzz-lite bench).
+	// The WAL is checkpointed once it holds half the WAL limit (16384 pages,
+	// 64 MiB by default) and cut back to that size after: a page rewritten
+	// many times between checkpoints is copied to the database once
+	// (BenchmarkIngest: about a quarter more events/s than with the default
+	// of 1000 pages). Without readers that keeps the WAL bounded; the
+	// writer keeps it so under readers (writer.boundWAL). The statement
+	// journal and temporary tables live in memory, and the writer keeps a
+	// 16 MiB page cache: the relay's resident set is its Go heap plus
+	// SQLite's caches, and 32 MiB put it over 150 MB on a million events
+	// (buzz-lite bench).
+	walLimit := opts.WALLimit
+	if walLimit <= 0 {
+		walLimit = DefaultWALLimit
+	}
+	var pageSize int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_size").Scan(&pageSize); err != nil {
+		conn.Close()
+		wdb.Close()
+		return nil, fmt.Errorf("open %s: page size: %w", opts.Path, err)
+	}
 	for _, pragma := range []string{
 		"PRAGMA journal_mode = WAL",
-		"PRAGMA journal_size_limit = 67108864",
-		"PRAGMA wal_autocheckpoint = 16384",
+		fmt.Sprintf("PRAGMA journal_size_limit = %d", walLimit/2),
+		fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", max(1, walLimit/2/pageSize)),
 		"PRAGMA cache_size = -16384",
 		"PRAGMA temp_store = MEMORY",
 	} {
@@ -203,7 +221,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.readers.SetMaxOpenConns(n)
 	s.readers.SetMaxIdleConns(n)
 
-	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish, s.nowUnix)
+	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish, s.nowUnix, opts.Path+"-wal", walLimit)
 	if err != nil {
 		s.readers.Close()
 		conn.Close()

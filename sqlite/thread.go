@@ -123,10 +123,13 @@ func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
 // The counts drop by one (the deleted event's own replies stay below and
 // stay counted). last_reply_at and participants change only when t was the
 // newest event below an ancestor, or its author's newest there; only then
-// are they recomputed, for a root by reading its thread newest first until
-// ten authors are known, for an inner ancestor from its subtree. So a
-// deletion costs a few index reads, not a walk of the whole thread, unless
-// it removes the latest activity of a big subtree that is not a root.
+// are they recomputed: for a root by reading its thread newest first until
+// ten authors are known, for an inner ancestor from the authors of its
+// subtree. Those are gathered on the way up, each event once: an
+// ancestor's subtree is the one of the ancestor below it, already known,
+// plus its other replies and their subtrees. So a deletion costs index
+// reads in number of its depth plus the events of the subtree it changes,
+// whatever the size of the database (issue 13).
 func (tx *writeTx) softDelete(t *stored, now int64) error {
 	res, err := tx.markDeleted.ExecContext(tx.ctx, now, t.seq)
 	if err != nil {
@@ -137,7 +140,9 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 	} else if n == 0 || !t.parent.Valid {
 		return nil
 	}
-	seq, direct := t.parent.Int64, true
+	// below holds the authors below child while they are known.
+	var below *subtreeAuthors
+	seq, child := t.parent.Int64, t.seq
 	for hops := 0; seq != 0; hops++ {
 		if hops > maxDepth+1 {
 			return fmt.Errorf("thread ancestry of #%d does not end", t.seq)
@@ -146,27 +151,32 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 		if err != nil {
 			return err
 		}
-		if direct {
+		if child == t.seq {
 			replies = max(0, replies-1)
 		}
 		desc = max(0, desc-1)
-		if (last.Valid && t.createdAt >= last.Int64) || wasNewestOf(parts, t.pubkey, t.createdAt) {
-			if !up.Valid {
-				last, parts, err = tx.threadRecent(seq)
-			} else {
-				var c Counters
-				c, err = tx.subtreeCounters(seq)
-				replies, desc, last, parts = c.ReplyCount, c.DescendantCount, c.lastReplyAt(), encodeParticipants(c.Participants)
-			}
-			if err != nil {
+		switch {
+		case !(last.Valid && t.createdAt >= last.Int64) && !wasNewestOf(parts, t.pubkey, t.createdAt):
+			below = nil
+		case !up.Valid:
+			if last, parts, err = tx.threadRecent(seq); err != nil {
 				return err
 			}
+		default:
+			known := sql.NullInt64{Int64: child, Valid: below != nil}
+			if below == nil {
+				below = &subtreeAuthors{newest: map[string]int64{}}
+			}
+			if err := below.add(tx.ctx, tx.subtreeAuthors, seq, known); err != nil {
+				return err
+			}
+			last, parts = below.lastReplyAt(), encodeParticipants(below.top)
 		}
 		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts, tx.now); err != nil {
 			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
 		}
 		tx.recounted = append(tx.recounted, seq)
-		seq, direct = up.Int64, false
+		seq, child = up.Int64, seq
 	}
 	return nil
 }
@@ -245,29 +255,74 @@ func computeCounters(ctx context.Context, children, authors *sql.Stmt, seq int64
 	if err := children.QueryRowContext(ctx, seq).Scan(&c.ReplyCount); err != nil {
 		return c, fmt.Errorf("count replies of #%d: %w", seq, err)
 	}
-	rows, err := authors.QueryContext(ctx, seq)
+	below := subtreeAuthors{newest: map[string]int64{}}
+	if err := below.add(ctx, authors, seq, sql.NullInt64{}); err != nil {
+		return c, err
+	}
+	c.DescendantCount = below.n
+	c.LastReplyAt = below.lastReplyAt().Int64
+	c.Participants = below.top
+	return c, nil
+}
+
+// subtreeAuthors are the non-deleted events of a subtree: how many, each
+// author's newest created_at, and the participants of CW-19.
+type subtreeAuthors struct {
+	n      int64
+	newest map[string]int64
+	// top are the maxParticipants authors with the newest events, in
+	// CW-19 order. An author outside it whom add does not raise stays
+	// outside, as the authors inside only rise: so add sorts only top and
+	// the authors it raised, never the whole subtree again.
+	top []Participant
+}
+
+// add adds the subtree of seq with the statement subtreeAuthorsSQL; when
+// known is valid, it names a reply of seq whose subtree a holds already:
+// of it, only the reply itself is added.
+func (a *subtreeAuthors) add(ctx context.Context, authors *sql.Stmt, seq int64, known sql.NullInt64) error {
+	rows, err := authors.QueryContext(ctx, seq, known)
 	if err != nil {
-		return c, fmt.Errorf("read subtree of #%d: %w", seq, err)
+		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	defer rows.Close()
+	ps := make([]Participant, 0, len(a.top))
+	inTop := make(map[string]bool, len(a.top))
+	for _, p := range a.top {
+		inTop[string(p.PubKey)] = true
+	}
 	for rows.Next() {
-		var p Participant
-		var n int64
-		if err := rows.Scan(&p.PubKey, &p.At, &n); err != nil {
-			return c, fmt.Errorf("read subtree of #%d: %w", seq, err)
+		var pubkey []byte
+		var at, n int64
+		if err := rows.Scan(&pubkey, &at, &n); err != nil {
+			return fmt.Errorf("read subtree of #%d: %w", seq, err)
 		}
-		if c.DescendantCount == 0 {
-			c.LastReplyAt = p.At
+		a.n += n
+		if cur, ok := a.newest[string(pubkey)]; ok && at <= cur {
+			continue
 		}
-		c.DescendantCount += n
-		if len(c.Participants) < maxParticipants {
-			c.Participants = append(c.Participants, p)
+		a.newest[string(pubkey)] = at
+		if !inTop[string(pubkey)] {
+			ps = append(ps, Participant{PubKey: pubkey, At: at})
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return c, fmt.Errorf("read subtree of #%d: %w", seq, err)
+		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
-	return c, nil
+	for _, p := range a.top {
+		ps = append(ps, Participant{PubKey: p.PubKey, At: a.newest[string(p.PubKey)]})
+	}
+	sortParticipants(ps)
+	a.top = ps[:min(len(ps), maxParticipants)]
+	return nil
+}
+
+// lastReplyAt is the created_at of the newest event, NULL when there is none.
+func (a *subtreeAuthors) lastReplyAt() sql.NullInt64 {
+	if len(a.top) == 0 {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: a.top[0].At, Valid: true}
 }
 
 // remove takes a superseded or expired event out of every read: soft-deleted

@@ -3,9 +3,7 @@ package sqlite
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
@@ -19,15 +17,7 @@ import (
 // cache: the database work itself. BUZZ_LITE_BENCH_TOPLEVEL=50000 makes it
 // about 500,000 events: the cost must not change.
 func BenchmarkWindowPage(b *testing.B) {
-	topLevel := 1000
-	if v := os.Getenv("BUZZ_LITE_BENCH_TOPLEVEL"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("BUZZ_LITE_BENCH_TOPLEVEL=%q", v)
-		}
-		topLevel = n
-	}
-	c, err := gen.Generate(gen.Options{Channels: 1, TopLevel: topLevel})
+	c, err := gen.Generate(gen.Options{Channels: 1, TopLevel: benchTopLevel(b, 1000)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -50,6 +52,10 @@ type writer struct {
 	// readers may see committed before it is published (Store.communityIn).
 	committing atomic.Pointer[committingState]
 
+	// walPath is the WAL file; past walNext bytes, boundWAL resets it.
+	walPath           string
+	walLimit, walNext int64
+
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
 }
@@ -89,10 +95,15 @@ type writeTx struct {
 const (
 	maxBatch     = 512
 	closeTimeout = 60 * time.Second
+	// walShortWait bounds how long boundWAL holds the writer for readers
+	// while the WAL is within its limit.
+	walShortWait = 250 * time.Millisecond
 )
 
+// newWriter starts the writer on conn. walPath is the database's WAL file,
+// walLimit its bound (boundWAL).
 func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, log *slog.Logger,
-	community *buzz.Community, finish func(*writeTx) error, now func() int64) (*writer, error) {
+	community *buzz.Community, finish func(*writeTx) error, now func() int64, walPath string, walLimit int64) (*writer, error) {
 	w := &writer{
 		now:    now,
 		db:     db,
@@ -103,6 +114,9 @@ func newWriter(ctx context.Context, db *sql.DB, conn *sql.Conn, log *slog.Logger
 		finish: finish,
 
 		channels: make(map[string]int64),
+		walPath:  walPath,
+		walLimit: walLimit,
+		walNext:  walTrigger(walLimit),
 	}
 	w.community.Store(community)
 	if err := w.stmts.prepare(ctx, conn); err != nil {
@@ -157,6 +171,70 @@ func (w *writer) loop() {
 			}
 		}
 		w.run(batch)
+		w.boundWAL()
+	}
+}
+
+// walTrigger is the WAL size past which boundWAL starts the WAL over:
+// three quarters of the limit. Without readers the WAL never gets there:
+// the checkpoint after a commit starts it over at half the limit (Open).
+func walTrigger(limit int64) int64 { return limit / 4 * 3 }
+
+// boundWAL keeps the WAL file within its limit, plus the batch that passes
+// it, while readers run without pause (RL-1, RL-27a). Such readers always
+// hold some snapshot that needs the WAL: the passive checkpoint after a
+// commit copies pages back but never starts the WAL over, and it grows
+// without end (issue 13: 234 MB for 100 MB written). So once the WAL passes
+// its trigger, after a batch (whose jobs are answered), a TRUNCATE
+// checkpoint holds the writer while the readers of older snapshots finish
+// (new ones read the newest and, once it is copied back, the database file
+// alone), then empties the file.
+//
+// The trade is the next batch's wait, the longest read in flight: up to
+// walShortWait while the WAL is within its limit (reads are one short
+// transaction each, none held across a client), and once past it, up to
+// queryTimeout, which ends every read of the relay, so that the bound
+// holds. A failed try is not repeated before the WAL passes the limit, or
+// once past it, grows by another quarter of it: a reader that outlasts
+// even queryTimeout (an operator's backup or check, whose snapshot keeps
+// the WAL until it ends) costs the writer one wait per quarter of the
+// limit written, not one per batch.
+func (w *writer) boundWAL() {
+	st, err := os.Stat(w.walPath)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		w.log.Error("reading the WAL size", "err", err)
+		return
+	case st.Size() <= w.walNext:
+		return
+	}
+	ctx := context.Background()
+	wait := w.stmts.shortWait
+	if st.Size() > w.walLimit {
+		wait = w.stmts.longWait
+	}
+	var busy, frames, copied int64
+	_, err = wait.ExecContext(ctx)
+	if err == nil {
+		err = w.stmts.checkpoint.QueryRowContext(ctx).Scan(&busy, &frames, &copied)
+		if _, rerr := w.stmts.busyWait.ExecContext(ctx); rerr != nil {
+			w.log.Error("restoring the busy timeout", "err", rerr)
+		}
+	}
+	switch {
+	case err != nil:
+		w.log.Error("checkpointing the WAL", "size", st.Size(), "err", err)
+	case busy == 0:
+		w.walNext = walTrigger(w.walLimit)
+		return
+	case st.Size() > w.walLimit:
+		w.log.Warn("a read holds the WAL past its limit", "size", st.Size(), "limit", w.walLimit)
+	}
+	w.walNext = w.walLimit
+	if st.Size() > w.walLimit {
+		w.walNext = st.Size() + w.walLimit/4
 	}
 }
 
