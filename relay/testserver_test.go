@@ -58,6 +58,13 @@ func startServer(t *testing.T, edit ...func(*Config)) *testServer {
 // relay key, as in `buzz-lite serve`.
 func startServerWith(t *testing.T, storeEdit func(*sqlite.Options), edit ...func(*Config)) *testServer {
 	t.Helper()
+	return startServerOn(t, storeEdit, nil, edit...)
+}
+
+// startServerOn is startServerWith whose relay reads the store through
+// wrap (nil: directly).
+func startServerOn(t *testing.T, storeEdit func(*sqlite.Options), wrap func(*sqlite.Store) Store, edit ...func(*Config)) *testServer {
+	t.Helper()
 	dbPath := filepath.Join(t.TempDir(), "buzz-lite.db")
 	key := nostr.GeneratePrivateKey()
 	opts := sqlite.Options{Path: dbPath, Schema: testutil.Schema(t), RelayKey: key}
@@ -72,7 +79,11 @@ func startServerWith(t *testing.T, storeEdit func(*sqlite.Options), edit ...func
 	for _, e := range edit {
 		e(&cfg)
 	}
-	r, err := New(cfg, store)
+	var rs Store = store
+	if wrap != nil {
+		rs = wrap(store)
+	}
+	r, err := New(cfg, rs)
 	if err != nil {
 		store.Close()
 		t.Fatal(err)
