@@ -283,7 +283,9 @@ func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Re
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "BUZZ_LITE_LOG_LEVEL=info")
+	// Rate limits off: the measurements are of throughput, which a
+	// client IP's token bucket would cap (RL-27).
+	cmd.Env = append(cmd.Env, "BUZZ_LITE_LOG_LEVEL=info", "BUZZ_LITE_LIMITS_RATES=false")
 	if !pageCache {
 		cmd.Env = append(cmd.Env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
 	}

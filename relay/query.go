@@ -88,7 +88,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	if err := rc.SetReadDeadline(time.Time{}); err != nil {
 		r.log.Warn("clearing the body read deadline", "err", err)
 	}
-	pubkey, err := r.nip98.verify(req.Header.Get("Authorization"), req.Method, queryURL(req, r.url), body)
+	pubkey, err := r.nip98.verify(req.Header.Get("Authorization"), req.Method, queryURL(req, r.publicURL()), body)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, err.Error())
 		return

@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -97,8 +98,8 @@ type Relay struct {
 	perIP map[netip.Addr]int
 
 	// url is the URL NIP-42 AUTH events and NIP-98 tokens must name, set
-	// by Serve (RL-28).
-	url string
+	// by Serve (RL-28); see publicURL.
+	url atomic.Pointer[string]
 
 	// delivery carries what the store said of an event to its broadcast.
 	delivery delivery
@@ -457,8 +458,7 @@ func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return errors.Join(err, ln.Close())
 	}
-	r.url = u
-	r.kh.ServiceURL = u // no khatru path may take its URL from request headers either
+	r.url.Store(&u)
 	srv := &http.Server{
 		Handler: r.Handler(),
 		// Headers must arrive within HeaderTimeout (RL-27a). No

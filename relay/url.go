@@ -45,6 +45,15 @@ func isLoopbackHost(host string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
+// publicURL is the URL NIP-42 AUTH events and NIP-98 tokens must name:
+// the one Serve derived; "" before Serve, which nothing names.
+func (r *Relay) publicURL() string {
+	if u := r.url.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
 // sameURL reports whether a URL a client signed names the relay's URL u,
 // in the normal form of RL-17: clients spell one URL in several ways.
 func sameURL(signed, u string) bool {
@@ -54,12 +63,12 @@ func sameURL(signed, u string) bool {
 }
 
 // validateAuth checks a NIP-42 AUTH event for challenge (khatru's
-// ValidateAuth hook): its relay tag must name r.url (RL-28), whatever the
-// request's headers said; go-nostr checks the rest (kind, challenge,
-// time, signature).
+// ValidateAuth hook): its relay tag must name the public URL (RL-28),
+// whatever the request's headers said; go-nostr checks the rest (kind,
+// challenge, time, signature).
 func (r *Relay) validateAuth(ev *nostr.Event, challenge string) (string, bool) {
 	signed := tagValue(ev.Tags, "relay")
-	if !sameURL(signed, r.url) {
+	if !sameURL(signed, r.publicURL()) {
 		return "", false
 	}
 	return nip42.ValidateAuthEvent(ev, challenge, signed)
