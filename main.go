@@ -67,7 +67,7 @@ func serveCommand() *cli.Command {
 		Usage: "run the relay",
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on (default 127.0.0.1:7777)"},
-			&cli.StringFlag{Name: "relay-url", Usage: "public ws(s):// URL of the relay, for NIP-42 and NIP-98 checks behind a proxy"},
+			&cli.StringFlag{Name: "relay-url", Usage: "public ws(s):// URL clients use to reach the relay, which NIP-42 AUTH events and NIP-98 tokens must name; required unless listening on loopback"},
 			&cli.StringSliceFlag{Name: "admin", Usage: "relay admin pubkey (hex or npub); repeatable"},
 		),
 		Action: serve,
@@ -157,6 +157,11 @@ func tuneGC() {
 func serve(c *cli.Context) error {
 	cfg, err := loadConfig(c)
 	if err != nil {
+		return err
+	}
+	// Before anything is created: a relay that cannot say which URL
+	// tokens must name does not start (RL-28).
+	if _, err := relay.PublicURL(cfg.Relay.URL, cfg.Server.Listen); err != nil {
 		return err
 	}
 	tuneGC()

@@ -181,3 +181,28 @@ func TestLoadConfigErrors(t *testing.T) {
 		t.Error("a missing --config file is no error")
 	}
 }
+
+// RL-28: `serve` on an address other than loopback, without relay.url,
+// refuses to start with the spec's message before it creates anything
+// (not even the data directory). On loopback it needs none: crash_test.go
+// serves on 127.0.0.1:0 without one.
+func TestServeNeedsRelayURLOffLoopback(t *testing.T) {
+	clearEnv(t)
+	for _, listen := range []string{"0.0.0.0:7777", ":7777", "[::]:7777", "192.0.2.1:7777", "relay.example:7777"} {
+		data := filepath.Join(t.TempDir(), "data")
+		app := &cli.App{
+			Name:           "buzz-lite",
+			Commands:       []*cli.Command{serveCommand()},
+			ExitErrHandler: func(*cli.Context, error) {},
+			Writer:         new(strings.Builder),
+			ErrWriter:      new(strings.Builder),
+		}
+		err := app.Run([]string{"buzz-lite", "serve", "--data", data, "--listen", listen})
+		if err == nil || err.Error() != "set --relay-url to the ws:// or wss:// URL clients use to reach this relay" {
+			t.Errorf("serve --listen %s without --relay-url: %v", listen, err)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Errorf("serve --listen %s created its data directory before refusing: %v", listen, err)
+		}
+	}
+}

@@ -2,7 +2,12 @@ package buzz
 
 import (
 	"database/sql"
+	"errors"
 )
+
+// ErrTooLarge says that a page would hold more than its query's MaxBytes:
+// the store stopped reading there (RL-27a).
+var ErrTooLarge = errors.New("page exceeds its byte bound")
 
 // Position is a place in an event order: (created_at, id), id in lowercase
 // hex.
@@ -27,6 +32,10 @@ type WindowQuery struct {
 	Aux        bool
 	// Viewer is whose access decides which aux events are served (CW-18).
 	Viewer Viewer
+	// MaxBytes bounds the JSON of the rows and aux events read, ErrTooLarge
+	// past it; 0: no bound. A page from the cache, read before, is served
+	// whatever its size.
+	MaxBytes int
 }
 
 // Summary is the thread summary of a row (CW-19).
@@ -67,6 +76,9 @@ type ThreadQuery struct {
 	After  *Position
 	Aux    bool
 	Viewer Viewer
+	// MaxBytes bounds the JSON of the replies and aux events read,
+	// ErrTooLarge past it; 0: no bound.
+	MaxBytes int
 }
 
 // ThreadPage is what the thread path serves: replies oldest first, then

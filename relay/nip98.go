@@ -262,32 +262,28 @@ func normalizeURL(s string) (string, bool) {
 	return out, true
 }
 
-// queryURL is the URL a client should have signed for r. Behind a proxy the
-// request's own scheme and host are the proxy's, so with publicURL (the
-// relay's configured ws:// or wss:// URL, possibly with a path prefix that
-// the proxy strips) set, the scheme and host come from it, ws and wss
-// becoming http and https, and its path prefixes the request's.
+// queryURL is the URL a client should have signed for r: the relay's
+// public URL (RL-28), ws and wss becoming http and https, with its path
+// (a prefix that a proxy strips) before the request's path. The request's
+// own scheme and host never count: they are whatever the client or a proxy
+// says. A public URL that is not absolute gives "", which no token names.
 func queryURL(r *http.Request, publicURL string) string {
+	pub, err := url.Parse(publicURL)
+	if err != nil || pub.Host == "" {
+		return ""
+	}
 	u := url.URL{
-		Scheme:   "http",
-		Host:     r.Host,
-		Path:     r.URL.Path,
-		RawPath:  r.URL.RawPath,
+		Scheme:   strings.ToLower(pub.Scheme),
+		Host:     pub.Host,
+		Path:     strings.TrimSuffix(pub.Path, "/") + r.URL.Path,
+		RawPath:  strings.TrimSuffix(pub.EscapedPath(), "/") + r.URL.EscapedPath(),
 		RawQuery: r.URL.RawQuery,
 	}
-	if r.TLS != nil {
+	switch u.Scheme {
+	case "ws":
+		u.Scheme = "http"
+	case "wss":
 		u.Scheme = "https"
-	}
-	if pub, err := url.Parse(publicURL); err == nil && pub.Host != "" {
-		switch u.Scheme = strings.ToLower(pub.Scheme); u.Scheme {
-		case "ws":
-			u.Scheme = "http"
-		case "wss":
-			u.Scheme = "https"
-		}
-		u.Host = pub.Host
-		u.Path = strings.TrimSuffix(pub.Path, "/") + r.URL.Path
-		u.RawPath = strings.TrimSuffix(pub.EscapedPath(), "/") + r.URL.EscapedPath()
 	}
 	return u.String()
 }

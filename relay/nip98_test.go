@@ -512,16 +512,19 @@ func TestNIP98NormalizeURL(t *testing.T) {
 	}
 }
 
-// TestNIP98QueryURL: the URL a client signs, direct or behind a proxy.
+// TestNIP98QueryURL: the URL a client signs is the relay's public URL
+// with the request's path, whatever the request's Host and TLS say
+// (RL-17, RL-28).
 func TestNIP98QueryURL(t *testing.T) {
 	for _, tc := range []struct {
 		name, target, public string
 		tls                  bool
 		want                 string
 	}{
-		{"direct", "http://relay.example:3334/query?x=1", "", false, "http://relay.example:3334/query?x=1"},
-		{"direct TLS", "https://relay.example/query", "", true, "https://relay.example/query"},
-		{"direct escaped path", "http://relay.example/a%2Fb", "", false, "http://relay.example/a%2Fb"},
+		{"loopback", "http://127.0.0.1:3334/query?x=1", "ws://127.0.0.1:3334", false, "http://127.0.0.1:3334/query?x=1"},
+		{"another Host", "http://evil.example/query", "ws://127.0.0.1:3334", false, "http://127.0.0.1:3334/query"},
+		{"TLS to us, ws public URL", "https://relay.example/query", "ws://relay.example", true, "http://relay.example/query"},
+		{"escaped path", "http://relay.example/a%2Fb", "ws://relay.example", false, "http://relay.example/a%2Fb"},
 		{"ws public URL", "http://10.0.0.5:3334/query", "ws://relay.example:7777", false, "http://relay.example:7777/query"},
 		{"wss public URL", "http://10.0.0.5:3334/query?x=1", "wss://relay.example", false, "https://relay.example/query?x=1"},
 		{"wss public URL, TLS to us too", "https://10.0.0.5/query", "wss://relay.example/", true, "https://relay.example/query"},
@@ -529,7 +532,8 @@ func TestNIP98QueryURL(t *testing.T) {
 		{"path prefix", "http://10.0.0.5/query", "wss://relay.example/buzz", false, "https://relay.example/buzz/query"},
 		{"path prefix with slash", "http://10.0.0.5/query", "wss://relay.example/buzz/", false, "https://relay.example/buzz/query"},
 		{"path prefix, escaped path", "http://10.0.0.5/a%2Fb", "wss://relay.example/buzz", false, "https://relay.example/buzz/a%2Fb"},
-		{"public URL without host", "http://relay.example/query", "relay.example", false, "http://relay.example/query"},
+		{"public URL without host", "http://relay.example/query", "relay.example", false, ""},
+		{"no public URL", "http://relay.example/query", "", false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", tc.target, nil)

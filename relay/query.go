@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -21,13 +24,30 @@ const maxQueryBody = 1 << 20
 // queryTimeout bounds the database work of one `/query` request.
 const queryTimeout = 15 * time.Second
 
+// queryWriteTimeout bounds how long a client may take to read an answer,
+// which holds its share of the memory budget until then (RL-27a).
+const queryWriteTimeout = 30 * time.Second
+
 // errInternal is the only thing a client hears of a failure of ours.
 const errInternal = "internal server error"
+
+// The refusals of RL-27 and RL-27a, each a 429 with Retry-After.
+const (
+	errQueryRate = "rate-limited: too many queries, slow down"
+	errBusy      = "rate-limited: the relay is busy, try again shortly"
+)
+
+// errQueryBusy is errBusy as an error: a REQ, COUNT or `/query` for
+// which no read slot or no memory came free in time.
+var errQueryBusy = errors.New(errBusy)
 
 // serveQuery is `POST /query` (RL-16..RL-20, CW-1..CW-22): NIP-98 auth,
 // the body's filters each on one path (window, thread, generic, in that
 // order), and the signed events they yield as one JSON array. Any error
-// refuses the whole request, nothing partial.
+// refuses the whole request, nothing partial. Its cost is bounded: by a
+// rate per client IP before the body is read, then by a read slot shared
+// with REQ and COUNT, and by the memory budget all answers share, from
+// which the answer reserves before each read (RL-27, RL-27a).
 func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
@@ -43,17 +63,32 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
+	if ip := clientIP(req, r.cfg.TrustedProxies); !r.cfg.Limits.exempt(ip) && !r.queryRate.allow(ip.String(), r.now()) {
+		h.Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
+		writeError(w, http.StatusTooManyRequests, errQueryRate)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxQueryBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		switch {
+		case errors.As(err, &tooLarge):
 			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
-			return
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			h.Set("Connection", "close")
+			writeError(w, http.StatusRequestTimeout, "request body not received in time")
+		default:
+			writeError(w, http.StatusBadRequest, "invalid filters: could not read the body")
 		}
-		writeError(w, http.StatusBadRequest, "invalid filters: could not read the body")
 		return
 	}
-	pubkey, err := r.nip98.verify(req.Header.Get("Authorization"), req.Method, queryURL(req, r.cfg.URL), body)
+	// The body is in: a read deadline left running would cancel the
+	// request's context when it passed, while the query works.
+	rc := http.NewResponseController(w)
+	if err := rc.SetReadDeadline(time.Time{}); err != nil {
+		r.log.Warn("clearing the body read deadline", "err", err)
+	}
+	pubkey, err := r.nip98.verify(req.Header.Get("Authorization"), req.Method, queryURL(req, r.publicURL()), body)
 	if err != nil {
 		writeError(w, http.StatusUnauthorized, err.Error())
 		return
@@ -70,12 +105,23 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
 	defer cancel()
-	out := &response{buf: make([]byte, 0, 64<<10)}
-	if err := r.runQuery(ctx, plan, out); err != nil {
-		if errors.Is(err, errResponseTooLarge) {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
+	out := &response{buf: make([]byte, 0, 64<<10), budget: r.queryMemory}
+	defer out.release()
+	err = errQueryBusy
+	if r.reads.acquire(ctx) {
+		err = r.runQuery(ctx, plan, out)
+		r.reads.release()
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, errResponseTooLarge):
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	case errors.Is(err, errQueryBusy) && ctx.Err() == nil:
+		h.Set("Retry-After", "1")
+		writeError(w, http.StatusTooManyRequests, errBusy)
+		return
+	default:
 		if ctx.Err() == nil {
 			r.log.Error("query failed", "err", err)
 		}
@@ -83,19 +129,65 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	h.Set("Content-Type", "application/json")
+	if err := rc.SetWriteDeadline(time.Now().Add(queryWriteTimeout)); err != nil {
+		r.log.Warn("bounding the time to write an answer", "err", err)
+	}
 	if _, err := w.Write(out.bytes()); err != nil {
 		r.log.Debug("writing query response", "err", err)
 	}
 }
 
+// retryAfter is the Retry-After of a refusal by rate: the whole seconds
+// until its bucket holds a token again.
+func retryAfter(rate Rate) string {
+	return strconv.Itoa(max(1, int(math.Ceil(1/rate.PerSecond))))
+}
+
 // response is the JSON array a `/query` answers, written as it is built:
 // stored events as the store wrote them, overlays and generic results by
 // their own encoder, each once (encoding/json would check and compact
-// every byte again, a quarter of a page's time).
+// every byte again, a quarter of a page's time). What it holds, and what
+// it is about to read, is reserved from budget first (RL-27a).
 type response struct {
 	buf []byte
 	n   int
+
+	budget   *byteBudget
+	reserved int64
 }
+
+// reserve takes n bytes of the budget for the answer; errQueryBusy when
+// they do not come free in time.
+func (o *response) reserve(ctx context.Context, n int64) error {
+	if !o.budget.take(ctx, n) {
+		return errQueryBusy
+	}
+	o.reserved += n
+	return nil
+}
+
+// settle makes the reservation what the answer holds: it gives back what
+// was reserved for a read beyond what the read brought, and reserves what
+// was written beyond the reservation (the overlays).
+func (o *response) settle(ctx context.Context) error {
+	d := int64(len(o.buf)) - o.reserved
+	if d > 0 {
+		return o.reserve(ctx, d)
+	}
+	o.budget.give(-d)
+	o.reserved += d
+	return nil
+}
+
+// release gives the whole reservation back, once the answer is written or
+// refused.
+func (o *response) release() {
+	o.budget.give(o.reserved)
+	o.reserved = 0
+}
+
+// left is how many bytes the answer may still grow by.
+func (o *response) left() int { return maxResponseBytes - len(o.buf) }
 
 func (o *response) next() {
 	if o.n == 0 {
@@ -182,49 +274,127 @@ const maxResponseBytes = 32 << 20
 // maxResponseBytes; like every error it refuses the whole request.
 var errResponseTooLarge = errors.New("invalid filters: the answer would exceed 32 MiB; ask for fewer events")
 
+// firstGrant is the byte bound of a path's first read: most answers fit.
+const firstGrant = 1 << 20
+
 func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error {
+	// After each path, the answer must still be within maxResponseBytes,
+	// and its reservation is made what it holds.
+	step := func(err error) error {
+		switch {
+		case err != nil:
+			return err
+		case out.left() < 0:
+			return errResponseTooLarge
+		}
+		return out.settle(ctx)
+	}
 	for _, pw := range p.windows {
 		if !pw.readable {
 			continue
 		}
-		if err := r.window(ctx, p, pw, out); err != nil {
+		if err := step(r.window(ctx, p, pw, out)); err != nil {
 			return err
-		}
-		if len(out.buf) > maxResponseBytes {
-			return errResponseTooLarge
 		}
 	}
 	for _, t := range p.threads {
-		q := buzz.ThreadQuery{Root: t.Root, DepthLimit: t.DepthLimit, Limit: t.Limit, Aux: t.IncludeAux, Viewer: p.viewer}
-		if t.After != nil {
-			q.After = &buzz.Position{CreatedAt: t.After.CreatedAt, ID: t.After.ID}
-		}
-		page, err := r.store.Thread(ctx, q)
-		if err != nil {
+		if err := step(r.thread(ctx, p, t, out)); err != nil {
 			return err
-		}
-		out.raw(page.Replies)
-		out.raw(page.Aux)
-		if len(out.buf) > maxResponseBytes {
-			return errResponseTooLarge
 		}
 	}
 	for _, g := range p.generic {
 		if g.Filter.LimitZero {
 			continue
 		}
-		evs, truncated, err := r.store.QueryBounded(ctx, g.Filter, p.viewer, g.BeforeID, maxResponseBytes-len(out.buf))
-		if err != nil {
+		if err := step(r.generic(ctx, p, g, out)); err != nil {
 			return err
 		}
-		if truncated {
+	}
+	return nil
+}
+
+// readBounded calls read, for a page the store reads whole (a window, a
+// thread), with a byte bound that out reserves first: while the page does
+// not fit (buzz.ErrTooLarge) the bound doubles, up to what is left of
+// maxResponseBytes, past which the request is refused. So nothing is read
+// beyond the bound, and most pages are read once (RL-27a). The bound
+// stays reserved until out settles.
+func readBounded[T any](ctx context.Context, out *response, read func(maxBytes int) (T, error)) (T, error) {
+	var none T
+	for grant := min(firstGrant, out.left()); ; grant = min(2*grant, out.left()) {
+		if grant <= 0 {
+			return none, errResponseTooLarge
+		}
+		if err := out.reserve(ctx, int64(grant)); err != nil {
+			return none, err
+		}
+		page, err := read(grant)
+		if !errors.Is(err, buzz.ErrTooLarge) {
+			return page, err
+		}
+		if err := out.settle(ctx); err != nil {
+			return none, err
+		}
+		if grant == out.left() {
+			return none, errResponseTooLarge
+		}
+	}
+}
+
+// thread serves one thread filter (RL-20): replies, then their aux
+// closure and the root's.
+func (r *Relay) thread(ctx context.Context, p *queryPlan, t *nipcw.ThreadRequest, out *response) error {
+	q := buzz.ThreadQuery{Root: t.Root, DepthLimit: t.DepthLimit, Limit: t.Limit, Aux: t.IncludeAux, Viewer: p.viewer}
+	if t.After != nil {
+		q.After = &buzz.Position{CreatedAt: t.After.CreatedAt, ID: t.After.ID}
+	}
+	page, err := readBounded(ctx, out, func(maxBytes int) (*buzz.ThreadPage, error) {
+		q.MaxBytes = maxBytes
+		return r.store.Thread(ctx, q)
+	})
+	if err != nil {
+		return err
+	}
+	out.raw(page.Replies)
+	out.raw(page.Aux)
+	return nil
+}
+
+// generic serves one NIP-01 filter (RL-19) in reads of growing byte
+// bounds, each reserved first and each continuing after the last event
+// of the one before, until the filter is served or the answer would pass
+// maxResponseBytes (RL-27a).
+func (r *Relay) generic(ctx context.Context, p *queryPlan, g *nipcw.GenericRequest, out *response) error {
+	f, before := g.Filter, g.BeforeID
+	for grant := min(firstGrant, out.left()); f.Limit > 0; grant = min(2*grant, out.left()) {
+		if grant <= 0 {
 			return errResponseTooLarge
+		}
+		if err := out.reserve(ctx, int64(grant)); err != nil {
+			return err
+		}
+		last := grant == out.left()
+		evs, truncated, err := r.store.QueryBounded(ctx, f, p.viewer, before, grant)
+		if err != nil {
+			return err
 		}
 		if err := out.events(evs); err != nil {
 			return err
 		}
-		if len(out.buf) > maxResponseBytes {
+		if err := out.settle(ctx); err != nil {
+			return err
+		}
+		if !truncated {
+			return nil
+		}
+		if last {
 			return errResponseTooLarge
+		}
+		if len(evs) > 0 {
+			tail := evs[len(evs)-1]
+			until := tail.CreatedAt
+			f.Until, before = &until, tail.ID
+			f.Limit -= len(evs)
 		}
 	}
 	return nil
@@ -246,7 +416,10 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 	if pw.cursor != nil {
 		q.Before = &buzz.Position{CreatedAt: pw.cursor.CreatedAt, ID: pw.cursor.ID}
 	}
-	page, err := r.store.Window(ctx, q)
+	page, err := readBounded(ctx, out, func(maxBytes int) (*buzz.WindowPage, error) {
+		q.MaxBytes = maxBytes
+		return r.store.Window(ctx, q)
+	})
 	if err != nil {
 		return err
 	}

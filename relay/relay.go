@@ -18,6 +18,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -60,8 +61,9 @@ type Store interface {
 type Config struct {
 	// Info fills the NIP-11 document.
 	Info Info
-	// URL is the public ws(s):// URL of the relay, used to check NIP-42
-	// AUTH events behind a proxy; empty means "as the request says".
+	// URL is the public ws(s):// URL of the relay, which NIP-42 AUTH events
+	// and NIP-98 tokens must name; empty: derived by Serve from a loopback
+	// listener, and refused on any other (RL-28, PublicURL).
 	URL string
 	// Key is the relay identity secret key (hex), whose public key is NIP-11
 	// `self` (RL-21).
@@ -92,6 +94,13 @@ type Relay struct {
 	connsMu     sync.Mutex
 	conns       map[*khatru.WebSocket]*connState
 	connsClosed bool
+	// perIP counts the open connections of each client IP outside the
+	// exempt networks (RL-27).
+	perIP map[netip.Addr]int
+
+	// url is the URL NIP-42 AUTH events and NIP-98 tokens must name, set
+	// by Serve (RL-28); see publicURL.
+	url atomic.Pointer[string]
 
 	// delivery carries what the store said of an event to its broadcast.
 	delivery delivery
@@ -104,6 +113,11 @@ type Relay struct {
 	reads slots
 	// events are the token buckets of EVENTs (RL-27).
 	events eventRates
+	// queryMemory is what the answers of running `/query` requests may
+	// hold together; queryRate their rate per client IP, nil when rates
+	// are off (RL-27a, RL-27).
+	queryMemory *byteBudget
+	queryRate   *keyedLimiter
 
 	// writes counts ingests in flight; shutdown waits for them.
 	writesMu sync.RWMutex
@@ -128,8 +142,14 @@ func New(cfg Config, store Store) (*Relay, error) {
 		now:    cfg.Now,
 		pubkey: pubkey,
 		conns:  make(map[*khatru.WebSocket]*connState),
+		perIP:  make(map[netip.Addr]int),
 		reads:  newSlots(cfg.Limits.MaxConcurrentQueries),
 		events: newEventRates(cfg.Limits.Rates),
+
+		queryMemory: newByteBudget(cfg.Limits.QueryMemoryBytes),
+	}
+	if cfg.Limits.Rates != nil {
+		r.queryRate = newKeyedLimiter(cfg.Limits.Rates.QueriesPerIP)
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -150,7 +170,7 @@ func (r *Relay) PubKey() string { return r.pubkey }
 func (r *Relay) wire() {
 	kh := r.kh
 	kh.Log = log.New(slogWriter{r.log}, "", 0)
-	kh.ServiceURL = r.cfg.URL // khatru's NIP-42 check turns http into ws, and leaves ws(s) alone
+	kh.ValidateAuth = r.validateAuth
 	kh.MaxMessageSize = r.cfg.Limits.MaxMessageBytes
 
 	kh.RejectEvent = append(kh.RejectEvent, r.rejectEvent)
@@ -328,7 +348,7 @@ func (r *Relay) readChunk(ctx context.Context, c *chunkCursor) (evs []*nostr.Eve
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		return nil, false, errBusy
+		return nil, false, errQueryBusy
 	}
 	defer r.reads.release()
 	evs, more, err = r.store.QueryBounded(ctx, c.filter, c.viewer, c.beforeID, chunkBytes)
@@ -357,7 +377,7 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 	}
 	defer conn.endTurn()
 	if !r.reads.acquire(ctx) {
-		return 0, errBusy
+		return 0, errQueryBusy
 	}
 	n, err := r.store.Count(ctx, f, viewer(ctx))
 	r.reads.release()
@@ -367,9 +387,6 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 	}
 	return n, nil
 }
-
-// errBusy refuses a REQ or COUNT that found no read slot in time (RL-27a).
-var errBusy = errors.New("rate-limited: the relay is busy, try again shortly")
 
 // rejectRequest applies RL-27's limits to a whole REQ or COUNT: the REQ
 // and COUNT rate of the connection, the filters one message may carry and
@@ -433,14 +450,25 @@ func (r *Relay) onConnect(ctx context.Context) {
 	if ws == nil {
 		return
 	}
+	ip := clientIP(ws.Request, r.cfg.TrustedProxies)
 	r.connsMu.Lock()
 	closed := r.connsClosed
-	if !closed {
-		r.conns[ws] = r.newConnState(ws)
+	// Handler refuses the upgrade past the cap; upgrades that raced past
+	// that check together are refused here, where they are counted.
+	full := !closed && r.atConnectionCap(ip)
+	if !closed && !full {
+		r.conns[ws] = r.newConnState(ip)
+		if !r.cfg.Limits.exempt(ip) {
+			r.perIP[ip]++
+		}
 	}
 	r.connsMu.Unlock()
-	if closed {
+	switch {
+	case closed:
 		ws.Close(websocket.CloseServiceRestart, restartReason)
+		return
+	case full:
+		ws.Close(websocket.CloseTryAgainLater, errTooManyConnections)
 		return
 	}
 	// The NIP-42 challenge comes first, so that a client may authenticate
@@ -459,8 +487,8 @@ type connState struct {
 	turn chan struct{}
 }
 
-func (r *Relay) newConnState(ws *khatru.WebSocket) *connState {
-	c := &connState{ip: clientIP(ws.Request, r.cfg.TrustedProxies), turn: make(chan struct{}, 1)}
+func (r *Relay) newConnState(ip netip.Addr) *connState {
+	c := &connState{ip: ip, turn: make(chan struct{}, 1)}
 	if rates := r.cfg.Limits.Rates; rates != nil && !r.cfg.Limits.exempt(c.ip) {
 		if rr := rates.ReqsPerConnection; rr.PerSecond > 0 && rr.Burst > 0 {
 			c.reqs = rate.NewLimiter(rate.Limit(rr.PerSecond), rr.Burst)
@@ -500,11 +528,33 @@ func (r *Relay) connOf(ctx context.Context) *connState {
 // restartReason goes with close code 1012 (service restart).
 const restartReason = "relay restarting"
 
+// errTooManyConnections refuses a connection past
+// Limits.MaxConnectionsPerIP (RL-27).
+const errTooManyConnections = "rate-limited: too many connections from your address"
+
+// atConnectionCap reports whether ip has as many connections open as it
+// may; r.connsMu must be held.
+func (r *Relay) atConnectionCap(ip netip.Addr) bool {
+	return !r.cfg.Limits.exempt(ip) && r.perIP[ip] >= r.cfg.Limits.MaxConnectionsPerIP
+}
+
 func (r *Relay) onDisconnect(ctx context.Context) {
-	if ws := khatru.GetConnection(ctx); ws != nil {
-		r.connsMu.Lock()
-		delete(r.conns, ws)
-		r.connsMu.Unlock()
+	ws := khatru.GetConnection(ctx)
+	if ws == nil {
+		return
+	}
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
+	st, ok := r.conns[ws]
+	if !ok {
+		return // refused by onConnect, never counted
+	}
+	delete(r.conns, ws)
+	if !r.cfg.Limits.exempt(st.ip) {
+		r.perIP[st.ip]--
+		if r.perIP[st.ip] == 0 {
+			delete(r.perIP, st.ip)
+		}
 	}
 }
 
@@ -514,9 +564,24 @@ func (r *Relay) onDisconnect(ctx context.Context) {
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
-		switch {
-		case strings.EqualFold(req.Header.Get("Upgrade"), "websocket"):
+		if strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
+			r.connsMu.Lock()
+			full := r.atConnectionCap(clientIP(req, r.cfg.TrustedProxies))
+			r.connsMu.Unlock()
+			if full {
+				writeError(w, http.StatusTooManyRequests, errTooManyConnections)
+				return
+			}
 			r.kh.HandleWebsocket(w, req)
+			return
+		}
+		// A body must arrive within BodyTimeout, whether /query reads it or
+		// net/http discards it after another handler: a trickled body is
+		// cut off (RL-27a). A WebSocket sets deadlines of its own.
+		if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(r.cfg.Limits.BodyTimeout)); err != nil {
+			r.log.Warn("cannot bound the time to read a request body", "err", err)
+		}
+		switch {
 		case req.URL.Path == "/query":
 			r.serveQuery(w, req)
 		case strings.Contains(req.Header.Get("Accept"), "application/nostr+json"):
@@ -536,10 +601,22 @@ func (r *Relay) Handler() http.Handler {
 // stop accepting, close every WebSocket with 1012 (service restart) so that
 // clients reconnect at once, and wait for the writes in flight. The caller
 // closes the store afterwards.
+//
+// Without Config.URL it serves only on a loopback address, whose ws:// URL
+// is then the one NIP-42 AUTH events and NIP-98 tokens must name; on any
+// other it closes ln and returns ErrRelayURLRequired (RL-28).
 func (r *Relay) Serve(ctx context.Context, ln net.Listener) error {
+	u, err := PublicURL(r.cfg.URL, ln.Addr().String())
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	r.url.Store(&u)
 	srv := &http.Server{
-		Handler:           r.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: r.Handler(),
+		// Headers must arrive within HeaderTimeout (RL-27a). No
+		// ReadTimeout: it would bound WebSocket connections too; Handler
+		// bounds each request's body instead.
+		ReadHeaderTimeout: r.cfg.Limits.HeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          log.New(slogWriter{r.log}, "", 0),

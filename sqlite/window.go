@@ -52,7 +52,8 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 				s.pages.put(key, page, expires)
 			}
 		}()
-		seqs, err := s.windowRows(sctx, tx, ch.Seq, q, page, &expires)
+		bound := newPageBound(q.MaxBytes)
+		seqs, err := s.windowRows(sctx, tx, ch.Seq, q, page, bound, &expires)
 		if err != nil {
 			return err
 		}
@@ -73,7 +74,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, ids, q.Viewer, &expires); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, ids, q.Viewer, bound, &expires); err != nil {
 				return err
 			}
 		}
@@ -117,7 +118,7 @@ func windowRowsSQL(projection, cursor bool, kinds int) string {
 // reads limit+1 rows: the extra one only says whether more follow (CW-16).
 // The next cursor is the last row taken, decoded or not: a stored event
 // that cannot be rebuilt is skipped without stalling the paging (CW-17).
-func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, expires *int64) ([]int64, error) {
+func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, bound *pageBound, expires *int64) ([]int64, error) {
 	args := []any{channel, nil, nil, s.nowUnix(), q.Limit + 1} // ?1..?5, then the kinds
 	if q.Before != nil {
 		id, err := hex.DecodeString(q.Before.ID)
@@ -162,6 +163,9 @@ func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buz
 			s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
 			continue
 		}
+		if err := bound.take(len(ev.JSON)); err != nil {
+			return nil, err
+		}
 		page.Rows = append(page.Rows, ev)
 		seqs = append(seqs, seq)
 	}
@@ -172,6 +176,29 @@ func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buz
 		page.Next = nil
 	}
 	return seqs, nil
+}
+
+// pageBound is what a window or thread page may still read of its
+// query's MaxBytes: the page is refused as soon as it would pass the
+// bound, not after it has been read whole (RL-27a). A nil bound is none.
+type pageBound struct{ left int }
+
+func newPageBound(maxBytes int) *pageBound {
+	if maxBytes <= 0 {
+		return nil
+	}
+	return &pageBound{left: maxBytes}
+}
+
+// take counts n bytes read; buzz.ErrTooLarge once they pass the bound.
+func (b *pageBound) take(n int) error {
+	if b == nil {
+		return nil
+	}
+	if b.left -= n; b.left < 0 {
+		return buzz.ErrTooLarge
+	}
+	return nil
 }
 
 // eventRest are the columns of a stored event besides id and created_at.
@@ -297,8 +324,8 @@ var (
 // it is neither deleted nor expired and v may read it. A deleted hop-1
 // event is not served, but the deletion naming it is: that is what tells a
 // client to drop a reaction or edit it shows. c is the access state of
-// tx's snapshot.
-func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Community, targets [][]byte, v buzz.Viewer, expires *int64) ([]buzz.RawEvent, error) {
+// tx's snapshot; the events served count against bound.
+func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Community, targets [][]byte, v buzz.Viewer, bound *pageBound, expires *int64) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
 	var hop1 [][]byte
@@ -310,20 +337,24 @@ func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Commun
 				break
 			}
 		}
-		err := s.drainAux(ctx, sctx, tx, query, names, hop+1, func(a auxRow) {
+		err := s.drainAux(ctx, sctx, tx, query, names, hop+1, func(a auxRow) error {
 			if a.scope.Valid && !c.CanReadSeq(v, a.scope.Int64) {
-				return
+				return nil
 			}
 			if hop == 0 {
 				hop1 = append(hop1, a.id)
 			}
 			if a.live && !served[a.seq] {
+				if err := bound.take(len(a.ev.JSON)); err != nil {
+					return err
+				}
 				served[a.seq] = true
 				out = append(out, a.ev)
 			}
 			if a.expires.Valid {
 				*expires = min(*expires, a.expires.Int64)
 			}
+			return nil
 		})
 		if err != nil {
 			return nil, err
@@ -354,8 +385,9 @@ var auxStart = auxKey{value: []byte{0}, createdAt: math.MinInt64}
 
 // drainAux calls fn with every event query finds for names: in keyset
 // pages of auxPageSize, never "the newest N", at most auxMaxPages pages
-// per hop; a hop that reaches the cap is logged and served as drained.
-func (s *Store) drainAux(ctx, sctx context.Context, tx *sql.Tx, query string, names [][]byte, hop int, fn func(auxRow)) error {
+// per hop; a hop that reaches the cap is logged and served as drained. An
+// error of fn stops the draining and is returned.
+func (s *Store) drainAux(ctx, sctx context.Context, tx *sql.Tx, query string, names [][]byte, hop int, fn func(auxRow) error) error {
 	hexNames := make([]string, len(names))
 	for i, n := range names {
 		hexNames[i] = hex.EncodeToString(n)
@@ -389,7 +421,7 @@ func (s *Store) drainAux(ctx, sctx context.Context, tx *sql.Tx, query string, na
 	}
 }
 
-func (s *Store) auxPage(ctx context.Context, st *sql.Stmt, args []any, fn func(auxRow)) (n int, last auxKey, err error) {
+func (s *Store) auxPage(ctx context.Context, st *sql.Stmt, args []any, fn func(auxRow) error) (n int, last auxKey, err error) {
 	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return 0, last, fmt.Errorf("aux closure: %w", err)
@@ -411,7 +443,9 @@ func (s *Store) auxPage(ctx context.Context, st *sql.Stmt, args []any, fn func(a
 				a.live = false
 			}
 		}
-		fn(a)
+		if err := fn(a); err != nil {
+			return 0, last, err
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return 0, last, fmt.Errorf("aux closure: %w", err)
@@ -429,6 +463,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 	if !ok {
 		return page, nil
 	}
+	bound := newPageBound(q.MaxBytes)
 	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) error {
 		var seq int64
 		var depth, scope sql.NullInt64
@@ -470,6 +505,9 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 					s.log.Warn("thread: skipping unreadable stored event", "seq", rseq, "err", err)
 					continue
 				}
+				if err := bound.take(len(ev.JSON)); err != nil {
+					return err
+				}
 				page.Replies = append(page.Replies, ev)
 			}
 			if err := rows.Err(); err != nil {
@@ -483,7 +521,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				targets = append(targets, rid)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, targets, q.Viewer, &expires); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, targets, q.Viewer, bound, &expires); err != nil {
 				return err
 			}
 		}

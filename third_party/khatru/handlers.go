@@ -375,8 +375,15 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 				case *nostr.CloseEnvelope:
 					rl.closeSubscriptionId(ws, string(*env))
 				case *nostr.AuthEnvelope:
-					wsBaseUrl := strings.Replace(rl.getBaseURL(r), "http", "ws", 1)
-					if pubkey, ok := nip42.ValidateAuthEvent(&env.Event, ws.Challenge, wsBaseUrl); ok {
+					// buzz-lite patch: the ValidateAuth hook decides when set.
+					validate := rl.ValidateAuth
+					if validate == nil {
+						validate = func(event *nostr.Event, challenge string) (string, bool) {
+							wsBaseUrl := strings.Replace(rl.getBaseURL(r), "http", "ws", 1)
+							return nip42.ValidateAuthEvent(event, challenge, wsBaseUrl)
+						}
+					}
+					if pubkey, ok := validate(&env.Event, ws.Challenge); ok {
 						ws.authLock.Lock()
 						ws.AuthedPublicKey = pubkey // buzz-lite patch: written under authLock
 						if ws.Authed != nil {

@@ -90,6 +90,13 @@ type Relay struct {
 	// error ends the subscription, answered CLOSED with it as the reason.
 	// buzz-lite patch.
 	StreamEvents []func(ctx context.Context, filter nostr.Filter, send func(*nostr.Event) error) error
+	// ValidateAuth, when set, decides whether a NIP-42 AUTH event for the
+	// connection's challenge authenticates its pubkey, instead of
+	// nip42.ValidateAuthEvent against getBaseURL, which, without
+	// ServiceURL, takes the relay's URL from the request's Host and
+	// X-Forwarded-* headers: a client could name any relay it liked.
+	// buzz-lite patch.
+	ValidateAuth func(event *nostr.Event, challenge string) (pubkey string, ok bool)
 
 	// these are used when this relays acts as a router
 	routes                []Route

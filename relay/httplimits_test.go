@@ -1,0 +1,467 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/sqlite"
+)
+
+// This file tests the HTTP side of RL-27 and RL-27a: header and body read
+// time, connections per client IP, and what `/query` may cost: its rate
+// per IP, the read slots, the memory budget all answers share, and the
+// 32 MiB bound of one answer, enforced while it is read.
+
+// loopbackFrom is a dialer whose connections come from the loopback
+// address ip (127.0.0.2, ...), a client IP of its own.
+func loopbackFrom(ip string) *net.Dialer {
+	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: waitTimeout}
+}
+
+// httpFrom is an HTTP client whose requests come from ip.
+func httpFrom(ip string) *http.Client {
+	return &http.Client{Timeout: 4 * waitTimeout, Transport: &http.Transport{DialContext: loopbackFrom(ip).DialContext}}
+}
+
+// postFrom posts body to s's /query from ip.
+func postFrom(t *testing.T, s *testServer, ip, body string) qyResult {
+	t.Helper()
+	resp, err := httpFrom(ip).Post(qyURL(s), "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST /query from %s: %v", ip, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return qyResult{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// readUntilClosed reads conn until the relay closes it and returns what
+// it read; it fails the test if conn is still open after waitTimeout.
+func readUntilClosed(t *testing.T, conn net.Conn, what string) string {
+	t.Helper()
+	conn.SetReadDeadline(time.Now().Add(waitTimeout))
+	b, err := io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("%s: the connection is still open after %v", what, waitTimeout)
+	}
+	return string(b)
+}
+
+// RL-27a (finding 8): a client that never finishes its headers is cut
+// off after the header timeout.
+func TestSlowHeadersCutOff(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.HeaderTimeout = 200 * time.Millisecond })
+	conn, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /query HTTP/1.1\r\nHost: "+s.addr+"\r\nContent-Type: application/json\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	readUntilClosed(t, conn, "headers never finished")
+}
+
+// trickle writes one byte to conn every 50 ms until it fails or stop is
+// closed: a body that never ends, sent as slowly as finding 8's.
+func trickle(conn net.Conn, stop <-chan struct{}) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			if _, err := conn.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// RL-27a (finding 8): a trickled body is cut off after the body timeout:
+// /query answers 408 and closes the connection, and a body nobody reads
+// (another path) is not read forever either.
+func TestTrickledBodyCutOff(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.BodyTimeout = 300 * time.Millisecond })
+	for _, path := range []string{"/query", "/"} {
+		t.Run(path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", s.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[", path, s.addr); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			defer close(stop)
+			go trickle(conn, stop)
+			got := readUntilClosed(t, conn, "trickled body to "+path)
+			if path != "/query" {
+				return
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
+			if err != nil {
+				t.Fatalf("no HTTP answer to a trickled body: %q", got)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			(qyResult{status: resp.StatusCode, header: resp.Header, body: b}).wantError(t, http.StatusRequestTimeout, "request body not received in time")
+		})
+	}
+}
+
+// dialed is what became of a WebSocket dial: the session when the relay
+// kept it (its AUTH challenge came), else the HTTP status of a refused
+// upgrade or the close code of a connection closed at once.
+type dialed struct {
+	c                 *session
+	status, closeCode int
+}
+
+// dialFrom opens a WebSocket to s from ip.
+func dialFrom(t *testing.T, s *testServer, ip string) (dialed, error) {
+	d := websocket.Dialer{HandshakeTimeout: waitTimeout, NetDialContext: loopbackFrom(ip).DialContext}
+	conn, resp, err := d.Dial(s.wsURL, nil)
+	if err != nil {
+		if resp == nil {
+			return dialed{}, fmt.Errorf("dial from %s: %w", ip, err)
+		}
+		return dialed{status: resp.StatusCode}, nil
+	}
+	t.Cleanup(func() { conn.Close() })
+	rc := &rawClient{t: t, conn: conn}
+	msg, err := rc.read()
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce):
+		return dialed{closeCode: ce.Code}, nil
+	case err != nil:
+		return dialed{}, fmt.Errorf("dial from %s: reading the AUTH challenge: %w", ip, err)
+	case label(msg) != "AUTH":
+		return dialed{}, fmt.Errorf("dial from %s: first message %s", ip, joinRaw(msg))
+	}
+	return dialed{c: &session{rawClient: rc, challenge: str(msg, 1)}}, nil
+}
+
+// mustDialFrom is dialFrom that fails the test on an error.
+func mustDialFrom(t *testing.T, s *testServer, ip string) dialed {
+	t.Helper()
+	d, err := dialFrom(t, s, ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// RL-27 (finding 5): past 32 connections from one client IP the upgrade
+// is refused with 429; another IP still connects, closing one connection
+// frees a place, and exempt networks are not counted.
+func TestConnectionsPerIP(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.Exempt = []netip.Prefix{netip.MustParsePrefix("127.0.0.4/32")} })
+	limit := DefaultLimits.MaxConnectionsPerIP
+	var open []*session
+	for i := range limit {
+		d := mustDialFrom(t, s, "127.0.0.1")
+		if d.c == nil {
+			t.Fatalf("connection %d of %d refused: %+v", i+1, limit, d)
+		}
+		open = append(open, d.c)
+	}
+	refused := mustDialFrom(t, s, "127.0.0.1")
+	if refused.c != nil || refused.status != http.StatusTooManyRequests {
+		t.Fatalf("connection %d from one IP: %+v, want status 429", limit+1, refused)
+	}
+	if d := mustDialFrom(t, s, "127.0.0.2"); d.c == nil {
+		t.Fatalf("another IP refused: %+v", d)
+	}
+	for i := range limit + 5 {
+		if d := mustDialFrom(t, s, "127.0.0.4"); d.c == nil {
+			t.Fatalf("exempt connection %d refused: %+v", i+1, d)
+		}
+	}
+
+	// The relay sees the close when it next reads: until then a new
+	// connection may still be refused.
+	open[0].conn.Close()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		d := mustDialFrom(t, s, "127.0.0.1")
+		if d.c != nil {
+			break
+		}
+		if d.status != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("after one connection closed: %+v", d)
+		}
+	}
+}
+
+// RL-27: upgrades that arrive together are counted as they open: however
+// many race past the first check, no more than the cap stay open, and the
+// others are refused, by 429 or by close code 1013 (try again later).
+func TestConnectionsPerIPConcurrent(t *testing.T) {
+	s := startServer(t)
+	limit := DefaultLimits.MaxConnectionsPerIP
+	var mu sync.Mutex
+	kept, refused := 0, 0
+	var wg sync.WaitGroup
+	for range limit + 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, err := dialFrom(t, s, "127.0.0.3")
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Error(err)
+			case d.c != nil:
+				kept++
+			case d.status == http.StatusTooManyRequests || d.closeCode == websocket.CloseTryAgainLater:
+				refused++
+			default:
+				t.Errorf("neither kept nor refused: %+v", d)
+			}
+		}()
+	}
+	wg.Wait()
+	if kept != limit || refused != 16 {
+		t.Fatalf("%d kept, %d refused; want %d and 16", kept, refused, limit)
+	}
+}
+
+// RL-27 (finding 5): `/query` has a rate per client IP; past its burst a
+// request is refused with 429, rate-limited: and Retry-After, while
+// another IP is served and an exempt network is not limited.
+func TestQueryRatePerIP(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.Limits.Rates = &Rates{QueriesPerIP: Rate{PerSecond: 0.01, Burst: 3}}
+		c.Limits.Exempt = []netip.Prefix{netip.MustParsePrefix("127.0.0.3/32")}
+	})
+	body := `[{"kinds":[1]}]`
+	for range 3 {
+		postFrom(t, s, "127.0.0.1", body).events(t)
+	}
+	r := postFrom(t, s, "127.0.0.1", body)
+	r.wantError(t, http.StatusTooManyRequests, errQueryRate)
+	if got := r.header.Get("Retry-After"); got != "100" {
+		t.Errorf("Retry-After %q, want 100 (one token at 0.01/s)", got)
+	}
+	postFrom(t, s, "127.0.0.2", body).events(t)
+	for range 10 {
+		postFrom(t, s, "127.0.0.3", body).events(t)
+	}
+}
+
+// RL-27a: `/query` takes one of the read slots it shares with REQ and
+// COUNT; when none comes free within the wait, it is refused with 429.
+func TestQuerySlots(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
+	body := `[{"kinds":[1]}]`
+	if !s.relay.reads.acquire(context.Background()) {
+		t.Fatal("no free slot")
+	}
+	r := qyPost(t, s, body, "")
+	r.wantError(t, http.StatusTooManyRequests, errBusy)
+	if r.header.Get("Retry-After") == "" {
+		t.Error("no Retry-After")
+	}
+	s.relay.reads.release()
+	qyPost(t, s, body, "").events(t)
+}
+
+// budgetFree is what the relay's `/query` memory budget has not lent.
+func budgetFree(r *Relay) int64 {
+	b := r.queryMemory
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.free
+}
+
+// RL-27a: the answers of running requests share a memory budget: an
+// answer that does not fit in what is free is refused with 429, and every
+// request gives back what it reserved, refused or not.
+func TestQueryMemoryBudget(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.QueryMemoryBytes = 2 << 20 })
+	a := testutil.NewSigner(t)
+	big := strings.Repeat("x", 100<<10)
+	t0 := time.Now().Unix()
+	for i := range 30 {
+		qyAdmit(t, s, a.Event(t, 1, t0-int64(i), big))
+	}
+	few := `[{"kinds":[1],"limit":5}]`
+	all := `[{"kinds":[1]}]` // 3 MiB
+	if got := len(qyPost(t, s, few, "").events(t)); got != 5 {
+		t.Fatalf("%d events, want 5", got)
+	}
+	qyPost(t, s, all, "").wantError(t, http.StatusTooManyRequests, errBusy)
+	if free := budgetFree(s.relay); free != 2<<20 {
+		t.Fatalf("after the requests, %d bytes of the budget free, want all %d", free, 2<<20)
+	}
+	// Another request holding most of the budget leaves too little for
+	// even a small answer.
+	if !s.relay.queryMemory.take(context.Background(), (2<<20)-(512<<10)) {
+		t.Fatal("budget not free")
+	}
+	qyPost(t, s, few, "").wantError(t, http.StatusTooManyRequests, errBusy)
+	s.relay.queryMemory.give((2 << 20) - (512 << 10))
+	qyPost(t, s, few, "").events(t)
+	// A failure gives back too.
+	if err := s.store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	qyPost(t, s, few, "").wantError(t, http.StatusInternalServerError, errInternal)
+	if free := budgetFree(s.relay); free != 2<<20 {
+		t.Fatalf("after a failure, %d bytes of the budget free, want all", free)
+	}
+}
+
+// spyStore is the real store, with a record of the largest answer it
+// handed the relay for one read.
+type spyStore struct {
+	*sqlite.Store
+	mu      sync.Mutex
+	largest int
+}
+
+func (s *spyStore) saw(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.largest = max(s.largest, n)
+}
+
+func rawSize(evs ...[]buzz.RawEvent) int {
+	n := 0
+	for _, list := range evs {
+		for _, ev := range list {
+			n += len(ev.JSON)
+		}
+	}
+	return n
+}
+
+func (s *spyStore) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
+	page, err := s.Store.Window(ctx, q)
+	if page != nil {
+		s.saw(rawSize(page.Rows, page.Aux))
+	}
+	return page, err
+}
+
+func (s *spyStore) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
+	page, err := s.Store.Thread(ctx, q)
+	if page != nil {
+		s.saw(rawSize(page.Replies, page.Aux))
+	}
+	return page, err
+}
+
+func (s *spyStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+	evs, truncated, err := s.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
+	n := 0
+	for _, ev := range evs {
+		n += buzz.EventSize(ev)
+	}
+	s.saw(n)
+	return evs, truncated, err
+}
+
+// reactedRoot stores a root message in a new channel, and n reactions to
+// it whose content is size bytes: an aux closure of any size (RL-8). It
+// returns the channel, the root and the reactions.
+func reactedRoot(t *testing.T, s *testServer, n, size int) (string, *nostr.Event, []*nostr.Event) {
+	t.Helper()
+	a := testutil.NewSigner(t)
+	h := newChannelID(t)
+	t0 := time.Now().Unix() - 1000
+	root := qyMsg(t, a, h, t0, "root", nil)
+	qyAdmit(t, s, root)
+	big := strings.Repeat("x", size)
+	reactions := make([]*nostr.Event, n)
+	for i := range reactions {
+		reactions[i] = a.Event(t, buzz.KindReaction, t0+int64(i), big, nostr.Tag{"e", root.ID}, nostr.Tag{"p", root.PubKey})
+		qyAdmit(t, s, reactions[i])
+	}
+	return h, root, reactions
+}
+
+// RL-27a (finding 4): a window or thread page whose answer would pass 32
+// MiB (here 300 reactions of 120 KiB on one row, its aux closure) is
+// refused with 400 without the relay reading it whole: no read of the
+// store hands over more than 32 MiB, and the request never reserves more
+// than that (with a 33 MiB budget it is refused as too large, not as
+// busy). The budget is whole again afterwards.
+func TestQueryBoundedWhileReading(t *testing.T) {
+	spy := &spyStore{}
+	const budget = 33 << 20
+	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) Store { spy.Store = st; return spy }},
+		func(c *Config) { c.Limits.QueryMemoryBytes = budget })
+	h, root, _ := reactedRoot(t, s, 300, 120<<10)
+	for name, body := range map[string]string{
+		"window":  `[{"top_level":true,"#h":["` + h + `"],"include_aux":true}]`,
+		"thread":  `[{"#e":["` + root.ID + `"],"depth_limit":1,"include_aux":true}]`,
+		"generic": `[{"kinds":[7]}]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			spy.mu.Lock()
+			spy.largest = 0
+			spy.mu.Unlock()
+			qyPost(t, s, body, "").wantError(t, http.StatusBadRequest, errResponseTooLarge.Error())
+			spy.mu.Lock()
+			largest := spy.largest
+			spy.mu.Unlock()
+			if largest > maxResponseBytes {
+				t.Errorf("the store handed over %d bytes in one read, more than %d", largest, maxResponseBytes)
+			}
+			if free := budgetFree(s.relay); free != budget {
+				t.Errorf("%d bytes of the budget free afterwards, want all %d", free, budget)
+			}
+		})
+	}
+}
+
+// RL-19, RL-20, RL-27a: answers larger than a first read are served
+// whole and in order: a generic filter read in growing pieces, each after
+// the last, and a window page read again with a larger bound.
+func TestQueryLargeAnswersWhole(t *testing.T) {
+	s := startServer(t)
+	h, _, reactions := reactedRoot(t, s, 15, 100<<10)
+	a := testutil.NewSigner(t)
+	t0 := time.Now().Unix()
+	big := strings.Repeat("x", 100<<10)
+	var notes []*nostr.Event
+	for i := range 40 {
+		// Same-second pairs: the pieces continue after (created_at, id).
+		note := a.Event(t, 1, t0-int64(i/2), big+fmt.Sprint(i))
+		qyAdmit(t, s, note)
+		notes = append(notes, note)
+	}
+	qySameIDs(t, "generic, 4 MiB", qyPost(t, s, `[{"kinds":[1]}]`, "").events(t), qySortDesc(notes))
+	qySameIDs(t, "generic, limit 25", qyPost(t, s, `[{"kinds":[1],"limit":25}]`, "").events(t), qySortDesc(notes)[:25])
+	evs := qyPost(t, s, `[{"top_level":true,"#h":["`+h+`"],"include_aux":true}]`, "").events(t)
+	for _, r := range reactions {
+		if !qyHas(evs, r.ID) {
+			t.Fatalf("the 1.5 MiB window page lacks reaction %s", r.ID)
+		}
+	}
+}
