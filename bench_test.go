@@ -121,3 +121,76 @@ func TestBenchCommandRefusesEmptyMeasurements(t *testing.T) {
 		}
 	}
 }
+
+// RL-27 (issue 13, "How it is shown"): `buzz-lite bench --abuse` runs every
+// attack of the issue against a relay process with its default limits,
+// each while an innocent client on another loopback address publishes and
+// REQs, and reports per attack the innocent client's latencies, the
+// relay's peak RSS, what the attacker did and had refused, and a verdict.
+// Run here on a tiny community with attacks of a few hundred
+// milliseconds: that every attack runs and is reported, not how the relay
+// holds up.
+func TestBenchAbuse(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(asMainEnv, "1")
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	err := app.Run([]string{"buzz-lite", "bench", "--abuse", "--channels", "1", "--toplevel", "10",
+		"--abuse-duration", "300ms", "--abuse-pace", "20", "--abuse-large", "3", "--abuse-sockets", "12", "--json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report bench.AbuseReport
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("report: %v\n%s", err, out.Bytes())
+	}
+	want := []string{"baseline", "deep-thread deletion", "subscriptions then hang-up", "unread huge answers",
+		"/query flood", "event flood, one socket", "event flood, 8 sockets", "REQ flood", "COUNT flood",
+		"many sockets", "slowloris", "many channels", "WAL under readers"}
+	if len(report.Results) != len(want) {
+		t.Fatalf("%d attacks, want %d: %+v", len(report.Results), len(want), report.Results)
+	}
+	for i, r := range report.Results {
+		if r.Name != want[i] || r.Does == "" {
+			t.Errorf("attack %d: %q (%q), want %q", i, r.Name, r.Does, want[i])
+		}
+		// The innocent client was answered, and timed, during each attack.
+		for _, l := range []bench.Latency{r.Publish, r.REQ} {
+			if l.Ops == 0 || l.P50 <= 0 || l.P95 < l.P50 || l.P99 < l.P95 {
+				t.Errorf("%s: innocent latency %+v", r.Name, l)
+			}
+		}
+		if i > 0 && (r.Actions == 0 || r.Unit == "") {
+			t.Errorf("%s: the attacker did nothing: %d %q", r.Name, r.Actions, r.Unit)
+		}
+		if runtime.GOOS == "linux" && r.PeakRSS == 0 {
+			t.Errorf("%s: no peak RSS", r.Name)
+		}
+		if r.Met != (len(r.Missed) == 0) {
+			t.Errorf("%s: met %v but missed %q", r.Name, r.Met, r.Missed)
+		}
+	}
+	if wal := report.Results[len(want)-1]; wal.WALBytes == 0 {
+		t.Errorf("no WAL size: %+v", wal)
+	}
+	if report.Events == 0 || report.Channel == "" || report.Attacker == report.Innocent {
+		t.Errorf("report: %d events, channel %q, attacker %s, innocent %s", report.Events, report.Channel,
+			report.Attacker, report.Innocent)
+	}
+
+	// The text report gives every attack its line and its verdict.
+	var text bytes.Buffer
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range report.Results {
+		verdict := "MISSED  " + r.Name
+		if r.Met {
+			verdict = "met     " + r.Name
+		}
+		if !bytes.Contains(text.Bytes(), []byte(verdict)) || !bytes.Contains(text.Bytes(), []byte(r.Name+": "+r.Does)) {
+			t.Errorf("the text report lacks %q or what %s does:\n%s", verdict, r.Name, text.Bytes())
+		}
+	}
+}

@@ -58,15 +58,21 @@ func (r Result) Rate() float64 {
 
 // result summarizes a measurement's latencies.
 func result(name, unit string, clients int, lat []time.Duration, elapsed time.Duration, bytes int64) Result {
-	slices.Sort(lat)
 	r := Result{Name: name, Unit: unit, Ops: len(lat), Clients: clients, Elapsed: elapsed, Bytes: bytes}
-	if len(lat) > 0 {
-		// Nearest rank: the smallest latency at least p% of all are at
-		// or below.
-		at := func(p int) time.Duration { return lat[max(0, (len(lat)*p+99)/100-1)] }
-		r.P50, r.P95, r.P99 = at(50), at(95), at(99)
-	}
+	r.P50, r.P95, r.P99 = percentiles(lat)
 	return r
+}
+
+// percentiles sorts lat and gives its 50th, 95th and 99th percentiles
+// by nearest rank (the smallest latency at least p% of all are at or
+// below); all 0 for no latencies.
+func percentiles(lat []time.Duration) (p50, p95, p99 time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(lat)
+	at := func(p int) time.Duration { return lat[max(0, (len(lat)*p+99)/100-1)] }
+	return at(50), at(95), at(99)
 }
 
 // op is one operation of a closed-loop client: it returns the bytes it
