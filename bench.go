@@ -49,7 +49,7 @@ func benchCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "data directory to generate into or reuse (default: a temporary one, removed after)"},
 			&cli.IntFlag{Name: "channels", Value: 4, Usage: "channels of the generated community"},
-			&cli.IntFlag{Name: "toplevel", Value: 27_000, Usage: "top-level messages per channel, about 9 events each with their threads"},
+			&cli.IntFlag{Name: "toplevel", Value: 27_000, Usage: "top-level messages per channel, about 9 events each with their threads (5,000 with --abuse)"},
 			&cli.IntFlag{Name: "clients", Value: 16, Usage: "concurrent clients of each read measurement"},
 			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "length of each read measurement"},
 			&cli.IntFlag{Name: "ingest", Value: 40_000, Usage: "events published over WebSocket in the ingest measurement"},
@@ -89,6 +89,15 @@ func runBench(c *cli.Context) error {
 	if c.Duration("duration") <= 0 {
 		return fmt.Errorf("--duration must be positive, got %s", c.Duration("duration"))
 	}
+	var abuse *bench.Abuse
+	if c.Bool("abuse") {
+		var err error
+		abuse, err = bench.NewAbuse(bench.AbuseOptions{Duration: c.Duration("abuse-duration"), Pace: c.Float64("abuse-pace"),
+			LargeEvents: c.Int("abuse-large"), Sockets: c.Int("abuse-sockets"), Attacker: abuseAttacker, Innocent: abuseInnocent})
+		if err != nil {
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	progress := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...) }
@@ -103,14 +112,14 @@ func runBench(c *cli.Context) error {
 		dir = tmp
 	}
 	topLevel := c.Int("toplevel")
-	if c.Bool("abuse") && !c.IsSet("toplevel") {
+	if abuse != nil && !c.IsSet("toplevel") {
 		topLevel = abuseTopLevel
 	}
 	if err := prepareBench(ctx, dir, c.Int("channels"), topLevel, progress); err != nil {
 		return err
 	}
-	if c.Bool("abuse") {
-		return runAbuse(ctx, c, dir, progress)
+	if abuse != nil {
+		return runAbuse(ctx, c, abuse, dir, progress)
 	}
 
 	// What the run publishes, signed before any clock starts: a fresh
@@ -219,6 +228,11 @@ func runBench(c *cli.Context) error {
 // the database the attacks of issue 13 were found on.
 const abuseTopLevel = 5000
 
+// The abuse run's two sides dial from two loopback addresses (Linux
+// routes all of 127.0.0.0/8 to loopback), so that per-IP limits tell
+// them apart as they would two hosts.
+const abuseAttacker, abuseInnocent = "127.0.0.1", "127.0.0.2"
+
 // abuseStopWait is how long an attacked relay may take to stop before it
 // is killed: one that still works through an attack's backlog would
 // otherwise hold the bench.
@@ -229,18 +243,13 @@ const abuseStopWait = 10 * time.Second
 // A fresh process per attack, so that none inherits the last one's
 // backlog (queued deletions, listeners being removed, stalled sockets),
 // its spent rate budgets or its grown heap, which would count against it.
-func runAbuse(ctx context.Context, c *cli.Context, dir string, progress func(string, ...any)) error {
-	abuse, err := bench.NewAbuse(bench.AbuseOptions{Duration: c.Duration("abuse-duration"), Pace: c.Float64("abuse-pace"),
-		LargeEvents: c.Int("abuse-large"), Sockets: c.Int("abuse-sockets"), Attacker: "127.0.0.1", Innocent: "127.0.0.2"})
-	if err != nil {
-		return err
-	}
+func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, dir string, progress func(string, ...any)) error {
 	var before bench.Report
 	if err := storeSize(ctx, dir, &before); err != nil {
 		return err
 	}
 	report := bench.AbuseReport{Machine: machine(), Cores: runtime.NumCPU(), Events: before.StoredEvents,
-		Duration: c.Duration("abuse-duration"), Pace: c.Float64("abuse-pace"), Attacker: "127.0.0.1", Innocent: "127.0.0.2"}
+		Duration: c.Duration("abuse-duration"), Pace: c.Float64("abuse-pace"), Attacker: abuseAttacker, Innocent: abuseInnocent}
 	wal := filepath.Join(dir, dbFile+"-wal")
 	probeWAL := func() (int64, error) {
 		st, err := os.Stat(wal)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/buzz-lite/buzz-lite/bench"
@@ -110,9 +111,15 @@ func TestBenchCommandRefusesEmptyMeasurements(t *testing.T) {
 		{"--subscribers", "-3", "--subscribers must be at least 1, got -3"},
 		{"--toplevel", "0", "--toplevel must be at least 1, got 0"},
 		{"--duration", "0s", "--duration must be positive, got 0s"},
+		{"--abuse-duration", "0s", "abuse: the duration must be positive, got 0s"},
+		{"--abuse-sockets", "0", "abuse: need at least one large event and one socket, got 300 and 0"},
 	} {
 		data := t.TempDir()
-		err := newApp().Run([]string{"buzz-lite", "bench", "--data", data, tc.flag, tc.value})
+		args := []string{"buzz-lite", "bench", "--data", data, tc.flag, tc.value}
+		if strings.HasPrefix(tc.flag, "--abuse-") {
+			args = append(args, "--abuse")
+		}
+		err := newApp().Run(args)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("bench %s %s: %v, want %q", tc.flag, tc.value, err, tc.want)
 		}
@@ -155,9 +162,14 @@ func TestBenchAbuse(t *testing.T) {
 		if r.Name != want[i] || r.Does == "" {
 			t.Errorf("attack %d: %q (%q), want %q", i, r.Name, r.Does, want[i])
 		}
-		// The innocent client was answered, and timed, during each attack.
+		// The innocent client kept at it during each attack, every
+		// operation timed: answered, or failed and counted.
 		for _, l := range []bench.Latency{r.Publish, r.REQ} {
-			if l.Ops == 0 || l.P50 <= 0 || l.P95 < l.P50 || l.P99 < l.P95 {
+			failed := 0
+			for _, n := range l.Failed {
+				failed += n
+			}
+			if l.Ops+failed == 0 || l.P50 <= 0 || l.P95 < l.P50 || l.P99 < l.P95 {
 				t.Errorf("%s: innocent latency %+v", r.Name, l)
 			}
 		}
@@ -171,7 +183,7 @@ func TestBenchAbuse(t *testing.T) {
 			t.Errorf("%s: met %v but missed %q", r.Name, r.Met, r.Missed)
 		}
 	}
-	if wal := report.Results[len(want)-1]; wal.WALBytes == 0 {
+	if wal := report.Results[len(want)-1]; !strings.Contains(strings.Join(wal.Notes, "\n"), "the WAL reached") {
 		t.Errorf("no WAL size: %+v", wal)
 	}
 	if report.Events == 0 || report.Channel == "" || report.Attacker == report.Innocent {

@@ -96,7 +96,8 @@ type AttackResult struct {
 	Actions    int64            `json:"actions"`
 	Refused    map[string]int64 `json:"refused,omitempty"`
 	Unanswered int64            `json:"unanswered"`
-	Elapsed    time.Duration    `json:"elapsed_ns"`
+	// Elapsed is how long the attacker took, its wind-down included.
+	Elapsed time.Duration `json:"elapsed_ns"`
 	// Publish is the innocent client's publish->OK, REQ its REQ->EOSE.
 	Publish Latency `json:"publish"`
 	REQ     Latency `json:"req"`
@@ -240,9 +241,11 @@ func (a *Abuse) Run(ctx context.Context, t Target, name string, p Probe) (Attack
 	defer cancel()
 	start := time.Now()
 	attacked := make(chan struct{})
+	var took time.Duration
 	go func() {
 		defer close(attacked)
 		run(actx)
+		took = time.Since(start)
 	}()
 	res.Publish, res.REQ = e.innocent(actx, ic)
 	select {
@@ -250,8 +253,7 @@ func (a *Abuse) Run(ctx context.Context, t Target, name string, p Probe) (Attack
 	case <-time.After(time.Until(start.Add(a.o.Duration + stopWait))):
 		return res, fmt.Errorf("%s: the attacker did not stop within %s of its end", name, stopWait)
 	}
-	res.Elapsed = time.Since(start)
-	res.PeakRSS = p.PeakRSS()
+	res.Elapsed, res.PeakRSS = took, p.PeakRSS()
 	res.Actions, res.Unanswered = e.actions.Load(), e.unanswered.Load()
 	e.mu.Lock()
 	res.Refused, res.Notes, res.WALBytes = e.refused, e.notes, e.wal

@@ -280,17 +280,7 @@ func unreadAnswers(ctx context.Context, e *env) (func(context.Context), error) {
 				}, func(answer) {})
 			})
 		}
-		keys := &keyring{perKey: largeKeys}
-		var n atomic.Int64
-		wg.Go(func() {
-			e.flood(ctx, largeWindow, func() ([]byte, error) {
-				ev, err := e.largeEvent(keys.next(), live, int(n.Add(1)))
-				if err != nil {
-					return nil, err
-				}
-				return json.Marshal([]any{"EVENT", ev})
-			}, false, func(answer) { published.Add(1) })
-		})
+		wg.Go(func() { e.flood(ctx, largeWindow, e.largeEvents(live), false, func(answer) { published.Add(1) }) })
 		wg.Wait()
 		e.note("%d of %d sockets held unread; %d large events published to the live subscribers", st.held.Load(),
 			stalledReaders+stalledLive, published.Load())
@@ -382,6 +372,20 @@ func (e *env) largeEvent(sk, tag string, n int) (*nostr.Event, error) {
 		return nil, err
 	}
 	return ev, nil
+}
+
+// largeEvents makes the EVENT of a new large event tagged tag at each
+// call, from any goroutine.
+func (e *env) largeEvents(tag string) func() ([]byte, error) {
+	keys := &keyring{perKey: largeKeys}
+	var n atomic.Int64
+	return func() ([]byte, error) {
+		ev, err := e.largeEvent(keys.next(), tag, int(n.Add(1)))
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal([]any{"EVENT", ev})
+	}
 }
 
 // ensureLarge stores large events tagged with the run's tag until
@@ -505,7 +509,7 @@ func (e *env) failed(ctx context.Context, err error, what string) {
 // from the start when used up.
 func eventFlood(sockets int) func(context.Context, *env) (func(context.Context), error) {
 	return func(ctx context.Context, e *env) (func(context.Context), error) {
-		n := min(max(int(e.o.Duration.Seconds()*floodPerSecond), 1000), 50_000)
+		n := min(max(int(e.o.Duration.Seconds()*floodPerSecond), 100), 50_000)
 		pool, err := signPool(n, func(i int) *nostr.Event {
 			return &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Content: fmt.Sprintf("flood %d %s", i, e.tag)}
 		})
@@ -852,18 +856,9 @@ func walUnderReaders(_ context.Context, e *env) (func(context.Context), error) {
 				}
 			})
 		}
-		keys := &keyring{perKey: largeKeys}
-		var n atomic.Int64
+		events := e.largeEvents(tag)
 		for range walWriters {
-			wg.Go(func() {
-				e.flood(ctx, largeWindow, func() ([]byte, error) {
-					ev, err := e.largeEvent(keys.next(), tag, int(n.Add(1)))
-					if err != nil {
-						return nil, err
-					}
-					return json.Marshal([]any{"EVENT", ev})
-				}, false, func(answer) { written.Add(1) })
-			})
+			wg.Go(func() { e.flood(ctx, largeWindow, events, false, func(answer) { written.Add(1) }) })
 		}
 		wg.Wait()
 		e.mu.Lock()
