@@ -46,6 +46,7 @@ const (
 	hangupSockets      = 4    // sockets filling and dropping subscriptions at once
 	hangupFilters      = 1000 // filters of the first REQ of the hang-up attack
 	hangupSubsPastCap  = 10   // REQs tried past the announced max_subscriptions
+	unannouncedSubs    = 50   // max_subscriptions taken when the relay announces none
 	stalledReaders     = 10   // sockets that ask for large events and never read
 	stalledFilters     = 30   // filters of their first REQ
 	stalledLive        = 16   // live subscribers of large events that never read
@@ -192,7 +193,7 @@ func (e *env) fillAndHangUp(ctx context.Context, filters *atomic.Int64) (held in
 		return 0, false
 	}
 	defer s.close()
-	tries := 50 + hangupSubsPastCap
+	tries := unannouncedSubs + hangupSubsPastCap
 	if m := e.info.Limitation.MaxSubscriptions; m > 0 {
 		tries = m + hangupSubsPastCap
 	}

@@ -2,7 +2,8 @@
 // drive a running relay over WebSocket and HTTP and measure it. Ingest of
 // signed events, window and thread pages, REQ by channel, live fan-out to
 // many subscribers, and the first screen of a channel both ways (one
-// window request against what a generic client must do). It speaks only
+// window request against what a generic client must do), and the attacks
+// of issue 13 while an innocent client is timed (abuse.go). It speaks only
 // the wire, knowing neither the relay nor the store, so it measures any
 // relay that serves the channel window. Clients do as little work as they
 // can during a measurement: events are signed and requests encoded before
