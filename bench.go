@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -39,12 +40,16 @@ func benchCommand() *cli.Command {
 			"starts `buzz-lite serve` on it on loopback, and measures ingest over WebSocket, window,\n" +
 			"thread and REQ reads, live fan-out and the first screen, then the window again with\n" +
 			"the page cache off. Prints throughput, latency percentiles, the relay's peak RSS and\n" +
-			"the database size per event, each against its target.",
+			"the database size per event, each against its target.\n\n" +
+			"With --abuse it runs the attacks of issue 13 instead, each against a relay started for it\n" +
+			"with its default limits, while an innocent client on another loopback address publishes\n" +
+			"and REQs; it prints that client's latencies and the relay's peak RSS during each attack,\n" +
+			"judged against RL-27.",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "data directory to generate into or reuse (default: a temporary one, removed after)"},
 			&cli.IntFlag{Name: "channels", Value: 4, Usage: "channels of the generated community"},
-			&cli.IntFlag{Name: "toplevel", Value: 27_000, Usage: "top-level messages per channel, about 9 events each with their threads"},
+			&cli.IntFlag{Name: "toplevel", Value: 27_000, Usage: "top-level messages per channel, about 9 events each with their threads (5,000 with --abuse)"},
 			&cli.IntFlag{Name: "clients", Value: 16, Usage: "concurrent clients of each read measurement"},
 			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "length of each read measurement"},
 			&cli.IntFlag{Name: "ingest", Value: 40_000, Usage: "events published over WebSocket in the ingest measurement"},
@@ -52,6 +57,11 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "subscribers", Value: 1000, Usage: "live subscribers in the fan-out measurement"},
 			&cli.IntFlag{Name: "fanout-events", Value: 256, Usage: "events delivered to every subscriber"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
+			&cli.BoolFlag{Name: "abuse", Usage: "run the attacks of issue 13 instead, the relay with its default limits, and judge an innocent client's latency against RL-27"},
+			&cli.DurationFlag{Name: "abuse-duration", Value: 10 * time.Second, Usage: "length of each attack"},
+			&cli.Float64Flag{Name: "abuse-pace", Value: 4, Usage: "publishes and REQs a second of the innocent client, each"},
+			&cli.IntFlag{Name: "abuse-large", Value: 300, Usage: "events near the event size limit the attacker stores to ask for"},
+			&cli.IntFlag{Name: "abuse-sockets", Value: 3000, Usage: "WebSockets of the many-sockets attack (a sixth as many slowloris connections)"},
 		},
 		Action: runBench,
 	}
@@ -79,6 +89,15 @@ func runBench(c *cli.Context) error {
 	if c.Duration("duration") <= 0 {
 		return fmt.Errorf("--duration must be positive, got %s", c.Duration("duration"))
 	}
+	var abuse *bench.Abuse
+	if c.Bool("abuse") {
+		var err error
+		abuse, err = bench.NewAbuse(bench.AbuseOptions{Duration: c.Duration("abuse-duration"), Pace: c.Float64("abuse-pace"),
+			LargeEvents: c.Int("abuse-large"), Sockets: c.Int("abuse-sockets"), Attacker: abuseAttacker, Innocent: abuseInnocent})
+		if err != nil {
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	progress := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "bench: "+format+"\n", a...) }
@@ -92,8 +111,15 @@ func runBench(c *cli.Context) error {
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	if err := prepareBench(ctx, dir, c.Int("channels"), c.Int("toplevel"), progress); err != nil {
+	topLevel := c.Int("toplevel")
+	if abuse != nil && !c.IsSet("toplevel") {
+		topLevel = abuseTopLevel
+	}
+	if err := prepareBench(ctx, dir, c.Int("channels"), topLevel, progress); err != nil {
 		return err
+	}
+	if abuse != nil {
+		return runAbuse(ctx, c, abuse, dir, progress)
 	}
 
 	// What the run publishes, signed before any clock starts: a fresh
@@ -121,7 +147,7 @@ func runBench(c *cli.Context) error {
 	}
 
 	clients, d := c.Int("clients"), c.Duration("duration")
-	err = withRelay(ctx, dir, true, &report, func(t bench.Target, observe func(*bench.Result)) error {
+	err = withLoadRelay(ctx, dir, true, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		// The channel read is the largest before the run adds its own.
 		chans, err := bench.OpenChannels(ctx, t)
 		if err != nil {
@@ -167,7 +193,7 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	err = withRelay(ctx, dir, false, &report, func(t bench.Target, observe func(*bench.Result)) error {
+	err = withLoadRelay(ctx, dir, false, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		progress("window pages with the page cache off")
 		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, walkPages)
 		if err != nil {
@@ -189,6 +215,82 @@ func runBench(c *cli.Context) error {
 		return err
 	}
 	report.Events = report.StoredEvents - int64(len(ingest.Events)+len(live))
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	return report.WriteText(c.App.Writer)
+}
+
+// abuseTopLevel is the top-level messages per channel of the community
+// the abuse run generates unless told: about 180,000 events, the size of
+// the database the attacks of issue 13 were found on.
+const abuseTopLevel = 5000
+
+// The abuse run's two sides dial from two loopback addresses (Linux
+// routes all of 127.0.0.0/8 to loopback), so that per-IP limits tell
+// them apart as they would two hosts.
+const abuseAttacker, abuseInnocent = "127.0.0.1", "127.0.0.2"
+
+// abuseStopWait is how long an attacked relay may take to stop before it
+// is killed: one that still works through an attack's backlog would
+// otherwise hold the bench.
+const abuseStopWait = 10 * time.Second
+
+// runAbuse runs every attack against a relay process of its own, started
+// with the default configuration: the limits on, as a user would run it.
+// A fresh process per attack, so that none inherits the last one's
+// backlog (queued deletions, listeners being removed, stalled sockets),
+// its spent rate budgets or its grown heap, which would count against it.
+func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, dir string, progress func(string, ...any)) error {
+	var before bench.Report
+	if err := storeSize(ctx, dir, &before); err != nil {
+		return err
+	}
+	report := bench.AbuseReport{Machine: machine(), Cores: runtime.NumCPU(), Events: before.StoredEvents,
+		Duration: c.Duration("abuse-duration"), Pace: c.Float64("abuse-pace"), Attacker: abuseAttacker, Innocent: abuseInnocent}
+	wal := filepath.Join(dir, dbFile+"-wal")
+	probeWAL := func() (int64, error) {
+		st, err := os.Stat(wal)
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return st.Size(), nil
+	}
+	for _, name := range abuse.Attacks() {
+		progress("abuse: %s", name)
+		var res bench.AttackResult
+		warnings, first := 0, ""
+		run := relayRun{dir: dir, stopWait: abuseStopWait, warn: func(line string) {
+			if warnings++; warnings == 1 {
+				first = strings.TrimSpace(line)
+			}
+		}}
+		_, err := withRelay(ctx, run, func(t bench.Target, peak func() (int64, bool)) error {
+			var err error
+			res, err = abuse.Run(ctx, t, name, bench.Probe{PeakRSS: func() int64 {
+				p, _ := peak() // unreset, the peak is the process's: an upper bound of the attack's
+				return p
+			}, WALBytes: probeWAL})
+			return err
+		})
+		switch {
+		case errors.Is(err, errRelayKilled):
+			res.Notes = append(res.Notes, fmt.Sprintf("the relay did not stop within %s of SIGINT and was killed", abuseStopWait))
+		case errors.Is(err, errRelayExited):
+			res.RelayExit = err.Error()
+		case err != nil:
+			return err
+		}
+		res.RelayWarnings, res.FirstWarning = warnings, first
+		res.Judge()
+		report.Results = append(report.Results, res)
+	}
+	report.Channel = abuse.Channel()
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
@@ -265,62 +367,104 @@ func prepareBench(ctx context.Context, dir string, channels, topLevel int, progr
 	return nil
 }
 
-// withRelay runs `buzz-lite serve` on dir on a loopback port, with the
-// page cache on or off, runs fn against it, keeps its memory in report if
-// its peak is the highest yet, and stops it.
-func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Report,
+// withLoadRelay is withRelay for the load measurements: the page cache on
+// or off, each measurement given its own peak RSS, and the run's memory
+// kept in report if its peak is the highest yet. Rate and connection
+// limits are off: every client of the load generator dials from one
+// loopback address, and a thousand subscribers from one IP are the
+// fan-out measurement, not an attack (RL-27 turns rates off for
+// benchmarks; `--abuse` runs with the limits on).
+func withLoadRelay(ctx context.Context, dir string, pageCache bool, report *bench.Report,
 	fn func(t bench.Target, observe func(*bench.Result)) error) error {
+	// Rate limits are for clients of a community, not for a load test
+	// from one address (RL-27: `rates = false` is for benchmarks), and
+	// the 1,000 fan-out subscribers all come from loopback, which the
+	// connection cap per IP would refuse: loopback is exempt here.
+	env := []string{"BUZZ_LITE_LIMITS_RATES=false", "BUZZ_LITE_LIMITS_EXEMPT=127.0.0.0/8,::1"}
+	if !pageCache {
+		env = append(env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
+	}
+	m, err := withRelay(ctx, relayRun{dir: dir, env: env}, func(t bench.Target, peak func() (int64, bool)) error {
+		// Where the peak cannot be reset, VmHWM is the run's peak so far,
+		// which is no measurement's own but the first's: then only the
+		// run's peak is reported.
+		own := true
+		return fn(t, func(r *bench.Result) {
+			p, fresh := peak()
+			if own {
+				r.PeakRSS = p
+			}
+			own = fresh
+		})
+	})
+	if m.Peak > report.PeakRSS {
+		report.PeakRSS, report.RSSAnon, report.RSSFile = m.Peak, m.Anon, m.File
+	}
+	return err
+}
+
+// relayRun is how the bench runs the relay.
+type relayRun struct {
+	dir string
+	// env are settings beyond the defaults, as BUZZ_LITE_ variables.
+	env []string
+	// warn sees each warning or error the relay logs; nil passes them on
+	// to stderr.
+	warn func(line string)
+	// stopWait bounds the wait for the relay to stop after SIGINT, after
+	// which it is killed; 0 waits as long as it takes.
+	stopWait time.Duration
+}
+
+var (
+	// errRelayExited is the relay process ending other than by the
+	// bench's SIGINT, or failing after it.
+	errRelayExited = errors.New("the relay exited")
+	// errRelayKilled is the relay killed for not stopping in time.
+	errRelayKilled = errors.New("the relay did not stop after SIGINT and was killed")
+)
+
+// withRelay runs `buzz-lite serve` on run.dir on a loopback port, runs fn
+// against it and stops it. It gives the relay's peak resident set over
+// the run and its resident set at the end. fn's peak gives VmHWM and
+// resets it to the present resident set, saying whether it could: the
+// next call then gives the peak since this one.
+func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak func() (int64, bool)) error) (memory, error) {
 	exe, err := relayExecutable()
 	if err != nil {
-		return fmt.Errorf("the relay program: %w", err)
+		return memory{}, fmt.Errorf("the relay program: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, exe, "serve", "--data", dir, "--listen", "127.0.0.1:0")
-	// The relay as its defaults make it: none of the caller's BUZZ_LITE_
-	// settings (a page cache turned off would make the cached run
-	// uncached). Go's own variables, GOMEMLIMIT say, pass.
+	cmd := exec.CommandContext(ctx, exe, "serve", "--data", run.dir, "--listen", "127.0.0.1:0")
+	// The relay as its defaults make it, with run's settings: none of the
+	// caller's BUZZ_LITE_ settings (a page cache turned off would make the
+	// cached run uncached). Go's own variables, GOMEMLIMIT say, pass.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, config.EnvPrefix) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	// Rate limits are for clients of a community, not for a load test
-	// from one address (RL-27: `rates = false` is for benchmarks), and
-	// the 1,000 fan-out subscribers all come from loopback, which the
-	// connection cap per IP would refuse: loopback is exempt here.
-	cmd.Env = append(cmd.Env, "BUZZ_LITE_LOG_LEVEL=info", "BUZZ_LITE_LIMITS_RATES=false",
-		"BUZZ_LITE_LIMITS_EXEMPT=127.0.0.0/8,::1")
-	if !pageCache {
-		cmd.Env = append(cmd.Env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
-	}
+	cmd.Env = append(append(cmd.Env, "BUZZ_LITE_LOG_LEVEL=info"), run.env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
-		return err
+		return memory{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the relay: %w", err)
+		return memory{}, fmt.Errorf("start the relay: %w", err)
 	}
 	addr := make(chan string, 1)
 	logDone := make(chan struct{})
 	go func() {
 		defer close(logDone)
-		relayLog(stderr, addr)
+		relayLog(stderr, addr, run.warn)
 	}()
-	// Each measurement's peak: VmHWM, then reset to the present resident
-	// set for the next one. The run's peak is the highest of them. Where
-	// the reset fails, VmHWM is the run's peak so far, which is no
-	// measurement's own: then only the run's peak is reported.
 	pid := cmd.Process.Pid
 	var runPeak int64
-	resettable := true
-	observe := func(r *bench.Result) {
-		peak := memoryOf(pid).Peak
-		runPeak = max(runPeak, peak)
-		if resettable {
-			r.PeakRSS = peak
-			resettable = resetPeak(pid) == nil
-		}
+	peak := func() (int64, bool) {
+		p := memoryOf(pid).Peak
+		runPeak = max(runPeak, p)
+		return p, resetPeak(pid) == nil
 	}
 	var runErr error
 	select {
@@ -329,23 +473,37 @@ func withRelay(ctx context.Context, dir string, pageCache bool, report *bench.Re
 			runErr = errors.New("the relay exited before serving")
 			break
 		}
-		runErr = fn(bench.Target{WS: "ws://" + a, HTTP: "http://" + a}, observe)
+		runErr = fn(bench.Target{WS: "ws://" + a, HTTP: "http://" + a}, peak)
 	case <-time.After(time.Minute):
 		runErr = errors.New("the relay did not start serving within a minute")
 	}
 	// What shutdown adds is not counted.
 	m := memoryOf(pid)
-	if runPeak = max(runPeak, m.Peak); runPeak > report.PeakRSS {
-		report.PeakRSS, report.RSSAnon, report.RSSFile = runPeak, m.Anon, m.File
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil && runErr == nil {
+	m.Peak = max(runPeak, m.Peak)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) && runErr == nil {
 		runErr = fmt.Errorf("stop the relay: %w", err)
 	}
-	<-logDone // all of the log read before Wait closes the pipe
-	if err := cmd.Wait(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("the relay: %w", err)
+	killed := false
+	if run.stopWait > 0 {
+		select {
+		case <-logDone:
+		case <-time.After(run.stopWait):
+			if err := cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) && runErr == nil {
+				runErr = fmt.Errorf("kill the relay: %w", err)
+			}
+			killed = true
+		}
 	}
-	return runErr
+	<-logDone // all of the log read before Wait closes the pipe
+	err = cmd.Wait()
+	switch {
+	case runErr != nil:
+	case killed:
+		runErr = fmt.Errorf("%w within %s", errRelayKilled, run.stopWait)
+	case err != nil:
+		runErr = fmt.Errorf("%w: %w", errRelayExited, err)
+	}
+	return m, runErr
 }
 
 // servingLine is the relay's log line that gives its address.
@@ -353,8 +511,12 @@ var servingLine = regexp.MustCompile(`msg="buzz-lite serving" addr=(\S+)`)
 
 // relayLog reads the relay's log to its end, so that the relay never
 // blocks writing it: it sends the address once serving (closing addr if
-// the log ends first) and passes warnings and errors on.
-func relayLog(log io.Reader, addr chan<- string) {
+// the log ends first) and gives warnings and errors to warn, or passes
+// them on to stderr when warn is nil.
+func relayLog(log io.Reader, addr chan<- string, warn func(line string)) {
+	if warn == nil {
+		warn = func(line string) { fmt.Fprint(os.Stderr, "relay: ", line) }
+	}
 	sent := false
 	r := bufio.NewReader(log)
 	for {
@@ -364,7 +526,7 @@ func relayLog(log io.Reader, addr chan<- string) {
 			sent = true
 		}
 		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
-			fmt.Fprint(os.Stderr, "relay: ", line)
+			warn(line)
 		}
 		if err != nil {
 			break

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/buzz-lite/buzz-lite/bench"
@@ -110,14 +111,98 @@ func TestBenchCommandRefusesEmptyMeasurements(t *testing.T) {
 		{"--subscribers", "-3", "--subscribers must be at least 1, got -3"},
 		{"--toplevel", "0", "--toplevel must be at least 1, got 0"},
 		{"--duration", "0s", "--duration must be positive, got 0s"},
+		{"--abuse-duration", "0s", "abuse: the duration must be positive, got 0s"},
+		{"--abuse-sockets", "0", "abuse: need at least one large event and one socket, got 300 and 0"},
 	} {
 		data := t.TempDir()
-		err := newApp().Run([]string{"buzz-lite", "bench", "--data", data, tc.flag, tc.value})
+		args := []string{"buzz-lite", "bench", "--data", data, tc.flag, tc.value}
+		if strings.HasPrefix(tc.flag, "--abuse-") {
+			args = append(args, "--abuse")
+		}
+		err := newApp().Run(args)
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("bench %s %s: %v, want %q", tc.flag, tc.value, err, tc.want)
 		}
 		if entries, _ := os.ReadDir(data); len(entries) != 0 {
 			t.Errorf("bench %s %s wrote %d files", tc.flag, tc.value, len(entries))
+		}
+	}
+}
+
+// RL-27 (issue 13, "How it is shown"): `buzz-lite bench --abuse` runs every
+// attack of the issue against a relay process with its default limits,
+// each while an innocent client on another loopback address publishes and
+// REQs, and reports per attack the innocent client's latencies, the
+// relay's peak RSS, what the attacker did and had refused, and a verdict.
+// Run here on a tiny community with attacks of a few hundred
+// milliseconds: that every attack runs and is reported, not how the relay
+// holds up.
+func TestBenchAbuse(t *testing.T) {
+	clearEnv(t)
+	t.Setenv(asMainEnv, "1")
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	err := app.Run([]string{"buzz-lite", "bench", "--abuse", "--channels", "1", "--toplevel", "10",
+		"--abuse-duration", "300ms", "--abuse-pace", "20", "--abuse-large", "3", "--abuse-sockets", "12", "--json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report bench.AbuseReport
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("report: %v\n%s", err, out.Bytes())
+	}
+	want := []string{"baseline", "deep-thread deletion", "subscriptions then hang-up", "unread huge answers",
+		"/query flood", "event flood, one socket", "event flood, 8 sockets", "REQ flood", "COUNT flood",
+		"many sockets", "slowloris", "many channels", "WAL under readers"}
+	if len(report.Results) != len(want) {
+		t.Fatalf("%d attacks, want %d: %+v", len(report.Results), len(want), report.Results)
+	}
+	for i, r := range report.Results {
+		if r.Name != want[i] || r.Does == "" {
+			t.Errorf("attack %d: %q (%q), want %q", i, r.Name, r.Does, want[i])
+		}
+		// The innocent client kept at it during each attack, every
+		// operation timed: answered, or failed and counted.
+		for _, l := range []bench.Latency{r.Publish, r.REQ} {
+			failed := 0
+			for _, n := range l.Failed {
+				failed += n
+			}
+			if l.Ops+failed == 0 || l.P50 <= 0 || l.P95 < l.P50 || l.P99 < l.P95 {
+				t.Errorf("%s: innocent latency %+v", r.Name, l)
+			}
+		}
+		if i > 0 && (r.Actions == 0 || r.Unit == "") {
+			t.Errorf("%s: the attacker did nothing: %d %q", r.Name, r.Actions, r.Unit)
+		}
+		if runtime.GOOS == "linux" && r.PeakRSS == 0 {
+			t.Errorf("%s: no peak RSS", r.Name)
+		}
+		if r.Met != (len(r.Missed) == 0) {
+			t.Errorf("%s: met %v but missed %q", r.Name, r.Met, r.Missed)
+		}
+	}
+	if wal := report.Results[len(want)-1]; !strings.Contains(strings.Join(wal.Notes, "\n"), "the WAL reached") {
+		t.Errorf("no WAL size: %+v", wal)
+	}
+	if report.Events == 0 || report.Channel == "" || report.Attacker == report.Innocent {
+		t.Errorf("report: %d events, channel %q, attacker %s, innocent %s", report.Events, report.Channel,
+			report.Attacker, report.Innocent)
+	}
+
+	// The text report gives every attack its line and its verdict.
+	var text bytes.Buffer
+	if err := report.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range report.Results {
+		verdict := "MISSED  " + r.Name
+		if r.Met {
+			verdict = "met     " + r.Name
+		}
+		if !bytes.Contains(text.Bytes(), []byte(verdict)) || !bytes.Contains(text.Bytes(), []byte(r.Name+": "+r.Does)) {
+			t.Errorf("the text report lacks %q or what %s does:\n%s", verdict, r.Name, text.Bytes())
 		}
 	}
 }

@@ -2,7 +2,8 @@
 // drive a running relay over WebSocket and HTTP and measure it. Ingest of
 // signed events, window and thread pages, REQ by channel, live fan-out to
 // many subscribers, and the first screen of a channel both ways (one
-// window request against what a generic client must do). It speaks only
+// window request against what a generic client must do), and the attacks
+// of issue 13 while an innocent client is timed (abuse.go). It speaks only
 // the wire, knowing neither the relay nor the store, so it measures any
 // relay that serves the channel window. Clients do as little work as they
 // can during a measurement: events are signed and requests encoded before
@@ -58,15 +59,21 @@ func (r Result) Rate() float64 {
 
 // result summarizes a measurement's latencies.
 func result(name, unit string, clients int, lat []time.Duration, elapsed time.Duration, bytes int64) Result {
-	slices.Sort(lat)
 	r := Result{Name: name, Unit: unit, Ops: len(lat), Clients: clients, Elapsed: elapsed, Bytes: bytes}
-	if len(lat) > 0 {
-		// Nearest rank: the smallest latency at least p% of all are at
-		// or below.
-		at := func(p int) time.Duration { return lat[max(0, (len(lat)*p+99)/100-1)] }
-		r.P50, r.P95, r.P99 = at(50), at(95), at(99)
-	}
+	r.P50, r.P95, r.P99 = percentiles(lat)
 	return r
+}
+
+// percentiles sorts lat and gives its 50th, 95th and 99th percentiles
+// by nearest rank (the smallest latency at least p% of all are at or
+// below); all 0 for no latencies.
+func percentiles(lat []time.Duration) (p50, p95, p99 time.Duration) {
+	if len(lat) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(lat)
+	at := func(p int) time.Duration { return lat[max(0, (len(lat)*p+99)/100-1)] }
+	return at(50), at(95), at(99)
 }
 
 // op is one operation of a closed-loop client: it returns the bytes it
