@@ -108,14 +108,15 @@ type Limits struct {
 	MaxEventTags    int   `toml:"max_event_tags"`
 	MaxLimit        int   `toml:"max_limit"`
 
-	MaxSubscriptions      int   `toml:"max_subscriptions"`
-	MaxFilters            int   `toml:"max_filters"`
-	MaxConnectionsPerIP   int   `toml:"max_connections_per_ip"`
-	ConnectionBufferBytes int64 `toml:"connection_buffer_bytes"`
-	MaxConcurrentQueries  int   `toml:"max_concurrent_queries"`
-	QueryMemoryBytes      int64 `toml:"query_memory_bytes"`
-	HeaderTimeoutSeconds  int   `toml:"header_timeout_seconds"`
-	BodyTimeoutSeconds    int   `toml:"body_timeout_seconds"`
+	MaxSubscriptions          int   `toml:"max_subscriptions"`
+	MaxFilters                int   `toml:"max_filters"`
+	MaxConnectionsPerIP       int   `toml:"max_connections_per_ip"`
+	ConnectionBufferBytes     int64 `toml:"connection_buffer_bytes"`
+	MaxConcurrentQueries      int   `toml:"max_concurrent_queries"`
+	MaxConcurrentQueriesPerIP int   `toml:"max_concurrent_queries_per_ip"`
+	QueryMemoryBytes          int64 `toml:"query_memory_bytes"`
+	HeaderTimeoutSeconds      int   `toml:"header_timeout_seconds"`
+	BodyTimeoutSeconds        int   `toml:"body_timeout_seconds"`
 
 	Rates                   bool     `toml:"rates"`
 	IPEventsPerSecond       int      `toml:"ip_events_per_second"`
@@ -135,18 +136,19 @@ type Limits struct {
 // the exempt networks parsed (Normalize has checked them).
 func (l Limits) Relay() relay.Limits {
 	out := relay.Limits{
-		MaxMessageBytes:       l.MaxMessageBytes,
-		MaxEventBytes:         l.MaxEventBytes,
-		MaxEventTags:          l.MaxEventTags,
-		MaxLimit:              l.MaxLimit,
-		MaxSubscriptions:      l.MaxSubscriptions,
-		MaxFilters:            l.MaxFilters,
-		MaxConnectionsPerIP:   l.MaxConnectionsPerIP,
-		ConnectionBufferBytes: l.ConnectionBufferBytes,
-		MaxConcurrentQueries:  l.MaxConcurrentQueries,
-		QueryMemoryBytes:      l.QueryMemoryBytes,
-		HeaderTimeout:         time.Duration(l.HeaderTimeoutSeconds) * time.Second,
-		BodyTimeout:           time.Duration(l.BodyTimeoutSeconds) * time.Second,
+		MaxMessageBytes:           l.MaxMessageBytes,
+		MaxEventBytes:             l.MaxEventBytes,
+		MaxEventTags:              l.MaxEventTags,
+		MaxLimit:                  l.MaxLimit,
+		MaxSubscriptions:          l.MaxSubscriptions,
+		MaxFilters:                l.MaxFilters,
+		MaxConnectionsPerIP:       l.MaxConnectionsPerIP,
+		ConnectionBufferBytes:     l.ConnectionBufferBytes,
+		MaxConcurrentQueries:      l.MaxConcurrentQueries,
+		MaxConcurrentQueriesPerIP: l.MaxConcurrentQueriesPerIP,
+		QueryMemoryBytes:          l.QueryMemoryBytes,
+		HeaderTimeout:             time.Duration(l.HeaderTimeoutSeconds) * time.Second,
+		BodyTimeout:               time.Duration(l.BodyTimeoutSeconds) * time.Second,
 	}
 	out.Exempt, _ = prefixes(l.Exempt)
 	if l.Rates {
@@ -208,29 +210,30 @@ func Default() Config {
 func defaultLimits() Limits {
 	d, r := relay.DefaultLimits, relay.DefaultRates
 	return Limits{
-		MaxMessageBytes:         d.MaxMessageBytes,
-		MaxEventBytes:           d.MaxEventBytes,
-		MaxEventTags:            d.MaxEventTags,
-		MaxLimit:                d.MaxLimit,
-		MaxSubscriptions:        d.MaxSubscriptions,
-		MaxFilters:              d.MaxFilters,
-		MaxConnectionsPerIP:     d.MaxConnectionsPerIP,
-		ConnectionBufferBytes:   d.ConnectionBufferBytes,
-		MaxConcurrentQueries:    d.MaxConcurrentQueries,
-		QueryMemoryBytes:        d.QueryMemoryBytes,
-		HeaderTimeoutSeconds:    int(d.HeaderTimeout / time.Second),
-		BodyTimeoutSeconds:      int(d.BodyTimeout / time.Second),
-		Rates:                   true,
-		IPEventsPerSecond:       int(r.EventsPerIP.PerSecond),
-		IPEventsBurst:           r.EventsPerIP.Burst,
-		PubkeyEventsPerSecond:   int(r.EventsPerPubkey.PerSecond),
-		PubkeyEventsBurst:       r.EventsPerPubkey.Burst,
-		ConnectionReqsPerSecond: int(r.ReqsPerConnection.PerSecond),
-		ConnectionReqsBurst:     r.ReqsPerConnection.Burst,
-		IPQueriesPerSecond:      int(r.QueriesPerIP.PerSecond),
-		IPQueriesBurst:          r.QueriesPerIP.Burst,
-		PubkeyChannelsPerHour:   int(r.ChannelsPerPubkey.PerSecond*3600 + 0.5),
-		PubkeyChannelsBurst:     r.ChannelsPerPubkey.Burst,
+		MaxMessageBytes:           d.MaxMessageBytes,
+		MaxEventBytes:             d.MaxEventBytes,
+		MaxEventTags:              d.MaxEventTags,
+		MaxLimit:                  d.MaxLimit,
+		MaxSubscriptions:          d.MaxSubscriptions,
+		MaxFilters:                d.MaxFilters,
+		MaxConnectionsPerIP:       d.MaxConnectionsPerIP,
+		ConnectionBufferBytes:     d.ConnectionBufferBytes,
+		MaxConcurrentQueries:      d.MaxConcurrentQueries,
+		MaxConcurrentQueriesPerIP: d.MaxConcurrentQueriesPerIP,
+		QueryMemoryBytes:          d.QueryMemoryBytes,
+		HeaderTimeoutSeconds:      int(d.HeaderTimeout / time.Second),
+		BodyTimeoutSeconds:        int(d.BodyTimeout / time.Second),
+		Rates:                     true,
+		IPEventsPerSecond:         int(r.EventsPerIP.PerSecond),
+		IPEventsBurst:             r.EventsPerIP.Burst,
+		PubkeyEventsPerSecond:     int(r.EventsPerPubkey.PerSecond),
+		PubkeyEventsBurst:         r.EventsPerPubkey.Burst,
+		ConnectionReqsPerSecond:   int(r.ReqsPerConnection.PerSecond),
+		ConnectionReqsBurst:       r.ReqsPerConnection.Burst,
+		IPQueriesPerSecond:        int(r.QueriesPerIP.PerSecond),
+		IPQueriesBurst:            r.QueriesPerIP.Burst,
+		PubkeyChannelsPerHour:     int(r.ChannelsPerPubkey.PerSecond*3600 + 0.5),
+		PubkeyChannelsBurst:       r.ChannelsPerPubkey.Burst,
 	}
 }
 
@@ -361,18 +364,19 @@ func (c *Config) Normalize() error {
 		errs = append(errs, fmt.Errorf("storage.page_cache: must be 0 (off) or more, got %d", c.Storage.PageCache))
 	}
 	for name, v := range map[string]int64{
-		"limits.max_message_bytes":       c.Limits.MaxMessageBytes,
-		"limits.max_event_bytes":         int64(c.Limits.MaxEventBytes),
-		"limits.max_event_tags":          int64(c.Limits.MaxEventTags),
-		"limits.max_limit":               int64(c.Limits.MaxLimit),
-		"limits.max_subscriptions":       int64(c.Limits.MaxSubscriptions),
-		"limits.max_filters":             int64(c.Limits.MaxFilters),
-		"limits.max_connections_per_ip":  int64(c.Limits.MaxConnectionsPerIP),
-		"limits.connection_buffer_bytes": c.Limits.ConnectionBufferBytes,
-		"limits.max_concurrent_queries":  int64(c.Limits.MaxConcurrentQueries),
-		"limits.query_memory_bytes":      c.Limits.QueryMemoryBytes,
-		"limits.header_timeout_seconds":  int64(c.Limits.HeaderTimeoutSeconds),
-		"limits.body_timeout_seconds":    int64(c.Limits.BodyTimeoutSeconds),
+		"limits.max_message_bytes":             c.Limits.MaxMessageBytes,
+		"limits.max_event_bytes":               int64(c.Limits.MaxEventBytes),
+		"limits.max_event_tags":                int64(c.Limits.MaxEventTags),
+		"limits.max_limit":                     int64(c.Limits.MaxLimit),
+		"limits.max_subscriptions":             int64(c.Limits.MaxSubscriptions),
+		"limits.max_filters":                   int64(c.Limits.MaxFilters),
+		"limits.max_connections_per_ip":        int64(c.Limits.MaxConnectionsPerIP),
+		"limits.connection_buffer_bytes":       c.Limits.ConnectionBufferBytes,
+		"limits.max_concurrent_queries":        int64(c.Limits.MaxConcurrentQueries),
+		"limits.max_concurrent_queries_per_ip": int64(c.Limits.MaxConcurrentQueriesPerIP),
+		"limits.query_memory_bytes":            c.Limits.QueryMemoryBytes,
+		"limits.header_timeout_seconds":        int64(c.Limits.HeaderTimeoutSeconds),
+		"limits.body_timeout_seconds":          int64(c.Limits.BodyTimeoutSeconds),
 	} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %d", name, v))

@@ -39,7 +39,7 @@ func TestDefaults(t *testing.T) {
 	// RL-27 defaults.
 	l := cfg.Limits
 	if l.MaxMessageBytes != 512<<10 || l.MaxEventBytes != 128<<10 || l.MaxEventTags != 2000 || l.MaxLimit != 1000 ||
-		l.MaxSubscriptions != 50 || l.MaxFilters != 10 || l.MaxConnectionsPerIP != 32 || !l.Rates ||
+		l.MaxSubscriptions != 50 || l.MaxConcurrentQueriesPerIP != 2 || l.MaxFilters != 10 || l.MaxConnectionsPerIP != 32 || !l.Rates ||
 		l.IPEventsPerSecond != 10 || l.IPEventsBurst != 50 || l.PubkeyEventsPerSecond != 5 || l.PubkeyEventsBurst != 30 ||
 		l.ConnectionReqsPerSecond != 20 || l.ConnectionReqsBurst != 100 || l.IPQueriesPerSecond != 20 ||
 		l.IPQueriesBurst != 100 || l.PubkeyChannelsPerHour != 10 || l.PubkeyChannelsBurst != 5 ||

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"runtime"
 	"strings"
 	"sync"
@@ -276,7 +277,7 @@ func TestChunkedAnswerEqualsOneQuery(t *testing.T) {
 func TestReqAndCountRefusedWhenRelayBusy(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
 	req, count := s.raw(t), s.raw(t)
-	s.relay.reads <- struct{}{} // the one slot, taken
+	s.relay.reads.all <- struct{}{} // the one slot, taken
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -289,7 +290,7 @@ func TestReqAndCountRefusedWhenRelayBusy(t *testing.T) {
 		t.Errorf("REQ with no slot free: CLOSED %q, want %q", closed, relayBusy)
 	}
 	wg.Wait()
-	s.relay.reads.release()
+	<-s.relay.reads.all
 	if _, closed := req.req("free", `{"kinds":[1]}`); closed != "" {
 		t.Fatalf("REQ with a slot free: CLOSED %q", closed)
 	}
@@ -383,5 +384,57 @@ func TestMessagesHandledAtOncePerConnectionBounded(t *testing.T) {
 	close(gated.gate)
 	for range sent {
 		c.await("COUNT", func(m []json.RawMessage) bool { return label(m) == "COUNT" })
+	}
+}
+
+// RL-27, RL-27a: one client IP holds at most its share of the read slots
+// however many connections it opens, so that its slow reads leave both
+// slots and CPU to other addresses; exempt networks are not held to it.
+func TestReadSlotsSharePerIP(t *testing.T) {
+	gated := &gatedStore{gate: make(chan struct{})}
+	s := startHooked(t, serverHooks{
+		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+	}, func(c *Config) {
+		c.Limits.MaxConcurrentQueriesPerIP = 2
+		c.Limits.Exempt = []netip.Prefix{netip.MustParsePrefix("127.0.0.4/32")}
+	})
+	waitFor := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(waitTimeout)
+		for gated.waiting.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d COUNTs reached the store, want %d", gated.waiting.Load(), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	var flood []*rawClient
+	for i := range 4 {
+		c := s.rawFrom(t, "127.0.0.2")
+		c.sendText(fmt.Sprintf(`["COUNT","slow-%d",{"kinds":[%d]}]`, i, gatedKind))
+		flood = append(flood, c)
+	}
+	waitFor(2)
+	// Another address is served while the flood's other two wait.
+	other := s.rawFrom(t, "127.0.0.3")
+	if n := other.count("other", `{"kinds":[1]}`); n != 0 {
+		t.Fatalf("COUNT: %d", n)
+	}
+	if n := gated.waiting.Load(); n != 2 {
+		t.Fatalf("%d COUNTs of one address read at once, want its share of 2", n)
+	}
+	// An exempt address is held to no share.
+	for i := range 3 {
+		c := s.rawFrom(t, "127.0.0.4")
+		c.sendText(fmt.Sprintf(`["COUNT","exempt-%d",{"kinds":[%d]}]`, i, gatedKind))
+		flood = append(flood, c)
+	}
+	waitFor(5)
+	close(gated.gate)
+	for _, c := range flood {
+		c.await("COUNT", func(m []json.RawMessage) bool { return label(m) == "COUNT" })
+	}
+	if n := len(s.relay.reads.byIP); n != 0 {
+		t.Errorf("%d addresses still kept after every read ended", n)
 	}
 }

@@ -278,7 +278,7 @@ func TestQueryRatePerIP(t *testing.T) {
 func TestQuerySlots(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
 	body := `[{"kinds":[1]}]`
-	if !s.relay.reads.acquire(context.Background()) {
+	if !s.relay.reads.acquire(context.Background(), netip.Addr{}) {
 		t.Fatal("no free slot")
 	}
 	r := qyPost(t, s, body, "")
@@ -286,7 +286,7 @@ func TestQuerySlots(t *testing.T) {
 	if r.header.Get("Retry-After") == "" {
 		t.Error("no Retry-After")
 	}
-	s.relay.reads.release()
+	s.relay.reads.release(netip.Addr{})
 	qyPost(t, s, body, "").events(t)
 }
 

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"net/netip"
+	"sync"
 	"time"
 )
 
@@ -26,6 +27,9 @@ type Limits struct {
 	// requests that run at once; the surplus waits briefly, then is
 	// refused with rate-limited.
 	MaxConcurrentQueries int
+	// MaxConcurrentQueriesPerIP is the share of those one client IP may
+	// hold at once.
+	MaxConcurrentQueriesPerIP int
 	// QueryMemoryBytes bounds the answers all running `/query` requests
 	// hold together.
 	QueryMemoryBytes int64
@@ -71,18 +75,19 @@ var DefaultRates = Rates{
 // DefaultLimits are the limits of RL-27 and RL-27a. Rates are off here:
 // the configuration turns them on (config.Default).
 var DefaultLimits = Limits{
-	MaxMessageBytes:       512 << 10,
-	MaxEventBytes:         128 << 10,
-	MaxEventTags:          2000,
-	MaxLimit:              1000,
-	MaxSubscriptions:      50,
-	MaxFilters:            10,
-	MaxConnectionsPerIP:   32,
-	ConnectionBufferBytes: 4 << 20,
-	MaxConcurrentQueries:  16,
-	QueryMemoryBytes:      64 << 20,
-	HeaderTimeout:         10 * time.Second,
-	BodyTimeout:           30 * time.Second,
+	MaxMessageBytes:           512 << 10,
+	MaxEventBytes:             128 << 10,
+	MaxEventTags:              2000,
+	MaxLimit:                  1000,
+	MaxSubscriptions:          50,
+	MaxFilters:                10,
+	MaxConnectionsPerIP:       32,
+	ConnectionBufferBytes:     4 << 20,
+	MaxConcurrentQueries:      16,
+	MaxConcurrentQueriesPerIP: 2,
+	QueryMemoryBytes:          64 << 20,
+	HeaderTimeout:             10 * time.Second,
+	BodyTimeout:               30 * time.Second,
 }
 
 // withDefaults fills every zero field of l from DefaultLimits.
@@ -112,6 +117,7 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.MaxConnectionsPerIP, d.MaxConnectionsPerIP)
 	fill64(&l.ConnectionBufferBytes, d.ConnectionBufferBytes)
 	fill(&l.MaxConcurrentQueries, d.MaxConcurrentQueries)
+	fill(&l.MaxConcurrentQueriesPerIP, d.MaxConcurrentQueriesPerIP)
 	fill64(&l.QueryMemoryBytes, d.QueryMemoryBytes)
 	fillDur(&l.HeaderTimeout, d.HeaderTimeout)
 	fillDur(&l.BodyTimeout, d.BodyTimeout)
@@ -122,33 +128,115 @@ func (l Limits) withDefaults() Limits {
 // applies to.
 func (l Limits) exempt(ip netip.Addr) bool { return inAny(ip, l.Exempt) }
 
-// slots is a counting semaphore: the REQ/COUNT handlers and `/query`
-// requests that may run at once (RL-27a).
-type slots chan struct{}
+// limitedIP is ip when limits per client IP apply to it, and the invalid
+// address, which no such limit counts, for an exempt network.
+func (l Limits) limitedIP(ip netip.Addr) netip.Addr {
+	if l.exempt(ip) {
+		return netip.Addr{}
+	}
+	return ip
+}
 
-func newSlots(n int) slots { return make(slots, n) }
+// readSlots are the REQ/COUNT store reads and `/query` requests that may
+// run at once (RL-27a): at most MaxConcurrentQueries in all, and at most
+// MaxConcurrentQueriesPerIP of one client IP, so that one address can take
+// neither every slot nor the CPU the slots share: on a 2-core machine
+// eight concurrent heavy COUNTs of one client made everyone else's REQs
+// wait over a second.
+type readSlots struct {
+	all   chan struct{}
+	perIP int
+
+	mu   sync.Mutex
+	byIP map[netip.Addr]*ipSlots
+}
+
+// ipSlots are one client IP's share; refs counts who holds or waits for
+// one, so that an IP nobody reads for is forgotten.
+type ipSlots struct {
+	held chan struct{}
+	refs int
+}
+
+func newReadSlots(all, perIP int) *readSlots {
+	return &readSlots{all: make(chan struct{}, all), perIP: perIP, byIP: map[netip.Addr]*ipSlots{}}
+}
 
 // slotWait is how long a request waits for a slot before it is refused.
 const slotWait = 2 * time.Second
 
-// acquire takes a slot, waiting up to slotWait; false when none came free
-// in time or ctx ended. A true acquire must be released.
-func (s slots) acquire(ctx context.Context) bool {
+// acquire takes a slot for a read of client ip, waiting up to slotWait in
+// all; false when none came free in time or ctx ended. An invalid ip (an
+// exempt network's) takes from the relay's slots only. A true acquire must
+// be followed by release with the same ip.
+func (s *readSlots) acquire(ctx context.Context, ip netip.Addr) bool {
+	t := time.NewTimer(slotWait)
+	defer t.Stop()
+	var mine *ipSlots
+	if ip.IsValid() {
+		mine = s.join(ip)
+		if !take(ctx, mine.held, t.C) {
+			s.leave(ip, mine)
+			return false
+		}
+	}
+	if !take(ctx, s.all, t.C) {
+		if mine != nil {
+			<-mine.held
+			s.leave(ip, mine)
+		}
+		return false
+	}
+	return true
+}
+
+// release gives back a slot acquire took for ip.
+func (s *readSlots) release(ip netip.Addr) {
+	<-s.all
+	if !ip.IsValid() {
+		return
+	}
+	s.mu.Lock()
+	mine := s.byIP[ip]
+	s.mu.Unlock()
+	<-mine.held
+	s.leave(ip, mine)
+}
+
+func (s *readSlots) join(ip netip.Addr) *ipSlots {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mine := s.byIP[ip]
+	if mine == nil {
+		mine = &ipSlots{held: make(chan struct{}, s.perIP)}
+		s.byIP[ip] = mine
+	}
+	mine.refs++
+	return mine
+}
+
+func (s *readSlots) leave(ip netip.Addr, mine *ipSlots) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if mine.refs--; mine.refs == 0 {
+		delete(s.byIP, ip)
+	}
+}
+
+// take puts a token into sem, at once if there is room, else waiting
+// until timeout fires or ctx ends.
+func take(ctx context.Context, sem chan struct{}, timeout <-chan time.Time) bool {
 	select {
-	case s <- struct{}{}:
+	case sem <- struct{}{}:
 		return true
 	default:
 	}
-	t := time.NewTimer(slotWait)
-	defer t.Stop()
 	select {
-	case s <- struct{}{}:
+	case sem <- struct{}{}:
 		return true
-	case <-t.C:
+	case <-timeout:
 		return false
 	case <-ctx.Done():
 		return false
 	}
 }
-
-func (s slots) release() { <-s }

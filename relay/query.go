@@ -63,7 +63,8 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	if ip := clientIP(req, r.cfg.TrustedProxies); !r.cfg.Limits.exempt(ip) && !r.queryRate.allow(ip.String(), r.now()) {
+	ip := r.cfg.Limits.limitedIP(clientIP(req, r.cfg.TrustedProxies))
+	if ip.IsValid() && !r.queryRate.allow(ip.String(), r.now()) {
 		h.Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
 		writeError(w, http.StatusTooManyRequests, errQueryRate)
 		return
@@ -108,9 +109,9 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	out := &response{buf: make([]byte, 0, 64<<10), budget: r.queryMemory}
 	defer out.release()
 	err = errQueryBusy
-	if r.reads.acquire(ctx) {
+	if r.reads.acquire(ctx, ip) {
 		err = r.runQuery(ctx, plan, out)
-		r.reads.release()
+		r.reads.release(ip)
 	}
 	switch {
 	case err == nil:

@@ -110,7 +110,7 @@ type Relay struct {
 
 	// reads are the slots of the REQ/COUNT handlers and `/query`
 	// requests running at once (RL-27a).
-	reads slots
+	reads *readSlots
 	// events are the token buckets of EVENTs (RL-27).
 	events eventRates
 	// queryMemory is what the answers of running `/query` requests may
@@ -143,7 +143,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 		pubkey: pubkey,
 		conns:  make(map[*khatru.WebSocket]*connState),
 		perIP:  make(map[netip.Addr]int),
-		reads:  newSlots(cfg.Limits.MaxConcurrentQueries),
+		reads:  newReadSlots(cfg.Limits.MaxConcurrentQueries, cfg.Limits.MaxConcurrentQueriesPerIP),
 		events: newEventRates(cfg.Limits.Rates),
 
 		queryMemory: newByteBudget(cfg.Limits.QueryMemoryBytes),
@@ -319,7 +319,7 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 		return ctx.Err()
 	}
 	defer conn.endTurn()
-	evs, more, err := r.readChunk(ctx, c)
+	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedIP(conn.ip), c)
 	if err != nil {
 		return err
 	}
@@ -343,14 +343,14 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 // readChunk reads the next chunk of c in one of the relay's read slots;
 // more says events may follow it. An event larger than a chunk is read
 // alone.
-func (r *Relay) readChunk(ctx context.Context, c *chunkCursor) (evs []*nostr.Event, more bool, err error) {
-	if !r.reads.acquire(ctx) {
+func (r *Relay) readChunk(ctx context.Context, ip netip.Addr, c *chunkCursor) (evs []*nostr.Event, more bool, err error) {
+	if !r.reads.acquire(ctx, ip) {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
 		return nil, false, errQueryBusy
 	}
-	defer r.reads.release()
+	defer r.reads.release(ip)
 	evs, more, err = r.store.QueryBounded(ctx, c.filter, c.viewer, c.beforeID, chunkBytes)
 	if err == nil && more && len(evs) == 0 {
 		one := c.filter
@@ -376,12 +376,16 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 		return 0, nil // the connection is gone: the answer would go nowhere
 	}
 	defer conn.endTurn()
-	if !r.reads.acquire(ctx) {
+	ip := r.cfg.Limits.limitedIP(conn.ip)
+	if !r.reads.acquire(ctx, ip) {
 		return 0, errQueryBusy
 	}
 	n, err := r.store.Count(ctx, f, viewer(ctx))
-	r.reads.release()
+	r.reads.release(ip)
 	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil // the connection is gone: the answer would go nowhere
+		}
 		r.log.Error("count failed", "filter", logFilter(f), "err", err)
 		return 0, errors.New("error: could not count events")
 	}
