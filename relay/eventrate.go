@@ -39,9 +39,9 @@ func newEventRates(r *Rates) eventRates {
 func exempt(conn *connState, l Limits) bool { return conn != nil && l.exempt(conn.ip) }
 
 // fromIP takes a token for an event from conn's client IP: the first
-// check of every event, so that a flood is refused before anything else is
-// done for it. It returns the refusal, or "". conn is nil when the
-// connection is gone.
+// check of every event, before its signature is verified, so that a flood
+// is refused before anything else is done for it. It returns the refusal,
+// or "". conn is nil when the connection is gone.
 func (e eventRates) fromIP(conn *connState, l Limits, now time.Time) string {
 	if conn == nil || exempt(conn, l) || e.perIP.allow(conn.ip.String(), now) {
 		return ""

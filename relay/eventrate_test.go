@@ -54,6 +54,28 @@ func TestEventRatePerIP(t *testing.T) {
 	}
 }
 
+// RL-27: an address's event bucket is taken before the signature is
+// checked, so that a flood past its rate, forged or not, costs the relay
+// no signature verification: past the burst, a forged event is refused
+// for the rate, not for its signature.
+func TestEventRatePerIPBeforeVerification(t *testing.T) {
+	const burst = 3
+	s := startServer(t, withRates(Rate{PerSecond: never, Burst: burst}, plenty, plenty))
+	flooder := s.rawFrom(t, "127.0.0.2")
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	forged := func(i int) *nostr.Event {
+		ev := a.Event(t, 1, now(), "forged "+string(rune('a'+i)))
+		ev.Sig = b.Event(t, 1, now(), "x").Sig
+		return ev
+	}
+	for i := range burst {
+		mustReject(t, flooder, forged(i), "invalid: signature is invalid")
+	}
+	for i := range 3 {
+		mustReject(t, flooder, forged(burst+i), tooManyEvents)
+	}
+}
+
 // RL-27: events count per pubkey too, across connections and addresses;
 // forged events (bad signature) in someone's name spend nothing of their
 // allowance; another pubkey on the same connection is not affected.

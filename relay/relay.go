@@ -173,6 +173,7 @@ func (r *Relay) wire() {
 	kh.ValidateAuth = r.validateAuth
 	kh.MaxMessageSize = r.cfg.Limits.MaxMessageBytes
 
+	kh.RejectUnverifiedEvent = append(kh.RejectUnverifiedEvent, r.rejectFromIP)
 	kh.RejectEvent = append(kh.RejectEvent, r.rejectEvent)
 	kh.StoreEvent = append(kh.StoreEvent, r.ingest)
 	kh.ReplaceEvent = append(kh.ReplaceEvent, r.ingest)
@@ -192,6 +193,18 @@ func (r *Relay) wire() {
 	})
 }
 
+// rejectFromIP takes a token for an event from its client IP's bucket
+// before khatru verifies it (RL-27): a flood past the rate then costs the
+// relay a JSON parse per event, not a signature check. The IP is the
+// connection's, which the sender cannot choose, so forged events spend
+// only the forger's own allowance.
+func (r *Relay) rejectFromIP(ctx context.Context, _ *nostr.Event) (bool, string) {
+	if msg := r.events.fromIP(r.connOf(ctx), r.cfg.Limits, r.now()); msg != "" {
+		return true, msg
+	}
+	return false, ""
+}
+
 // rejectEvent applies the checks that need no database (RL-9, RL-27,
 // RL-29, CW-22), before khatru looks further at the event: khatru has
 // verified its id and signature by now. The store applies the write policy
@@ -201,9 +214,6 @@ func (r *Relay) wire() {
 func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string) {
 	now := r.now()
 	conn := r.connOf(ctx)
-	if msg := r.events.fromIP(conn, r.cfg.Limits, now); msg != "" {
-		return true, msg
-	}
 	if err := buzz.CheckSubmission(ev, now); err != nil {
 		return true, err.Error()
 	}

@@ -178,6 +178,16 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 				switch env := envelope.(type) {
 				case *nostr.EventEnvelope:
+					// buzz-lite patch: RejectUnverifiedEvent hooks come before the
+					// id and signature checks, which cost a flood of events far
+					// more CPU than refusing them does.
+					for _, reject := range rl.RejectUnverifiedEvent {
+						if rejecting, msg := reject(ctx, &env.Event); rejecting {
+							ws.WriteJSON(nostr.OKEnvelope{EventID: env.Event.ID, OK: false, Reason: nostr.NormalizeOKMessage(msg, "blocked")})
+							return
+						}
+					}
+
 					// check id
 					if !env.Event.CheckID() {
 						ws.WriteJSON(nostr.OKEnvelope{EventID: env.Event.ID, OK: false, Reason: "invalid: id is computed incorrectly"})

@@ -56,6 +56,12 @@ type Relay struct {
 	// setting this variable overwrites the hackish workaround we do to try to figure out our own base URL
 	ServiceURL string
 
+	// RejectUnverifiedEvent hooks are asked about an EVENT before its id
+	// and signature are checked, so they must decide nothing on what the
+	// event claims (its pubkey may be forged): what they may decide is
+	// about the connection that sent it, e.g. its rate. buzz-lite patch.
+	RejectUnverifiedEvent []func(ctx context.Context, event *nostr.Event) (reject bool, msg string)
+
 	// hooks that will be called at various times
 	RejectEvent               []func(ctx context.Context, event *nostr.Event) (reject bool, msg string)
 	OverwriteDeletionOutcome  []func(ctx context.Context, target *nostr.Event, deletion *nostr.Event) (acceptDeletion bool, msg string)
