@@ -290,6 +290,38 @@ func TestQuerySlots(t *testing.T) {
 	qyPost(t, s, body, "").events(t)
 }
 
+// panickingStore is the real store whose generic reads of kind gatedKind
+// panic, as a bug in a read would.
+type panickingStore struct{ *sqlite.Store }
+
+func (s panickingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+	if len(f.Kinds) == 1 && f.Kinds[0] == gatedKind {
+		panic("a read that panics")
+	}
+	return s.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
+}
+
+// RL-27a: a `/query` whose read panics (net/http recovers it) gives its
+// read slot and its memory back, as every other ending does: the relay's
+// one slot stays usable.
+func TestQueryPanicGivesSlotBack(t *testing.T) {
+	s := startHooked(t, serverHooks{
+		wrap: func(st *sqlite.Store) Store { return panickingStore{st} },
+	}, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
+	req, err := http.NewRequest(http.MethodPost, qyURL(s), strings.NewReader(fmt.Sprintf(`[{"kinds":[%d]}]`, gatedKind)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a panicking /query answered %d", resp.StatusCode)
+	}
+	qyPost(t, s, `[{"kinds":[1]}]`, "").events(t)
+	if free := budgetFree(s.relay); free != DefaultLimits.QueryMemoryBytes {
+		t.Fatalf("after a panic, %d bytes of the budget free, want all", free)
+	}
+}
+
 // budgetFree is what the relay's `/query` memory budget has not lent.
 func budgetFree(r *Relay) int64 {
 	b := r.queryMemory

@@ -107,11 +107,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	defer cancel()
 	out := &response{buf: make([]byte, 0, 64<<10), budget: r.queryMemory}
 	defer out.release()
-	err = errQueryBusy
-	if r.reads.acquire(ctx) {
-		err = r.runQuery(ctx, plan, out)
-		r.reads.release()
-	}
+	err = r.runInSlot(ctx, plan, out)
 	switch {
 	case err == nil:
 	case errors.Is(err, errResponseTooLarge):
@@ -135,6 +131,18 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	if _, err := w.Write(out.bytes()); err != nil {
 		r.log.Debug("writing query response", "err", err)
 	}
+}
+
+// runInSlot runs plan in one of the relay's read slots, errQueryBusy when
+// none comes free in time. The slot is given back however the query ends,
+// a panic included: net/http recovers it, and the slot would be lost to
+// every later request (RL-27a).
+func (r *Relay) runInSlot(ctx context.Context, plan *queryPlan, out *response) error {
+	if !r.reads.acquire(ctx) {
+		return errQueryBusy
+	}
+	defer r.reads.release()
+	return r.runQuery(ctx, plan, out)
 }
 
 // retryAfter is the Retry-After of a refusal by rate: the whole seconds
