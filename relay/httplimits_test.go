@@ -216,6 +216,74 @@ func TestConnectionsPerIP(t *testing.T) {
 	}
 }
 
+// RL-27, RL-27a (finding 8): a `/query` request in flight is a connection
+// of its client IP: past the cap, counted together with its WebSockets, a
+// request is refused with 429 before its body is read, so that one IP
+// cannot hold a megabyte of body in each of hundreds of trickled requests.
+// Each request gives its place back when it ends, however it ends.
+func TestQueryRequestsCountAsConnections(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.MaxConnectionsPerIP = 3 })
+	const ip = "127.0.0.5"
+	if d := mustDialFrom(t, s, ip); d.c == nil {
+		t.Fatalf("WebSocket refused: %+v", d)
+	}
+	var trickled []net.Conn
+	for range 2 {
+		conn, err := loopbackFrom(ip).Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := fmt.Fprintf(conn, "POST /query HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[", s.addr); err != nil {
+			t.Fatal(err)
+		}
+		trickled = append(trickled, conn)
+	}
+	body := `[{"kinds":[1]}]`
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		r := postFrom(t, s, ip, body)
+		if r.status == http.StatusTooManyRequests {
+			r.wantError(t, http.StatusTooManyRequests, errTooManyConnections)
+			break
+		}
+		r.events(t) // the trickled requests may not have been read yet
+		if time.Now().After(deadline) {
+			t.Fatal("a /query beside a WebSocket and two requests in flight, at a cap of 3, was served")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := mustDialFrom(t, s, ip); d.status != http.StatusTooManyRequests {
+		t.Fatalf("a WebSocket beside them: %+v, want status 429", d)
+	}
+	postFrom(t, s, "127.0.0.6", body).events(t)
+
+	for _, conn := range trickled {
+		conn.Close()
+	}
+	deadline = time.Now().Add(waitTimeout)
+	for postFrom(t, s, ip, body).status != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the requests that ended did not give their places back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A request gives its place back just after its answer is written.
+	for n := perIPCount(s.relay, ip); n != 1; n = perIPCount(s.relay, ip) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d counted for %s once its requests ended, want 1 (its WebSocket)", n, ip)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// perIPCount is what the relay counts open for ip.
+func perIPCount(r *Relay, ip string) int {
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
+	return r.perIP[netip.MustParseAddr(ip)]
+}
+
 // RL-27: upgrades that arrive together are counted as they open: however
 // many race past the first check, no more than the cap stay open, and the
 // others are refused, by 429 or by close code 1013 (try again later).

@@ -16,7 +16,7 @@ type Limits struct {
 
 	MaxSubscriptions    int // open subscriptions of one connection
 	MaxFilters          int // filters of one REQ
-	MaxConnectionsPerIP int // WebSocket connections from one client IP
+	MaxConnectionsPerIP int // WebSockets and `/query` requests in flight of one client IP
 
 	// ConnectionBufferBytes bounds the answers and live events queued for
 	// one connection: past it the relay stops querying for that

@@ -44,10 +44,11 @@ var errQueryBusy = errors.New(errBusy)
 // serveQuery is `POST /query` (RL-16..RL-20, CW-1..CW-22): NIP-98 auth,
 // the body's filters each on one path (window, thread, generic, in that
 // order), and the signed events they yield as one JSON array. Any error
-// refuses the whole request, nothing partial. Its cost is bounded: by a
-// rate per client IP before the body is read, then by a read slot shared
-// with REQ and COUNT, and by the memory budget all answers share, from
-// which the answer reserves before each read (RL-27, RL-27a).
+// refuses the whole request, nothing partial. Its cost is bounded: by the
+// connections and the rate per client IP before the body is read, then by
+// a read slot shared with REQ and COUNT, and by the memory budget all
+// answers share, from which the answer reserves before each read (RL-27,
+// RL-27a).
 func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
@@ -63,7 +64,22 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	if ip := clientIP(req, r.cfg.TrustedProxies); !r.cfg.Limits.exempt(ip) && !r.queryRate.allow(ip.String(), r.now()) {
+	// A request in flight is a connection of its client IP: one IP cannot
+	// hold a body in each of hundreds of trickled requests (RL-27a).
+	ip := clientIP(req, r.cfg.TrustedProxies)
+	r.connsMu.Lock()
+	entered := r.enterIP(ip)
+	r.connsMu.Unlock()
+	if !entered {
+		writeError(w, http.StatusTooManyRequests, errTooManyConnections)
+		return
+	}
+	defer func() {
+		r.connsMu.Lock()
+		r.leaveIP(ip)
+		r.connsMu.Unlock()
+	}()
+	if !r.cfg.Limits.exempt(ip) && !r.queryRate.allow(ip.String(), r.now()) {
 		h.Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
 		writeError(w, http.StatusTooManyRequests, errQueryRate)
 		return
