@@ -385,3 +385,46 @@ func TestMessagesHandledAtOncePerConnectionBounded(t *testing.T) {
 		c.await("COUNT", func(m []json.RawMessage) bool { return label(m) == "COUNT" })
 	}
 }
+
+// RL-27a: the messages of one connection handled at once are bounded in
+// bytes, not only in number: a client that sends large messages without
+// waiting has about one message size of them handled at a time (the rest
+// wait in TCP), not khatru's 32 of 512 KiB each, 16 MiB per connection.
+func TestMessageBytesHandledAtOncePerConnectionBounded(t *testing.T) {
+	gated := &gatedStore{gate: make(chan struct{})}
+	s := startHooked(t, serverHooks{
+		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+	})
+	c := s.raw(t)
+	c.await("AUTH", func(m []json.RawMessage) bool { return label(m) == "AUTH" })
+	const sent, size = 16, 300 << 10 // each more than half of the 512 KiB message size
+	pad := strings.Repeat("x", size)
+	base := runtime.NumGoroutine()
+	wrote := make(chan error, 1)
+	go func() {
+		for i := range sent {
+			msg := fmt.Sprintf(`["COUNT","big-%d",{"kinds":[%d],"#t":["%s"]}]`, i, gatedKind, pad)
+			if err := c.conn.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	most := 0
+	for range 100 {
+		most = max(most, runtime.NumGoroutine()-base)
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The writer above, and a handler or two.
+	if most > 5 {
+		t.Errorf("%d more goroutines for %d COUNTs of %d KiB in flight, want at most 5", most, sent, size>>10)
+	}
+	close(gated.gate)
+	for range sent {
+		c.await("COUNT", func(m []json.RawMessage) bool { return label(m) == "COUNT" })
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+}

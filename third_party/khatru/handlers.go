@@ -124,10 +124,13 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		smp := nostr.NewMessageParser()
 
 		// buzz-lite patch: at most maxHandlers messages of the connection
-		// are handled at once; past them the next is not read until one is
-		// done, so that a peer that sends without waiting is slowed down by
-		// TCP instead of costing a goroutine and its message each.
+		// are handled at once, and together no more bytes than one message
+		// may have (or a single message); past them the next is not read
+		// until one is done, so that a peer that sends without waiting is
+		// slowed down by TCP instead of costing a goroutine and its message
+		// each.
 		handlers := make(chan struct{}, maxHandlers)
+		handled := &heldBytes{size: rl.MaxMessageSize, freed: make(chan struct{}, 1)}
 
 		for {
 			select {
@@ -157,6 +160,11 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 
+			size := int64(len(msgb))
+			if !handled.take(ws.Context.Done(), size) {
+				return
+			}
+
 			// this is safe because ReadMessage() will always create a new slice
 			message := unsafe.String(unsafe.SliceData(msgb), len(msgb))
 
@@ -165,7 +173,10 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 			// then delegate to the goroutine
 			go func(message string) {
-				defer func() { <-handlers }()
+				defer func() {
+					handled.give(size)
+					<-handlers
+				}()
 				if err != nil {
 					if err == nostr.UnknownLabel && rl.Negentropy {
 						envelope = nip77.ParseNegMessage(message)
@@ -504,6 +515,48 @@ func countFilters(message string) int {
 //
 // buzz-lite patch.
 const maxHandlers = 32
+
+// heldBytes bounds the bytes of the messages of one connection being
+// handled: a message is handled once it fits beside the others, or when no
+// other is. Only the connection's reader takes; handlers give.
+//
+// buzz-lite patch.
+type heldBytes struct {
+	size  int64
+	mu    sync.Mutex
+	held  int64
+	freed chan struct{} // capacity 1: wakes the reader after a give
+}
+
+// take counts n bytes handled, waiting while they do not fit; false when
+// done is closed first.
+func (h *heldBytes) take(done <-chan struct{}, n int64) bool {
+	for {
+		h.mu.Lock()
+		if h.held == 0 || h.held+n <= h.size {
+			h.held += n
+			h.mu.Unlock()
+			return true
+		}
+		h.mu.Unlock()
+		select {
+		case <-h.freed:
+		case <-done:
+			return false
+		}
+	}
+}
+
+// give uncounts n bytes taken before.
+func (h *heldBytes) give(n int64) {
+	h.mu.Lock()
+	h.held -= n
+	h.mu.Unlock()
+	select {
+	case h.freed <- struct{}{}:
+	default:
+	}
+}
 
 // hllOffset is nip45.HyperLogLogEventPubkeyOffsetForFilter for filters
 // whose one tag value is a 64-hex id or pubkey; -1 for anything else.
