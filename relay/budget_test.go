@@ -428,3 +428,51 @@ func TestMessageBytesHandledAtOncePerConnectionBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// blockingStore is the real store whose reads of kind gatedKind wait until
+// their subscription ends; entered hears of each such read.
+type blockingStore struct {
+	*sqlite.Store
+	entered chan struct{}
+}
+
+func (s blockingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+	if len(f.Kinds) == 1 && f.Kinds[0] == gatedKind {
+		s.entered <- struct{}{}
+		<-ctx.Done()
+		return nil, false, ctx.Err()
+	}
+	return s.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
+}
+
+// RL-22 (NIP-01): a subscription replaced by a REQ with its id says nothing
+// more: the EOSE of the old one, whose stored events were still being
+// read, would reach the client as the new one's and end its stored events
+// early.
+func TestReplacedSubscriptionSendsNoEOSE(t *testing.T) {
+	st := blockingStore{entered: make(chan struct{}, 1)}
+	s := startHooked(t, serverHooks{
+		wrap: func(sq *sqlite.Store) Store { st.Store = sq; return st },
+	})
+	c := s.raw(t)
+	c.sendText(fmt.Sprintf(`["REQ","a",{"kinds":[%d]}]`, gatedKind))
+	select {
+	case <-st.entered:
+	case <-time.After(waitTimeout):
+		t.Fatal("the first REQ never read")
+	}
+	if evs, closed := c.req("a", `{"kinds":[1]}`); len(evs) != 0 || closed != "" {
+		t.Fatalf("the replacing REQ: %d events, CLOSED %q", len(evs), closed)
+	}
+	c.sendText(`["COUNT","barrier",{"kinds":[1]}]`)
+	more := 0
+	c.await("COUNT barrier", func(m []json.RawMessage) bool {
+		if str(m, 1) == "a" {
+			more++
+		}
+		return label(m) == "COUNT"
+	})
+	if more != 0 {
+		t.Fatalf("%d more messages for subscription a after its replacement's EOSE, want none", more)
+	}
+}

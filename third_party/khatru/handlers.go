@@ -374,11 +374,17 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						// when all events have been loaded from databases and dispatched we can fire the EOSE message
 						eose.Wait()
 						// buzz-lite patch: a subscription a StreamEvents hook ended
-						// is answered CLOSED, not EOSE.
+						// is answered CLOSED, not EOSE; one that ended otherwise (a
+						// CLOSE, a REQ with its id, the connection's end) gets
+						// nothing: an EOSE would reach the client as that of the
+						// REQ that replaced it, while its stored events still come.
 						var closed closedError
-						if errors.As(context.Cause(sub.ctx), &closed) {
+						switch cause := context.Cause(sub.ctx); {
+						case errors.As(cause, &closed):
 							rl.endSubscription(ws, sub, closed)
 							ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: closed.reason})
+							return
+						case cause != nil:
 							return
 						}
 						ws.WriteJSON(nostr.EOSEEnvelope(env.SubscriptionID))
