@@ -95,6 +95,17 @@ func TestReqCapsAnsweredClosed(t *testing.T) {
 	}
 }
 
+// RL-27 (NIP-45): a COUNT whose filter is refused is answered CLOSED with
+// the reason, as a REQ is, and never with a count: it was a NOTICE and a
+// COUNT of 0, a count that was not made.
+func TestCountOfRefusedFilterAnsweredClosed(t *testing.T) {
+	_, c, _ := startWithClient(t)
+	if got, want := c.countClosed("search", `{"search":"hello"}`), "unsupported: search (NIP-50) is not supported"; got != want {
+		t.Fatalf("COUNT with search: CLOSED %q, want %q", got, want)
+	}
+	// Too many values: TestLongFilterListsRefused.
+}
+
 // dialFrom connects to s from the loopback address local, so that the
 // relay sees a client IP of its own (RL-28).
 func (s *testServer) dialFrom(t *testing.T, local string) *rawClient {
