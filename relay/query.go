@@ -37,6 +37,10 @@ const (
 	errBusy      = "rate-limited: the relay is busy, try again shortly"
 )
 
+// errBodyTooLarge is the 413 of a body over maxQueryBody (RL-16), with the
+// prefix RL-27 gives a 413.
+const errBodyTooLarge = "rate-limited: request body too large (limit 1 MiB)"
+
 // errQueryBusy is errBusy as an error: a REQ, COUNT or `/query` for
 // which no read slot or no memory came free in time.
 var errQueryBusy = errors.New(errBusy)
@@ -89,7 +93,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
-			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+			writeError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			h.Set("Connection", "close")
 			writeError(w, http.StatusRequestTimeout, "request body not received in time")
