@@ -171,6 +171,20 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 			// parse messages sequentially otherwise sonic breaks
 			envelope, err := smp.ParseMessage(message)
 
+			// buzz-lite patch: a REQ opens its subscription (unless a
+			// RejectRequest hook refuses it), and a CLOSE ends one, here, in
+			// the order the peer sent them; in their goroutines a CLOSE sent
+			// right after its REQ could run first and leave the subscription
+			// open, delivering and counting against the cap.
+			var sub *subscription
+			var refused string
+			switch env := envelope.(type) {
+			case *nostr.ReqEnvelope:
+				sub, refused = rl.openSubscription(ctx, ws, env.SubscriptionID, len(env.Filters))
+			case *nostr.CloseEnvelope:
+				rl.closeSubscriptionId(ws, string(*env))
+			}
+
 			// then delegate to the goroutine
 			go func(message string) {
 				defer func() {
@@ -332,13 +346,12 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					ws.WriteJSON(resp)
 
 				case *nostr.ReqEnvelope:
-					// buzz-lite patch: a REQ opens a subscription of its own,
-					// unless a RejectRequest hook refuses it; one with its id
-					// ends (NIP-01: it is replaced; it was added beside it,
-					// and live events came twice).
-					sub, reason := rl.openSubscription(ctx, ws, env.SubscriptionID, len(env.Filters))
+					// buzz-lite patch: the REQ opened a subscription of its own
+					// (above), unless a RejectRequest hook refused it; one with
+					// its id ended (NIP-01: it is replaced; it was added beside
+					// it, and live events came twice).
 					if sub == nil {
-						ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: reason})
+						ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: refused})
 						return
 					}
 
@@ -390,7 +403,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						ws.WriteJSON(nostr.EOSEEnvelope(env.SubscriptionID))
 					}()
 				case *nostr.CloseEnvelope:
-					rl.closeSubscriptionId(ws, string(*env))
+					// buzz-lite patch: ended above, in order.
 				case *nostr.AuthEnvelope:
 					// buzz-lite patch: the ValidateAuth hook decides when set.
 					validate := rl.ValidateAuth
