@@ -438,3 +438,94 @@ func TestReadSlotsSharePerIP(t *testing.T) {
 		t.Errorf("%d addresses still kept after every read ended", n)
 	}
 }
+
+// RL-27a: the messages of one connection handled at once are bounded in
+// bytes, not only in number: a client that sends large messages without
+// waiting has about one message size of them handled at a time (the rest
+// wait in TCP), not khatru's 32 of 512 KiB each, 16 MiB per connection.
+func TestMessageBytesHandledAtOncePerConnectionBounded(t *testing.T) {
+	gated := &gatedStore{gate: make(chan struct{})}
+	s := startHooked(t, serverHooks{
+		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+	})
+	c := s.raw(t)
+	c.await("AUTH", func(m []json.RawMessage) bool { return label(m) == "AUTH" })
+	const sent, size = 16, 300 << 10 // each more than half of the 512 KiB message size
+	pad := strings.Repeat("x", size)
+	base := runtime.NumGoroutine()
+	wrote := make(chan error, 1)
+	go func() {
+		for i := range sent {
+			msg := fmt.Sprintf(`["COUNT","big-%d",{"kinds":[%d],"#t":["%s"]}]`, i, gatedKind, pad)
+			if err := c.conn.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	most := 0
+	for range 100 {
+		most = max(most, runtime.NumGoroutine()-base)
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The writer above, and a handler or two.
+	if most > 5 {
+		t.Errorf("%d more goroutines for %d COUNTs of %d KiB in flight, want at most 5", most, sent, size>>10)
+	}
+	close(gated.gate)
+	for range sent {
+		c.await("COUNT", func(m []json.RawMessage) bool { return label(m) == "COUNT" })
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// blockingStore is the real store whose reads of kind gatedKind wait until
+// their subscription ends; entered hears of each such read.
+type blockingStore struct {
+	*sqlite.Store
+	entered chan struct{}
+}
+
+func (s blockingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+	if len(f.Kinds) == 1 && f.Kinds[0] == gatedKind {
+		s.entered <- struct{}{}
+		<-ctx.Done()
+		return nil, false, ctx.Err()
+	}
+	return s.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
+}
+
+// RL-22 (NIP-01): a subscription replaced by a REQ with its id says nothing
+// more: the EOSE of the old one, whose stored events were still being
+// read, would reach the client as the new one's and end its stored events
+// early.
+func TestReplacedSubscriptionSendsNoEOSE(t *testing.T) {
+	st := blockingStore{entered: make(chan struct{}, 1)}
+	s := startHooked(t, serverHooks{
+		wrap: func(sq *sqlite.Store) Store { st.Store = sq; return st },
+	})
+	c := s.raw(t)
+	c.sendText(fmt.Sprintf(`["REQ","a",{"kinds":[%d]}]`, gatedKind))
+	select {
+	case <-st.entered:
+	case <-time.After(waitTimeout):
+		t.Fatal("the first REQ never read")
+	}
+	if evs, closed := c.req("a", `{"kinds":[1]}`); len(evs) != 0 || closed != "" {
+		t.Fatalf("the replacing REQ: %d events, CLOSED %q", len(evs), closed)
+	}
+	c.sendText(`["COUNT","barrier",{"kinds":[1]}]`)
+	more := 0
+	c.await("COUNT barrier", func(m []json.RawMessage) bool {
+		if str(m, 1) == "a" {
+			more++
+		}
+		return label(m) == "COUNT"
+	})
+	if more != 0 {
+		t.Fatalf("%d more messages for subscription a after its replacement's EOSE, want none", more)
+	}
+}

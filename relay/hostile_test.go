@@ -228,8 +228,19 @@ func TestHostileMessages(t *testing.T) {
 	for i, f := range filters {
 		c.req(fmt.Sprintf("f-%d", i), f) // EOSE or CLOSED, either is an answer
 		c.send("CLOSE", fmt.Sprintf("f-%d", i))
-		if n := c.count(fmt.Sprintf("fc-%d", i), f); n < 0 {
-			t.Errorf("COUNT %s: negative %d", f, n)
+		id := fmt.Sprintf("fc-%d", i)
+		c.sendText(`["COUNT",` + strconvQuote(id) + `,` + f + `]`)
+		msg := c.await("COUNT "+id, func(m []json.RawMessage) bool { // COUNT or CLOSED
+			return (label(m) == "COUNT" || label(m) == "CLOSED") && str(m, 1) == id
+		})
+		if label(msg) != "COUNT" {
+			continue
+		}
+		var res struct {
+			Count *int64 `json:"count"`
+		}
+		if len(msg) < 3 || json.Unmarshal(msg[2], &res) != nil || res.Count == nil || *res.Count < 0 {
+			t.Errorf("COUNT %s: %s", f, joinRaw(msg))
 		}
 	}
 	// Many filters in one REQ.

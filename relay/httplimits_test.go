@@ -216,6 +216,74 @@ func TestConnectionsPerIP(t *testing.T) {
 	}
 }
 
+// RL-27, RL-27a (finding 8): a `/query` request in flight is a connection
+// of its client IP: past the cap, counted together with its WebSockets, a
+// request is refused with 429 before its body is read, so that one IP
+// cannot hold a megabyte of body in each of hundreds of trickled requests.
+// Each request gives its place back when it ends, however it ends.
+func TestQueryRequestsCountAsConnections(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.MaxConnectionsPerIP = 3 })
+	const ip = "127.0.0.5"
+	if d := mustDialFrom(t, s, ip); d.c == nil {
+		t.Fatalf("WebSocket refused: %+v", d)
+	}
+	var trickled []net.Conn
+	for range 2 {
+		conn, err := loopbackFrom(ip).Dial("tcp", s.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := fmt.Fprintf(conn, "POST /query HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[", s.addr); err != nil {
+			t.Fatal(err)
+		}
+		trickled = append(trickled, conn)
+	}
+	body := `[{"kinds":[1]}]`
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		r := postFrom(t, s, ip, body)
+		if r.status == http.StatusTooManyRequests {
+			r.wantError(t, http.StatusTooManyRequests, errTooManyConnections)
+			break
+		}
+		r.events(t) // the trickled requests may not have been read yet
+		if time.Now().After(deadline) {
+			t.Fatal("a /query beside a WebSocket and two requests in flight, at a cap of 3, was served")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := mustDialFrom(t, s, ip); d.status != http.StatusTooManyRequests {
+		t.Fatalf("a WebSocket beside them: %+v, want status 429", d)
+	}
+	postFrom(t, s, "127.0.0.6", body).events(t)
+
+	for _, conn := range trickled {
+		conn.Close()
+	}
+	deadline = time.Now().Add(waitTimeout)
+	for postFrom(t, s, ip, body).status != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the requests that ended did not give their places back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A request gives its place back just after its answer is written.
+	for n := perIPCount(s.relay, ip); n != 1; n = perIPCount(s.relay, ip) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d counted for %s once its requests ended, want 1 (its WebSocket)", n, ip)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// perIPCount is what the relay counts open for ip.
+func perIPCount(r *Relay, ip string) int {
+	r.connsMu.Lock()
+	defer r.connsMu.Unlock()
+	return r.perIP[netip.MustParseAddr(ip)]
+}
+
 // RL-27: upgrades that arrive together are counted as they open: however
 // many race past the first check, no more than the cap stay open, and the
 // others are refused, by 429 or by close code 1013 (try again later).
@@ -288,6 +356,38 @@ func TestQuerySlots(t *testing.T) {
 	}
 	s.relay.reads.release(netip.Addr{})
 	qyPost(t, s, body, "").events(t)
+}
+
+// panickingStore is the real store whose generic reads of kind gatedKind
+// panic, as a bug in a read would.
+type panickingStore struct{ *sqlite.Store }
+
+func (s panickingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+	if len(f.Kinds) == 1 && f.Kinds[0] == gatedKind {
+		panic("a read that panics")
+	}
+	return s.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
+}
+
+// RL-27a: a `/query` whose read panics (net/http recovers it) gives its
+// read slot and its memory back, as every other ending does: the relay's
+// one slot stays usable.
+func TestQueryPanicGivesSlotBack(t *testing.T) {
+	s := startHooked(t, serverHooks{
+		wrap: func(st *sqlite.Store) Store { return panickingStore{st} },
+	}, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
+	req, err := http.NewRequest(http.MethodPost, qyURL(s), strings.NewReader(fmt.Sprintf(`[{"kinds":[%d]}]`, gatedKind)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a panicking /query answered %d", resp.StatusCode)
+	}
+	qyPost(t, s, `[{"kinds":[1]}]`, "").events(t)
+	if free := budgetFree(s.relay); free != DefaultLimits.QueryMemoryBytes {
+		t.Fatalf("after a panic, %d bytes of the budget free, want all", free)
+	}
 }
 
 // budgetFree is what the relay's `/query` memory budget has not lent.

@@ -17,7 +17,7 @@ type Limits struct {
 
 	MaxSubscriptions    int // open subscriptions of one connection
 	MaxFilters          int // filters of one REQ
-	MaxConnectionsPerIP int // WebSocket connections from one client IP
+	MaxConnectionsPerIP int // WebSockets and `/query` requests in flight of one client IP
 
 	// ConnectionBufferBytes bounds the answers and live events queued for
 	// one connection: past it the relay stops querying for that
@@ -93,35 +93,28 @@ var DefaultLimits = Limits{
 // withDefaults fills every zero field of l from DefaultLimits.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	fill := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	fill64 := func(v *int64, def int64) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	fillDur := func(v *time.Duration, def time.Duration) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	fill64(&l.MaxMessageBytes, d.MaxMessageBytes)
+	fill(&l.MaxMessageBytes, d.MaxMessageBytes)
 	fill(&l.MaxEventBytes, d.MaxEventBytes)
 	fill(&l.MaxEventTags, d.MaxEventTags)
 	fill(&l.MaxLimit, d.MaxLimit)
 	fill(&l.MaxSubscriptions, d.MaxSubscriptions)
 	fill(&l.MaxFilters, d.MaxFilters)
 	fill(&l.MaxConnectionsPerIP, d.MaxConnectionsPerIP)
-	fill64(&l.ConnectionBufferBytes, d.ConnectionBufferBytes)
+	fill(&l.ConnectionBufferBytes, d.ConnectionBufferBytes)
 	fill(&l.MaxConcurrentQueries, d.MaxConcurrentQueries)
 	fill(&l.MaxConcurrentQueriesPerIP, d.MaxConcurrentQueriesPerIP)
-	fill64(&l.QueryMemoryBytes, d.QueryMemoryBytes)
-	fillDur(&l.HeaderTimeout, d.HeaderTimeout)
-	fillDur(&l.BodyTimeout, d.BodyTimeout)
+	fill(&l.QueryMemoryBytes, d.QueryMemoryBytes)
+	fill(&l.HeaderTimeout, d.HeaderTimeout)
+	fill(&l.BodyTimeout, d.BodyTimeout)
 	return l
+}
+
+// fill sets *v to def when it is zero.
+func fill[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
 }
 
 // exempt reports whether ip is in a network no rate or connection limit

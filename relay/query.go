@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"time"
@@ -37,6 +38,10 @@ const (
 	errBusy      = "rate-limited: the relay is busy, try again shortly"
 )
 
+// errBodyTooLarge is the 413 of a body over maxQueryBody (RL-16), with the
+// prefix RL-27 gives a 413.
+const errBodyTooLarge = "rate-limited: request body too large (limit 1 MiB)"
+
 // errQueryBusy is errBusy as an error: a REQ, COUNT or `/query` for
 // which no read slot or no memory came free in time.
 var errQueryBusy = errors.New(errBusy)
@@ -44,10 +49,11 @@ var errQueryBusy = errors.New(errBusy)
 // serveQuery is `POST /query` (RL-16..RL-20, CW-1..CW-22): NIP-98 auth,
 // the body's filters each on one path (window, thread, generic, in that
 // order), and the signed events they yield as one JSON array. Any error
-// refuses the whole request, nothing partial. Its cost is bounded: by a
-// rate per client IP before the body is read, then by a read slot shared
-// with REQ and COUNT, and by the memory budget all answers share, from
-// which the answer reserves before each read (RL-27, RL-27a).
+// refuses the whole request, nothing partial. Its cost is bounded: by the
+// connections and the rate per client IP before the body is read, then by
+// a read slot shared with REQ and COUNT, and by the memory budget all
+// answers share, from which the answer reserves before each read (RL-27,
+// RL-27a).
 func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
@@ -63,8 +69,23 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	ip := r.cfg.Limits.limitedIP(clientIP(req, r.cfg.TrustedProxies))
-	if ip.IsValid() && !r.queryRate.allow(ip.String(), r.now()) {
+	// A request in flight is a connection of its client IP: one IP cannot
+	// hold a body in each of hundreds of trickled requests (RL-27a).
+	ip := clientIP(req, r.cfg.TrustedProxies)
+	r.connsMu.Lock()
+	entered := r.enterIP(ip)
+	r.connsMu.Unlock()
+	if !entered {
+		writeError(w, http.StatusTooManyRequests, errTooManyConnections)
+		return
+	}
+	defer func() {
+		r.connsMu.Lock()
+		r.leaveIP(ip)
+		r.connsMu.Unlock()
+	}()
+	limited := r.cfg.Limits.limitedIP(ip)
+	if limited.IsValid() && !r.queryRate.allow(limited.String(), r.now()) {
 		h.Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
 		writeError(w, http.StatusTooManyRequests, errQueryRate)
 		return
@@ -74,7 +95,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
-			writeError(w, http.StatusRequestEntityTooLarge, "request body too large")
+			writeError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			h.Set("Connection", "close")
 			writeError(w, http.StatusRequestTimeout, "request body not received in time")
@@ -108,11 +129,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	defer cancel()
 	out := &response{buf: make([]byte, 0, 64<<10), budget: r.queryMemory}
 	defer out.release()
-	err = errQueryBusy
-	if r.reads.acquire(ctx, ip) {
-		err = r.runQuery(ctx, plan, out)
-		r.reads.release(ip)
-	}
+	err = r.runInSlot(ctx, limited, plan, out)
 	switch {
 	case err == nil:
 	case errors.Is(err, errResponseTooLarge):
@@ -136,6 +153,18 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	if _, err := w.Write(out.bytes()); err != nil {
 		r.log.Debug("writing query response", "err", err)
 	}
+}
+
+// runInSlot runs plan in one of the relay's read slots, errQueryBusy when
+// none comes free in time. The slot is given back however the query ends,
+// a panic included: net/http recovers it, and the slot would be lost to
+// every later request (RL-27a).
+func (r *Relay) runInSlot(ctx context.Context, ip netip.Addr, plan *queryPlan, out *response) error {
+	if !r.reads.acquire(ctx, ip) {
+		return errQueryBusy
+	}
+	defer r.reads.release(ip)
+	return r.runQuery(ctx, plan, out)
 }
 
 // retryAfter is the Retry-After of a refusal by rate: the whole seconds

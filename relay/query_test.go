@@ -325,10 +325,11 @@ func TestQueryRequestContract(t *testing.T) {
 	note := a.Event(t, 1, time.Now().Unix(), "hello")
 	mustPublish(t, c, note)
 
+	// RL-27: a 413, like a 429, says rate-limited:.
 	t.Run("body over 1 MiB is 413", func(t *testing.T) {
 		body := "[{}]" + strings.Repeat(" ", maxQueryBody-3) // 1 MiB + 1
 		r := qyPost(t, s, body, "")
-		r.errorMessage(t, http.StatusRequestEntityTooLarge)
+		r.wantError(t, http.StatusRequestEntityTooLarge, "rate-limited: request body too large (limit 1 MiB)")
 	})
 	t.Run("body of exactly 1 MiB is served", func(t *testing.T) {
 		body := `[{"ids":["` + note.ID + `"]}]`

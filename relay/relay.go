@@ -95,7 +95,8 @@ type Relay struct {
 	conns       map[*khatru.WebSocket]*connState
 	connsClosed bool
 	// perIP counts the open connections of each client IP outside the
-	// exempt networks (RL-27).
+	// exempt networks: its WebSockets and its `/query` requests in flight
+	// (RL-27).
 	perIP map[netip.Addr]int
 
 	// url is the URL NIP-42 AUTH events and NIP-98 tokens must name, set
@@ -469,12 +470,9 @@ func (r *Relay) onConnect(ctx context.Context) {
 	closed := r.connsClosed
 	// Handler refuses the upgrade past the cap; upgrades that raced past
 	// that check together are refused here, where they are counted.
-	full := !closed && r.atConnectionCap(ip)
+	full := !closed && !r.enterIP(ip)
 	if !closed && !full {
 		r.conns[ws] = r.newConnState(ip)
-		if !r.cfg.Limits.exempt(ip) {
-			r.perIP[ip]++
-		}
 	}
 	r.connsMu.Unlock()
 	switch {
@@ -552,6 +550,32 @@ func (r *Relay) atConnectionCap(ip netip.Addr) bool {
 	return !r.cfg.Limits.exempt(ip) && r.perIP[ip] >= r.cfg.Limits.MaxConnectionsPerIP
 }
 
+// enterIP counts one more connection of ip (a WebSocket, or a `/query`
+// request in flight), unless ip is at its cap: then it returns false and
+// counts nothing. A true enterIP must be followed by one leaveIP.
+// r.connsMu must be held.
+func (r *Relay) enterIP(ip netip.Addr) bool {
+	if r.atConnectionCap(ip) {
+		return false
+	}
+	if !r.cfg.Limits.exempt(ip) {
+		r.perIP[ip]++
+	}
+	return true
+}
+
+// leaveIP uncounts a connection of ip that enterIP counted; r.connsMu
+// must be held.
+func (r *Relay) leaveIP(ip netip.Addr) {
+	if r.cfg.Limits.exempt(ip) {
+		return
+	}
+	r.perIP[ip]--
+	if r.perIP[ip] == 0 {
+		delete(r.perIP, ip)
+	}
+}
+
 func (r *Relay) onDisconnect(ctx context.Context) {
 	ws := khatru.GetConnection(ctx)
 	if ws == nil {
@@ -564,12 +588,7 @@ func (r *Relay) onDisconnect(ctx context.Context) {
 		return // refused by onConnect, never counted
 	}
 	delete(r.conns, ws)
-	if !r.cfg.Limits.exempt(st.ip) {
-		r.perIP[st.ip]--
-		if r.perIP[st.ip] == 0 {
-			delete(r.perIP, st.ip)
-		}
-	}
+	r.leaveIP(st.ip)
 }
 
 // Handler serves WebSocket clients, the NIP-11 document, and a short page

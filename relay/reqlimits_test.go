@@ -75,24 +75,44 @@ func TestReqCapsAnsweredClosed(t *testing.T) {
 	if _, closed := c.req("sub-7", `{"kinds":[1],"limit":0}`); closed != "" {
 		t.Fatalf("a REQ replacing an open subscription: CLOSED %q", closed)
 	}
+	// A CLOSE ends its subscription before the next message is read.
 	c.send("CLOSE", "sub-3")
-	// khatru handles each message in its own goroutine: the CLOSE may be
-	// handled after a REQ sent after it, which is then still past the cap.
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		_, closed := c.req("after-close", `{"kinds":[1],"limit":0}`)
-		if closed == "" {
-			break
-		}
-		if closed != tooManySubscriptions || time.Now().After(deadline) {
-			t.Fatalf("a subscription in place of a closed one: CLOSED %q", closed)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if _, closed := c.req("after-close", `{"kinds":[1],"limit":0}`); closed != "" {
+		t.Fatalf("a subscription in place of a closed one: CLOSED %q", closed)
 	}
 	// A COUNT is no subscription: it is answered with 50 open.
 	if n := c.count("count-at-cap", `{"kinds":[1]}`); n != 0 {
 		t.Fatalf("COUNT: %d", n)
 	}
+}
+
+// RL-27, RL-22 (NIP-01): a REQ and its CLOSE sent back to back leave no
+// subscription open, whatever order their handlers run in: a subscription
+// its client closed neither receives live events nor counts against the
+// cap of open subscriptions.
+func TestReqThenCloseLeavesNoSubscription(t *testing.T) {
+	_, c, _ := startWithClient(t)
+	for i := range 200 {
+		c.sendText(fmt.Sprintf(`["REQ","x-%d",{"kinds":[1],"limit":0}]`, i))
+		c.sendText(fmt.Sprintf(`["CLOSE","x-%d"]`, i))
+	}
+	c.count("barrier", `{"kinds":[1]}`)
+	for i := range DefaultLimits.MaxSubscriptions {
+		if _, closed := c.req(fmt.Sprint("sub-", i), `{"kinds":[1],"limit":0}`); closed != "" {
+			t.Fatalf("subscription %d after 200 closed ones: CLOSED %q", i+1, closed)
+		}
+	}
+}
+
+// RL-27 (NIP-45): a COUNT whose filter is refused is answered CLOSED with
+// the reason, as a REQ is, and never with a count: it was a NOTICE and a
+// COUNT of 0, a count that was not made.
+func TestCountOfRefusedFilterAnsweredClosed(t *testing.T) {
+	_, c, _ := startWithClient(t)
+	if got, want := c.countClosed("search", `{"search":"hello"}`), "unsupported: search (NIP-50) is not supported"; got != want {
+		t.Fatalf("COUNT with search: CLOSED %q, want %q", got, want)
+	}
+	// Too many values: TestLongFilterListsRefused.
 }
 
 // dialFrom connects to s from the loopback address local, so that the

@@ -124,10 +124,13 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		smp := nostr.NewMessageParser()
 
 		// buzz-lite patch: at most maxHandlers messages of the connection
-		// are handled at once; past them the next is not read until one is
-		// done, so that a peer that sends without waiting is slowed down by
-		// TCP instead of costing a goroutine and its message each.
+		// are handled at once, and together no more bytes than one message
+		// may have (or a single message); past them the next is not read
+		// until one is done, so that a peer that sends without waiting is
+		// slowed down by TCP instead of costing a goroutine and its message
+		// each.
 		handlers := make(chan struct{}, maxHandlers)
+		handled := &heldBytes{size: rl.MaxMessageSize, freed: make(chan struct{}, 1)}
 
 		for {
 			select {
@@ -157,15 +160,37 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 
+			size := int64(len(msgb))
+			if !handled.take(ws.Context.Done(), size) {
+				return
+			}
+
 			// this is safe because ReadMessage() will always create a new slice
 			message := unsafe.String(unsafe.SliceData(msgb), len(msgb))
 
 			// parse messages sequentially otherwise sonic breaks
 			envelope, err := smp.ParseMessage(message)
 
+			// buzz-lite patch: a REQ opens its subscription (unless a
+			// RejectRequest hook refuses it), and a CLOSE ends one, here, in
+			// the order the peer sent them; in their goroutines a CLOSE sent
+			// right after its REQ could run first and leave the subscription
+			// open, delivering and counting against the cap.
+			var sub *subscription
+			var refused string
+			switch env := envelope.(type) {
+			case *nostr.ReqEnvelope:
+				sub, refused = rl.openSubscription(ctx, ws, env.SubscriptionID, len(env.Filters))
+			case *nostr.CloseEnvelope:
+				rl.closeSubscriptionId(ws, string(*env))
+			}
+
 			// then delegate to the goroutine
 			go func(message string) {
-				defer func() { <-handlers }()
+				defer func() {
+					handled.give(size)
+					<-handlers
+				}()
 				if err != nil {
 					if err == nostr.UnknownLabel && rl.Negentropy {
 						envelope = nip77.ParseNegMessage(message)
@@ -331,13 +356,12 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					ws.WriteJSON(resp)
 
 				case *nostr.ReqEnvelope:
-					// buzz-lite patch: a REQ opens a subscription of its own,
-					// unless a RejectRequest hook refuses it; one with its id
-					// ends (NIP-01: it is replaced; it was added beside it,
-					// and live events came twice).
-					sub, reason := rl.openSubscription(ctx, ws, env.SubscriptionID, len(env.Filters))
+					// buzz-lite patch: the REQ opened a subscription of its own
+					// (above), unless a RejectRequest hook refused it; one with
+					// its id ended (NIP-01: it is replaced; it was added beside
+					// it, and live events came twice).
 					if sub == nil {
-						ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: reason})
+						ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: refused})
 						return
 					}
 
@@ -373,17 +397,23 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						// when all events have been loaded from databases and dispatched we can fire the EOSE message
 						eose.Wait()
 						// buzz-lite patch: a subscription a StreamEvents hook ended
-						// is answered CLOSED, not EOSE.
+						// is answered CLOSED, not EOSE; one that ended otherwise (a
+						// CLOSE, a REQ with its id, the connection's end) gets
+						// nothing: an EOSE would reach the client as that of the
+						// REQ that replaced it, while its stored events still come.
 						var closed closedError
-						if errors.As(context.Cause(sub.ctx), &closed) {
+						switch cause := context.Cause(sub.ctx); {
+						case errors.As(cause, &closed):
 							rl.endSubscription(ws, sub, closed)
 							ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: closed.reason})
+							return
+						case cause != nil:
 							return
 						}
 						ws.WriteJSON(nostr.EOSEEnvelope(env.SubscriptionID))
 					}()
 				case *nostr.CloseEnvelope:
-					rl.closeSubscriptionId(ws, string(*env))
+					// buzz-lite patch: ended above, in order.
 				case *nostr.AuthEnvelope:
 					// buzz-lite patch: the ValidateAuth hook decides when set.
 					validate := rl.ValidateAuth
@@ -514,6 +544,48 @@ func countFilters(message string) int {
 //
 // buzz-lite patch.
 const maxHandlers = 32
+
+// heldBytes bounds the bytes of the messages of one connection being
+// handled: a message is handled once it fits beside the others, or when no
+// other is. Only the connection's reader takes; handlers give.
+//
+// buzz-lite patch.
+type heldBytes struct {
+	size  int64
+	mu    sync.Mutex
+	held  int64
+	freed chan struct{} // capacity 1: wakes the reader after a give
+}
+
+// take counts n bytes handled, waiting while they do not fit; false when
+// done is closed first.
+func (h *heldBytes) take(done <-chan struct{}, n int64) bool {
+	for {
+		h.mu.Lock()
+		if h.held == 0 || h.held+n <= h.size {
+			h.held += n
+			h.mu.Unlock()
+			return true
+		}
+		h.mu.Unlock()
+		select {
+		case <-h.freed:
+		case <-done:
+			return false
+		}
+	}
+}
+
+// give uncounts n bytes taken before.
+func (h *heldBytes) give(n int64) {
+	h.mu.Lock()
+	h.held -= n
+	h.mu.Unlock()
+	select {
+	case h.freed <- struct{}{}:
+	default:
+	}
+}
 
 // hllOffset is nip45.HyperLogLogEventPubkeyOffsetForFilter for filters
 // whose one tag value is a 64-hex id or pubkey; -1 for anything else.

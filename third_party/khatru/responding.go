@@ -92,15 +92,12 @@ func (rl *Relay) handleRequest(ctx context.Context, sub *subscription, eose *syn
 	return nil
 }
 
-// buzz-lite patch: an error of a CountEvents hook is returned, and the COUNT
-// refused with it; it was a NOTICE and a count of 0.
+// buzz-lite patch: a refusal of a RejectCountFilter hook and an error of a
+// CountEvents hook are returned, and the COUNT refused with them; each was
+// a NOTICE and a count of 0.
 func (rl *Relay) handleCountRequest(ctx context.Context, ws *WebSocket, filter nostr.Filter) (int64, error) {
-	// check if we'll reject this filter
-	for _, reject := range rl.RejectCountFilter {
-		if rejecting, msg := reject(ctx, filter); rejecting {
-			ws.WriteJSON(nostr.NoticeEnvelope(msg))
-			return 0, nil
-		}
+	if err := rl.rejectCountFilter(ctx, filter); err != nil {
+		return 0, err
 	}
 
 	// run the functions to count (generally it will be just one)
@@ -122,12 +119,8 @@ func (rl *Relay) handleCountRequestWithHLL(
 	filter nostr.Filter,
 	offset int,
 ) (int64, *hyperloglog.HyperLogLog, error) {
-	// check if we'll reject this filter
-	for _, reject := range rl.RejectCountFilter {
-		if rejecting, msg := reject(ctx, filter); rejecting {
-			ws.WriteJSON(nostr.NoticeEnvelope(msg))
-			return 0, nil, nil
-		}
+	if err := rl.rejectCountFilter(ctx, filter); err != nil {
+		return 0, nil, err // buzz-lite patch, as in handleCountRequest
 	}
 
 	// run the functions to count (generally it will be just one)
@@ -149,4 +142,17 @@ func (rl *Relay) handleCountRequestWithHLL(
 	}
 
 	return subtotal, hll, nil
+}
+
+// rejectCountFilter is the refusal of the first RejectCountFilter hook that
+// refuses filter, or nil.
+//
+// buzz-lite patch.
+func (rl *Relay) rejectCountFilter(ctx context.Context, filter nostr.Filter) error {
+	for _, reject := range rl.RejectCountFilter {
+		if rejecting, msg := reject(ctx, filter); rejecting {
+			return errors.New(nostr.NormalizeOKMessage(msg, "blocked"))
+		}
+	}
+	return nil
 }

@@ -40,8 +40,8 @@ type WebSocket struct {
 	// buzz-lite patch: every message to the peer is queued and written by
 	// one goroutine per connection (writeLoop), so that a peer that stops
 	// reading never blocks anyone but itself. The queue is a byte budget
-	// (RL-27a): answers to the peer's own requests wait while they would
-	// take more than half of it, so that the relay stops reading from its
+	// (RL-27a): answers to the peer's own requests wait while the queue
+	// holds half of it or more, so that the relay stops reading from its
 	// store for a peer that does not read, and live events always find room
 	// beside a long history being loaded; a live event that would pass the
 	// budget is not waited for, the peer is disconnected.
