@@ -259,12 +259,6 @@ func (m *ttModel) add(ev *nostr.Event, parent string) {
 
 func (m *ttModel) del(id string) { m.nodes[id].deleted = true }
 
-// expect walks the subtree below id (through deleted events too: a deleted
-// event's replies stay counted, RL-6) and returns the exact counters.
-func (m *ttModel) expect(id string) ttCounters {
-	return m.expectWith(m.children(), id)
-}
-
 func (m *ttModel) children() map[string][]string {
 	children := map[string][]string{}
 	for _, oid := range m.order {
@@ -275,6 +269,9 @@ func (m *ttModel) children() map[string][]string {
 	return children
 }
 
+// expectWith walks the subtree below id (through deleted events too: a
+// deleted event's replies stay counted, RL-6) and returns the exact
+// counters; children is m.children().
 func (m *ttModel) expectWith(children map[string][]string, id string) ttCounters {
 	var c ttCounters
 	newest := map[string]int64{}
