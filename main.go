@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/config"
+	"github.com/buzz-lite/buzz-lite/internal/datadir"
 	"github.com/buzz-lite/buzz-lite/relay"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -154,24 +155,35 @@ func tuneGC() {
 	}
 }
 
-func serve(c *cli.Context) error {
+// serve runs the relay until SIGINT or SIGTERM (RL-24). It holds the
+// data directory's lock (RL-31) until it returns.
+func serve(c *cli.Context) (err error) {
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return err
 	}
 	// Before anything is created: a relay that cannot say which URL
-	// tokens must name does not start (RL-28).
+	// tokens must name does not start (RL-28), nor one that cannot listen
+	// on its address or write its data directory and database, nor a
+	// second relay on a directory one already serves (RL-31).
 	if _, err := relay.PublicURL(cfg.Relay.URL, cfg.Server.Listen); err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	dir, lock, err := datadir.Claim(cfg.Storage.DataDir, dbFile)
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	defer func() { err = errors.Join(err, lock.Release()) }()
+	cfg.Storage.DataDir = dir
 	tuneGC()
 	log := newLogger(cfg)
-	if err := os.MkdirAll(cfg.Storage.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
 	key, err := relayKey(cfg, log)
 	if err != nil {
-		return err
+		return errors.Join(err, ln.Close())
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -181,13 +193,13 @@ func serve(c *cli.Context) error {
 
 	opts, err := storeOptions(cfg, key)
 	if err != nil {
-		return err
+		return errors.Join(err, ln.Close())
 	}
 	opts.ThreadRepliesInChannel = &cfg.Community.ThreadRepliesInChannel
 	opts.Logger = log
 	store, err := sqlite.Open(ctx, opts)
 	if err != nil {
-		return err
+		return errors.Join(err, ln.Close())
 	}
 	rl, err := relay.New(relay.Config{
 		Info: relay.Info{
@@ -204,11 +216,7 @@ func serve(c *cli.Context) error {
 		Logger:         log,
 	}, store)
 	if err != nil {
-		return errors.Join(err, store.Close())
-	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
-	if err != nil {
-		return errors.Join(fmt.Errorf("listen: %w", err), store.Close())
+		return errors.Join(err, store.Close(), ln.Close())
 	}
 	log.Info("buzz-lite serving", "addr", ln.Addr().String(), "data", cfg.Storage.DataDir,
 		"self", rl.PubKey(), "version", version)
