@@ -4,10 +4,10 @@ import (
 	"context"
 	"sync"
 
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/khatru"
 )
 
 // This file applies the one read rule, buzz.Community.CanRead (RL-12,

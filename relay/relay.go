@@ -23,11 +23,11 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/eventstore"
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 	"golang.org/x/time/rate"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/khatru"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
