@@ -19,6 +19,7 @@ require (
 )
 
 require (
+	fiatjaf.com/lib v0.2.0 // indirect
 	github.com/ImVexed/fasturl v0.0.0-20230304231329-4e41488060f3 // indirect
 	github.com/andybalholm/brotli v1.1.1 // indirect
 	github.com/btcsuite/btcd/btcutil v1.1.5 // indirect
