@@ -2,12 +2,11 @@ package relay
 
 import (
 	"context"
-	"sync"
 
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/khatru"
 )
 
 // This file applies the one read rule, buzz.Community.CanRead (RL-12,
@@ -41,46 +40,22 @@ func (r *Relay) needsAuth(ctx context.Context, f nostr.Filter) bool {
 	return false
 }
 
-// delivery remembers, from the moment an event is stored until it is
-// broadcast, what the store said of it: the channel it belongs to, which
-// for a reaction without an h tag only the store knows (RL-8).
-type delivery struct {
-	mu      sync.Mutex
-	pending map[*nostr.Event]buzz.Admitted
-}
-
-func (d *delivery) keep(ev *nostr.Event, a buzz.Admitted) {
-	d.mu.Lock()
-	if d.pending == nil {
-		d.pending = make(map[*nostr.Event]buzz.Admitted)
-	}
-	d.pending[ev] = a
-	d.mu.Unlock()
-}
-
-func (d *delivery) take(ev *nostr.Event) (buzz.Admitted, bool) {
-	d.mu.Lock()
-	a, ok := d.pending[ev]
-	delete(d.pending, ev)
-	d.mu.Unlock()
-	return a, ok
-}
-
-// deliverTo is khatru's DeliverTo hook: the check, per subscriber, of who
-// may receive ev now. The access state is read once per event.
+// deliverTo is khatru's DeliverTo hook, for events broadcast without a
+// client's EVENT storing them (ingest answers for those): who may receive
+// ev, by its broadcastScope.
 func (r *Relay) deliverTo(ev *nostr.Event) func(ws *khatru.WebSocket) bool {
-	a, stored := r.delivery.take(ev)
-	if a.Applied {
-		return deliverToNobody
-	}
-	if !stored {
-		a.Scope = broadcastScope(ev)
-	}
-	if a.Scope == "" {
+	return r.readersOf(broadcastScope(ev))
+}
+
+// readersOf is the check, per subscriber, of who may receive an event of
+// channel scope now ("": everyone). The access state is read once per
+// event.
+func (r *Relay) readersOf(scope string) func(ws *khatru.WebSocket) bool {
+	if scope == "" {
 		return nil
 	}
 	c := r.store.Community()
-	ch := c.Channel(a.Scope)
+	ch := c.Channel(scope)
 	return func(ws *khatru.WebSocket) bool {
 		return c.CanRead(buzz.Viewer(ws.AuthedPubKey()), ch)
 	}

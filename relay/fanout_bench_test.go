@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/khatru"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )

@@ -23,11 +23,11 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/fiatjaf/eventstore"
-	"github.com/fiatjaf/khatru"
 	"github.com/nbd-wtf/go-nostr"
 	"golang.org/x/time/rate"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/khatru"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -103,8 +103,6 @@ type Relay struct {
 	// by Serve (RL-28); see publicURL.
 	url atomic.Pointer[string]
 
-	// delivery carries what the store said of an event to its broadcast.
-	delivery delivery
 	// nip98 checks `/query` authorization; overlays signs 39005 and 39006.
 	nip98    *nip98Verifier
 	overlays *overlaySigner
@@ -176,8 +174,7 @@ func (r *Relay) wire() {
 
 	kh.RejectUnverifiedEvent = append(kh.RejectUnverifiedEvent, r.rejectFromIP)
 	kh.RejectEvent = append(kh.RejectEvent, r.rejectEvent)
-	kh.StoreEvent = append(kh.StoreEvent, r.ingest)
-	kh.ReplaceEvent = append(kh.ReplaceEvent, r.ingest)
+	kh.SaveEvent = r.ingest
 	kh.StreamEvents = append(kh.StreamEvents, r.streamEvents)
 	kh.QueueBytes = r.cfg.Limits.ConnectionBufferBytes
 	kh.CountEvents = append(kh.CountEvents, r.countEvents)
@@ -241,11 +238,13 @@ const ingestTimeout = 30 * time.Second
 // errShuttingDown refuses writes that arrive while the relay stops.
 var errShuttingDown = errors.New("error: relay is shutting down, try again shortly")
 
-func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
+// ingest is khatru's SaveEvent hook: it stores ev and returns who may
+// receive it live, from what the store said of it (RL-8, RL-13).
+func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) (func(*khatru.WebSocket) bool, error) {
 	r.writesMu.RLock()
 	if r.closing {
 		r.writesMu.RUnlock()
-		return errShuttingDown
+		return nil, errShuttingDown
 	}
 	r.writes.Add(1)
 	r.writesMu.RUnlock()
@@ -259,7 +258,6 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
 	a, err := r.store.Admit(ctx, ev)
 	switch {
 	case err == nil:
-		r.delivery.keep(ev, a)
 		if len(a.Threads) > 0 {
 			// After the reply itself, as far as khatru's broadcast, which
 			// follows this hook, comes first.
@@ -270,15 +268,18 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) error {
 				r.pushSummaries(a.Threads)
 			}()
 		}
-		return nil
+		if a.Applied {
+			return deliverToNobody, nil
+		}
+		return r.readersOf(a.Scope), nil
 	case errors.Is(err, buzz.ErrDuplicate), errors.Is(err, buzz.ErrNewerVersionStored):
-		return eventstore.ErrDupEvent
+		return nil, eventstore.ErrDupEvent
 	}
 	if rej, ok := buzz.AsRejection(err); ok {
-		return rej
+		return nil, rej
 	}
 	r.log.Error("storing event failed", "id", ev.ID, "kind", ev.Kind, "err", err)
-	return errors.New("error: could not store event")
+	return nil, errors.New("error: could not store event")
 }
 
 // chunkBytes bounds the stored events one REQ filter reads at a time

@@ -105,8 +105,8 @@ func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64
 }
 
 // matchesNothing spots, without the database, filters that can match no
-// event: an empty list, a tag name no filter can address, a search term.
-// (khatru asks such questions, with "#e" as a tag name, on every ingest.)
+// event: an empty list, a tag name that is not one indexed letter (a
+// filter's "#emoji" arrives as "emoji"), a search term.
 func matchesNothing(f nostr.Filter) bool {
 	if f.Search != "" || (f.IDs != nil && len(f.IDs) == 0) ||
 		(f.Authors != nil && len(f.Authors) == 0) || (f.Kinds != nil && len(f.Kinds) == 0) {

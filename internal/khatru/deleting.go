@@ -10,10 +10,11 @@ import (
 )
 
 func (rl *Relay) handleDeleteRequest(ctx context.Context, evt *nostr.Event) error {
-	// buzz-lite patch: with no DeleteEvent hooks there is nothing to do here
-	// (the store decides deletions in the deletion's own transaction); do
-	// not look up every e and a tag of the deletion first.
-	if len(rl.DeleteEvent) == 0 {
+	// buzz-lite patch: with no DeleteEvent hooks there is nothing to do here,
+	// and with a SaveEvent hook the store decides deletions in the
+	// deletion's own transaction; do not look up every e and a tag of the
+	// deletion first.
+	if len(rl.DeleteEvent) == 0 || rl.SaveEvent != nil {
 		return nil
 	}
 	// event deletion -- nip09

@@ -264,6 +264,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					var ok bool
 					var writeErr error
 					var skipBroadcast bool
+					var deliver func(*WebSocket) bool
 
 					if env.Event.Kind == 5 {
 						// this always returns "blocked: " whenever it returns an error
@@ -273,10 +274,12 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					if writeErr == nil {
 						if nostr.IsEphemeralKind(env.Event.Kind) {
 							// this will also always return a prefixed reason
-							writeErr = srl.handleEphemeral(ctx, &env.Event)
+							if writeErr = srl.handleEphemeral(ctx, &env.Event); writeErr == nil {
+								deliver = srl.deliverTo(&env.Event)
+							}
 						} else {
 							// this will also always return a prefixed reason
-							skipBroadcast, writeErr = srl.handleNormal(ctx, &env.Event)
+							skipBroadcast, deliver, writeErr = srl.handleNormal(ctx, &env.Event)
 						}
 					}
 
@@ -287,7 +290,9 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 							ovw(ctx, &env.Event)
 						}
 						if !skipBroadcast {
-							n := srl.notifyListeners(&env.Event)
+							// buzz-lite patch: with who may receive it, as the store
+							// said (SaveEvent) or DeliverTo says.
+							n := srl.notifyListeners(&env.Event, deliver)
 
 							// the number of notified listeners matters in ephemeral events
 							if nostr.IsEphemeralKind(env.Event.Kind) {

@@ -83,9 +83,22 @@ type Relay struct {
 	OverwriteResponseEvent    []func(ctx context.Context, event *nostr.Event)
 	PreventBroadcast          []func(ws *WebSocket, event *nostr.Event) bool
 	// DeliverTo, when set, is called once for every event being broadcast
-	// and returns which connections may receive it (nil: all).
-	// buzz-lite patch.
+	// and returns which connections may receive it (nil: all); the
+	// broadcast of an event a SaveEvent hook stored asks what the hook
+	// returned instead. buzz-lite patch.
 	DeliverTo func(event *nostr.Event) func(ws *WebSocket) bool
+	// SaveEvent, when set, stores the events of EVENTs that are not
+	// ephemeral, in place of the StoreEvent and ReplaceEvent hooks, of the
+	// lookups khatru makes before them (for a deletion of the event, asking
+	// QueryEvents hooks filters with "#e" and "#a" for tag names, and for
+	// its older versions) and of its tracking of expiring events: the hook
+	// decides all of that in its own transaction. It returns who may receive the event live
+	// (nil: every listener), which the event's broadcast asks per
+	// connection, so that what the hook found out while storing (an event's
+	// channel, say) reaches the delivery with the event rather than by a
+	// map from the event's pointer. eventstore.ErrDupEvent accepts the
+	// event without a broadcast. buzz-lite patch.
+	SaveEvent func(ctx context.Context, event *nostr.Event) (deliver func(ws *WebSocket) bool, err error)
 	// RejectRequest hooks are asked once per REQ and COUNT, before its
 	// filters; a refusal answers CLOSED with msg. buzz-lite patch.
 	RejectRequest []func(ctx context.Context, req Request) (reject bool, msg string)

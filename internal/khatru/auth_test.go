@@ -12,7 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// buzz-lite patch 12: with a ValidateAuth hook, the hook alone decides an
+// buzz-lite patch 17: with a ValidateAuth hook, the hook alone decides an
 // AUTH event, with the connection's own challenge: the request's Host
 // header, which getBaseURL would have taken for the relay's URL, does not
 // matter.

@@ -205,13 +205,25 @@ func removeListener(spec *listenerSpec) {
 	srl.listeners = srl.listeners[:last]
 }
 
+// deliverTo is DeliverTo's answer for event, nil without the hook.
+//
+// buzz-lite patch.
+func (rl *Relay) deliverTo(event *nostr.Event) func(ws *WebSocket) bool {
+	if rl.DeliverTo == nil {
+		return nil
+	}
+	return rl.DeliverTo(event)
+}
+
 // returns how many listeners were notified
 //
 // buzz-lite patch: the listeners are read under clientsMutex (they are
 // changed under it, and reading them unlocked was a data race), and each is
 // sent the event without waiting (TrySendJSON), so that one peer that does
-// not read never delays the others.
-func (rl *Relay) notifyListeners(event *nostr.Event) int {
+// not read never delays the others. deliver (nil: everyone) says, per
+// connection, who may receive it: DeliverTo's or SaveEvent's answer,
+// asked once per event.
+func (rl *Relay) notifyListeners(event *nostr.Event, deliver func(ws *WebSocket) bool) int {
 	rl.clientsMutex.Lock()
 	matched := make([]listener, 0, 8)
 	for _, l := range rl.listeners {
@@ -220,14 +232,6 @@ func (rl *Relay) notifyListeners(event *nostr.Event) int {
 		}
 	}
 	rl.clientsMutex.Unlock()
-
-	// buzz-lite patch: DeliverTo is asked once per event (also when nobody
-	// listens, so that it may forget what it kept for the event) and says,
-	// per connection, who may receive it.
-	var deliver func(ws *WebSocket) bool
-	if rl.DeliverTo != nil {
-		deliver = rl.DeliverTo(event)
-	}
 
 	count := 0
 listenersloop:

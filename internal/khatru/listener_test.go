@@ -13,8 +13,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// These tests are buzz-lite's (see PATCHES.md); run them with
-// `go test github.com/fiatjaf/khatru` from buzz-lite's module.
+// These tests are buzz-lite's (see PATCHES.md).
 
 // listenerModel is what the listeners should be: per connection, per
 // subscription id, the marks (filter limits) of its filters.

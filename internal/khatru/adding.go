@@ -18,21 +18,48 @@ func (rl *Relay) AddEvent(ctx context.Context, evt *nostr.Event) (skipBroadcast 
 	if nostr.IsEphemeralKind(evt.Kind) {
 		return false, rl.handleEphemeral(ctx, evt)
 	} else {
-		return rl.handleNormal(ctx, evt)
+		skipBroadcast, _, writeError = rl.handleNormal(ctx, evt)
+		return skipBroadcast, writeError
 	}
 }
 
-func (rl *Relay) handleNormal(ctx context.Context, evt *nostr.Event) (skipBroadcast bool, writeError error) {
+// handleNormal stores evt; deliver is who may receive its broadcast.
+//
+// buzz-lite patch: it returns deliver, a SaveEvent hook's answer, or
+// DeliverTo's without one.
+func (rl *Relay) handleNormal(ctx context.Context, evt *nostr.Event) (skipBroadcast bool, deliver func(*WebSocket) bool, writeError error) {
 	for _, reject := range rl.RejectEvent {
 		if reject, msg := reject(ctx, evt); reject {
 			if msg == "" {
-				return true, errors.New("blocked: no reason")
+				return true, nil, errors.New("blocked: no reason")
 			} else {
-				return true, errors.New(nostr.NormalizeOKMessage(msg, "blocked"))
+				return true, nil, errors.New(nostr.NormalizeOKMessage(msg, "blocked"))
 			}
 		}
 	}
 
+	if rl.SaveEvent != nil {
+		deliver, err := rl.SaveEvent(ctx, evt)
+		switch {
+		case errors.Is(err, eventstore.ErrDupEvent):
+			return true, nil, nil
+		case err != nil:
+			return false, nil, fmt.Errorf("%s", nostr.NormalizeOKMessage(err.Error(), "error"))
+		}
+		for _, ons := range rl.OnEventSaved {
+			ons(ctx, evt)
+		}
+		return false, deliver, nil
+	}
+	if skipBroadcast, writeError = rl.storeNormal(ctx, evt); skipBroadcast || writeError != nil {
+		return skipBroadcast, nil, writeError
+	}
+	return false, rl.deliverTo(evt), nil
+}
+
+// storeNormal is khatru's handleNormal after the RejectEvent hooks
+// (buzz-lite patch: split from it).
+func (rl *Relay) storeNormal(ctx context.Context, evt *nostr.Event) (skipBroadcast bool, writeError error) {
 	// Check to see if the event has been deleted by ID
 	for _, query := range rl.QueryEvents {
 		ch, err := query(ctx, nostr.Filter{
