@@ -233,12 +233,13 @@ func importEvents(c *cli.Context) (err error) {
 		fmt.Fprintln(os.Stderr)
 	}
 	if reported > maxReported {
-		fmt.Fprintf(os.Stderr, "... and %d more bad lines\n", reported-maxReported)
+		fmt.Fprintf(os.Stderr, "... and %s more\n", plural(reported-maxReported, "bad line", "bad lines"))
 	}
-	fmt.Printf("%d lines in %s: %d accepted, %d duplicate, %d replaced by a newer version, %d rejected\n",
-		sum.Lines, time.Since(start).Round(time.Millisecond), sum.Accepted, sum.Duplicate, sum.Replaced, sum.Bad())
+	out := c.App.Writer
+	fmt.Fprintf(out, "%s in %s: %d accepted, %d duplicate, %d replaced by a newer version, %d rejected\n",
+		plural(sum.Lines, "line", "lines"), time.Since(start).Round(time.Millisecond), sum.Accepted, sum.Duplicate, sum.Replaced, sum.Bad())
 	for _, reason := range sum.Reasons() {
-		fmt.Printf("  %6d  %s\n", sum.Rejected[reason], reason)
+		fmt.Fprintf(out, "  %6d  %s\n", sum.Rejected[reason], reason)
 	}
 	// Replies met before their parents were kept unclassified: classify
 	// them now that the file is in (as far as it went, after a stop).
@@ -250,9 +251,23 @@ func importEvents(c *cli.Context) (err error) {
 		return err
 	}
 	if res.Classified > 0 || res.Waiting > 0 {
-		fmt.Printf("threads: %d replies classified after the import, %d still without their parent\n", res.Classified, res.Waiting)
+		fmt.Fprintf(out, "threads: %s classified after the import, %d still without their parent\n",
+			plural(res.Classified, "reply", "replies"), res.Waiting)
+	}
+	// A file that did not go in whole is a failed import to a script
+	// (issue 14); --strict has stopped at the first bad line already.
+	if n := sum.Bad(); n > 0 {
+		return fmt.Errorf("import: %s rejected (the summary above says why)", plural(n, "line", "lines"))
 	}
 	return nil
+}
+
+// plural is n with the noun's singular or plural form.
+func plural[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // progressLine is the one-line progress display of a long command: how

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/importer"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -180,5 +182,67 @@ func TestCommandsRefuseForeignFiles(t *testing.T) {
 	}
 	if err := newApp().Run([]string{"buzz-lite", "backup", "--data", dir, filepath.Join(t.TempDir(), "b.db")}); err == nil || !strings.Contains(err.Error(), "not a buzz-lite database") {
 		t.Errorf("backup of a text file: %v", err)
+	}
+}
+
+// runApp runs the command line args with its output captured.
+func runApp(args ...string) (stdout string, err error) {
+	app := newApp()
+	var out, errOut strings.Builder
+	app.Writer, app.ErrWriter = &out, &errOut
+	err = app.Run(append([]string{"buzz-lite"}, args...))
+	return out.String(), err
+}
+
+// jsonLines writes evs and the extra lines to a file, one a line.
+func jsonLines(t *testing.T, evs []*nostr.Event, extra ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ev := range evs {
+		b.WriteString(ev.String() + "\n")
+	}
+	for _, line := range extra {
+		b.WriteString(line + "\n")
+	}
+	return testutil.WriteFile(t, "events.jsonl", b.String())
+}
+
+// Issue 14, RL-25: import exits zero only when every line went in; with a
+// rejected line it exits non-zero, after the summary that says why, and
+// still stores the good lines; --strict stops at the first bad one.
+func TestImportExitCode(t *testing.T) {
+	a := testutil.NewSigner(t)
+	const ch = "33333333-3333-4333-8333-333333333333"
+	good := []*nostr.Event{a.Event(t, 9, 1000, "one", nostr.Tag{"h", ch}), a.Event(t, 9, 1001, "two", nostr.Tag{"h", ch})}
+
+	out, err := runApp("import", "--data", t.TempDir(), jsonLines(t, good))
+	if err != nil {
+		t.Fatalf("import of good lines only: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(out, "2 lines in ") || !strings.Contains(out, "2 accepted") {
+		t.Fatalf("summary %q", out)
+	}
+
+	dir := t.TempDir()
+	out, err = runApp("import", "--data", dir, jsonLines(t, good, "not json"))
+	if err == nil || err.Error() != "import: 1 line rejected (the summary above says why)" {
+		t.Fatalf("import with a bad line: %v", err)
+	}
+	if !strings.Contains(out, "2 accepted") || !strings.Contains(out, "1 rejected") {
+		t.Fatalf("summary %q", out)
+	}
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Query(context.Background(), nostr.Filter{Kinds: []int{9}}, buzz.Anonymous)
+	s.Close()
+	if err != nil || len(got) != 2 {
+		t.Fatalf("stored %d messages (%v), want the 2 good ones", len(got), err)
+	}
+
+	_, err = runApp("import", "--data", t.TempDir(), "--strict", jsonLines(t, good[:1], "not json", "nor this"))
+	if !errors.Is(err, importer.ErrStrict) || !strings.Contains(err.Error(), "line 2:") {
+		t.Fatalf("import --strict: %v", err)
 	}
 }
