@@ -35,8 +35,8 @@ func main() {
 	}
 }
 
-func newApp() *cli.App {
-	return &cli.App{
+func newApp() buzzApp {
+	return buzzApp{&cli.App{
 		Name:    "buzz-lite",
 		Usage:   "a single-binary nostr relay for threaded group chat",
 		Version: version,
@@ -50,7 +50,7 @@ func newApp() *cli.App {
 			windowCommand(),
 			benchCommand(),
 		},
-	}
+	}}
 }
 
 // commonFlags are taken by every command (RL-25).

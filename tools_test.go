@@ -246,3 +246,49 @@ func TestImportExitCode(t *testing.T) {
 		t.Fatalf("import --strict: %v", err)
 	}
 }
+
+// Issue 14: flags are taken after the arguments too, a flag that takes a
+// value keeps it, and "--" ends the flags.
+func TestFlagsFirst(t *testing.T) {
+	app := newApp().App
+	for _, tc := range []struct{ in, want string }{
+		{"backup /b.db --force", "backup --force -- /b.db"},
+		{"backup /b.db --data /d --force", "backup --data /d --force -- /b.db"},
+		{"export -o /out --channel c --data /d", "export -o /out --channel c --data /d"},
+		{"export --kinds=9,7 --data /d", "export --kinds=9,7 --data /d"},
+		{"import - --strict --data /d", "import --strict --data /d -- -"},
+		{"import --data /d -- --odd-name --strict", "import --data /d -- --odd-name --strict"},
+		{"import f.jsonl --no-verify -- g", "import --no-verify -- f.jsonl g"},
+		{"--help", "--help"},
+		{"nosuch a --b", "nosuch a --b"},
+	} {
+		got := strings.Join(flagsFirst(app, append([]string{"buzz-lite"}, strings.Fields(tc.in)...))[1:], " ")
+		if got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Issue 14: backup, export and import take their flags after their
+// arguments as before them.
+func TestFlagsAfterArguments(t *testing.T) {
+	dir, _ := toolData(t)
+	bk := filepath.Join(t.TempDir(), "snap.db")
+	if _, err := runApp("backup", bk, "--data", dir); err != nil {
+		t.Fatalf("backup PATH --data DIR: %v", err)
+	}
+	if _, err := runApp("backup", bk, "--data", dir, "--force"); err != nil {
+		t.Fatalf("backup PATH --data DIR --force: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "dump.jsonl")
+	if _, err := runApp("export", "-o", out, "--kinds", "9", "--data", dir); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	if _, err := runApp("import", out, "--data", t.TempDir()); err != nil {
+		t.Fatalf("import FILE --data DIR: %v", err)
+	}
+	bad := testutil.WriteFile(t, "bad.jsonl", "not json\nnor this\n")
+	if _, err := runApp("import", bad, "--data", t.TempDir(), "--strict"); !errors.Is(err, importer.ErrStrict) {
+		t.Fatalf("import FILE --strict did not stop at the first bad line: %v", err)
+	}
+}
