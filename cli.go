@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // What the command line adds to urfave/cli v2 (issue 14): flags are taken
-// after the arguments too.
+// after the arguments too, and a mistake in the command line is answered
+// by the error, then the command's one-line synopsis, not the whole help.
 
 // buzzApp is the command line of buzz-lite.
 type buzzApp struct{ *cli.App }
@@ -20,6 +22,26 @@ func (a buzzApp) Run(args []string) error { return a.RunContext(context.Backgrou
 // RunContext runs the command line args with ctx.
 func (a buzzApp) RunContext(ctx context.Context, args []string) error {
 	return a.App.RunContext(ctx, flagsFirst(a.App, args))
+}
+
+// withUsage makes app answer mistakes in its command lines with a short
+// usage line.
+func withUsage(app *cli.App) buzzApp {
+	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+		return fmt.Errorf("%w\nusage: %s COMMAND [options] [arguments] (see %[2]s --help)", err, app.Name)
+	}
+	// Without an action the root answers an unknown command with its help
+	// topic lookup ("No help topic for ...") and exit status 3.
+	app.Action = func(c *cli.Context) error {
+		if c.NArg() > 0 {
+			return fmt.Errorf("unknown command %q\nusage: %s COMMAND [options] [arguments] (see %[2]s --help)", c.Args().First(), app.Name)
+		}
+		return cli.ShowAppHelp(c)
+	}
+	for _, cmd := range app.Commands {
+		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error { return usageErr(c, err) }
+	}
+	return buzzApp{app}
 }
 
 // flagsFirst moves a command's flags before its arguments: urfave/cli v2
@@ -70,4 +92,41 @@ func flagsFirst(app *cli.App, args []string) []string {
 	}
 	// After "--" an argument that looks like a flag stays an argument.
 	return append(append(out, "--"), positional...)
+}
+
+// usageError is a mistake in the command line of a command: its message
+// is the error, then the command's synopsis.
+type usageError struct {
+	app string
+	cmd *cli.Command
+	err error
+}
+
+func (e *usageError) Error() string {
+	synopsis := e.cmd.UsageText
+	if synopsis == "" {
+		synopsis = fmt.Sprintf("%s %s [options] %s", e.app, e.cmd.Name, strings.TrimSpace(e.cmd.ArgsUsage))
+	}
+	return fmt.Sprintf("%s: %v\nusage: %s (see %s %s --help)", e.cmd.Name, e.err, strings.TrimSpace(synopsis), e.app, e.cmd.Name)
+}
+
+func (e *usageError) Unwrap() error { return e.err }
+
+// usageErr makes err a mistake in the command line of c's command.
+func usageErr(c *cli.Context, err error) error {
+	return &usageError{app: c.App.Name, cmd: c.Command, err: err}
+}
+
+// argsBetween refuses, before the command runs, fewer than least or more
+// than most arguments; what names the first one.
+func argsBetween(least, most int, what string) cli.BeforeFunc {
+	return func(c *cli.Context) error {
+		switch n := c.NArg(); {
+		case n < least:
+			return usageErr(c, fmt.Errorf("missing %s", what))
+		case n > most:
+			return usageErr(c, fmt.Errorf("unexpected argument %q", c.Args().Get(most)))
+		}
+		return nil
+	}
 }

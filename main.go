@@ -36,7 +36,7 @@ func main() {
 }
 
 func newApp() buzzApp {
-	return buzzApp{&cli.App{
+	return withUsage(&cli.App{
 		Name:    "buzz-lite",
 		Usage:   "a single-binary nostr relay for threaded group chat",
 		Version: version,
@@ -50,7 +50,7 @@ func newApp() buzzApp {
 			windowCommand(),
 			benchCommand(),
 		},
-	}}
+	})
 }
 
 // commonFlags are taken by every command (RL-25).

@@ -27,7 +27,8 @@ func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
 		Usage:     "write stored events as JSON Lines (strfry/nak format), oldest first",
-		ArgsUsage: " ",
+		UsageText: "buzz-lite export [--channel H] [--since UNIX] [--until UNIX] [--kinds K,...] [--with-deleted] [-o FILE]",
+		Before:    argsBetween(0, 0, ""),
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "channel", Usage: "only this channel's events (its h tag value)"},
 			&cli.Int64Flag{Name: "since", Usage: "only events with created_at >= `UNIX`"},
@@ -44,10 +45,11 @@ func backupCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "backup",
 		Usage:     "write a consistent snapshot of the database to PATH, while the relay serves",
-		ArgsUsage: "PATH",
+		UsageText: "buzz-lite backup [--force] PATH",
 		Flags: append(commonFlags(),
 			&cli.BoolFlag{Name: "force", Usage: "overwrite PATH if it exists"},
 		),
+		Before: argsBetween(1, 1, "destination path"),
 		Action: onExisting(backup),
 	}
 }
@@ -98,7 +100,7 @@ func export(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 		for _, k := range strings.Split(c.String("kinds"), ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(k))
 			if err != nil {
-				return fmt.Errorf("--kinds: %q is not a kind number", k)
+				return usageErr(c, fmt.Errorf("--kinds: %q is not a kind number", k))
 			}
 			f.Kinds = append(f.Kinds, n)
 		}
@@ -137,9 +139,6 @@ func export(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 }
 
 func backup(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
-	if c.NArg() != 1 {
-		return errors.New("backup: want one PATH, after the flags: buzz-lite backup [--force] PATH")
-	}
 	start := time.Now()
 	if err := store.Backup(ctx, c.Args().First(), c.Bool("force")); err != nil {
 		return err
@@ -161,11 +160,12 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "store the events of a JSON Lines file (buzz-lite/strfry export, nak dump); - or nothing reads standard input",
-		ArgsUsage: "[FILE|-]",
+		UsageText: "buzz-lite import [--strict] [--no-verify] [FILE|-]",
 		Flags: append(commonFlags(),
 			&cli.BoolFlag{Name: "no-verify", Usage: "skip id and signature checks (only for dumps you made yourself)"},
 			&cli.BoolFlag{Name: "strict", Usage: "stop at the first bad line"},
 		),
+		Before: argsBetween(0, 1, "FILE"),
 		Action: importEvents,
 	}
 }
@@ -174,9 +174,6 @@ func importCommand() *cli.Command {
 const maxReported = 100
 
 func importEvents(c *cli.Context) (err error) {
-	if c.NArg() > 1 {
-		return errors.New("import: want at most one FILE, after the flags: buzz-lite import [--strict] [--no-verify] [FILE|-]")
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	in, size := os.Stdin, int64(0)
@@ -287,7 +284,8 @@ func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
 		Usage:     "verify the database: SQLite integrity, thread counters, tag index; exit 1 when anything is wrong",
-		ArgsUsage: " ",
+		UsageText: "buzz-lite check [--repair]",
+		Before:    argsBetween(0, 0, ""),
 		Flags: append(commonFlags(),
 			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, in one transaction"},
 		),
@@ -299,7 +297,8 @@ func backfillCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "backfill",
 		Usage:     "classify channel messages stored without thread metadata whose parent is now stored",
-		ArgsUsage: " ",
+		UsageText: "buzz-lite backfill",
+		Before:    argsBetween(0, 0, ""),
 		Flags:     commonFlags(),
 		Action:    onExisting(backfill),
 	}

@@ -292,3 +292,35 @@ func TestFlagsAfterArguments(t *testing.T) {
 		t.Fatalf("import FILE --strict did not stop at the first bad line: %v", err)
 	}
 }
+
+// Issue 14: a mistake in the command line is answered by the error first,
+// then the command's one-line synopsis, and not by the whole help.
+func TestUsageErrors(t *testing.T) {
+	dir, _ := toolData(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backup", "--data", dir}, "backup: missing destination path\n" +
+			"usage: buzz-lite backup [--force] PATH (see buzz-lite backup --help)"},
+		{[]string{"window", "--relay", "ws://127.0.0.1:1"}, "window: missing --channel\n" +
+			"usage: buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json] (see buzz-lite window --help)"},
+		{[]string{"check", "--data", dir, "--bogus"}, "check: flag provided but not defined: -bogus\n" +
+			"usage: buzz-lite check [--repair] (see buzz-lite check --help)"},
+		{[]string{"import", "a", "b"}, "import: unexpected argument \"b\"\n" +
+			"usage: buzz-lite import [--strict] [--no-verify] [FILE|-] (see buzz-lite import --help)"},
+		{[]string{"nosuch"}, "unknown command \"nosuch\"\n" +
+			"usage: buzz-lite COMMAND [options] [arguments] (see buzz-lite --help)"},
+	} {
+		app := newApp()
+		var out, errOut strings.Builder
+		app.Writer, app.ErrWriter = &out, &errOut
+		err := app.Run(append([]string{"buzz-lite"}, tc.args...))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v: error %q, want %q", tc.args, err, tc.want)
+		}
+		if out.Len() > 0 || errOut.Len() > 0 {
+			t.Errorf("%v printed more than the error:\n%s%s", tc.args, out.String(), errOut.String())
+		}
+	}
+}
