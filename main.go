@@ -103,10 +103,7 @@ func newLogger(cfg config.Config) *slog.Logger {
 
 // relayKey loads the relay identity key, creating it on first use (RL-21).
 func relayKey(cfg config.Config, log *slog.Logger) (string, error) {
-	keyFile := cfg.Relay.KeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(cfg.Storage.DataDir, "relay.key")
-	}
+	keyFile := relayKeyFile(cfg)
 	key, created, err := relay.LoadOrCreateKey(keyFile)
 	if err != nil {
 		return "", err

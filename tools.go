@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/buzz-lite/buzz-lite/config"
 	"github.com/buzz-lite/buzz-lite/importer"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -55,13 +56,20 @@ func backupCommand() *cli.Command {
 }
 
 // openExisting opens the database of the data directory, refusing to create
-// one: an operator's command on a mistyped directory must say so.
-func openExisting(ctx context.Context, c *cli.Context) (*sqlite.Store, error) {
+// one: an operator's command on a mistyped directory must say so. key, if
+// set, gives the relay key the store signs group state with.
+func openExisting(ctx context.Context, c *cli.Context, key func(*cli.Context, config.Config) (string, error)) (*sqlite.Store, error) {
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := storeOptions(cfg, "")
+	sk := ""
+	if key != nil {
+		if sk, err = key(c, cfg); err != nil {
+			return nil, err
+		}
+	}
+	opts, err := storeOptions(cfg, sk)
 	if err != nil {
 		return nil, err
 	}
@@ -75,10 +83,16 @@ func openExisting(ctx context.Context, c *cli.Context) (*sqlite.Store, error) {
 // the data directory: fn gets it open, with a context that ends on SIGINT
 // or SIGTERM, and it is closed (and its WAL checkpointed) afterwards.
 func onExisting(fn func(ctx context.Context, c *cli.Context, store *sqlite.Store) error) cli.ActionFunc {
+	return onExistingKeyed(fn, nil)
+}
+
+// onExistingKeyed is onExisting with the store's relay key given by key.
+func onExistingKeyed(fn func(ctx context.Context, c *cli.Context, store *sqlite.Store) error,
+	key func(*cli.Context, config.Config) (string, error)) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		store, err := openExisting(ctx, c)
+		store, err := openExisting(ctx, c, key)
 		if err != nil {
 			return err
 		}
@@ -283,14 +297,35 @@ func progressLine(done, total int64, lines int, elapsed time.Duration) string {
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "verify the database: SQLite integrity, thread counters, tag index; exit 1 when anything is wrong",
+		Usage:     "verify the database: SQLite integrity, thread counters, tag index, group state signed by the relay key; exit 1 when anything is wrong",
 		UsageText: "buzz-lite check [--repair]",
 		Before:    argsBetween(0, 0, ""),
 		Flags: append(commonFlags(),
-			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, in one transaction"},
+			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, and sign the group state with the relay key, in one transaction"},
 		),
-		Action: onExisting(check),
+		Action: onExistingKeyed(check, checkKey),
 	}
+}
+
+// relayKeyFile is where the relay key of cfg's data directory is kept.
+func relayKeyFile(cfg config.Config) string {
+	if cfg.Relay.KeyFile != "" {
+		return cfg.Relay.KeyFile
+	}
+	return filepath.Join(cfg.Storage.DataDir, "relay.key")
+}
+
+// checkKey is the relay key check holds the group state to: the data
+// directory's, which serve signs with (RL-21). Without one, check only
+// reports (every group state is then signed by another key), and
+// check --repair creates it as serve would, to sign with.
+func checkKey(c *cli.Context, cfg config.Config) (string, error) {
+	if !c.Bool("repair") {
+		if _, err := os.Stat(relayKeyFile(cfg)); errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+	}
+	return relayKey(cfg, newLogger(cfg))
 }
 
 func backfillCommand() *cli.Command {
@@ -312,33 +347,42 @@ func check(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 	if err != nil {
 		return err
 	}
+	out := c.App.Writer
 	for _, line := range rep.Integrity {
-		fmt.Println("integrity:", line)
+		fmt.Fprintln(out, "integrity:", line)
 	}
 	if rep.ForeignKeys > 0 {
-		fmt.Printf("foreign keys: %d rows point nowhere\n", rep.ForeignKeys)
+		fmt.Fprintf(out, "foreign keys: %s point nowhere\n", plural(rep.ForeignKeys, "row", "rows"))
 	}
 	for i, line := range rep.Counters {
 		if i == maxListed {
-			fmt.Printf("counters: ... and %d more\n", len(rep.Counters)-maxListed)
+			fmt.Fprintf(out, "counters: ... and %d more\n", len(rep.Counters)-maxListed)
 			break
 		}
-		fmt.Println("counters:", line)
+		fmt.Fprintln(out, "counters:", line)
 	}
 	if rep.MissingTags > 0 || rep.ExtraTags > 0 {
-		fmt.Printf("tag index: %d rows missing, %d rows that no event calls for\n", rep.MissingTags, rep.ExtraTags)
+		fmt.Fprintf(out, "tag index: %s missing, %s that no event calls for\n",
+			plural(rep.MissingTags, "row", "rows"), plural(rep.ExtraTags, "row", "rows"))
+	}
+	for i, line := range rep.GroupState {
+		if i == maxListed {
+			fmt.Fprintf(out, "group state: ... and %d more\n", len(rep.GroupState)-maxListed)
+			break
+		}
+		fmt.Fprintln(out, "group state:", line)
 	}
 	switch {
 	case rep.OK():
-		fmt.Println("ok")
+		fmt.Fprintln(out, "ok")
 		return nil
 	case rep.Repaired && len(rep.Integrity) == 0 && rep.ForeignKeys == 0:
-		fmt.Println("repaired")
+		fmt.Fprintln(out, "repaired")
 		return nil
 	case rep.Repaired:
-		return errors.New("counters and tag index repaired; the file itself is damaged: restore a backup")
+		return errors.New("counters, tag index and group state repaired; the file itself is damaged: restore a backup")
 	}
-	return errors.New("check found problems (run with --repair to fix counters and tag index)")
+	return errors.New("check found problems (run with --repair to fix counters, tag index and group state)")
 }
 
 func backfill(ctx context.Context, c *cli.Context, store *sqlite.Store) error {

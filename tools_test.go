@@ -324,3 +324,74 @@ func TestUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// groupStateSigners counts the group state (39000-39003) of the data
+// directory dir by signer.
+func groupStateSigners(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, err := s.Query(context.Background(), nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}}, buzz.Anonymous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ev := range evs {
+		out[ev.PubKey]++
+	}
+	return out
+}
+
+// Issue 14, RL-11, RL-21: moving a community by export and import signs
+// its group state with the new data directory's relay key; copying the
+// old relay.key in afterwards is found by check (exit non-zero) and
+// check --repair signs the state with the key now in the directory.
+func TestMoveThenCopyRelayKey(t *testing.T) {
+	old, _ := toolData(t)
+	dump := filepath.Join(t.TempDir(), "dump.jsonl")
+	if _, err := runApp("export", "--data", old, "-o", dump); err != nil {
+		t.Fatal(err)
+	}
+	moved := t.TempDir()
+	if _, err := runApp("import", "--data", moved, dump); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(moved, "relay.key")
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPK, _ := nostr.GetPublicKey(strings.TrimSpace(string(b)))
+	if got := groupStateSigners(t, moved); got[newPK] != 6 || len(got) != 1 {
+		t.Fatalf("group state after the import: %v, want 6 by the data directory's key %s", got, newPK)
+	}
+	if out, err := runApp("check", "--data", moved); err != nil || out != "ok\n" {
+		t.Fatalf("check after the import: %q, %v", out, err)
+	}
+
+	oldKey := nostr.GeneratePrivateKey()
+	oldPK, _ := nostr.GetPublicKey(oldKey)
+	if err := os.WriteFile(keyFile, []byte(oldKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runApp("check", "--data", moved)
+	if err == nil || !strings.Contains(err.Error(), "group state") {
+		t.Fatalf("check with the old key copied in: %v", err)
+	}
+	if want := "group state: kind 39000 of channel 11111111-1111-4111-8111-111111111111 is signed by " + newPK +
+		", not by the relay key " + oldPK + "\n"; !strings.HasPrefix(out, want) {
+		t.Fatalf("check said %q, want it to begin with %q", out, want)
+	}
+	if out, err := runApp("check", "--data", moved, "--repair"); err != nil || !strings.HasSuffix(out, "repaired\n") {
+		t.Fatalf("check --repair: %q, %v", out, err)
+	}
+	if got := groupStateSigners(t, moved); got[oldPK] != 6 || len(got) != 1 {
+		t.Fatalf("group state after the repair: %v, want 6 by the relay key %s", got, oldPK)
+	}
+	if out, err := runApp("check", "--data", moved); err != nil || out != "ok\n" {
+		t.Fatalf("check after the repair: %q, %v", out, err)
+	}
+}
