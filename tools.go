@@ -147,7 +147,7 @@ func export(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 		}
 	}
 	if isTerminal(os.Stderr) {
-		fmt.Fprintf(os.Stderr, "exported %d events in %s\n", n, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "exported %s in %s\n", plural(n, "event", "events"), time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -285,7 +285,7 @@ func plural[N int | int64](n N, one, many string) string {
 // far, how fast, and how long still when the total is known.
 func progressLine(done, total int64, lines int, elapsed time.Duration) string {
 	rate := float64(lines) / max(elapsed.Seconds(), 0.001)
-	s := fmt.Sprintf("\r%d lines, %.0f/s", lines, rate)
+	s := fmt.Sprintf("\r%s, %.0f/s", plural(lines, "line", "lines"), rate)
 	if total > 0 && done > 0 {
 		frac := float64(done) / float64(total)
 		eta := time.Duration(float64(elapsed) * (1 - frac) / frac).Round(time.Second)
@@ -390,6 +390,7 @@ func backfill(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d messages classified, %d still without their parent or breaking a thread rule\n", res.Classified, res.Waiting)
+	fmt.Fprintf(c.App.Writer, "%s classified, %d still without their parent or breaking a thread rule\n",
+		plural(res.Classified, "message", "messages"), res.Waiting)
 	return nil
 }

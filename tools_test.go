@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -239,6 +240,10 @@ func TestImportExitCode(t *testing.T) {
 	s.Close()
 	if err != nil || len(got) != 2 {
 		t.Fatalf("stored %d messages (%v), want the 2 good ones", len(got), err)
+	}
+
+	if p := progressLine(10, 0, 1, time.Second); !strings.HasPrefix(p, "\r1 line, 1/s") {
+		t.Errorf("progress %q", p)
 	}
 
 	_, err = runApp("import", "--data", t.TempDir(), "--strict", jsonLines(t, good[:1], "not json", "nor this"))
