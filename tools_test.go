@@ -339,15 +339,8 @@ func groupStateSigners(t *testing.T, dir string) map[string]int {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	evs, err := s.Query(context.Background(), nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}}, buzz.Anonymous)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int{}
-	for _, ev := range evs {
-		out[ev.PubKey]++
-	}
-	return out
+	query := func(f nostr.Filter) ([]*nostr.Event, error) { return s.Query(context.Background(), f, buzz.Anonymous) }
+	return testutil.Signers(t, query, nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}})
 }
 
 // Issue 14, RL-11, RL-21: moving a community by export and import signs

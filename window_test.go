@@ -142,13 +142,10 @@ func wnWait(t *testing.T, buf *wnSyncBuffer, want string) {
 	}
 }
 
-// Issue 5, CL-4: `window --follow` prints the timeline, then the channel's
-// new messages as they arrive, from their own subscription, authenticating
-// for a private channel, until interrupted.
-func TestWindowFollow(t *testing.T) {
-	url, store := wnServe(t)
-	owner := testutil.NewSigner(t)
-	const ch = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+// wnPrivateChannel makes owner create the private channel ch and post
+// "before" in it.
+func wnPrivateChannel(t *testing.T, store *sqlite.Store, owner testutil.Signer, ch string) {
+	t.Helper()
 	for _, ev := range []*nostr.Event{
 		owner.Event(t, 9007, time.Now().Unix()-10, "", nostr.Tag{"h", ch}, nostr.Tag{"private"}),
 		owner.Event(t, 9, time.Now().Unix()-5, "before", nostr.Tag{"h", ch}),
@@ -157,6 +154,16 @@ func TestWindowFollow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Issue 5, CL-4: `window --follow` prints the timeline, then the channel's
+// new messages as they arrive, from their own subscription, authenticating
+// for a private channel, until interrupted.
+func TestWindowFollow(t *testing.T) {
+	url, store := wnServe(t)
+	owner := testutil.NewSigner(t)
+	const ch = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
+	wnPrivateChannel(t, store, owner, ch)
 	app := newApp()
 	out, errOut := &wnSyncBuffer{}, &wnSyncBuffer{}
 	app.Writer, app.ErrWriter = out, errOut
@@ -208,14 +215,7 @@ func TestWindowPrivateChannel(t *testing.T) {
 	url, store := wnServe(t)
 	owner := testutil.NewSigner(t)
 	const private = "5d4c3b2a-1f0e-4d9c-8b7a-695847362514"
-	for _, ev := range []*nostr.Event{
-		owner.Event(t, 9007, time.Now().Unix()-10, "", nostr.Tag{"h", private}, nostr.Tag{"private"}),
-		owner.Event(t, 9, time.Now().Unix()-5, "secret", nostr.Tag{"h", private}),
-	} {
-		if err := store.Ingest(context.Background(), ev); err != nil {
-			t.Fatal(err)
-		}
-	}
+	wnPrivateChannel(t, store, owner, private)
 	for _, ch := range []string{private, "0a0b0c0d-0000-4000-8000-00000000abcd"} {
 		app := newApp()
 		var out, errOut bytes.Buffer

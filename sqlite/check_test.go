@@ -112,15 +112,8 @@ func TestCheckAndRepair(t *testing.T) {
 // signer.
 func ckGroupStateSigners(t *testing.T, s *Store) map[string]int {
 	t.Helper()
-	evs, err := s.Query(context.Background(), nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}}, buzz.Anonymous)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]int{}
-	for _, ev := range evs {
-		out[ev.PubKey]++
-	}
-	return out
+	query := func(f nostr.Filter) ([]*nostr.Event, error) { return s.Query(context.Background(), f, buzz.Anonymous) }
+	return testutil.Signers(t, query, nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}})
 }
 
 // Issue 14, RL-11, RL-21: group state imported under one relay key and
