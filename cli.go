@@ -27,14 +27,15 @@ func (a buzzApp) RunContext(ctx context.Context, args []string) error {
 // withUsage makes app answer mistakes in its command lines with a short
 // usage line.
 func withUsage(app *cli.App) buzzApp {
+	usage := fmt.Sprintf("usage: %s COMMAND [options] [arguments] (see %[1]s --help)", app.Name)
 	app.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-		return fmt.Errorf("%w\nusage: %s COMMAND [options] [arguments] (see %[2]s --help)", err, app.Name)
+		return fmt.Errorf("%w\n%s", err, usage)
 	}
 	// Without an action the root answers an unknown command with its help
 	// topic lookup ("No help topic for ...") and exit status 3.
 	app.Action = func(c *cli.Context) error {
 		if c.NArg() > 0 {
-			return fmt.Errorf("unknown command %q\nusage: %s COMMAND [options] [arguments] (see %[2]s --help)", c.Args().First(), app.Name)
+			return fmt.Errorf("unknown command %q\n%s", c.Args().First(), usage)
 		}
 		return cli.ShowAppHelp(c)
 	}
