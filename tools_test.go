@@ -316,6 +316,8 @@ func TestUsageErrors(t *testing.T) {
 			"usage: buzz-lite import [--strict] [--no-verify] [FILE|-] (see buzz-lite import --help)"},
 		{[]string{"nosuch"}, "unknown command \"nosuch\"\n" +
 			"usage: buzz-lite COMMAND [options] [arguments] (see buzz-lite --help)"},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus\n" +
+			"usage: buzz-lite COMMAND [options] [arguments] (see buzz-lite --help)"},
 	} {
 		app := newApp()
 		var out, errOut strings.Builder
