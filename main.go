@@ -36,8 +36,8 @@ func main() {
 	}
 }
 
-func newApp() *cli.App {
-	return &cli.App{
+func newApp() buzzApp {
+	return withUsage(&cli.App{
 		Name:    "buzz-lite",
 		Usage:   "a single-binary nostr relay for threaded group chat",
 		Version: version,
@@ -51,7 +51,7 @@ func newApp() *cli.App {
 			windowCommand(),
 			benchCommand(),
 		},
-	}
+	})
 }
 
 // commonFlags are taken by every command (RL-25).
@@ -104,10 +104,7 @@ func newLogger(cfg config.Config) *slog.Logger {
 
 // relayKey loads the relay identity key, creating it on first use (RL-21).
 func relayKey(cfg config.Config, log *slog.Logger) (string, error) {
-	keyFile := cfg.Relay.KeyFile
-	if keyFile == "" {
-		keyFile = filepath.Join(cfg.Storage.DataDir, "relay.key")
-	}
+	keyFile := relayKeyFile(cfg)
 	key, created, err := relay.LoadOrCreateKey(keyFile)
 	if err != nil {
 		return "", err

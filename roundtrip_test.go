@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -27,7 +28,13 @@ func TestRoundTripWindowsThreadsAndREQ(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := t.TempDir()
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, dbFile), Schema: schema, RelayKey: nostr.GeneratePrivateKey()})
+	// The data directory keeps the key that signs its group state, as
+	// serve's does: check holds the state to it.
+	key := nostr.GeneratePrivateKey()
+	if err := os.WriteFile(filepath.Join(src, "relay.key"), []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, dbFile), Schema: schema, RelayKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}

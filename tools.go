@@ -15,6 +15,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/buzz-lite/buzz-lite/config"
 	"github.com/buzz-lite/buzz-lite/importer"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -27,7 +28,8 @@ func exportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "export",
 		Usage:     "write stored events as JSON Lines (strfry/nak format), oldest first",
-		ArgsUsage: " ",
+		UsageText: "buzz-lite export [--channel H] [--since UNIX] [--until UNIX] [--kinds K,...] [--with-deleted] [-o FILE]",
+		Before:    argsBetween(0, 0, ""),
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "channel", Usage: "only this channel's events (its h tag value)"},
 			&cli.Int64Flag{Name: "since", Usage: "only events with created_at >= `UNIX`"},
@@ -44,22 +46,30 @@ func backupCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "backup",
 		Usage:     "write a consistent snapshot of the database to PATH, while the relay serves",
-		ArgsUsage: "PATH",
+		UsageText: "buzz-lite backup [--force] PATH",
 		Flags: append(commonFlags(),
 			&cli.BoolFlag{Name: "force", Usage: "overwrite PATH if it exists"},
 		),
+		Before: argsBetween(1, 1, "destination path"),
 		Action: onExisting(backup),
 	}
 }
 
 // openExisting opens the database of the data directory, refusing to create
-// one: an operator's command on a mistyped directory must say so.
-func openExisting(ctx context.Context, c *cli.Context) (*sqlite.Store, error) {
+// one: an operator's command on a mistyped directory must say so. key, if
+// set, gives the relay key the store signs group state with.
+func openExisting(ctx context.Context, c *cli.Context, key func(*cli.Context, config.Config) (string, error)) (*sqlite.Store, error) {
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := storeOptions(cfg, "")
+	sk := ""
+	if key != nil {
+		if sk, err = key(c, cfg); err != nil {
+			return nil, err
+		}
+	}
+	opts, err := storeOptions(cfg, sk)
 	if err != nil {
 		return nil, err
 	}
@@ -73,10 +83,16 @@ func openExisting(ctx context.Context, c *cli.Context) (*sqlite.Store, error) {
 // the data directory: fn gets it open, with a context that ends on SIGINT
 // or SIGTERM, and it is closed (and its WAL checkpointed) afterwards.
 func onExisting(fn func(ctx context.Context, c *cli.Context, store *sqlite.Store) error) cli.ActionFunc {
+	return onExistingKeyed(fn, nil)
+}
+
+// onExistingKeyed is onExisting with the store's relay key given by key.
+func onExistingKeyed(fn func(ctx context.Context, c *cli.Context, store *sqlite.Store) error,
+	key func(*cli.Context, config.Config) (string, error)) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		store, err := openExisting(ctx, c)
+		store, err := openExisting(ctx, c, key)
 		if err != nil {
 			return err
 		}
@@ -98,7 +114,7 @@ func export(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 		for _, k := range strings.Split(c.String("kinds"), ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(k))
 			if err != nil {
-				return fmt.Errorf("--kinds: %q is not a kind number", k)
+				return usageErr(c, fmt.Errorf("--kinds: %q is not a kind number", k))
 			}
 			f.Kinds = append(f.Kinds, n)
 		}
@@ -131,15 +147,12 @@ func export(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 		}
 	}
 	if isTerminal(os.Stderr) {
-		fmt.Fprintf(os.Stderr, "exported %d events in %s\n", n, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "exported %s in %s\n", plural(n, "event", "events"), time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
 
 func backup(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
-	if c.NArg() != 1 {
-		return errors.New("backup: want one PATH, after the flags: buzz-lite backup [--force] PATH")
-	}
 	start := time.Now()
 	if err := store.Backup(ctx, c.Args().First(), c.Bool("force")); err != nil {
 		return err
@@ -161,11 +174,12 @@ func importCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "import",
 		Usage:     "store the events of a JSON Lines file (buzz-lite/strfry export, nak dump); - or nothing reads standard input",
-		ArgsUsage: "[FILE|-]",
+		UsageText: "buzz-lite import [--strict] [--no-verify] [FILE|-]",
 		Flags: append(commonFlags(),
 			&cli.BoolFlag{Name: "no-verify", Usage: "skip id and signature checks (only for dumps you made yourself)"},
 			&cli.BoolFlag{Name: "strict", Usage: "stop at the first bad line"},
 		),
+		Before: argsBetween(0, 1, "FILE"),
 		Action: importEvents,
 	}
 }
@@ -174,9 +188,6 @@ func importCommand() *cli.Command {
 const maxReported = 100
 
 func importEvents(c *cli.Context) (err error) {
-	if c.NArg() > 1 {
-		return errors.New("import: want at most one FILE, after the flags: buzz-lite import [--strict] [--no-verify] [FILE|-]")
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	in, size := os.Stdin, int64(0)
@@ -233,12 +244,13 @@ func importEvents(c *cli.Context) (err error) {
 		fmt.Fprintln(os.Stderr)
 	}
 	if reported > maxReported {
-		fmt.Fprintf(os.Stderr, "... and %d more bad lines\n", reported-maxReported)
+		fmt.Fprintf(os.Stderr, "... and %s more\n", plural(reported-maxReported, "bad line", "bad lines"))
 	}
-	fmt.Printf("%d lines in %s: %d accepted, %d duplicate, %d replaced by a newer version, %d rejected\n",
-		sum.Lines, time.Since(start).Round(time.Millisecond), sum.Accepted, sum.Duplicate, sum.Replaced, sum.Bad())
+	out := c.App.Writer
+	fmt.Fprintf(out, "%s in %s: %d accepted, %d duplicate, %d replaced by a newer version, %d rejected\n",
+		plural(sum.Lines, "line", "lines"), time.Since(start).Round(time.Millisecond), sum.Accepted, sum.Duplicate, sum.Replaced, sum.Bad())
 	for _, reason := range sum.Reasons() {
-		fmt.Printf("  %6d  %s\n", sum.Rejected[reason], reason)
+		fmt.Fprintf(out, "  %6d  %s\n", sum.Rejected[reason], reason)
 	}
 	// Replies met before their parents were kept unclassified: classify
 	// them now that the file is in (as far as it went, after a stop).
@@ -250,16 +262,30 @@ func importEvents(c *cli.Context) (err error) {
 		return err
 	}
 	if res.Classified > 0 || res.Waiting > 0 {
-		fmt.Printf("threads: %d replies classified after the import, %d still without their parent\n", res.Classified, res.Waiting)
+		fmt.Fprintf(out, "threads: %s classified after the import, %d still without their parent\n",
+			plural(res.Classified, "reply", "replies"), res.Waiting)
+	}
+	// A file that did not go in whole is a failed import to a script
+	// (issue 14); --strict has stopped at the first bad line already.
+	if n := sum.Bad(); n > 0 {
+		return fmt.Errorf("import: %s rejected (the summary above says why)", plural(n, "line", "lines"))
 	}
 	return nil
+}
+
+// plural is n with the noun's singular or plural form.
+func plural[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // progressLine is the one-line progress display of a long command: how
 // far, how fast, and how long still when the total is known.
 func progressLine(done, total int64, lines int, elapsed time.Duration) string {
 	rate := float64(lines) / max(elapsed.Seconds(), 0.001)
-	s := fmt.Sprintf("\r%d lines, %.0f/s", lines, rate)
+	s := fmt.Sprintf("\r%s, %.0f/s", plural(lines, "line", "lines"), rate)
 	if total > 0 && done > 0 {
 		frac := float64(done) / float64(total)
 		eta := time.Duration(float64(elapsed) * (1 - frac) / frac).Round(time.Second)
@@ -271,20 +297,43 @@ func progressLine(done, total int64, lines int, elapsed time.Duration) string {
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "verify the database: SQLite integrity, thread counters, tag index; exit 1 when anything is wrong",
-		ArgsUsage: " ",
+		Usage:     "verify the database: SQLite integrity, thread counters, tag index, group state signed by the relay key; exit 1 when anything is wrong",
+		UsageText: "buzz-lite check [--repair]",
+		Before:    argsBetween(0, 0, ""),
 		Flags: append(commonFlags(),
-			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, in one transaction"},
+			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, and sign the group state with the relay key, in one transaction"},
 		),
-		Action: onExisting(check),
+		Action: onExistingKeyed(check, checkKey),
 	}
+}
+
+// relayKeyFile is where the relay key of cfg's data directory is kept.
+func relayKeyFile(cfg config.Config) string {
+	if cfg.Relay.KeyFile != "" {
+		return cfg.Relay.KeyFile
+	}
+	return filepath.Join(cfg.Storage.DataDir, "relay.key")
+}
+
+// checkKey is the relay key check holds the group state to: the data
+// directory's, which serve signs with (RL-21). Without one, check only
+// reports (every group state is then signed by another key), and
+// check --repair creates it as serve would, to sign with.
+func checkKey(c *cli.Context, cfg config.Config) (string, error) {
+	if !c.Bool("repair") {
+		if _, err := os.Stat(relayKeyFile(cfg)); errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+	}
+	return relayKey(cfg, newLogger(cfg))
 }
 
 func backfillCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "backfill",
 		Usage:     "classify channel messages stored without thread metadata whose parent is now stored",
-		ArgsUsage: " ",
+		UsageText: "buzz-lite backfill",
+		Before:    argsBetween(0, 0, ""),
 		Flags:     commonFlags(),
 		Action:    onExisting(backfill),
 	}
@@ -298,33 +347,42 @@ func check(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 	if err != nil {
 		return err
 	}
+	out := c.App.Writer
 	for _, line := range rep.Integrity {
-		fmt.Println("integrity:", line)
+		fmt.Fprintln(out, "integrity:", line)
 	}
 	if rep.ForeignKeys > 0 {
-		fmt.Printf("foreign keys: %d rows point nowhere\n", rep.ForeignKeys)
+		fmt.Fprintf(out, "foreign keys: %s point nowhere\n", plural(rep.ForeignKeys, "row", "rows"))
 	}
 	for i, line := range rep.Counters {
 		if i == maxListed {
-			fmt.Printf("counters: ... and %d more\n", len(rep.Counters)-maxListed)
+			fmt.Fprintf(out, "counters: ... and %d more\n", len(rep.Counters)-maxListed)
 			break
 		}
-		fmt.Println("counters:", line)
+		fmt.Fprintln(out, "counters:", line)
 	}
 	if rep.MissingTags > 0 || rep.ExtraTags > 0 {
-		fmt.Printf("tag index: %d rows missing, %d rows that no event calls for\n", rep.MissingTags, rep.ExtraTags)
+		fmt.Fprintf(out, "tag index: %s missing, %s that no event calls for\n",
+			plural(rep.MissingTags, "row", "rows"), plural(rep.ExtraTags, "row", "rows"))
+	}
+	for i, line := range rep.GroupState {
+		if i == maxListed {
+			fmt.Fprintf(out, "group state: ... and %d more\n", len(rep.GroupState)-maxListed)
+			break
+		}
+		fmt.Fprintln(out, "group state:", line)
 	}
 	switch {
 	case rep.OK():
-		fmt.Println("ok")
+		fmt.Fprintln(out, "ok")
 		return nil
 	case rep.Repaired && len(rep.Integrity) == 0 && rep.ForeignKeys == 0:
-		fmt.Println("repaired")
+		fmt.Fprintln(out, "repaired")
 		return nil
 	case rep.Repaired:
-		return errors.New("counters and tag index repaired; the file itself is damaged: restore a backup")
+		return errors.New("counters, tag index and group state repaired; the file itself is damaged: restore a backup")
 	}
-	return errors.New("check found problems (run with --repair to fix counters and tag index)")
+	return errors.New("check found problems (run with --repair to fix counters, tag index and group state)")
 }
 
 func backfill(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
@@ -332,6 +390,7 @@ func backfill(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d messages classified, %d still without their parent or breaking a thread rule\n", res.Classified, res.Waiting)
+	fmt.Fprintf(c.App.Writer, "%s classified, %d still without their parent or breaking a thread rule\n",
+		plural(res.Classified, "message", "messages"), res.Waiting)
 	return nil
 }

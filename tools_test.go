@@ -5,15 +5,18 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/importer"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -180,5 +183,215 @@ func TestCommandsRefuseForeignFiles(t *testing.T) {
 	}
 	if err := newApp().Run([]string{"buzz-lite", "backup", "--data", dir, filepath.Join(t.TempDir(), "b.db")}); err == nil || !strings.Contains(err.Error(), "not a buzz-lite database") {
 		t.Errorf("backup of a text file: %v", err)
+	}
+}
+
+// runApp runs the command line args with its output captured.
+func runApp(args ...string) (stdout string, err error) {
+	app := newApp()
+	var out, errOut strings.Builder
+	app.Writer, app.ErrWriter = &out, &errOut
+	err = app.Run(append([]string{"buzz-lite"}, args...))
+	return out.String(), err
+}
+
+// jsonLines writes evs and the extra lines to a file, one a line.
+func jsonLines(t *testing.T, evs []*nostr.Event, extra ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, ev := range evs {
+		b.WriteString(ev.String() + "\n")
+	}
+	for _, line := range extra {
+		b.WriteString(line + "\n")
+	}
+	return testutil.WriteFile(t, "events.jsonl", b.String())
+}
+
+// Issue 14, RL-25: import exits zero only when every line went in; with a
+// rejected line it exits non-zero, after the summary that says why, and
+// still stores the good lines; --strict stops at the first bad one.
+func TestImportExitCode(t *testing.T) {
+	a := testutil.NewSigner(t)
+	const ch = "33333333-3333-4333-8333-333333333333"
+	good := []*nostr.Event{a.Event(t, 9, 1000, "one", nostr.Tag{"h", ch}), a.Event(t, 9, 1001, "two", nostr.Tag{"h", ch})}
+
+	out, err := runApp("import", "--data", t.TempDir(), jsonLines(t, good))
+	if err != nil {
+		t.Fatalf("import of good lines only: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(out, "2 lines in ") || !strings.Contains(out, "2 accepted") {
+		t.Fatalf("summary %q", out)
+	}
+
+	dir := t.TempDir()
+	out, err = runApp("import", "--data", dir, jsonLines(t, good, "not json"))
+	if err == nil || err.Error() != "import: 1 line rejected (the summary above says why)" {
+		t.Fatalf("import with a bad line: %v", err)
+	}
+	if !strings.Contains(out, "2 accepted") || !strings.Contains(out, "1 rejected") {
+		t.Fatalf("summary %q", out)
+	}
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Query(context.Background(), nostr.Filter{Kinds: []int{9}}, buzz.Anonymous)
+	s.Close()
+	if err != nil || len(got) != 2 {
+		t.Fatalf("stored %d messages (%v), want the 2 good ones", len(got), err)
+	}
+
+	if p := progressLine(10, 0, 1, time.Second); !strings.HasPrefix(p, "\r1 line, 1/s") {
+		t.Errorf("progress %q", p)
+	}
+
+	_, err = runApp("import", "--data", t.TempDir(), "--strict", jsonLines(t, good[:1], "not json", "nor this"))
+	if !errors.Is(err, importer.ErrStrict) || !strings.Contains(err.Error(), "line 2:") {
+		t.Fatalf("import --strict: %v", err)
+	}
+}
+
+// Issue 14: flags are taken after the arguments too, a flag that takes a
+// value keeps it, and "--" ends the flags.
+func TestFlagsFirst(t *testing.T) {
+	app := newApp().App
+	for _, tc := range []struct{ in, want string }{
+		{"backup /b.db --force", "backup --force -- /b.db"},
+		{"backup /b.db --data /d --force", "backup --data /d --force -- /b.db"},
+		{"export -o /out --channel c --data /d", "export -o /out --channel c --data /d"},
+		{"export --kinds=9,7 --data /d", "export --kinds=9,7 --data /d"},
+		{"import - --strict --data /d", "import --strict --data /d -- -"},
+		{"import --data /d -- --odd-name --strict", "import --data /d -- --odd-name --strict"},
+		{"import f.jsonl --no-verify -- g", "import --no-verify -- f.jsonl g"},
+		{"--help", "--help"},
+		{"nosuch a --b", "nosuch a --b"},
+	} {
+		got := strings.Join(flagsFirst(app, append([]string{"buzz-lite"}, strings.Fields(tc.in)...))[1:], " ")
+		if got != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Issue 14: backup, export and import take their flags after their
+// arguments as before them.
+func TestFlagsAfterArguments(t *testing.T) {
+	dir, _ := toolData(t)
+	bk := filepath.Join(t.TempDir(), "snap.db")
+	if _, err := runApp("backup", bk, "--data", dir); err != nil {
+		t.Fatalf("backup PATH --data DIR: %v", err)
+	}
+	if _, err := runApp("backup", bk, "--data", dir, "--force"); err != nil {
+		t.Fatalf("backup PATH --data DIR --force: %v", err)
+	}
+	out := filepath.Join(t.TempDir(), "dump.jsonl")
+	if _, err := runApp("export", "-o", out, "--kinds", "9", "--data", dir); err != nil {
+		t.Fatalf("export: %v", err)
+	}
+	if _, err := runApp("import", out, "--data", t.TempDir()); err != nil {
+		t.Fatalf("import FILE --data DIR: %v", err)
+	}
+	bad := testutil.WriteFile(t, "bad.jsonl", "not json\nnor this\n")
+	if _, err := runApp("import", bad, "--data", t.TempDir(), "--strict"); !errors.Is(err, importer.ErrStrict) {
+		t.Fatalf("import FILE --strict did not stop at the first bad line: %v", err)
+	}
+}
+
+// Issue 14: a mistake in the command line is answered by the error first,
+// then the command's one-line synopsis, and not by the whole help.
+func TestUsageErrors(t *testing.T) {
+	dir, _ := toolData(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backup", "--data", dir}, "backup: missing destination path\n" +
+			"usage: buzz-lite backup [--force] PATH (see buzz-lite backup --help)"},
+		{[]string{"window", "--relay", "ws://127.0.0.1:1"}, "window: missing --channel\n" +
+			"usage: buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json] (see buzz-lite window --help)"},
+		{[]string{"check", "--data", dir, "--bogus"}, "check: flag provided but not defined: -bogus\n" +
+			"usage: buzz-lite check [--repair] (see buzz-lite check --help)"},
+		{[]string{"import", "a", "b"}, "import: unexpected argument \"b\"\n" +
+			"usage: buzz-lite import [--strict] [--no-verify] [FILE|-] (see buzz-lite import --help)"},
+		{[]string{"nosuch"}, "unknown command \"nosuch\"\n" +
+			"usage: buzz-lite COMMAND [options] [arguments] (see buzz-lite --help)"},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus\n" +
+			"usage: buzz-lite COMMAND [options] [arguments] (see buzz-lite --help)"},
+	} {
+		app := newApp()
+		var out, errOut strings.Builder
+		app.Writer, app.ErrWriter = &out, &errOut
+		err := app.Run(append([]string{"buzz-lite"}, tc.args...))
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%v: error %q, want %q", tc.args, err, tc.want)
+		}
+		if out.Len() > 0 || errOut.Len() > 0 {
+			t.Errorf("%v printed more than the error:\n%s%s", tc.args, out.String(), errOut.String())
+		}
+	}
+}
+
+// groupStateSigners counts the group state (39000-39003) of the data
+// directory dir by signer.
+func groupStateSigners(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	query := func(f nostr.Filter) ([]*nostr.Event, error) { return s.Query(context.Background(), f, buzz.Anonymous) }
+	return testutil.Signers(t, query, nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}})
+}
+
+// Issue 14, RL-11, RL-21: moving a community by export and import signs
+// its group state with the new data directory's relay key; copying the
+// old relay.key in afterwards is found by check (exit non-zero) and
+// check --repair signs the state with the key now in the directory.
+func TestMoveThenCopyRelayKey(t *testing.T) {
+	old, _ := toolData(t)
+	dump := filepath.Join(t.TempDir(), "dump.jsonl")
+	if _, err := runApp("export", "--data", old, "-o", dump); err != nil {
+		t.Fatal(err)
+	}
+	moved := t.TempDir()
+	if _, err := runApp("import", "--data", moved, dump); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(moved, "relay.key")
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPK, _ := nostr.GetPublicKey(strings.TrimSpace(string(b)))
+	if got := groupStateSigners(t, moved); got[newPK] != 6 || len(got) != 1 {
+		t.Fatalf("group state after the import: %v, want 6 by the data directory's key %s", got, newPK)
+	}
+	if out, err := runApp("check", "--data", moved); err != nil || out != "ok\n" {
+		t.Fatalf("check after the import: %q, %v", out, err)
+	}
+
+	oldKey := nostr.GeneratePrivateKey()
+	oldPK, _ := nostr.GetPublicKey(oldKey)
+	if err := os.WriteFile(keyFile, []byte(oldKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runApp("check", "--data", moved)
+	if err == nil || !strings.Contains(err.Error(), "group state") {
+		t.Fatalf("check with the old key copied in: %v", err)
+	}
+	if want := "group state: kind 39000 of channel 11111111-1111-4111-8111-111111111111 is signed by " + newPK +
+		", not by the relay key " + oldPK + "\n"; !strings.HasPrefix(out, want) {
+		t.Fatalf("check said %q, want it to begin with %q", out, want)
+	}
+	if out, err := runApp("check", "--data", moved, "--repair"); err != nil || !strings.HasSuffix(out, "repaired\n") {
+		t.Fatalf("check --repair: %q, %v", out, err)
+	}
+	if got := groupStateSigners(t, moved); got[oldPK] != 6 || len(got) != 1 {
+		t.Fatalf("group state after the repair: %v, want 6 by the relay key %s", got, oldPK)
+	}
+	if out, err := runApp("check", "--data", moved); err != nil || out != "ok\n" {
+		t.Fatalf("check after the repair: %q, %v", out, err)
 	}
 }

@@ -26,15 +26,27 @@ func windowCommand() *cli.Command {
 		Name:      "window",
 		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
 		UsageText: "buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json]",
-		Flags: append(commonFlags(),
-			&cli.StringFlag{Name: "relay", Required: true, Usage: "ws:// or wss:// URL of the relay"},
-			&cli.StringFlag{Name: "channel", Required: true, Usage: "the channel (a UUID)"},
+		// A client of a relay: no --config or --data, which name a data
+		// directory.
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required)"},
+			&cli.StringFlag{Name: "channel", Usage: "the channel (a UUID; required)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): NIP-98 for private channels"},
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
 			&cli.BoolFlag{Name: "all", Usage: "every page down to the oldest, not only the newest"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object a row instead of text"},
 			&cli.BoolFlag{Name: "follow", Usage: "then print new messages as they arrive, until interrupted"},
-		),
+		},
+		// Not urfave's Required, which prints the whole help before the
+		// error.
+		Before: func(c *cli.Context) error {
+			for _, name := range []string{"relay", "channel"} {
+				if !c.IsSet(name) {
+					return usageErr(c, fmt.Errorf("missing --%s", name))
+				}
+			}
+			return argsBetween(0, 0, "")(c)
+		},
 		Action: window,
 	}
 }
@@ -58,15 +70,15 @@ type windowRow struct {
 func window(c *cli.Context) error {
 	ch, ok := nipcw.ParseUUID(c.String("channel"))
 	if !ok {
-		return fmt.Errorf("--channel: %q is not a UUID", c.String("channel"))
+		return usageErr(c, fmt.Errorf("--channel: %q is not a UUID", c.String("channel")))
 	}
 	key, err := secretKey(c.String("key"))
 	if err != nil {
-		return err
+		return usageErr(c, err)
 	}
 	limit := c.Int("limit")
 	if limit < 1 || limit > nipcw.MaxWindowLimit {
-		return fmt.Errorf("--limit: want 1 to %d, got %d", nipcw.MaxWindowLimit, limit)
+		return usageErr(c, fmt.Errorf("--limit: want 1 to %d, got %d", nipcw.MaxWindowLimit, limit))
 	}
 	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -86,14 +98,16 @@ func window(c *cli.Context) error {
 		}
 		return nil
 	})
+	var closed *client.ClosedError
+	if key == "" && errors.As(err, &closed) && closed.AuthRequired() {
+		// Private and nonexistent channels answer alike (CW-3, RL-13); how
+		// the client came to ask is of no help to its reader.
+		return fmt.Errorf("channel %s is private or does not exist: give --key to read it as a member", ch)
+	}
 	if path.Kind == client.PathFallback {
 		fmt.Fprintf(c.App.ErrWriter, "read through standard filters: %s\n", path.Reason)
 	} else if path.Kind == client.PathWindow {
-		fmt.Fprintf(c.App.ErrWriter, "read through the channel window (%d pages)\n", path.WindowPages)
-	}
-	if err != nil && key == "" && strings.Contains(err.Error(), "auth-required: ") {
-		// Private and nonexistent channels answer alike (CW-3, RL-13).
-		return fmt.Errorf("channel %s does not exist, or is private: give --key to read it as a member (%w)", ch, err)
+		fmt.Fprintf(c.App.ErrWriter, "read through the channel window (%s)\n", plural(path.WindowPages, "page", "pages"))
 	}
 	if err != nil || !c.Bool("follow") {
 		return err
@@ -172,10 +186,10 @@ func printRow(w io.Writer, row windowRow, asJSON bool) error {
 	}
 	var marks []string
 	if row.Replies > 0 {
-		marks = append(marks, fmt.Sprintf("%d replies", row.Replies))
+		marks = append(marks, plural(row.Replies, "reply", "replies"))
 	}
 	if row.Reactions > 0 {
-		marks = append(marks, fmt.Sprintf("%d reactions", row.Reactions))
+		marks = append(marks, plural(row.Reactions, "reaction", "reactions"))
 	}
 	if row.Edited {
 		marks = append(marks, "edited")

@@ -187,6 +187,24 @@ func (e *HTTPError) Error() string {
 	return fmt.Sprintf("client: /query: HTTP %d: %s", e.Status, e.Message)
 }
 
+// ClosedError is a subscription the relay closed (NIP-01 CLOSED).
+type ClosedError struct {
+	// Where is the read that was refused: "websocket" for the fallback's
+	// pages, "live" for the tail.
+	Where string
+	// Reason is the relay's machine-readable reason ("auth-required: ...").
+	Reason string
+}
+
+func (e *ClosedError) Error() string {
+	return fmt.Sprintf("client: %s: subscription closed: %s", e.Where, e.Reason)
+}
+
+// AuthRequired reports whether the relay wants authentication first: the
+// answer, to a reader without a key, of a private channel and of one that
+// does not exist alike (RL-13).
+func (e *ClosedError) AuthRequired() bool { return strings.HasPrefix(e.Reason, "auth-required: ") }
+
 // Page fetches one window page of channel at cursor (nil: the head) with
 // limit rows at most (the relay clamps it to 1..200, CW-4) and validates
 // it against the channel, the cursor sent and the relay key (CL-2, CL-3).

@@ -128,7 +128,7 @@ func (w *wsConn) req(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error
 				}
 				continue
 			}
-			return nil, fmt.Errorf("client: websocket: subscription closed: %s", reason)
+			return nil, &ClosedError{Where: "websocket", Reason: reason}
 		}
 	}
 }

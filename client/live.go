@@ -68,7 +68,7 @@ func (c *Client) Follow(ctx context.Context, channel string, since int64, fn fun
 				_ = json.Unmarshal(msg[2], &reason)
 			}
 			if !strings.HasPrefix(reason, "auth-required: ") || w.key == "" || w.authed {
-				return fmt.Errorf("client: live: subscription closed: %s", reason)
+				return &ClosedError{Where: "live", Reason: reason}
 			}
 			if err := w.authenticate(ctx); err != nil {
 				return err

@@ -21,13 +21,17 @@ type CheckReport struct {
 	// MissingTags and ExtraTags count tag index rows missing for an event,
 	// and rows no event has (RL-3).
 	MissingTags, ExtraTags int
+	// GroupState lists the group state events (39000-39003) that the
+	// relay key did not sign (RL-11, RL-21).
+	GroupState []string
 	// Repaired is set when Check was asked to repair and did.
 	Repaired bool
 }
 
 // OK reports whether nothing is wrong.
 func (r CheckReport) OK() bool {
-	return len(r.Integrity) == 0 && r.ForeignKeys == 0 && len(r.Counters) == 0 && r.MissingTags == 0 && r.ExtraTags == 0
+	return len(r.Integrity) == 0 && r.ForeignKeys == 0 && len(r.Counters) == 0 && r.MissingTags == 0 && r.ExtraTags == 0 &&
+		len(r.GroupState) == 0
 }
 
 // counterFix names an event whose counters repair recomputes.
@@ -36,10 +40,11 @@ type counterFix struct {
 }
 
 // Check verifies the database: SQLite's integrity and foreign key checks,
-// then every thread counter against the subtree it counts and every tag
-// index row against the events' tags. With repair, what is wrong in the
-// counters and the tag index is made right in one transaction (a damaged
-// file is beyond repair here: restore a backup). Check reads one snapshot
+// then every thread counter against the subtree it counts, every tag
+// index row against the events' tags, and that the store's relay key
+// signed the group state. With repair, what is wrong in the counters, the
+// tag index and the group state is made right in one transaction (a
+// damaged file is beyond repair here: restore a backup). Check reads one snapshot
 // and never holds the writer while it reads, so the relay keeps serving.
 func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	var rep CheckReport
@@ -76,6 +81,9 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		if fixes, err = checkCounters(ctx, tx, &rep); err != nil {
 			return err
 		}
+		if err := checkGroupState(ctx, tx, s.pubkey, &rep); err != nil {
+			return err
+		}
 		if missing, err = checkTags(ctx, tx, &rep); err != nil || !repair || rep.ExtraTags == 0 {
 			return err
 		}
@@ -89,6 +97,11 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	// keeps serving): every fix is computed again inside the repair's own
 	// transaction, from what is stored at that moment.
 	err = s.writer.do(ctx, func(w *writeTx) error {
+		if len(rep.GroupState) > 0 {
+			if err := s.dropForeignGroupState(w); err != nil {
+				return err
+			}
+		}
 		for _, f := range fixes {
 			c, err := w.subtreeCounters(f.seq)
 			if err != nil {
@@ -265,6 +278,35 @@ func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, erro
 		}
 	}
 	return want, nil
+}
+
+// checkGroupState lists the group state in force that pubkey, the relay
+// key, did not sign: all of it when the store has no relay key.
+func checkGroupState(ctx context.Context, tx *sql.Tx, pubkey string, rep *CheckReport) error {
+	key, _ := hex.DecodeString(pubkey)
+	rows, err := tx.QueryContext(ctx, `SELECT kind, coalesce(dtag, ''), pubkey FROM events INDEXED BY events_kind
+		WHERE `+foreignGroupState+` ORDER BY dtag, kind`, key)
+	if err != nil {
+		return fmt.Errorf("check group state: %w", err)
+	}
+	defer rows.Close()
+	want := "the relay key " + pubkey
+	if pubkey == "" {
+		want = "a relay key (there is none)"
+	}
+	for rows.Next() {
+		var kind int
+		var d string
+		var signer []byte
+		if err := rows.Scan(&kind, &d, &signer); err != nil {
+			return fmt.Errorf("check group state: %w", err)
+		}
+		rep.GroupState = append(rep.GroupState, fmt.Sprintf("kind %d of channel %s is signed by %x, not by %s", kind, d, signer, want))
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check group state: %w", err)
+	}
+	return nil
 }
 
 func nullString(v sql.NullInt64) string {

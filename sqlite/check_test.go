@@ -8,6 +8,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -104,5 +105,79 @@ func TestCheckAndRepair(t *testing.T) {
 	}
 	if !slices.Equal(imState(t, s), wantState) || !slices.Equal(ckTagRows(t, s), wantTags) {
 		t.Fatal("repair did not restore what ingest had built")
+	}
+}
+
+// ckGroupStateSigners counts the group state in force (39000-39003) by
+// signer.
+func ckGroupStateSigners(t *testing.T, s *Store) map[string]int {
+	t.Helper()
+	query := func(f nostr.Filter) ([]*nostr.Event, error) { return s.Query(context.Background(), f, buzz.Anonymous) }
+	return testutil.Signers(t, query, nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}})
+}
+
+// Issue 14, RL-11, RL-21: group state imported under one relay key and
+// served under another is a finding of check; check --repair removes it
+// and signs the channels' state with the store's key, after which check
+// is clean; a store without a key reports the state and cannot repair it.
+func TestCheckGroupStateSigner(t *testing.T) {
+	ctx := context.Background()
+	keyA, keyB := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
+	pkA, _ := nostr.GetPublicKey(keyA)
+	pkB, _ := nostr.GetPublicKey(keyB)
+	path := chPath(t)
+	s := chOpen(t, path, Options{RelayKey: keyA})
+	owner := testutil.NewSigner(t)
+	chans := []string{"55555555-5555-4555-8555-555555555555", "66666666-6666-4666-8666-666666666666"}
+	var evs []*nostr.Event
+	for i, ch := range chans {
+		evs = append(evs, owner.Event(t, 9007, int64(1000+i), "", nostr.Tag{"h", ch}),
+			owner.Event(t, 9, int64(1010+i), "hello", nostr.Tag{"h", ch}))
+	}
+	if _, err := s.ImportBatch(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RenewGroupState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ckGroupStateSigners(t, s); got[pkA] != 6 || len(got) != 1 {
+		t.Fatalf("group state after the import under key A: %v", got)
+	}
+	if rep, err := s.Check(ctx, false); err != nil || !rep.OK() {
+		t.Fatalf("check under the key that signed: %+v, %v", rep, err)
+	}
+
+	s = chReopen(t, s, Options{})
+	rep, err := s.Check(ctx, true)
+	if err == nil || len(rep.GroupState) != 6 {
+		t.Fatalf("check --repair without a relay key: %d findings, %v", len(rep.GroupState), err)
+	}
+
+	s = chReopen(t, s, Options{RelayKey: keyB})
+	rep, err = s.Check(ctx, false)
+	if err != nil || rep.OK() || len(rep.GroupState) != 6 {
+		t.Fatalf("check under key B: %+v, %v", rep, err)
+	}
+	want := "kind 39000 of channel " + chans[0] + " is signed by " + pkA + ", not by the relay key " + pkB
+	if rep.GroupState[0] != want {
+		t.Errorf("finding %q, want %q", rep.GroupState[0], want)
+	}
+	if rep, err = s.Check(ctx, true); err != nil || !rep.Repaired {
+		t.Fatalf("check --repair under key B: %+v, %v", rep, err)
+	}
+	if got := ckGroupStateSigners(t, s); got[pkB] != 6 || len(got) != 1 {
+		t.Fatalf("group state after the repair: %v", got)
+	}
+	if rep, err := s.Check(ctx, false); err != nil || !rep.OK() {
+		t.Fatalf("check after the repair: %+v, %v", rep, err)
+	}
+
+	// An import's renewal under another key replaces the state the same way.
+	s = chReopen(t, s, Options{RelayKey: keyA})
+	if err := s.RenewGroupState(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ckGroupStateSigners(t, s); got[pkA] != 6 || len(got) != 1 {
+		t.Fatalf("group state after a renewal under key A: %v", got)
 	}
 }

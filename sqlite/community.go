@@ -402,13 +402,58 @@ func groupStateEvent(ch *buzz.Channel, kind int, at int64) *nostr.Event {
 }
 
 // RenewGroupState signs and stores the group state of every channel afresh,
-// as an import does once at its end instead of after every batch.
+// as an import does once at its end instead of after every batch, and
+// removes the group state another relay key signed.
 func (s *Store) RenewGroupState(ctx context.Context) error {
 	return s.writer.do(ctx, func(tx *writeTx) error {
 		c := tx.changeCommunity()
 		for _, ch := range c.Channels() {
 			tx.stateChanged(ch.Seq)
 		}
-		return nil
+		if s.key == "" {
+			return nil
+		}
+		return s.dropForeignGroupState(tx)
 	})
+}
+
+// foreignGroupState is true of the group state (39000-39003) in force
+// that pubkey ?1 did not sign.
+const foreignGroupState = `kind BETWEEN 39000 AND 39003 AND pubkey != ?1 AND deleted_at IS NULL`
+
+const foreignGroupStateSQL = `SELECT seq FROM events INDEXED BY events_kind WHERE ` + foreignGroupState
+
+// dropForeignGroupState removes the group state the relay key did not
+// sign, and has the state of its channels signed afresh: a data directory
+// whose relay key changed (an import under a new key, then the old
+// relay.key copied in) answers with state its NIP-11 self did not sign,
+// which clients refuse (RL-11, RL-21).
+func (s *Store) dropForeignGroupState(tx *writeTx) error {
+	if s.key == "" {
+		return errors.New("group state: no relay key to sign it with")
+	}
+	pubkey, _ := hex.DecodeString(s.pubkey)
+	rows, err := tx.foreignGroupState.QueryContext(tx.ctx, pubkey)
+	if err != nil {
+		return fmt.Errorf("look up group state: %w", err)
+	}
+	seqs, err := readSeqs(rows)
+	if err != nil {
+		return fmt.Errorf("look up group state: %w", err)
+	}
+	now := s.nowUnix()
+	for _, seq := range seqs {
+		v, err := tx.bySeq(seq)
+		if err != nil {
+			return err
+		}
+		if err := tx.remove(v, now); err != nil {
+			return fmt.Errorf("remove group state #%d: %w", seq, err)
+		}
+		if v.scope.Valid && tx.community().ChannelBySeq(v.scope.Int64) != nil {
+			tx.changeCommunity()
+			tx.stateChanged(v.scope.Int64)
+		}
+	}
+	return nil
 }

@@ -25,6 +25,7 @@ type writeStmts struct {
 	updateChannel, putMember, deleteMember     *sql.Stmt
 	reactionsTo, summaryTarget, bumpWrites     *sql.Stmt
 	shortWait, longWait, checkpoint, busyWait  *sql.Stmt
+	foreignGroupState                          *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -131,6 +132,7 @@ func (s *writeStmts) list() []writeStmt {
 		// Reactions without a channel that name ?1 in an e tag: one of them
 		// may have arrived before its target (RL-8).
 		{&s.reactionsTo, `SELECT t.seq FROM tags t WHERE t.name = 'e' AND t.value = ? AND t.kind = 7`},
+		{&s.foreignGroupState, foreignGroupStateSQL},
 		{&s.summaryTarget, `SELECT e.id, c.h, e.parent IS NULL, e.row_class FROM events e JOIN channels c ON c.seq = e.channel
 			WHERE e.seq = ?`},
 	}

@@ -85,3 +85,17 @@ func WriteFile(t testing.TB, name, content string) string {
 	}
 	return path
 }
+
+// Signers counts by signer the events that query answers to f.
+func Signers(t testing.TB, query func(nostr.Filter) ([]*nostr.Event, error), f nostr.Filter) map[string]int {
+	t.Helper()
+	evs, err := query(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ev := range evs {
+		out[ev.PubKey]++
+	}
+	return out
+}
