@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -18,6 +19,8 @@ import (
 // relay's own: several relays in one process (tests) keep apart.
 type metrics struct {
 	registry *prometheus.Registry
+	// handler serves the registry as `GET /metrics`.
+	handler http.Handler
 
 	accepted     prometheus.Counter
 	rejected     *prometheus.CounterVec // by reason prefix
@@ -118,6 +121,7 @@ func (r *Relay) newMetrics() *metrics {
 		}),
 		storeCollector{r.store},
 	)
+	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorLog: metricsLog{r.log}})
 	return m
 }
 
@@ -169,17 +173,12 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descWALBytes, prometheus.GaugeValue, float64(st.WALBytes))
 }
 
-// serveMetrics is `GET /metrics` (RL-30).
-func (r *Relay) serveMetrics(w http.ResponseWriter, req *http.Request) {
-	promhttp.HandlerFor(r.metrics.registry, promhttp.HandlerOpts{ErrorLog: metricsLog{r}}).ServeHTTP(w, req)
-}
-
 // metricsLog carries promhttp's errors (a collector that failed) into the
 // relay's log.
-type metricsLog struct{ r *Relay }
+type metricsLog struct{ log *slog.Logger }
 
 func (l metricsLog) Println(v ...any) {
-	l.r.log.Error("serving /metrics", "err", strings.TrimSpace(fmt.Sprintln(v...)))
+	l.log.Error("serving /metrics", "err", strings.TrimSpace(fmt.Sprintln(v...)))
 }
 
 // readyTimeout bounds the write round trip of `GET /readyz` (RL-30).

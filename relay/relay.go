@@ -711,7 +711,7 @@ func (r *Relay) Handler() http.Handler {
 		case req.URL.Path == "/query":
 			r.serveQuery(w, req)
 		case req.URL.Path == "/metrics" && r.cfg.Metrics:
-			r.serveMetrics(w, req)
+			r.metrics.handler.ServeHTTP(w, req)
 		case req.URL.Path == "/healthz":
 			serveHealth(w, req)
 		case req.URL.Path == "/readyz":
