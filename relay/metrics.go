@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fiatjaf/khatru"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -111,10 +112,16 @@ func (r *Relay) newMetrics() *metrics {
 			Name: "buzz_lite_subscriptions",
 			Help: "Open subscriptions (REQs) of all connections.",
 		}, func() float64 {
+			// Not under connsMu: a REQ's RejectRequest hook takes connsMu
+			// under the connection's subscription lock.
 			r.connsMu.Lock()
-			defer r.connsMu.Unlock()
-			n := 0
+			conns := make([]*khatru.WebSocket, 0, len(r.conns))
 			for ws := range r.conns {
+				conns = append(conns, ws)
+			}
+			r.connsMu.Unlock()
+			n := 0
+			for _, ws := range conns {
 				n += ws.Subscriptions()
 			}
 			return float64(n)
