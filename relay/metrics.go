@@ -29,6 +29,8 @@ type metrics struct {
 	ingest       prometheus.Histogram
 	query        *prometheus.HistogramVec // by request: req, count, query
 	refusedTotal *prometheus.CounterVec   // REQ/COUNT CLOSED and /query errors, by what
+	// queryReq, queryCount and queryHTTP are query's three series.
+	queryReq, queryCount, queryHTTP prometheus.Observer
 }
 
 // The limits a rate-limit refusal names in buzz_lite_rate_limited_total.
@@ -128,6 +130,7 @@ func (r *Relay) newMetrics() *metrics {
 		}),
 		storeCollector{r.store},
 	)
+	m.queryReq, m.queryCount, m.queryHTTP = m.query.WithLabelValues("req"), m.query.WithLabelValues("count"), m.query.WithLabelValues("query")
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorLog: metricsLog{r.log}})
 	return m
 }

@@ -157,6 +157,11 @@ func TestMetrics(t *testing.T) {
 	if got := metricValue(fams, "buzz_lite_subscriptions"); got != 1 {
 		t.Errorf("subscriptions after a CLOSE and a REQ: %v, want 1", got)
 	}
+	for _, request := range []string{"req", "count"} {
+		if metricValue(fams, "buzz_lite_query_seconds", "request", request) < 1 {
+			t.Errorf("no %s in the query latency histogram", request)
+		}
+	}
 }
 
 // RL-30: with metrics off, /metrics is 404; /healthz answers 200 either

@@ -133,7 +133,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	defer out.release()
 	start := time.Now()
 	err = r.runInSlot(ctx, limited, plan, out)
-	since(r.metrics.query.WithLabelValues("query"), start)
+	since(r.metrics.queryHTTP, start)
 	switch {
 	case err == nil:
 	case errors.Is(err, errResponseTooLarge):

@@ -385,7 +385,7 @@ func (r *Relay) readChunk(ctx context.Context, ip netip.Addr, c *chunkCursor) (e
 		return nil, false, errQueryBusy
 	}
 	defer r.reads.release(ip)
-	defer since(r.metrics.query.WithLabelValues("req"), time.Now())
+	defer since(r.metrics.queryReq, time.Now())
 	evs, more, err = r.store.QueryBounded(ctx, c.filter, c.viewer, c.beforeID, chunkBytes)
 	if err == nil && more && len(evs) == 0 {
 		one := c.filter
@@ -419,7 +419,7 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 	}
 	start := time.Now()
 	n, err := r.store.Count(ctx, f, viewer(ctx))
-	since(r.metrics.query.WithLabelValues("count"), start)
+	since(r.metrics.queryCount, start)
 	r.reads.release(ip)
 	if err != nil {
 		if ctx.Err() != nil {
