@@ -131,7 +131,9 @@ func (r *Relay) newMetrics() *metrics {
 		storeCollector{r.store},
 	)
 	m.queryReq, m.queryCount, m.queryHTTP = m.query.WithLabelValues("req"), m.query.WithLabelValues("count"), m.query.WithLabelValues("query")
-	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorLog: metricsLog{r.log}})
+	// A collector that fails (the database file cannot be read) costs its
+	// own metrics, logged, not the whole scrape.
+	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorLog: metricsLog{r.log}, ErrorHandling: promhttp.ContinueOnError})
 	return m
 }
 
