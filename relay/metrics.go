@@ -28,7 +28,7 @@ type metrics struct {
 	rateLimited  *prometheus.CounterVec // by limit
 	ingest       prometheus.Histogram
 	query        *prometheus.HistogramVec // by request: req, count, query
-	refusedTotal *prometheus.CounterVec   // REQ/COUNT CLOSED and /query errors, by what
+	refusedTotal *prometheus.CounterVec   // REQ/COUNT CLOSED and /query errors, by request and reason prefix
 	// queryReq, queryCount and queryHTTP are query's three series.
 	queryReq, queryCount, queryHTTP prometheus.Observer
 }
