@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -23,9 +24,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // dbFile is the database file inside the data directory.
 const dbFile = "buzz-lite.db"
 
@@ -40,7 +38,7 @@ func newApp() buzzApp {
 	return withUsage(&cli.App{
 		Name:    "buzz-lite",
 		Usage:   "a single-binary nostr relay for threaded group chat",
-		Version: version,
+		Version: buildVersion(),
 		Commands: []*cli.Command{
 			serveCommand(),
 			exportCommand(),
@@ -97,9 +95,18 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	return cfg, cfg.Normalize()
 }
 
-func newLogger(cfg config.Config) *slog.Logger {
+// newLogger is the log of cfg on stderr.
+func newLogger(cfg config.Config) *slog.Logger { return logTo(cfg, os.Stderr) }
+
+// logTo is the log of cfg on w: its level, as text or JSON lines (RL-26,
+// RL-30).
+func logTo(cfg config.Config, w io.Writer) *slog.Logger {
 	level, _ := cfg.Log.SlogLevel() // checked by Normalize
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // relayKey loads the relay identity key, creating it on first use (RL-21).
@@ -204,19 +211,20 @@ func serve(c *cli.Context) (err error) {
 			Description: cfg.Relay.Description,
 			Contact:     cfg.Relay.Contact,
 			PubKey:      cfg.Relay.PubKey,
-			Version:     version,
+			Version:     buildVersion(),
 		},
 		URL:            cfg.Relay.URL,
 		Key:            key,
 		Limits:         cfg.Limits.Relay(),
 		TrustedProxies: cfg.Server.TrustedProxyNets(),
+		Metrics:        cfg.Server.Metrics,
 		Logger:         log,
 	}, store)
 	if err != nil {
 		return errors.Join(err, store.Close(), ln.Close())
 	}
 	log.Info("buzz-lite serving", "addr", ln.Addr().String(), "data", cfg.Storage.DataDir,
-		"self", rl.PubKey(), "version", version)
+		"self", rl.PubKey(), "version", buildVersion())
 	serveErr := rl.Serve(ctx, ln)
 	closeErr := store.Close()
 	if serveErr == nil && closeErr == nil {

@@ -51,6 +51,8 @@ type Server struct {
 	// TrustedProxies are CIDRs of reverse proxies whose X-Forwarded-For
 	// (or X-Real-IP) names the client IP (RL-28).
 	TrustedProxies []string `toml:"trusted_proxies"`
+	// Metrics serves `GET /metrics` (RL-30).
+	Metrics bool `toml:"metrics"`
 }
 
 // Storage is where the data lives and what of it is kept in memory.
@@ -192,6 +194,8 @@ func prefixes(list []string) ([]netip.Prefix, error) {
 // Log configures the structured log.
 type Log struct {
 	Level string `toml:"level"`
+	// Format is text or json (RL-30).
+	Format string `toml:"format"`
 }
 
 // Default is the embedded default: `buzz-lite serve` with no arguments
@@ -199,11 +203,11 @@ type Log struct {
 func Default() Config {
 	return Config{
 		Relay:   Relay{Name: "buzz-lite", Description: "A buzz-lite community relay"},
-		Server:  Server{Listen: "127.0.0.1:7777"},
+		Server:  Server{Listen: "127.0.0.1:7777", Metrics: true},
 		Storage: Storage{DataDir: "./buzz-lite-data", PageCache: 128},
 		Access:  Access{PublicRead: true, OpenWrite: true, CreateChannels: string(buzz.CreateByAnyone)},
 		Limits:  defaultLimits(),
-		Log:     Log{Level: "info"},
+		Log:     Log{Level: "info", Format: "text"},
 	}
 }
 
@@ -423,6 +427,9 @@ func (c *Config) Normalize() error {
 	}
 	if _, err := c.Log.SlogLevel(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		errs = append(errs, fmt.Errorf("log.format: want text or json, got %q", c.Log.Format))
 	}
 	return errors.Join(errs...)
 }

@@ -114,7 +114,7 @@ level = "debug"
 			URL:         "wss://relay.example.com",
 			Admins:      []string{envAdmin1npub, envAdmin2},
 		},
-		Server:  Server{Listen: "0.0.0.0:8080"},
+		Server:  Server{Listen: "0.0.0.0:8080", Metrics: true},
 		Storage: Storage{DataDir: "/var/lib/buzz", PageCache: def.Storage.PageCache},
 		Access:  def.Access,
 		Limits: func() Limits {
@@ -122,7 +122,7 @@ level = "debug"
 			l.MaxMessageBytes, l.MaxEventTags, l.MaxLimit = 1<<20, 100, 250
 			return l
 		}(),
-		Log: Log{Level: "debug"},
+		Log: Log{Level: "debug", Format: "text"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("env over file:\n got %+v\nwant %+v", cfg, want)
@@ -331,6 +331,7 @@ func TestNormalize(t *testing.T) {
 		{"bad trusted proxy", func(c *Config) { c.Server.TrustedProxies = []string{"proxy.local"} }, "server.trusted_proxies"},
 		{"bad blocked pubkey", func(c *Config) { c.Access.BlockedPubkeys = []string{"npub1nope"} }, "access.blocked_pubkeys"},
 		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
+		{"bad log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"}, // RL-30
 		{"empty listen", func(c *Config) { c.Server.Listen = "" }, "server.listen"},
 		{"empty data dir", func(c *Config) { c.Storage.DataDir = "" }, "storage.data_dir"},
 		{"negative page cache", func(c *Config) { c.Storage.PageCache = -1 }, "storage.page_cache"},

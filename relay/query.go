@@ -66,7 +66,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	case http.MethodPost:
 	default:
 		h.Set("Allow", "POST, OPTIONS")
-		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
+		r.queryError(w, req, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
 	// A request in flight is a connection of its client IP: one IP cannot
@@ -76,7 +76,8 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	entered := r.enterIP(ip)
 	r.connsMu.Unlock()
 	if !entered {
-		writeError(w, http.StatusTooManyRequests, errTooManyConnections)
+		r.metrics.limited(limitConnections)
+		r.queryError(w, req, http.StatusTooManyRequests, errTooManyConnections)
 		return
 	}
 	defer func() {
@@ -86,8 +87,9 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	}()
 	limited := r.cfg.Limits.limitedIP(ip)
 	if limited.IsValid() && !r.queryRate.allow(limited.String(), r.now()) {
+		r.metrics.limited(limitQueries)
 		h.Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
-		writeError(w, http.StatusTooManyRequests, errQueryRate)
+		r.queryError(w, req, http.StatusTooManyRequests, errQueryRate)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxQueryBody))
@@ -95,12 +97,12 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
-			writeError(w, http.StatusRequestEntityTooLarge, errBodyTooLarge)
+			r.queryError(w, req, http.StatusRequestEntityTooLarge, errBodyTooLarge)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			h.Set("Connection", "close")
-			writeError(w, http.StatusRequestTimeout, "request body not received in time")
+			r.queryError(w, req, http.StatusRequestTimeout, "request body not received in time")
 		default:
-			writeError(w, http.StatusBadRequest, "invalid filters: could not read the body")
+			r.queryError(w, req, http.StatusBadRequest, "invalid filters: could not read the body")
 		}
 		return
 	}
@@ -112,38 +114,41 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	}
 	pubkey, err := r.nip98.verify(req.Header.Get("Authorization"), req.Method, queryURL(req, r.publicURL()), body)
 	if err != nil {
-		writeError(w, http.StatusUnauthorized, err.Error())
+		r.queryError(w, req, http.StatusUnauthorized, err.Error())
 		return
 	}
 	filters, err := nipcw.ParseBody(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
 	plan, err := r.planQuery(filters, buzz.Viewer(pubkey))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
 	defer cancel()
 	out := &response{buf: make([]byte, 0, 64<<10), budget: r.queryMemory}
 	defer out.release()
+	start := time.Now()
 	err = r.runInSlot(ctx, limited, plan, out)
+	since(r.metrics.queryHTTP, start)
 	switch {
 	case err == nil:
 	case errors.Is(err, errResponseTooLarge):
-		writeError(w, http.StatusBadRequest, err.Error())
+		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	case errors.Is(err, errQueryBusy) && ctx.Err() == nil:
+		r.metrics.limited(limitBusy)
 		h.Set("Retry-After", "1")
-		writeError(w, http.StatusTooManyRequests, errBusy)
+		r.queryError(w, req, http.StatusTooManyRequests, errBusy)
 		return
 	default:
 		if ctx.Err() == nil {
 			r.log.Error("query failed", "err", err)
 		}
-		writeError(w, http.StatusInternalServerError, errInternal)
+		r.queryError(w, req, http.StatusInternalServerError, errInternal)
 		return
 	}
 	h.Set("Content-Type", "application/json")
@@ -482,6 +487,14 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 		return err
 	}
 	return out.events(append(overlays, ev))
+}
+
+// queryError answers a `/query` request with an error (writeError), which
+// the log tells at debug level and the metrics count (RL-30).
+func (r *Relay) queryError(w http.ResponseWriter, req *http.Request, status int, msg string) {
+	r.log.Debug("query refused", "ip", clientIP(req, r.cfg.TrustedProxies), "status", status, "reason", msg)
+	r.metrics.refusedTotal.WithLabelValues("query", reasonPrefix(msg)).Inc()
+	writeError(w, status, msg)
 }
 
 // writeError writes the error body of RL-16: {"error":"<message>"}.

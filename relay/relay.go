@@ -55,6 +55,12 @@ type Store interface {
 	Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error)
 	// Summaries reads the thread summaries of events, zero counts too.
 	Summaries(ctx context.Context, ids []string) ([]buzz.Summary, error)
+	// Ping is a write round trip through the store's writer that writes
+	// nothing; it fails when the store is closed or its writer cannot
+	// commit before ctx ends (RL-30 readiness).
+	Ping(ctx context.Context) error
+	// Stats are the store's numbers for the metrics (RL-30).
+	Stats() (buzz.StoreStats, error)
 }
 
 // Config is what the relay is told at start.
@@ -73,6 +79,8 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
 	// IP (RL-28).
 	TrustedProxies []netip.Prefix
+	// Metrics serves `GET /metrics` (RL-30); off, it answers 404.
+	Metrics bool
 	// Logger receives the relay's structured log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -118,6 +126,9 @@ type Relay struct {
 	queryMemory *byteBudget
 	queryRate   *keyedLimiter
 
+	// metrics are what `/metrics` reports (RL-30).
+	metrics *metrics
+
 	// writes counts ingests in flight; shutdown waits for them.
 	writesMu sync.RWMutex
 	closing  bool
@@ -156,6 +167,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 	if r.now == nil {
 		r.now = time.Now
 	}
+	r.metrics = r.newMetrics()
 	r.nip98 = newNIP98Verifier(r.now)
 	r.overlays = newOverlaySigner(cfg.Key, pubkey)
 	r.kh = khatru.NewRelay()
@@ -183,6 +195,7 @@ func (r *Relay) wire() {
 	kh.RejectCountFilter = append(kh.RejectCountFilter, r.rejectCountFilter)
 	kh.OnConnect = append(kh.OnConnect, r.onConnect)
 	kh.OnDisconnect = append(kh.OnDisconnect, r.onDisconnect)
+	kh.OnEventResult = append(kh.OnEventResult, r.eventResult)
 	kh.DeliverTo = r.deliverTo
 	r.store.OnPublish(func(evs []*nostr.Event) {
 		for _, ev := range evs {
@@ -198,6 +211,7 @@ func (r *Relay) wire() {
 // only the forger's own allowance.
 func (r *Relay) rejectFromIP(ctx context.Context, _ *nostr.Event) (bool, string) {
 	if msg := r.events.fromIP(r.connOf(ctx), r.cfg.Limits, r.now()); msg != "" {
+		r.metrics.limited(limitIPEvents)
 		return true, msg
 	}
 	return false, ""
@@ -227,6 +241,11 @@ func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string)
 		return true, err.Error()
 	}
 	if msg := r.events.fromPubkey(conn, r.cfg.Limits, c, ev, h, now); msg != "" {
+		if msg == tooManyChannels {
+			r.metrics.limited(limitChannels)
+		} else {
+			r.metrics.limited(limitPubkeyEvents)
+		}
 		return true, msg
 	}
 	return false, ""
@@ -255,7 +274,9 @@ func (r *Relay) ingest(ctx context.Context, ev *nostr.Event) (func(*khatru.WebSo
 	// moved on, and a relay that accepted the bytes should not drop them.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ingestTimeout)
 	defer cancel()
+	start := time.Now()
 	a, err := r.store.Admit(ctx, ev)
+	since(r.metrics.ingest, start)
 	switch {
 	case err == nil:
 		if len(a.Threads) > 0 {
@@ -307,6 +328,7 @@ func (r *Relay) streamEvents(ctx context.Context, f nostr.Filter, send func(*nos
 			if ctx.Err() != nil {
 				return nil // the subscription or connection is gone
 			}
+			r.refusedRequest(ctx, "REQ", err.Error())
 			return err
 		}
 	}
@@ -360,9 +382,11 @@ func (r *Relay) readChunk(ctx context.Context, ip netip.Addr, c *chunkCursor) (e
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
+		r.metrics.limited(limitBusy)
 		return nil, false, errQueryBusy
 	}
 	defer r.reads.release(ip)
+	defer since(r.metrics.queryReq, time.Now())
 	evs, more, err = r.store.QueryBounded(ctx, c.filter, c.viewer, c.beforeID, chunkBytes)
 	if err == nil && more && len(evs) == 0 {
 		one := c.filter
@@ -390,16 +414,22 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 	defer conn.endTurn()
 	ip := r.cfg.Limits.limitedIP(conn.ip)
 	if !r.reads.acquire(ctx, ip) {
+		r.metrics.limited(limitBusy)
+		r.refusedRequest(ctx, "COUNT", errBusy)
 		return 0, errQueryBusy
 	}
+	start := time.Now()
 	n, err := r.store.Count(ctx, f, viewer(ctx))
+	since(r.metrics.queryCount, start)
 	r.reads.release(ip)
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil // the connection is gone: the answer would go nowhere
 		}
 		r.log.Error("count failed", "filter", logFilter(f), "err", err)
-		return 0, errors.New("error: could not count events")
+		err = errors.New("error: could not count events")
+		r.refusedRequest(ctx, "COUNT", err.Error())
+		return 0, err
 	}
 	return n, nil
 }
@@ -408,16 +438,21 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 // and COUNT rate of the connection, the filters one message may carry and
 // the subscriptions one connection may hold open.
 func (r *Relay) rejectRequest(ctx context.Context, req khatru.Request) (bool, string) {
-	if conn := r.connOf(ctx); conn != nil && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
-		return true, "rate-limited: too many REQ and COUNT messages, slow down"
+	var msg string
+	switch conn := r.connOf(ctx); {
+	case conn != nil && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1):
+		r.metrics.limited(limitRequests)
+		msg = "rate-limited: too many REQ and COUNT messages, slow down"
+	case req.Filters > r.cfg.Limits.MaxFilters:
+		msg = fmt.Sprintf("invalid: too many filters (limit %d)", r.cfg.Limits.MaxFilters)
+	case req.Label == "REQ" && req.Open >= r.cfg.Limits.MaxSubscriptions:
+		r.metrics.limited(limitSubscriptions)
+		msg = fmt.Sprintf("rate-limited: too many open subscriptions (limit %d)", r.cfg.Limits.MaxSubscriptions)
+	default:
+		return false, ""
 	}
-	if req.Filters > r.cfg.Limits.MaxFilters {
-		return true, fmt.Sprintf("invalid: too many filters (limit %d)", r.cfg.Limits.MaxFilters)
-	}
-	if req.Label == "REQ" && req.Open >= r.cfg.Limits.MaxSubscriptions {
-		return true, fmt.Sprintf("rate-limited: too many open subscriptions (limit %d)", r.cfg.Limits.MaxSubscriptions)
-	}
-	return false, ""
+	r.refusedRequest(ctx, req.Label, msg)
+	return true, msg
 }
 
 // maxFilterValues bounds each list of a filter (ids, authors, kinds, each
@@ -430,26 +465,66 @@ const maxFilterValues = nipcw.MaxFilterValues
 // anonymous REQ for a channel it may not read, which must authenticate
 // first (RL-13).
 func (r *Relay) rejectFilter(ctx context.Context, f nostr.Filter) (bool, string) {
-	if reject, msg := r.rejectCountFilter(ctx, f); reject {
-		return reject, msg
+	msg := unservedFilter(f)
+	if msg == "" && r.needsAuth(ctx, f) {
+		msg = authRequired
 	}
-	if r.needsAuth(ctx, f) {
-		return true, authRequired
+	if msg == "" {
+		return false, ""
 	}
-	return false, ""
+	r.refusedRequest(ctx, "REQ", msg)
+	return true, msg
 }
 
 // rejectCountFilter refuses filters no index can serve sensibly. A COUNT
 // of a channel its requester may not read is not refused: it counts what
 // the requester may read (nothing), as for a nonexistent channel (RL-13).
 func (r *Relay) rejectCountFilter(ctx context.Context, f nostr.Filter) (bool, string) {
+	msg := unservedFilter(f)
+	if msg == "" {
+		return false, ""
+	}
+	r.refusedRequest(ctx, "COUNT", msg)
+	return true, msg
+}
+
+// unservedFilter says why no index can serve f sensibly; "" when one can.
+func unservedFilter(f nostr.Filter) string {
 	if f.Search != "" {
-		return true, "unsupported: search (NIP-50) is not supported"
+		return "unsupported: search (NIP-50) is not supported"
 	}
 	if why := nipcw.TooManyValues(f); why != "" {
-		return true, "invalid: " + why
+		return "invalid: " + why
 	}
-	return false, ""
+	return ""
+}
+
+// refusedRequest tells the log, at debug level, and the metrics of a REQ
+// or COUNT answered CLOSED with reason (RL-30).
+func (r *Relay) refusedRequest(ctx context.Context, label, reason string) {
+	r.log.Debug("request refused", "request", label, "ip", r.logIP(ctx), "reason", reason)
+	r.metrics.refusedTotal.WithLabelValues(strings.ToLower(label), reasonPrefix(reason)).Inc()
+}
+
+// eventResult is khatru's OnEventResult hook: the answer to every EVENT,
+// which the metrics count and, for a refusal, the log tells at debug
+// level with its reason (RL-30).
+func (r *Relay) eventResult(ctx context.Context, ev *nostr.Event, ok bool, reason string) {
+	if ok {
+		r.metrics.accepted.Inc()
+		return
+	}
+	r.metrics.rejected.WithLabelValues(reasonPrefix(reason)).Inc()
+	r.log.Debug("event refused", "id", ev.ID, "kind", ev.Kind, "ip", r.logIP(ctx), "reason", reason)
+}
+
+// logIP is the client IP of ctx's connection as the log names it
+// (RL-28); "" when the connection is gone.
+func (r *Relay) logIP(ctx context.Context) string {
+	if conn := r.connOf(ctx); conn != nil {
+		return conn.ip.String()
+	}
+	return ""
 }
 
 // logFilter is a filter as the log shows it: never more than a line.
@@ -481,9 +556,11 @@ func (r *Relay) onConnect(ctx context.Context) {
 		ws.Close(websocket.CloseServiceRestart, restartReason)
 		return
 	case full:
+		r.refusedConnection(ip)
 		ws.Close(websocket.CloseTryAgainLater, errTooManyConnections)
 		return
 	}
+	r.log.Info("connection opened", "ip", ip.String())
 	// The NIP-42 challenge comes first, so that a client may authenticate
 	// before it asks for a private channel (RL-13).
 	khatru.RequestAuth(ctx)
@@ -493,6 +570,9 @@ func (r *Relay) onConnect(ctx context.Context) {
 type connState struct {
 	// ip is the client IP limits count by (RL-28).
 	ip netip.Addr
+	// opened is when the connection was registered; the log tells how
+	// long it lasted (RL-30).
+	opened time.Time
 	// reqs is the bucket of the connection's REQs and COUNTs together;
 	// nil when rates are off or ip is exempt (RL-27).
 	reqs *rate.Limiter
@@ -501,7 +581,7 @@ type connState struct {
 }
 
 func (r *Relay) newConnState(ip netip.Addr) *connState {
-	c := &connState{ip: ip, turn: make(chan struct{}, 1)}
+	c := &connState{ip: ip, opened: time.Now(), turn: make(chan struct{}, 1)}
 	if rates := r.cfg.Limits.Rates; rates != nil && !r.cfg.Limits.exempt(c.ip) {
 		if rr := rates.ReqsPerConnection; rr.PerSecond > 0 && rr.Burst > 0 {
 			c.reqs = rate.NewLimiter(rate.Limit(rr.PerSecond), rr.Burst)
@@ -583,26 +663,39 @@ func (r *Relay) onDisconnect(ctx context.Context) {
 		return
 	}
 	r.connsMu.Lock()
-	defer r.connsMu.Unlock()
 	st, ok := r.conns[ws]
+	if ok {
+		delete(r.conns, ws)
+		r.leaveIP(st.ip)
+	}
+	r.connsMu.Unlock()
 	if !ok {
 		return // refused by onConnect, never counted
 	}
-	delete(r.conns, ws)
-	r.leaveIP(st.ip)
+	r.log.Info("connection closed", "ip", st.ip.String(), "duration", time.Since(st.opened))
 }
 
-// Handler serves WebSocket clients, the NIP-11 document, and a short page
-// for browsers. Only WebSocket upgrades reach khatru: its other HTTP
+// refusedConnection tells the log, at debug level, and the metrics of a
+// WebSocket connection refused at the cap of its client IP (RL-27, RL-30).
+func (r *Relay) refusedConnection(ip netip.Addr) {
+	r.metrics.limited(limitConnections)
+	r.log.Debug("connection refused", "ip", ip.String(), "reason", errTooManyConnections)
+}
+
+// Handler serves WebSocket clients, the NIP-11 document, `/query`,
+// `/metrics` (when Config.Metrics), `/healthz`, `/readyz`, and a short
+// page for browsers. Only WebSocket upgrades reach khatru: its other HTTP
 // surfaces (NIP-86 management) are not offered.
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		if strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
+			ip := clientIP(req, r.cfg.TrustedProxies)
 			r.connsMu.Lock()
-			full := r.atConnectionCap(clientIP(req, r.cfg.TrustedProxies))
+			full := r.atConnectionCap(ip)
 			r.connsMu.Unlock()
 			if full {
+				r.refusedConnection(ip)
 				writeError(w, http.StatusTooManyRequests, errTooManyConnections)
 				return
 			}
@@ -618,6 +711,12 @@ func (r *Relay) Handler() http.Handler {
 		switch {
 		case req.URL.Path == "/query":
 			r.serveQuery(w, req)
+		case req.URL.Path == "/metrics" && r.cfg.Metrics:
+			r.metrics.handler.ServeHTTP(w, req)
+		case req.URL.Path == "/healthz":
+			serveHealth(w, req)
+		case req.URL.Path == "/readyz":
+			r.serveReady(w, req)
 		case strings.Contains(req.Header.Get("Accept"), "application/nostr+json"):
 			r.serveInfo(w, req)
 		case req.URL.Path == "/" && (req.Method == http.MethodGet || req.Method == http.MethodHead):

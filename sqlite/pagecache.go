@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
@@ -21,6 +22,9 @@ type pageCache struct {
 	max     int
 	order   *list.List // front: most recently used
 	entries map[string]*list.Element
+	// hits and misses count the pages served from the cache and read from
+	// the database (Store.Stats).
+	hits, misses atomic.Uint64
 }
 
 type cachedPage struct {

@@ -43,12 +43,14 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 		key := pageKey(version, q)
 		now := s.nowUnix()
 		if cached, ok := s.pages.get(key, now); ok {
+			s.pages.hits.Add(1)
 			page = cached
 			return nil
 		}
 		expires := int64(math.MaxInt64) // the first expiration on the page
 		defer func() {
 			if err == nil { // a page cut short by its request is not kept
+				s.pages.misses.Add(1)
 				s.pages.put(key, page, expires)
 			}
 		}()

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,12 +59,21 @@ type writer struct {
 
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
+
+	// batchSizes and batchJobs count the batches taken, by size
+	// (buzz.BatchSizeBounds), and their jobs, for the metrics (RL-30).
+	batchSizes [len(buzz.BatchSizeBounds)]atomic.Uint64
+	batchJobs  atomic.Uint64
 }
 
 type writeJob struct {
 	ctx  context.Context
 	fn   func(w *writeTx) error
 	done chan error
+	// probe marks a job that writes nothing (Store.Ping): its success must
+	// not count as a write, which would bump write_version and so drop
+	// every cached window page.
+	probe bool
 }
 
 // writeTx is what a job sees: the prepared statements of the write
@@ -133,6 +143,36 @@ var errClosed = errors.New("store is closed")
 // is committed (or rolled back).
 func (w *writer) do(ctx context.Context, fn func(w *writeTx) error) error {
 	job := &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	if err := w.queue(ctx, job); err != nil {
+		return err
+	}
+	// Once queued, the job's outcome is awaited even if ctx ends: the caller
+	// must not report failure for an event that is then committed.
+	return <-job.done
+}
+
+// probe is a round trip through the writer with a job that writes
+// nothing: it waits behind the queued writes, and its batch begins a
+// write transaction (which takes SQLite's write lock), reads the access
+// version as every batch does, and commits, appending nothing to the WAL.
+// Unlike do it returns when ctx ends, queued or not: a stuck writer is
+// what it is there to find.
+func (w *writer) probe(ctx context.Context) error {
+	job := &writeJob{ctx: ctx, fn: func(*writeTx) error { return nil }, done: make(chan error, 1), probe: true}
+	if err := w.queue(ctx, job); err != nil {
+		return err
+	}
+	select {
+	case err := <-job.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// queue hands job to the writer, unless the store is closed or ctx ends
+// first.
+func (w *writer) queue(ctx context.Context, job *writeJob) error {
 	w.mu.RLock()
 	if w.closed {
 		w.mu.RUnlock()
@@ -141,13 +181,11 @@ func (w *writer) do(ctx context.Context, fn func(w *writeTx) error) error {
 	select {
 	case w.jobs <- job:
 		w.mu.RUnlock()
+		return nil
 	case <-ctx.Done():
 		w.mu.RUnlock()
 		return ctx.Err()
 	}
-	// Once queued, the job's outcome is awaited even if ctx ends: the caller
-	// must not report failure for an event that is then committed.
-	return <-job.done
 }
 
 func (w *writer) loop() {
@@ -170,6 +208,7 @@ func (w *writer) loop() {
 				break fill
 			}
 		}
+		w.counted(len(batch))
 		w.run(batch)
 		w.boundWAL()
 	}
@@ -236,6 +275,13 @@ func (w *writer) boundWAL() {
 	if st.Size() > w.walLimit {
 		w.walNext = st.Size() + w.walLimit/4
 	}
+}
+
+// counted counts a batch of n jobs in the writer's metrics.
+func (w *writer) counted(n int) {
+	i, _ := slices.BinarySearch(buzz.BatchSizeBounds[:], n)
+	w.batchSizes[min(i, len(w.batchSizes)-1)].Add(1)
+	w.batchJobs.Add(uint64(n))
 }
 
 func (w *writer) run(batch []*writeJob) {
@@ -376,7 +422,7 @@ func (w *writer) call(tx *writeTx, job *writeJob) (err error) {
 			w.log.Error("write job panicked", "panic", p)
 			err = fmt.Errorf("write job panicked: %v", p)
 		}
-		if err == nil {
+		if err == nil && !job.probe {
 			tx.wrote = true
 		}
 	}()

@@ -203,28 +203,30 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 				switch env := envelope.(type) {
 				case *nostr.EventEnvelope:
+					// buzz-lite patch: every OK of an EVENT is sent by
+					// answerEvent, which tells the OnEventResult hooks.
 					// buzz-lite patch: RejectUnverifiedEvent hooks come before the
 					// id and signature checks, which cost a flood of events far
 					// more CPU than refusing them does.
 					for _, reject := range rl.RejectUnverifiedEvent {
 						if rejecting, msg := reject(ctx, &env.Event); rejecting {
-							ws.WriteJSON(nostr.OKEnvelope{EventID: env.Event.ID, OK: false, Reason: nostr.NormalizeOKMessage(msg, "blocked")})
+							rl.answerEvent(ctx, ws, &env.Event, false, nostr.NormalizeOKMessage(msg, "blocked"))
 							return
 						}
 					}
 
 					// check id
 					if !env.Event.CheckID() {
-						ws.WriteJSON(nostr.OKEnvelope{EventID: env.Event.ID, OK: false, Reason: "invalid: id is computed incorrectly"})
+						rl.answerEvent(ctx, ws, &env.Event, false, "invalid: id is computed incorrectly")
 						return
 					}
 
 					// check signature
 					if ok, err := env.Event.CheckSignature(); err != nil {
-						ws.WriteJSON(nostr.OKEnvelope{EventID: env.Event.ID, OK: false, Reason: "error: failed to verify signature"})
+						rl.answerEvent(ctx, ws, &env.Event, false, "error: failed to verify signature")
 						return
 					} else if !ok {
-						ws.WriteJSON(nostr.OKEnvelope{EventID: env.Event.ID, OK: false, Reason: "invalid: signature is invalid"})
+						rl.answerEvent(ctx, ws, &env.Event, false, "invalid: signature is invalid")
 						return
 					}
 
@@ -233,26 +235,14 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						authed := GetAuthed(ctx)
 						if authed == "" {
 							RequestAuth(ctx)
-							ws.WriteJSON(nostr.OKEnvelope{
-								EventID: env.Event.ID,
-								OK:      false,
-								Reason:  "auth-required: must be published by authenticated event author",
-							})
+							rl.answerEvent(ctx, ws, &env.Event, false, "auth-required: must be published by authenticated event author")
 							return
 						} else if authed != env.Event.PubKey {
-							ws.WriteJSON(nostr.OKEnvelope{
-								EventID: env.Event.ID,
-								OK:      false,
-								Reason:  "blocked: must be published by event author",
-							})
+							rl.answerEvent(ctx, ws, &env.Event, false, "blocked: must be published by event author")
 							return
 						}
 					} else if nip70.HasEmbeddedProtected(env.Event) {
-						ws.WriteJSON(nostr.OKEnvelope{
-							EventID: env.Event.ID,
-							OK:      false,
-							Reason:  "blocked: can't repost nip70 protected",
-						})
+						rl.answerEvent(ctx, ws, &env.Event, false, "blocked: can't repost nip70 protected")
 						return
 					}
 
@@ -311,7 +301,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 							RequestAuth(ctx)
 						}
 					}
-					ws.WriteJSON(nostr.OKEnvelope{EventID: env.Event.ID, OK: ok, Reason: reason})
+					rl.answerEvent(ctx, ws, &env.Event, ok, reason)
 				case *nostr.CountEnvelope:
 					if rl.CountEvents == nil && rl.CountEventsHLL == nil {
 						ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: "unsupported: this relay does not support NIP-45"})
@@ -603,4 +593,15 @@ func hllOffset(filter nostr.Filter) int {
 		}
 	}
 	return nip45.HyperLogLogEventPubkeyOffsetForFilter(filter)
+}
+
+// answerEvent sends the OK that answers an EVENT, after telling the
+// OnEventResult hooks what it says.
+//
+// buzz-lite patch.
+func (rl *Relay) answerEvent(ctx context.Context, ws *WebSocket, event *nostr.Event, ok bool, reason string) {
+	for _, fn := range rl.OnEventResult {
+		fn(ctx, event, ok, reason)
+	}
+	ws.WriteJSON(nostr.OKEnvelope{EventID: event.ID, OK: ok, Reason: reason})
 }

@@ -62,6 +62,11 @@ type Relay struct {
 	// about the connection that sent it, e.g. its rate. buzz-lite patch.
 	RejectUnverifiedEvent []func(ctx context.Context, event *nostr.Event) (reject bool, msg string)
 
+	// OnEventResult hooks hear the answer to every EVENT, as the OK sent
+	// to the peer says it (ok, reason), whoever decided it: khatru's own
+	// checks (id, signature, NIP-70) or a hook. buzz-lite patch.
+	OnEventResult []func(ctx context.Context, event *nostr.Event, ok bool, reason string)
+
 	// hooks that will be called at various times
 	RejectEvent               []func(ctx context.Context, event *nostr.Event) (reject bool, msg string)
 	OverwriteDeletionOutcome  []func(ctx context.Context, target *nostr.Event, deletion *nostr.Event) (acceptDeletion bool, msg string)

@@ -56,6 +56,15 @@ type WebSocket struct {
 	closeOnce sync.Once
 }
 
+// Subscriptions is how many subscriptions the connection holds open.
+//
+// buzz-lite patch.
+func (ws *WebSocket) Subscriptions() int {
+	ws.subsMu.Lock()
+	defer ws.subsMu.Unlock()
+	return len(ws.subs)
+}
+
 // ErrSlowConsumer is returned when a peer's queue is full and it was
 // disconnected.
 var ErrSlowConsumer = errors.New("connection dropped: peer does not read fast enough")
