@@ -19,6 +19,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/client"
 	"github.com/buzz-lite/buzz-lite/nipcw"
+	"github.com/buzz-lite/buzz-lite/relay"
 )
 
 func windowCommand() *cli.Command {
@@ -26,29 +27,61 @@ func windowCommand() *cli.Command {
 		Name:      "window",
 		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
 		UsageText: "buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json]",
-		// A client of a relay: no --config or --data, which name a data
-		// directory.
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required)"},
+		// A client of a relay. It takes --config and --data as every
+		// command does (RL-25), without listing them: a configuration
+		// names the relay to read when --relay is not given (its
+		// relay.url, or its loopback listen address), and a data
+		// directory means nothing to a client.
+		Flags: append(hidden(commonFlags()),
+			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"},
 			&cli.StringFlag{Name: "channel", Usage: "the channel (a UUID; required)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): NIP-98 for private channels"},
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
 			&cli.BoolFlag{Name: "all", Usage: "every page down to the oldest, not only the newest"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object a row instead of text"},
 			&cli.BoolFlag{Name: "follow", Usage: "then print new messages as they arrive, until interrupted"},
-		},
+		),
 		// Not urfave's Required, which prints the whole help before the
 		// error.
 		Before: func(c *cli.Context) error {
-			for _, name := range []string{"relay", "channel"} {
-				if !c.IsSet(name) {
-					return usageErr(c, fmt.Errorf("missing --%s", name))
-				}
+			if !c.IsSet("relay") && !c.IsSet("config") {
+				return usageErr(c, errors.New("missing --relay"))
+			}
+			if !c.IsSet("channel") {
+				return usageErr(c, errors.New("missing --channel"))
 			}
 			return argsBetween(0, 0, "")(c)
 		},
 		Action: window,
 	}
+}
+
+// windowRelay is the relay window reads: --relay, or the one the
+// configuration serves (relay.url, or ws:// and a loopback listen
+// address), as `serve` with that configuration would advertise it.
+func windowRelay(c *cli.Context) (string, error) {
+	if c.IsSet("relay") {
+		return c.String("relay"), nil
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return "", err
+	}
+	u, err := relay.PublicURL(cfg.Relay.URL, cfg.Server.Listen)
+	if err != nil {
+		return "", fmt.Errorf("--config names no relay URL window can use (%w): give --relay", err)
+	}
+	return u, nil
+}
+
+// hidden returns flags marked hidden from help.
+func hidden(flags []cli.Flag) []cli.Flag {
+	for _, f := range flags {
+		if sf, ok := f.(*cli.StringFlag); ok {
+			sf.Hidden = true
+		}
+	}
+	return flags
 }
 
 // windowRow is a timeline row as `window --json` prints it.
@@ -84,7 +117,11 @@ func window(c *cli.Context) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
-	cl, err := client.New(ctx, client.Options{Relay: c.String("relay"), Key: key})
+	relayURL, err := windowRelay(c)
+	if err != nil {
+		return usageErr(c, err)
+	}
+	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -209,8 +210,9 @@ func TestWindowFollow(t *testing.T) {
 
 // Issue 14: a private channel, and one that does not exist, read without
 // a key get one plain sentence, not the client's error chain nor the path
-// it fell back to; window takes no --config or --data, which name a data
-// directory and mean nothing to a client; counts take their singular.
+// it fell back to; window's help lists no --config or --data, which it
+// takes as every command does (RL-25), a configuration naming the relay;
+// counts take their singular.
 func TestWindowPrivateChannel(t *testing.T) {
 	url, store := wnServe(t)
 	owner := testutil.NewSigner(t)
@@ -238,9 +240,24 @@ func TestWindowPrivateChannel(t *testing.T) {
 	if text := help.String(); !strings.Contains(text, "--relay") || strings.Contains(text, "--data") || strings.Contains(text, "--config") {
 		t.Errorf("window --help:\n%s", text)
 	}
-	if err := app.Run([]string{"buzz-lite", "window", "--relay", url, "--channel", private, "--data", t.TempDir()}); err == nil ||
-		!strings.Contains(err.Error(), "flag provided but not defined: -data") {
-		t.Errorf("window --data: %v", err)
+	// RL-25: it still takes them; a configuration names the relay.
+	dir := t.TempDir()
+	cfgFile := testutil.WriteFile(t, "buzz-lite.toml", "[relay]\nurl = \""+url+"\"\n")
+	for _, args := range [][]string{
+		{"--relay", url, "--data", dir},
+		{"--config", cfgFile, "--data", dir},
+	} {
+		app := newApp()
+		app.Writer, app.ErrWriter = io.Discard, io.Discard
+		err := app.Run(append([]string{"buzz-lite", "window", "--channel", private}, args...))
+		if want := "channel " + private + " is private or does not exist: give --key to read it as a member"; err == nil || err.Error() != want {
+			t.Errorf("window %v: %v, want %q", args, err, want)
+		}
+	}
+	app = newApp()
+	app.Writer, app.ErrWriter = io.Discard, io.Discard
+	if err := app.Run([]string{"buzz-lite", "window", "--channel", private}); err == nil || !strings.HasPrefix(err.Error(), "window: missing --relay") {
+		t.Errorf("window without --relay or --config: %v", err)
 	}
 
 	var line bytes.Buffer
