@@ -31,7 +31,7 @@ func exportCommand() *cli.Command {
 		UsageText: "buzz-lite export [--channel H] [--since UNIX] [--until UNIX] [--kinds K,...] [--with-deleted] [-o FILE]",
 		Before:    argsBetween(0, 0, ""),
 		Flags: append(commonFlags(),
-			&cli.StringFlag{Name: "channel", Usage: "only this channel's events (its h tag value)"},
+			&cli.StringFlag{Name: "channel", Usage: "only this channel's events (its h tag value: a UUID or a NIP-29 group id, as written)"},
 			&cli.Int64Flag{Name: "since", Usage: "only events with created_at >= `UNIX`"},
 			&cli.Int64Flag{Name: "until", Usage: "only events with created_at <= `UNIX`"},
 			&cli.StringFlag{Name: "kinds", Usage: "only these kinds, comma-separated (e.g. 9,7)"},

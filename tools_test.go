@@ -98,6 +98,49 @@ func TestExportAndBackupCommands(t *testing.T) {
 	}
 }
 
+// CW-2: export --channel takes a NIP-29 group id as it is, and writes
+// that channel's events, its 9007 included.
+func TestExportGroupID(t *testing.T) {
+	dir := t.TempDir()
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := testutil.NewSigner(t)
+	evs := []*nostr.Event{
+		a.Event(t, buzz.KindCreateChannel, 1000, "", nostr.Tag{"h", "abc123"}),
+		a.Event(t, 9, 1001, "in", nostr.Tag{"h", "abc123"}),
+		a.Event(t, 9, 1002, "elsewhere", nostr.Tag{"h", "abc1234"}),
+	}
+	for _, ev := range evs {
+		if err := s.Ingest(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "dump.jsonl")
+	if err := newApp().Run([]string{"buzz-lite", "export", "--data", dir, "--channel", "abc123", "-o", out}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ev nostr.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	if !slices.Equal(ids, []string{evs[0].ID, evs[1].ID}) {
+		t.Fatalf("exported %v, want the 9007 and the message of abc123", ids)
+	}
+}
+
 // Issue 8: what export writes, import stores again, into a new data
 // directory: the same events; a second import of the file changes nothing.
 func TestExportImportRoundTrip(t *testing.T) {
@@ -309,7 +352,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"backup", "--data", dir}, "backup: missing destination path\n" +
 			"usage: buzz-lite backup [--force] PATH (see buzz-lite backup --help)"},
 		{[]string{"window", "--relay", "ws://127.0.0.1:1"}, "window: missing --channel\n" +
-			"usage: buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json] (see buzz-lite window --help)"},
+			"usage: buzz-lite window --relay URL --channel ID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json] (see buzz-lite window --help)"},
 		{[]string{"check", "--data", dir, "--bogus"}, "check: flag provided but not defined: -bogus\n" +
 			"usage: buzz-lite check [--repair] (see buzz-lite check --help)"},
 		{[]string{"import", "a", "b"}, "import: unexpected argument \"b\"\n" +

@@ -26,7 +26,7 @@ func windowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "window",
 		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
-		UsageText: "buzz-lite window --relay URL --channel UUID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json]",
+		UsageText: "buzz-lite window --relay URL --channel ID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json]",
 		// A client of a relay. It takes --config and --data as every
 		// command does (RL-25), without listing them: a configuration
 		// names the relay to read when --relay is not given (its
@@ -34,7 +34,7 @@ func windowCommand() *cli.Command {
 		// directory means nothing to a client.
 		Flags: append(hidden(commonFlags()),
 			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"},
-			&cli.StringFlag{Name: "channel", Usage: "the channel (a UUID; required)"},
+			&cli.StringFlag{Name: "channel", Usage: "the channel: a UUID or a NIP-29 group id (required)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): NIP-98 for private channels"},
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
 			&cli.BoolFlag{Name: "all", Usage: "every page down to the oldest, not only the newest"},
@@ -101,9 +101,9 @@ type windowRow struct {
 }
 
 func window(c *cli.Context) error {
-	ch, ok := nipcw.ParseUUID(c.String("channel"))
+	ch, ok := nipcw.ParseChannelID(c.String("channel"))
 	if !ok {
-		return usageErr(c, fmt.Errorf("--channel: %q is not a UUID", c.String("channel")))
+		return usageErr(c, fmt.Errorf("--channel: %q is not a channel id (a UUID or a NIP-29 group id)", c.String("channel")))
 	}
 	key, err := secretKey(c.String("key"))
 	if err != nil {

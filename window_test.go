@@ -102,12 +102,57 @@ func TestWindowCommand(t *testing.T) {
 		t.Fatalf("text output:\n%s", text)
 	}
 	for _, args := range [][]string{
-		{"--channel", "general"},
+		{"--channel", "General"}, // CW-2: neither a UUID nor a NIP-29 group id
 		{"--channel", ch, "--limit", "0"},
 		{"--channel", ch, "--key", "nsec1notakey"},
 	} {
 		if err := app.Run(append([]string{"buzz-lite", "window", "--relay", url}, args...)); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// CW-2: `window --channel` takes a NIP-29 group id as it is: the rows of
+// an open group, and of a private one read with a member's key.
+func TestWindowGroupID(t *testing.T) {
+	url, store := wnServe(t)
+	owner := testutil.NewSigner(t)
+	const open, private = "abc123", "team_ops-1"
+	base := time.Now().Unix() - 100
+	first := owner.Event(t, 9, base+1, "first", nostr.Tag{"h", open})
+	second := owner.Event(t, 9, base+2, "second", nostr.Tag{"h", open})
+	for _, ev := range []*nostr.Event{owner.Event(t, 9007, base, "", nostr.Tag{"h", open}), first, second} {
+		if err := store.Ingest(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wnPrivateChannel(t, store, owner, private)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--channel", open}, []string{"second", "first"}},
+		{[]string{"--channel", private, "--key", owner.SK}, []string{"before"}},
+	} {
+		app := newApp()
+		var out, errOut bytes.Buffer
+		app.Writer, app.ErrWriter = &out, &errOut
+		if err := app.Run(append([]string{"buzz-lite", "window", "--relay", url, "--json"}, c.args...)); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			var r windowRow
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatalf("%v: line %q: %v", c.args, line, err)
+			}
+			got = append(got, r.Content)
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%v: rows %q, want %q", c.args, got, c.want)
+		}
+		if !strings.Contains(errOut.String(), "read through the channel window") {
+			t.Errorf("%v: stderr %q, want the window path", c.args, errOut.String())
 		}
 	}
 }

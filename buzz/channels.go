@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/buzz-lite/buzz-lite/nipcw"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -93,9 +94,10 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 }
 
 func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
+	if err := checkCreateID(h); err != nil {
+		return nil, err
+	}
 	switch {
-	case !IsCanonicalUUID(h):
-		return nil, ErrChannelID
 	case ch != nil:
 		return nil, ErrChannelExists
 	case !c.mayCreate(ev.PubKey):
@@ -128,7 +130,7 @@ func (c *Community) CreatesChannel(ev *nostr.Event, h string) bool {
 	case h == "" || IsEphemeralKind(ev.Kind) || c.Channel(h) != nil:
 		return false
 	case ev.Kind == KindCreateChannel:
-		return IsCanonicalUUID(h) && c.mayCreate(ev.PubKey)
+		return checkCreateID(h) == nil && c.mayCreate(ev.PubKey)
 	case IsLifecycleKind(ev.Kind), ev.Kind == KindGroupDelete, ev.Kind == KindEdit:
 		return false
 	}
@@ -233,23 +235,29 @@ func removeUsers(ch *Channel, tags nostr.Tags, author string, role Role) error {
 // IsCanonicalUUID reports whether s is a UUID in canonical form: lowercase
 // hex, hyphenated 8-4-4-4-12.
 func IsCanonicalUUID(s string) bool {
-	if len(s) != 36 {
-		return false
+	u, ok := nipcw.ParseUUID(s)
+	return ok && u == s
+}
+
+// IsChannelID reports whether s may name a channel in an h tag (CW-2): a
+// UUID in any spelling, or a NIP-29 group id.
+func IsChannelID(s string) bool {
+	_, ok := nipcw.ParseChannelID(s)
+	return ok
+}
+
+// checkCreateID says whether a 9007 may create channel h: a channel id
+// (CW-2), and a UUID only in canonical form, the form the window echoes,
+// so that a channel never goes by two ids. A group id is its own form.
+func checkCreateID(h string) error {
+	id, ok := nipcw.ParseChannelID(h)
+	switch {
+	case !ok:
+		return ErrNotChannelID
+	case id != h:
+		return ErrChannelID
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-				return false
-			}
-		}
-	}
-	return true
+	return nil
 }
 
 // SettingWindow is how far a kind 9033's date may be from the relay's clock

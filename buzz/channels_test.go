@@ -110,12 +110,17 @@ func TestTransitionCreate(t *testing.T) {
 		{"admins: member refused", CreateByAdmins, pkMember, chanID, nil, nil, nil, ErrCannotCreate},
 		{"admins: relay admin creates", CreateByAdmins, pkRelayAdmin, chanID, nil, nil, created(pkRelayAdmin), nil},
 
-		{"id not a UUID", CreateByAnyone, pkOutsider, "general", nil, nil, nil, ErrChannelID},
+		// CW-2: a NIP-29 group id is a channel id, taken verbatim.
+		{"id a NIP-29 group id", CreateByAnyone, pkOutsider, "abc123", nil, nil,
+			&Channel{H: "abc123", Created: true, Members: map[string]Role{pkOutsider: RoleOwner}}, nil},
+		{"id not a channel id", CreateByAnyone, pkOutsider, "General", nil, nil, nil, ErrNotChannelID},
+		{"id of 65 characters", CreateByAnyone, pkOutsider, strings.Repeat("a", 65), nil, nil, nil, ErrNotChannelID},
+		{"id with a space", CreateByAnyone, pkOutsider, "a b", nil, nil, nil, ErrNotChannelID},
 		{"id uppercase", CreateByAnyone, pkOutsider, strings.ToUpper(chanID), nil, nil, nil, ErrChannelID},
 		{"id without hyphens", CreateByAnyone, pkOutsider, strings.ReplaceAll(chanID, "-", ""), nil, nil, nil, ErrChannelID},
 		{"id in braces", CreateByAnyone, pkOutsider, "{" + chanID + "}", nil, nil, nil, ErrChannelID},
-		{"id empty", CreateByAnyone, pkOutsider, "", nil, nil, nil, ErrChannelID},
-		{"id not a UUID, relay admin", CreateByAdmins, pkRelayAdmin, "general", nil, nil, nil, ErrChannelID},
+		{"id empty", CreateByAnyone, pkOutsider, "", nil, nil, nil, ErrNotChannelID},
+		{"id not a channel id, relay admin", CreateByAdmins, pkRelayAdmin, "General", nil, nil, nil, ErrNotChannelID},
 
 		{"exists (created)", CreateByAnyone, pkOutsider, chanID, openChannel(), nil, nil, ErrChannelExists},
 		{"exists (created), by its owner", CreateByAnyone, pkOwner, chanID, openChannel(), nil, nil, ErrChannelExists},

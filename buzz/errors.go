@@ -37,7 +37,7 @@ var (
 	ErrEphemeral             = reject("invalid", "ephemeral events are not stored")
 	ErrRelayOnlyKind         = reject("restricted", "relay-only kind")
 	ErrSeveralChannels       = reject("invalid", "event names more than one channel in h tags")
-	ErrEmptyChannel          = reject("invalid", "h tag must name a channel")
+	ErrNotChannelID          = reject("invalid", "h tag must be a channel id (a UUID or a NIP-29 group id)")
 	ErrMalformedDTag         = reject("invalid", "d tag must have a value")
 	ErrNotLowerHex           = reject("invalid", "id, pubkey and sig must be lowercase hex")
 	ErrStorageFull           = reject("error", "storage is full, event not stored")

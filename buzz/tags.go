@@ -46,7 +46,7 @@ func ParseThreadTags(tags nostr.Tags) ThreadTags {
 
 // ChannelOf returns the channel an event belongs to: the value of its `h` tag,
 // or "" when it has none. An event may name one channel only, possibly in
-// several identical tags.
+// several identical tags, and only by a channel id (CW-2).
 func ChannelOf(tags nostr.Tags) (string, error) {
 	channel := ""
 	for _, tag := range tags {
@@ -54,8 +54,8 @@ func ChannelOf(tags nostr.Tags) (string, error) {
 			continue
 		}
 		switch {
-		case tag[1] == "":
-			return "", ErrEmptyChannel
+		case !IsChannelID(tag[1]):
+			return "", ErrNotChannelID
 		case channel == "":
 			channel = tag[1]
 		case channel != tag[1]:

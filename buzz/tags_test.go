@@ -57,7 +57,14 @@ func TestChannel(t *testing.T) {
 		{"one", nostr.Tags{{"h", "c1"}}, "c1", nil},
 		{"repeated identical", nostr.Tags{{"h", "c1"}, {"h", "c1", "x"}}, "c1", nil},
 		{"two channels", nostr.Tags{{"h", "c1"}, {"h", "c2"}}, "", ErrSeveralChannels},
-		{"empty value", nostr.Tags{{"h", ""}}, "", ErrEmptyChannel},
+		// CW-2: an h tag names a channel id, or the event is refused.
+		{"empty value", nostr.Tags{{"h", ""}}, "", ErrNotChannelID},
+		{"NIP-29 group id", nostr.Tags{{"h", "abc123"}}, "abc123", nil},
+		{"UUID", nostr.Tags{{"h", "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"}}, "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11", nil},
+		{"uppercase", nostr.Tags{{"h", "General"}}, "", ErrNotChannelID},
+		{"space", nostr.Tags{{"h", "a b"}}, "", ErrNotChannelID},
+		{"65 characters", nostr.Tags{{"h", strings.Repeat("a", 65)}}, "", ErrNotChannelID},
+		{"second value not a channel id", nostr.Tags{{"h", "c1"}, {"h", "C1"}}, "", ErrNotChannelID},
 		{"bare h ignored", nostr.Tags{{"h"}}, "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -212,9 +212,9 @@ func (e *ClosedError) AuthRequired() bool { return strings.HasPrefix(e.Reason, "
 // with the validator's *nipcw.PageError. A relay that cannot be trusted
 // (no known key and no TLS) is an error: use Timeline, which falls back.
 func (c *Client) Page(ctx context.Context, channel string, cursor *nipcw.Cursor, limit int) (*nipcw.Page, error) {
-	ch, ok := nipcw.ParseUUID(channel)
+	ch, ok := nipcw.ParseChannelID(channel)
 	if !ok {
-		return nil, fmt.Errorf("client: channel %q is not a UUID", channel)
+		return nil, fmt.Errorf("client: channel %q is not a channel id (a UUID or a NIP-29 group id)", channel)
 	}
 	if c.relayKey == "" && !c.tls {
 		return nil, errors.New("client: no relay key and no TLS: the window cannot be trusted (CL-3)")

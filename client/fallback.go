@@ -402,13 +402,14 @@ func classified(k int) bool {
 	return !nipcw.IsAuxKind(k) && !(k >= 9000 && k <= 9030)
 }
 
-// inChannel reports whether ev's h tags name ch, in any UUID spelling.
+// inChannel reports whether ev's h tags name ch: a UUID in any spelling,
+// a NIP-29 group id as it is (CW-2).
 func inChannel(ev *nostr.Event, ch string) bool {
 	h, err := buzz.ChannelOf(ev.Tags)
 	if err != nil {
 		return false
 	}
-	c, ok := nipcw.ParseUUID(h)
+	c, ok := nipcw.ParseChannelID(h)
 	return ok && c == ch
 }
 

@@ -50,9 +50,9 @@ type Path struct {
 // fails mid-chain is continued by the fallback after the last window page.
 func (c *Client) Timeline(ctx context.Context, channel string, limit int, all bool, fn func(*nipcw.Page) error) (Path, error) {
 	path := Path{Kind: PathWindow}
-	ch, ok := nipcw.ParseUUID(channel)
+	ch, ok := nipcw.ParseChannelID(channel)
 	if !ok {
-		return path, fmt.Errorf("client: channel %q is not a UUID", channel)
+		return path, fmt.Errorf("client: channel %q is not a channel id (a UUID or a NIP-29 group id)", channel)
 	}
 	switch {
 	case !c.window:

@@ -231,7 +231,7 @@ func parseWindow(obj map[string]json.RawMessage) (*WindowRequest, error) {
 	}
 	channel := ""
 	for _, h := range hs {
-		c, ok := ParseUUID(h)
+		c, ok := ParseChannelID(h)
 		if !ok || (channel != "" && c != channel) {
 			return nil, ErrWindowChannel
 		}

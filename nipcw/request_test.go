@@ -43,7 +43,10 @@ func TestParseBodyErrors(t *testing.T) {
 		{"too many channels", `[{"#h":[` + strings.Join(hs, ",") + `]}]`, "too many explicit channels"},
 		{"window without #h", `[{"top_level":true}]`, "top_level requires exactly one #h channel"},
 		{"window two channels", `[{"top_level":true,"#h":["` + testChannel + `","4f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"]}]`, "top_level requires exactly one #h channel"},
-		{"window not a UUID", `[{"top_level":true,"#h":["general"]}]`, "top_level requires exactly one #h channel"},
+		{"window not a channel id", `[{"top_level":true,"#h":["General"]}]`, "top_level requires exactly one #h channel"}, // CW-2
+		{"window 65 characters", `[{"top_level":true,"#h":["` + strings.Repeat("a", 65) + `"]}]`, "top_level requires exactly one #h channel"},
+		{"window group and UUID", `[{"top_level":true,"#h":["general","` + testChannel + `"]}]`, "top_level requires exactly one #h channel"},
+		{"window two groups", `[{"top_level":true,"#h":["general","random"]}]`, "top_level requires exactly one #h channel"},
 		{"window empty #h", `[{"top_level":true,"#h":[]}]`, "top_level requires exactly one #h channel"},
 		{"generic malformed before_id", `[{"before_id":"xyz","until":5}]`, "before_id must be a 64-char hex event id"},
 		{"generic before_id checked first", `[{"before_id":"xyz"}]`, "before_id must be a 64-char hex event id"},
@@ -241,6 +244,82 @@ func FuzzParseBody(f *testing.F) {
 			if n != 1 {
 				t.Fatalf("filter on %d paths", n)
 			}
+		}
+	})
+}
+
+// CW-2: a channel id is a UUID in any spelling, echoed canonical, or a
+// NIP-29 group id that is not a UUID form, echoed verbatim; nothing else.
+func TestParseChannelID(t *testing.T) {
+	bare := strings.ReplaceAll(testChannel, "-", "")
+	long := strings.Repeat("a", 64)
+	for _, c := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{testChannel, testChannel, true},
+		{strings.ToUpper(testChannel), testChannel, true},
+		{bare, testChannel, true}, // a UUID form, so not a group id
+		{"{" + testChannel + "}", testChannel, true},
+		{"urn:uuid:" + testChannel, testChannel, true},
+		{"abc123", "abc123", true},
+		{"a-b", "a-b", true},
+		{"a_b", "a_b", true},
+		{"-", "-", true},
+		{"0", "0", true},
+		{long, long, true},
+		{"zzzzzzzz-1d7a-4c3e-9a59-4c2b1a0e7b11", "zzzzzzzz-1d7a-4c3e-9a59-4c2b1a0e7b11", true},
+		{"", "", false},
+		{long + "a", "", false},
+		{"General", "", false},
+		{"a b", "", false},
+		{"a.b", "", false},
+		{"a:b", "", false},
+		{"é", "", false},
+		{strings.ToUpper(bare) + "G", "", false},
+	} {
+		got, ok := ParseChannelID(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseChannelID(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+// CW-2: the window takes a NIP-29 group id verbatim and a UUID in
+// canonical form.
+func TestWindowChannelID(t *testing.T) {
+	for in, want := range map[string]string{
+		"abc123":                     "abc123",
+		strings.ToUpper(testChannel): testChannel,
+		"urn:uuid:" + testChannel:    testChannel,
+		strings.Repeat("_", 64):      strings.Repeat("_", 64),
+	} {
+		w := parseOne(t, `[{"top_level":true,"#h":["`+in+`","`+in+`"]}]`).Window
+		if w == nil || w.Channel != want {
+			t.Errorf("%q: window %+v, want channel %q", in, w, want)
+		}
+	}
+	w := parseOne(t, `[{"top_level":true,"#h":["`+testChannel+`","`+strings.ReplaceAll(testChannel, "-", "")+`"]}]`).Window
+	if w == nil || w.Channel != testChannel {
+		t.Errorf("two spellings of one UUID: %+v", w)
+	}
+}
+
+// CW-2: a channel id reads back as itself, and is a UUID or a group id.
+func FuzzParseChannelID(f *testing.F) {
+	f.Add(testChannel)
+	f.Add("abc123")
+	f.Add(strings.Repeat("-", 64))
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := ParseChannelID(s)
+		if !ok {
+			return
+		}
+		if again, ok := ParseChannelID(c); !ok || again != c {
+			t.Fatalf("%q -> %q does not read back as itself", s, c)
+		}
+		if _, uuid := ParseUUID(s); !uuid && c != s {
+			t.Fatalf("group id %q echoed as %q", s, c)
 		}
 	})
 }

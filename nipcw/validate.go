@@ -123,7 +123,7 @@ func unusable(i int, format string, a ...any) *PageError {
 // aux events.
 //
 // A page that breaks the contract is a *PageError; any other error is a
-// malformed argument: a channel that is not a UUID, a sent cursor that
+// malformed argument: a channel that is not a channel id (CW-2), a sent cursor that
 // could not have been sent (CW-5), or a relay that is not a 64-hex pubkey.
 func ValidatePage(evs []*nostr.Event, channel string, sent *Cursor, relay string) (*Page, error) {
 	return validatePage(evs, channel, sent, relay, true)
@@ -170,9 +170,9 @@ type indexed struct {
 }
 
 func validatePage(evs []*nostr.Event, channel string, sent *Cursor, relay string, verify bool) (*Page, error) {
-	ch, ok := ParseUUID(channel)
+	ch, ok := ParseChannelID(channel)
 	if !ok {
-		return nil, fmt.Errorf("nipcw: channel %q is not a UUID", channel)
+		return nil, fmt.Errorf("nipcw: channel %q is not a channel id", channel)
 	}
 	if sent != nil {
 		if sent.CreatedAt < 0 || !isHex64(sent.ID) {

@@ -74,6 +74,27 @@ func ParseUUID(s string) (string, bool) {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
 }
 
+// ParseChannelID reads a channel id (CW-2): a UUID in any form ParseUUID
+// accepts, returned in canonical form, or else a NIP-29 group id, 1 to 64
+// characters of a-z, 0-9, '-' and '_', returned verbatim. A UUID form is
+// never a group id: 32 bare hex digits name the UUID, so that one channel
+// has one id.
+func ParseChannelID(s string) (string, bool) {
+	if u, ok := ParseUUID(s); ok {
+		return u, true
+	}
+	if len(s) == 0 || len(s) > 64 {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return "", false
+		}
+	}
+	return s, true
+}
+
 // isHex64 reports whether s is 64 hexadecimal digits of either case.
 func isHex64(s string) bool {
 	if len(s) != 64 {

@@ -827,9 +827,9 @@ func TestCWLiteralTrue(t *testing.T) {
 	}
 }
 
-// CW-2: exactly one distinct #h value that parses as a UUID, in any form a
-// UUID parser accepts, echoed canonical; anything else is a 400 with the
-// exact body. The channel is checked before the cursor.
+// CW-2: exactly one distinct #h value that is a channel id: a UUID, in any
+// form a UUID parser accepts, echoed canonical, or a NIP-29 group id;
+// anything else is a 400 with the exact body. The channel is checked before the cursor.
 func TestCWChannelParam(t *testing.T) {
 	s, c, a := startWithClient(t)
 	ch := newChannelID(t)
@@ -858,19 +858,29 @@ func TestCWChannelParam(t *testing.T) {
 		`{"top_level":true,"#h":[1]}`,
 		`{"top_level":true,"#h":["` + ch + `","` + other + `"]}`,
 		`{"top_level":true,"#h":["` + ch + `","general"]}`,
-		`{"top_level":true,"#h":["general"]}`,
+		`{"top_level":true,"#h":["general","random"]}`,
+		`{"top_level":true,"#h":["General"]}`,
+		`{"top_level":true,"#h":["a b"]}`,
+		`{"top_level":true,"#h":["` + strings.Repeat("a", 65) + `"]}`,
 		`{"top_level":true,"#h":[""]}`,
-		`{"top_level":true,"#h":["` + ch[:35] + `"]}`,
-		`{"top_level":true,"#h":["` + ch + `0"]}`,
-		`{"top_level":true,"#h":["g` + ch[1:] + `"]}`,
-		`{"top_level":true,"#h":["` + bare[:8] + `-` + bare[8:11] + `-` + bare[11:] + `"]}`,
-		`{"top_level":true,"#h":["` + bare + `--"]}`,
+		`{"top_level":true,"#h":["G` + ch[1:] + `"]}`,
 		`{"top_level":true,"#h":["{` + ch + `"]}`,
 		`{"top_level":true,"#h":["urn:` + ch + `"]}`,
-		`{"top_level":true,"kinds":[9],"#h":["nope"],"until":"x","before_id":"y"}`, // CW-2 before CW-5
+		`{"top_level":true,"kinds":[9],"#h":["No pe"],"until":"x","before_id":"y"}`, // CW-2 before CW-5
 	} {
 		cwWantError(t, s, nil, "["+f+"]", http.StatusBadRequest, msg)
 		cwWantError(t, s, &signer, "["+f+"]", http.StatusBadRequest, msg)
+	}
+
+	// CW-2 (changed 2026-12-03): what is not a UUID but is 1 to 64 of
+	// a-z0-9-_ is a NIP-29 group id, a channel that does not exist here:
+	// no rows (CW-3), not a 400.
+	for _, h := range []string{
+		"general", ch[:35], ch + "0", "g" + ch[1:], bare[:8] + "-" + bare[8:11] + "-" + bare[11:], bare + "--",
+	} {
+		if evs := cwQuery(t, s, nil, map[string]any{"top_level": true, "#h": []string{h}}); len(evs) != 0 {
+			t.Errorf("#h %q: %d events, want none", h, len(evs))
+		}
 	}
 }
 

@@ -346,7 +346,7 @@ func TestChannelLifecycleRejections(t *testing.T) {
 		ev   *nostr.Event
 		want error
 	}{
-		{"create: id not a UUID", ev(owner, 9007, ttH("general")), buzz.ErrChannelID},
+		{"create: id not a channel id", ev(owner, 9007, ttH("General")), buzz.ErrNotChannelID}, // CW-2
 		{"create: uppercase UUID", ev(owner, 9007, ttH(strings.ToUpper(chC4))), buzz.ErrChannelID},
 		{"create: exists", ev(outsider, 9007, ttH(ttChan)), buzz.ErrChannelExists},
 		{"create: exists implicitly", ev(outsider, 9007, ttH(chC3)), buzz.ErrChannelExists},
