@@ -126,3 +126,75 @@ func TestRootOnlyReplyImportBackfill(t *testing.T) {
 	}
 	roCheck(t, imported)
 }
+
+// roOldTopLevel rewrites stored event id as ingest stored a root-only reply
+// before CW-10 changed: top-level, a row, the replies below it one level
+// up with it as their root. Check's repair then makes the counters exact
+// for that shape, as they were.
+func roOldTopLevel(t *testing.T, s *Store, id string, below ...string) {
+	t.Helper()
+	ttExec(t, s, `UPDATE events SET parent = NULL, root = NULL, depth = 0, row_class = 2 WHERE id = x'`+id+`'`)
+	for _, b := range below {
+		ttExec(t, s, `UPDATE events SET root = (SELECT seq FROM events WHERE id = x'`+id+`'), depth = depth - 1 WHERE id = x'`+b+`'`)
+	}
+}
+
+// CW-10, CW-12, RL-5: Reclassify makes the root-only replies stored
+// top-level before the change replies of their root, with the replies
+// below them, the counters exact; it keeps those ingest would refuse now,
+// and a second run changes nothing.
+func TestReclassifyRootOnlyReplies(t *testing.T) {
+	ctx := context.Background()
+	s := ttOpen(t)
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	ttIngest(t, s, a.Event(t, 9007, ttBase, "", ttH(ttChan)))
+	root := ttIngest(t, s, a.Event(t, 9, ttBase+1, "root", ttH(ttChan)))
+	x := ttIngest(t, s, b.Event(t, 9, ttBase+2, "root-only reply", ttH(ttChan), ttRootTag(root.ID)))
+	y := ttIngest(t, s, a.Event(t, 9, ttBase+3, "reply-only below it", ttH(ttChan), ttReplyTag(x.ID)))
+	w := ttIngest(t, s, b.Event(t, 9, ttBase+4, "another root-only reply", ttH(ttChan), ttRootTag(root.ID)))
+	// An orphan: its root was never stored (import keeps it, CW-12).
+	orphan := a.Event(t, 9, ttBase+5, "orphan", ttH(ttChan), ttRootTag("5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"))
+	for _, err := range imImport(t, s, []*nostr.Event{orphan}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	roOldTopLevel(t, s, x.ID, y.ID)
+	roOldTopLevel(t, s, w.ID)
+	roOldTopLevel(t, s, orphan.ID)
+	if rep, err := s.Check(ctx, true); err != nil || len(rep.Integrity) > 0 {
+		t.Fatalf("repair of the old shape: %+v, %v", rep, err)
+	}
+	// Below w, a reply that names w as its root: the old rules took it,
+	// today's refuse it, so w keeps its place.
+	v := ttIngest(t, s, a.Event(t, 9, ttBase+6, "thread of w", ttH(ttChan), ttRootTag(w.ID), ttReplyTag(w.ID)))
+	roCheck(t, s)
+	page, err := s.Window(ctx, buzz.WindowQuery{Channel: ttChan, Limit: 10})
+	if err != nil || !slices.Equal(roIDs(page.Rows), []string{orphan.ID, w.ID, x.ID, root.ID}) {
+		t.Fatalf("window before: %v, %v", roIDs(page.Rows), err)
+	}
+
+	res, err := s.Reclassify(ctx)
+	if err != nil || res != (ReclassifyResult{Reclassified: 1, Kept: 2}) {
+		t.Fatalf("reclassify: %+v, %v", res, err)
+	}
+	ttCheckClass(t, s, x.ID, ttClass{Depth: 1, Parent: root.ID, Root: root.ID, RowClass: rowReply})
+	ttCheckClass(t, s, y.ID, ttClass{Depth: 2, Parent: x.ID, Root: root.ID, RowClass: rowReply})
+	ttCheckClass(t, s, w.ID, ttClass{Depth: 0, RowClass: rowTopLevel})
+	ttCheckClass(t, s, v.ID, ttClass{Depth: 1, Parent: w.ID, Root: w.ID, RowClass: rowReply})
+	if c := ttMustRead(t, s, root.ID); c.ReplyCount != 1 || c.DescendantCount != 2 || c.LastReplyAt.Int64 != ttBase+3 {
+		t.Fatalf("root counters: %v", c.ttCounters)
+	}
+	roCheck(t, s)
+	page, err = s.Window(ctx, buzz.WindowQuery{Channel: ttChan, Limit: 10})
+	if err != nil || !slices.Equal(roIDs(page.Rows), []string{orphan.ID, w.ID, root.ID}) {
+		t.Fatalf("window after: %v, %v", roIDs(page.Rows), err)
+	}
+	th, err := s.Thread(ctx, buzz.ThreadQuery{Root: root.ID, DepthLimit: 2, Limit: 10})
+	if err != nil || !slices.Equal(roIDs(th.Replies), []string{x.ID, y.ID}) {
+		t.Fatalf("thread after: %v, %v", roIDs(th.Replies), err)
+	}
+	if res, err := s.Reclassify(ctx); err != nil || res != (ReclassifyResult{Kept: 2}) {
+		t.Fatalf("second reclassify: %+v, %v", res, err)
+	}
+}
