@@ -34,15 +34,23 @@ func roCheck(t *testing.T, s *Store) {
 	}
 }
 
+// roThread opens a store with ttChan created by a, a's top-level root in
+// it, and b's root-only reply to that root.
+func roThread(t *testing.T) (s *Store, a, b testutil.Signer, root, reply *nostr.Event) {
+	t.Helper()
+	s = ttOpen(t)
+	a, b = testutil.NewSigner(t), testutil.NewSigner(t)
+	ttIngest(t, s, a.Event(t, 9007, ttBase, "", ttH(ttChan)))
+	root = ttIngest(t, s, a.Event(t, 9, ttBase+1, "root", ttH(ttChan)))
+	reply = ttIngest(t, s, b.Event(t, 9, ttBase+2, "root-only reply", ttH(ttChan), ttRootTag(root.ID)))
+	return s, a, b, root, reply
+}
+
 // CW-10, CW-9, CW-19, RL-20: a root-only reply is counted on its root,
 // is no row of the default window, and is served by the thread path.
 func TestRootOnlyReplyIngest(t *testing.T) {
 	ctx := context.Background()
-	s := ttOpen(t)
-	owner, other := testutil.NewSigner(t), testutil.NewSigner(t)
-	ttIngest(t, s, owner.Event(t, 9007, ttBase, "", ttH(ttChan)))
-	root := ttIngest(t, s, owner.Event(t, 9, ttBase+1, "root", ttH(ttChan)))
-	reply := ttIngest(t, s, other.Event(t, 9, ttBase+2, "direct reply", ttH(ttChan), ttRootTag(root.ID)))
+	s, owner, other, root, reply := roThread(t)
 	// A reply to the root-only reply, marked as NIP-10 says, now fits.
 	deeper := ttIngest(t, s, owner.Event(t, 9, ttBase+3, "deeper", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(reply.ID)))
 
@@ -145,11 +153,7 @@ func roOldTopLevel(t *testing.T, s *Store, id string, below ...string) {
 // and a second run changes nothing.
 func TestReclassifyRootOnlyReplies(t *testing.T) {
 	ctx := context.Background()
-	s := ttOpen(t)
-	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
-	ttIngest(t, s, a.Event(t, 9007, ttBase, "", ttH(ttChan)))
-	root := ttIngest(t, s, a.Event(t, 9, ttBase+1, "root", ttH(ttChan)))
-	x := ttIngest(t, s, b.Event(t, 9, ttBase+2, "root-only reply", ttH(ttChan), ttRootTag(root.ID)))
+	s, a, b, root, x := roThread(t)
 	y := ttIngest(t, s, a.Event(t, 9, ttBase+3, "reply-only below it", ttH(ttChan), ttReplyTag(x.ID)))
 	w := ttIngest(t, s, b.Event(t, 9, ttBase+4, "another root-only reply", ttH(ttChan), ttRootTag(root.ID)))
 	// An orphan: its root was never stored (import keeps it, CW-12).
