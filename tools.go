@@ -332,10 +332,12 @@ func backfillCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "backfill",
 		Usage:     "classify channel messages stored without thread metadata whose parent is now stored",
-		UsageText: "buzz-lite backfill",
+		UsageText: "buzz-lite backfill [--reclassify]",
 		Before:    argsBetween(0, 0, ""),
-		Flags:     commonFlags(),
-		Action:    onExisting(backfill),
+		Flags: append(commonFlags(),
+			&cli.BoolFlag{Name: "reclassify", Usage: "first make the root-only replies stored top-level before CW-10 changed (2026-12-03) replies of their root"},
+		),
+		Action: onExisting(backfill),
 	}
 }
 
@@ -386,6 +388,16 @@ func check(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
 }
 
 func backfill(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
+	if c.Bool("reclassify") {
+		// Before the backfill, so that a reply still waiting below an event
+		// that moves is classified once, at its new depth.
+		res, err := store.Reclassify(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "reclassified %s as replies of their root, %d kept top-level (ingest would refuse them now)\n",
+			plural(res.Reclassified, "root-only reply", "root-only replies"), res.Kept)
+	}
 	res, err := store.Backfill(ctx)
 	if err != nil {
 		return err

@@ -438,3 +438,47 @@ func TestMoveThenCopyRelayKey(t *testing.T) {
 		t.Fatalf("check after the repair: %q, %v", out, err)
 	}
 }
+
+// CW-10: backfill --reclassify makes a root-only reply stored top-level
+// before CW-10 changed a reply of its root, and check passes after it.
+func TestBackfillReclassifyCommand(t *testing.T) {
+	dir, evs := toolData(t)
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := testutil.NewSigner(t).Event(t, 9, 2000, "direct reply", evs[0].Tags[0], nostr.Tag{"e", evs[0].ID, "", "root"})
+	if err := s.Ingest(context.Background(), reply); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(dir, dbFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// As ingest stored it before the change: top-level, a row.
+	if _, err := db.Exec(`UPDATE events SET parent = NULL, root = NULL, depth = 0, row_class = 2 WHERE id = x'` + reply.ID + `'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runApp("check", "--data", dir, "--repair"); err != nil {
+		t.Fatalf("check --repair: %v", err)
+	}
+	out, err := runApp("backfill", "--data", dir)
+	if err != nil || strings.Contains(out, "reclassified") {
+		t.Fatalf("backfill without --reclassify: %q, %v", out, err)
+	}
+	out, err = runApp("backfill", "--data", dir, "--reclassify")
+	if err != nil || !strings.Contains(out, "reclassified 1 root-only reply as replies of their root, 0 kept top-level") {
+		t.Fatalf("backfill --reclassify: %q, %v", out, err)
+	}
+	var depth int
+	if err := db.QueryRow(`SELECT depth FROM events WHERE id = x'` + reply.ID + `'`).Scan(&depth); err != nil || depth != 1 {
+		t.Fatalf("depth %d, %v", depth, err)
+	}
+	if out, err := runApp("check", "--data", dir); err != nil {
+		t.Fatalf("check after reclassify: %q, %v", out, err)
+	}
+}

@@ -9,8 +9,10 @@ import (
 // ThreadTags is what an event's NIP-10 marked tags say about its place in a
 // thread (CW-10, CW-11).
 type ThreadTags struct {
-	// Parent is the lowercase hex id named by the last valid `reply` marker;
-	// empty when the event is not a reply.
+	// Parent is the lowercase hex id named by the last valid `reply`
+	// marker, else by the last valid `root` marker: NIP-10 marks a direct
+	// reply to the root with `root` alone (CW-10, as nostr-tools'
+	// nip10.parse reads it). Empty when the event is not a reply.
 	Parent string
 	// Root is the lowercase hex id named by the last valid `root` marker;
 	// empty when there is none.
@@ -22,8 +24,9 @@ type ThreadTags struct {
 // ParseThreadTags reads the thread markers of tags. A marked tag is valid when
 // it has at least four elements, is an `e` tag, and names an id of exactly 64
 // hex characters in either case; malformed ones are ignored, and of several
-// valid tags with the same marker the last wins. Unmarked (positional) `e`
-// tags never make a reply.
+// valid tags with the same marker the last wins. A valid `root` marker
+// without a valid `reply` one makes a direct reply to that root. Unmarked
+// (positional) `e` tags never make a reply.
 func ParseThreadTags(tags nostr.Tags) ThreadTags {
 	var t ThreadTags
 	for _, tag := range tags {
@@ -40,6 +43,9 @@ func ParseThreadTags(tags nostr.Tags) ThreadTags {
 		case "root":
 			t.Root = strings.ToLower(tag[1])
 		}
+	}
+	if t.Parent == "" {
+		t.Parent = t.Root
 	}
 	return t
 }

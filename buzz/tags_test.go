@@ -24,7 +24,15 @@ func TestParseThreadTags(t *testing.T) {
 		{"no tags", nil, ThreadTags{}},
 		{"reply marker", nostr.Tags{{"e", idA, "", "reply"}}, ThreadTags{Parent: idA}},
 		{"uppercase id is lowered", nostr.Tags{{"e", strings.ToUpper(idA), "", "reply"}}, ThreadTags{Parent: idA}},
-		{"root only is not a reply", nostr.Tags{{"e", idA, "", "root"}}, ThreadTags{Root: idA}},
+		{"root only is a direct reply to the root", nostr.Tags{{"e", idA, "", "root"}}, ThreadTags{Parent: idA, Root: idA}},
+		{"root only, uppercase, with a relay", nostr.Tags{{"e", strings.ToUpper(idA), "wss://r", "root"}}, ThreadTags{Parent: idA, Root: idA}},
+		{"reply and root in either order", nostr.Tags{{"e", idB, "", "reply"}, {"e", idA, "", "root"}}, ThreadTags{Parent: idB, Root: idA}},
+		{"malformed reply leaves the root as parent", nostr.Tags{{"e", idA, "", "root"}, {"e", "bad", "", "reply"}}, ThreadTags{Parent: idA, Root: idA}},
+		{"malformed root ignored", nostr.Tags{{"e", idA[:63], "", "root"}}, ThreadTags{}},
+		{"last valid root wins", nostr.Tags{{"e", idA, "", "root"}, {"e", idB, "", "root"}, {"e", "zz", "", "root"}}, ThreadTags{Parent: idB, Root: idB}},
+		{"positional e beside a root marker", nostr.Tags{{"e", idB}, {"e", idA, "", "root"}}, ThreadTags{Parent: idA, Root: idA}},
+		{"q tag is no reply", nostr.Tags{{"q", idA, "wss://r", idB}}, ThreadTags{}},
+		{"q tag with a root marker is no reply", nostr.Tags{{"q", idA, "", "root"}}, ThreadTags{}},
 		{"root and reply", nostr.Tags{{"e", idA, "", "root"}, {"e", idB, "", "reply"}}, ThreadTags{Parent: idB, Root: idA}},
 		{"unmarked e tags are positional, not replies", nostr.Tags{{"e", idA}, {"e", idB, "wss://r"}}, ThreadTags{}},
 		{"three elements carry no marker", nostr.Tags{{"e", idA, "reply"}}, ThreadTags{}},
@@ -156,6 +164,10 @@ func FuzzParseThreadTags(f *testing.F) {
 			if id != "" && !IsLowerHex64(id) {
 				t.Fatalf("parsed id %q is not 64 lowercase hex", id)
 			}
+		}
+		// CW-10: a root marker alone makes a direct reply to the root.
+		if tt.Root != "" && tt.Parent == "" {
+			t.Fatalf("root %s without a parent", tt.Root)
 		}
 		if _, err := ChannelOf(tags); err != nil {
 			if _, ok := AsRejection(err); !ok {

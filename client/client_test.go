@@ -486,3 +486,54 @@ func TestAssembleRowRule(t *testing.T) {
 		}
 	}
 }
+
+// CW-10 (changed on 2026-12-03), CW-11, CW-12: a root-only reply is a
+// direct reply to its root in the client's own row rule, as on buzz-lite:
+// quiet, a row with broadcast, a row when its root cannot be fetched; a q
+// tag quotes and does not reply.
+func TestRootOnlyReplyRowRule(t *testing.T) {
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	h := nostr.Tag{"h", testChannel}
+	base := time.Now().Unix() - 3600
+	top := a.Event(t, 9, base, "top", h)
+	top2 := a.Event(t, 9, base+1, "top2", h)
+	quiet := b.Event(t, 9, base+2, "root-only reply", h, nostr.Tag{"e", top.ID, "", "root"})
+	loud := b.Event(t, 9, base+3, "root-only broadcast", h, nostr.Tag{"e", top2.ID, "", "root"}, nostr.Tag{"broadcast", "1"})
+	quote := b.Event(t, 9, base+4, "quote", h, nostr.Tag{"q", top.ID, "", a.PK})
+	both := a.Event(t, 9, base+5, "both markers", h, nostr.Tag{"e", top.ID, "", "root"}, nostr.Tag{"e", quiet.ID, "", "reply"})
+	evs := []*nostr.Event{top, top2, quiet, loud, quote, both}
+	want := []string{quote.ID, loud.ID, top2.ID, top.ID}
+
+	all := map[string]*nostr.Event{}
+	for _, ev := range evs {
+		all[ev.ID] = ev
+	}
+	rows := assemble(testChannel, all, all, nil, false)
+	got := make([]string, len(rows))
+	for i, ev := range rows {
+		got[i] = ev.ID
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("assemble: rows %v, want %v", short(got), short(want))
+	}
+	// CW-12: the root not fetched leaves the reply unclassified, a row.
+	alone := map[string]*nostr.Event{quiet.ID: quiet}
+	if rows := assemble(testChannel, alone, alone, nil, false); len(rows) != 1 || rows[0] != quiet {
+		t.Fatalf("root-only reply without its root: %d rows", len(rows))
+	}
+
+	// The window of buzz-lite and the fallback on a plain relay agree.
+	buzzURL, plainURL := startBuzz(t), startPlain(t, nil)
+	publish(t, buzzURL, evs...)
+	publish(t, plainURL, evs...)
+	ps, path := timeline(t, newClient(t, Options{Relay: buzzURL}), 10)
+	if path.Kind != PathWindow {
+		t.Fatalf("buzz-lite path %+v", path)
+	}
+	checkPages(t, "window", ps, 10, want)
+	ps, path = timeline(t, newClient(t, Options{Relay: plainURL}), 10)
+	if path.Kind != PathFallback {
+		t.Fatalf("plain path %+v", path)
+	}
+	checkPages(t, "fallback", ps, 10, want)
+}

@@ -46,10 +46,9 @@ type jsPrivateChannel struct {
 	messages []string
 }
 
-// jsClientsSetup skips unless opted in, checks that the libraries are
-// installed, and sets up a private channel over WebSocket with signed
-// events: the owner creates it and adds the member, who posts 3 messages.
-func jsClientsSetup(t *testing.T) *jsPrivateChannel {
+// jsClientsRequire skips unless opted in, and checks that Node and the
+// libraries are installed.
+func jsClientsRequire(t *testing.T) {
 	t.Helper()
 	if os.Getenv(jsClientsEnv) != "1" {
 		t.Skipf("set %s=1 to drive the relay with nostr-tools and rust-nostr under Node (needs `npm ci --prefix relay/testdata/clients`)", jsClientsEnv)
@@ -60,7 +59,14 @@ func jsClientsSetup(t *testing.T) *jsPrivateChannel {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Fatalf("%s=1 but node is not on PATH: %v", jsClientsEnv, err)
 	}
+}
 
+// jsClientsSetup skips unless opted in (jsClientsRequire), and sets up a
+// private channel over WebSocket with signed events: the owner creates it
+// and adds the member, who posts 3 messages.
+func jsClientsSetup(t *testing.T) *jsPrivateChannel {
+	t.Helper()
+	jsClientsRequire(t)
 	s := startServer(t)
 	p := &jsPrivateChannel{
 		s:       s,

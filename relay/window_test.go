@@ -1202,7 +1202,8 @@ func TestCWDispatchFirst(t *testing.T) {
 
 // CW-9, CW-10, CW-11: in the default mode a row is a top-level event or a
 // depth-1 broadcast reply. Replies are recognised by a valid `reply`
-// marked e tag only; depth-2 broadcast and quiet replies are not rows.
+// marked e tag, or a valid `root` marked one alone (a NIP-10 direct reply,
+// since 2026-12-03); depth-2 broadcast and quiet replies are not rows.
 func TestCWDefaultRows(t *testing.T) {
 	s, c, a := startWithClient(t)
 	b := testutil.NewSigner(t)
@@ -1220,7 +1221,7 @@ func TestCWDefaultRows(t *testing.T) {
 	b2 := model.add(cwReply(t, a, ch, next(), q1, cwBroadcast), q1)
 	b3 := model.add(cwReply(t, a, ch, next(), b1, cwBroadcast, nostr.Tag{"e", m1.ID, "", "root"}), b1)
 	q2 := model.add(cwReply(t, a, ch, next(), b1), b1)
-	rootOnly := model.add(cwMsg(t, a, ch, next(), nostr.Tag{"e", m1.ID, "", "root"}), nil)
+	rootOnly := model.add(cwMsg(t, a, ch, next(), nostr.Tag{"e", m1.ID, "", "root"}), m1) // CW-10: a NIP-10 direct reply
 	positional := model.add(cwMsg(t, a, ch, next(), nostr.Tag{"e", m1.ID}), nil)
 	threeElems := model.add(cwMsg(t, a, ch, next(), nostr.Tag{"e", m1.ID, "reply"}), nil)
 	mention := model.add(cwMsg(t, a, ch, next(), nostr.Tag{"e", m1.ID, "", "mention"}), nil)
@@ -1241,9 +1242,10 @@ func TestCWDefaultRows(t *testing.T) {
 	mustPublish(t, c, om)
 	mustReject(t, c, cwReply(t, a, ch, next(), q1, nostr.Tag{"e", q1.ID, "", "root"}), "invalid: root tag does not match thread ancestry")
 	mustReject(t, c, cwMsg(t, a, ch, next(), nostr.Tag{"e", randomID(t), "", "reply"}), "invalid: reply parent not found")
+	mustReject(t, c, cwMsg(t, a, ch, next(), nostr.Tag{"e", randomID(t), "", "root"}), "invalid: reply parent not found")
 	mustReject(t, c, cwReply(t, a, ch, next(), om), "invalid: parent event belongs to a different channel")
 
-	want := cwOrder(m1, m2, b1, rootOnly, positional, threeElems, mention, malformed, bcRoot, bcTop)
+	want := cwOrder(m1, m2, b1, positional, threeElems, mention, malformed, bcRoot, bcTop)
 	rows, pages := cwWalk(t, s, nil, ch, cwF(ch, "include_summaries", true), 4)
 	cwSameIDs(t, "default rows", rows, want)
 	for _, p := range pages {
@@ -1252,7 +1254,7 @@ func TestCWDefaultRows(t *testing.T) {
 			t.Error("thread_replies_in_channel true in the default mode")
 		}
 	}
-	for _, ev := range []*nostr.Event{q1, b2, b3, q2, upper, lastWins, malformedLast, bcTrue, bcExtra, k1Reply} {
+	for _, ev := range []*nostr.Event{q1, b2, b3, q2, rootOnly, upper, lastWins, malformedLast, bcTrue, bcExtra, k1Reply} {
 		if slices.Contains(ids(rows), ev.ID) {
 			t.Errorf("reply %s is a row in the default mode", ev.ID[:8])
 		}

@@ -26,6 +26,7 @@ type writeStmts struct {
 	reactionsTo, summaryTarget, bumpWrites     *sql.Stmt
 	shortWait, longWait, checkpoint, busyWait  *sql.Stmt
 	foreignGroupState                          *sql.Stmt
+	topLevelAfter, subtree, moveSubtree        *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -118,6 +119,11 @@ func (s *writeStmts) list() []writeStmt {
 		{&s.clearExpiry, `UPDATE events SET expires_at = NULL WHERE seq = ?`},
 		{&s.unclassified, unclassifiedAfter},
 		{&s.deleteExtraTag, deleteExtraTagSQL},
+		// Reclassify: top-level channel events by seq, the replies below
+		// one of them, and moving those below a new root.
+		{&s.topLevelAfter, `SELECT seq FROM events WHERE seq > ? AND depth = 0 AND channel IS NOT NULL ORDER BY seq LIMIT ?`},
+		{&s.subtree, `SELECT depth, pubkey, created_at, deleted_at, tags FROM events INDEXED BY events_root WHERE root = ?`},
+		{&s.moveSubtree, `UPDATE events SET root = ?, depth = depth + ?, row_class = 1 WHERE root = ?`},
 		{&s.setThread, `UPDATE events SET parent = ?, root = ?, depth = ?, broadcast = ?, row_class = ? WHERE seq = ?`},
 		{&s.accessVersion, `SELECT value FROM settings WHERE key = 'access_version'`},
 		{&s.bumpWrites, `UPDATE settings SET value = value + 1 WHERE key = 'write_version'`},

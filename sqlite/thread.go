@@ -90,10 +90,17 @@ func (tx *writeTx) readThreadRow(seq int64) (up sql.NullInt64, replies, desc int
 // (reply_count) and on every ancestor up to the root (descendant_count,
 // last_reply_at, participants): RL-5.
 func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
-	seq, direct := parent, true
+	return tx.countUp(parent, true, pubkey, at)
+}
+
+// countUp counts an event by pubkey at time at on seq and every ancestor of
+// seq: as a direct reply of seq when direct, else as an event further down
+// (a whole subtree moved below seq, Reclassify).
+func (tx *writeTx) countUp(seq int64, direct bool, pubkey []byte, at int64) error {
+	start := seq
 	for hops := 0; seq != 0; hops++ {
 		if hops > maxDepth+1 {
-			return fmt.Errorf("thread ancestry of #%d does not end", parent)
+			return fmt.Errorf("thread ancestry of #%d does not end", start)
 		}
 		up, replies, desc, last, parts, err := tx.readThreadRow(seq)
 		if err != nil {

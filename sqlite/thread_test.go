@@ -89,7 +89,6 @@ func TestThreadClassification(t *testing.T) {
 	cases := []tc{
 		// Not replies: depth 0, a row in both modes.
 		{name: "no e tags", req: "CW-10", tags: func() nostr.Tags { return nil }, want: top},
-		{name: "root marker only", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttRootTag(f.R)} }, want: top},
 		{name: "positional e tags", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttE(f.R), ttE(f.C1)} }, want: top},
 		{name: "positional e tags with relay", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{{"e", f.R, "wss://relay.example"}, {"e", f.C1, "wss://relay.example"}}
@@ -129,7 +128,38 @@ func TestThreadClassification(t *testing.T) {
 			return nostr.Tags{ttE(f.R2), ttReplyTag(f.R), ttE(f.O)}
 		}, want: d1(false, rowReply)},
 
-		// Root markers.
+		// Root markers alone: NIP-10 direct replies to the root (CW-10 as
+		// changed on 2026-12-03).
+		{name: "root marker only", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttRootTag(f.R)} }, want: d1(false, rowReply)},
+		{name: "root marker only, uppercase, with a relay", req: "CW-10", tags: func() nostr.Tags {
+			return nostr.Tags{{"e", up(f.R), "wss://relay.example", "root"}}
+		}, want: d1(false, rowReply)},
+		{name: "root marker only with a malformed reply marker", req: "CW-10", tags: func() nostr.Tags {
+			return nostr.Tags{ttRootTag(f.R), ttReplyTag(f.C1[:63]), {"e", f.C1, "reply"}}
+		}, want: d1(false, rowReply)},
+		{name: "last valid root marker only wins", req: "CW-10", tags: func() nostr.Tags {
+			return nostr.Tags{ttRootTag(f.R2), ttRootTag(f.R), ttRootTag(f.R2[:63])}
+		}, want: d1(false, rowReply)},
+		{name: "root marker only with positional e tags", req: "CW-10", tags: func() nostr.Tags {
+			return nostr.Tags{ttE(f.R2), ttRootTag(f.R)}
+		}, want: d1(false, rowReply)},
+		{name: "root marker only with broadcast is a row", req: "CW-11", tags: func() nostr.Tags {
+			return nostr.Tags{ttRootTag(f.R), {"broadcast", "1"}}
+		}, want: d1(true, rowTopLevel)},
+		{name: "root marker only naming a missing root", req: "RL-5", tags: func() nostr.Tags {
+			return nostr.Tags{ttRootTag(f.missing)}
+		}, err: buzz.ErrParentNotFound},
+		{name: "root marker only naming a reply", req: "RL-5", tags: func() nostr.Tags {
+			return nostr.Tags{ttRootTag(f.C1)}
+		}, err: buzz.ErrRootMismatch},
+		{name: "root marker only naming a deleted root", req: "RL-5", tags: func() nostr.Tags {
+			return nostr.Tags{ttRootTag(f.D)}
+		}, err: buzz.ErrParentNotFound},
+		{name: "root marker only naming another channel's event", req: "RL-5", tags: func() nostr.Tags {
+			return nostr.Tags{ttRootTag(f.O)}
+		}, err: buzz.ErrParentOtherChannel},
+
+		// Root markers with reply markers.
 		{name: "root marker consistent at depth 1", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R), ttReplyTag(f.R)}
 		}, want: d1(false, rowReply)},
