@@ -39,7 +39,7 @@ func windowCommand() *cli.Command {
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
 			&cli.BoolFlag{Name: "all", Usage: "every page down to the oldest, not only the newest"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object a row instead of text"},
-			&cli.BoolFlag{Name: "follow", Usage: "then print new messages as they arrive, until interrupted"},
+			&cli.BoolFlag{Name: "follow", Usage: "then print new messages as they arrive (a quiet reply as its thread's count), until interrupted"},
 		),
 		// Not urfave's Required, which prints the whole help before the
 		// error.
