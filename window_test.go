@@ -165,14 +165,7 @@ func TestWindowFollow(t *testing.T) {
 	owner := testutil.NewSigner(t)
 	const ch = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
 	wnPrivateChannel(t, store, owner, ch)
-	app := newApp()
-	out, errOut := &wnSyncBuffer{}, &wnSyncBuffer{}
-	app.Writer, app.ErrWriter = out, errOut
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- app.RunContext(ctx, []string{"buzz-lite", "window", "--relay", url, "--channel", ch, "--key", owner.SK, "--follow"})
-	}()
+	out, errOut, stop := wnFollow(url, ch, "--key", owner.SK)
 	wnWait(t, errOut, "following new messages")
 	if !strings.Contains(out.String(), "before") {
 		t.Fatalf("timeline: %q", out.String())
@@ -202,9 +195,25 @@ func TestWindowFollow(t *testing.T) {
 		}
 		live = owner.Event(t, 9, time.Now().Unix(), "live one", nostr.Tag{"h", ch}, nostr.Tag{"n", time.Now().String()})
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("window --follow ended with %v", err)
+	}
+}
+
+// wnFollow runs `window --follow` on channel ch of the relay at url, with
+// args, until stop, which returns how it ended.
+func wnFollow(url, ch string, args ...string) (out, errOut *wnSyncBuffer, stop func() error) {
+	app := newApp()
+	out, errOut = &wnSyncBuffer{}, &wnSyncBuffer{}
+	app.Writer, app.ErrWriter = out, errOut
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- app.RunContext(ctx, append([]string{"buzz-lite", "window", "--relay", url, "--channel", ch, "--follow"}, args...))
+	}()
+	return out, errOut, func() error {
+		cancel()
+		return <-done
 	}
 }
 
@@ -234,21 +243,13 @@ func TestWindowFollowQuietReplies(t *testing.T) {
 	// once it follows, and returns its output once it holds every want.
 	follow := func(args []string, send func() []*nostr.Event, want func() []string) string {
 		t.Helper()
-		app := newApp()
-		out, errOut := &wnSyncBuffer{}, &wnSyncBuffer{}
-		app.Writer, app.ErrWriter = out, errOut
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() {
-			done <- app.RunContext(ctx, append([]string{"buzz-lite", "window", "--relay", url, "--channel", ch, "--follow"}, args...))
-		}()
+		out, errOut, stop := wnFollow(url, ch, args...)
 		wnWait(t, errOut, "following new messages")
 		wnPublish(t, url, send()...)
 		for _, w := range want() {
 			wnWait(t, out, w)
 		}
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Fatalf("window --follow ended with %v", err)
 		}
 		return out.String()

@@ -35,6 +35,22 @@ type ExportFilter struct {
 	WithDeleted bool
 }
 
+// dated is the Since and Until bounds of f on the created_at of table
+// alias t, as conditions and their arguments.
+func (f ExportFilter) dated(t string) ([]string, []any) {
+	var where []string
+	var args []any
+	if f.Since != nil {
+		where = append(where, t+".created_at >= ?")
+		args = append(args, *f.Since)
+	}
+	if f.Until != nil {
+		where = append(where, t+".created_at <= ?")
+		args = append(args, *f.Until)
+	}
+	return where, args
+}
+
 // exportPage is how many events one read transaction of Export reads:
 // memory stays constant and no snapshot is held while the output is slow.
 const exportPage = 1000
@@ -64,14 +80,8 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 		where = append(where, "e.channel = ?")
 		args = append(args, seqs[0])
 	}
-	if f.Since != nil {
-		where = append(where, "e.created_at >= ?")
-		args = append(args, *f.Since)
-	}
-	if f.Until != nil {
-		where = append(where, "e.created_at <= ?")
-		args = append(args, *f.Until)
-	}
+	dated, at := f.dated("e")
+	where, args = append(where, dated...), append(args, at...)
 	if len(f.Kinds) > 0 {
 		where = append(where, "e.kind IN ("+placeholders(len(f.Kinds))+")")
 		for _, k := range f.Kinds {
@@ -94,15 +104,9 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 		// target (NIP-09) and refuses it when it arrives. A target whose
 		// 9005 the filter leaves out would come back alive: it stays out.
 		if len(f.Kinds) == 0 || slices.Contains(f.Kinds, buzz.KindGroupDelete) {
-			target := []string{"t.name = 'e'", "t.value = e.id", "t.kind = 9005", "d.deleted_at IS NULL"}
-			if f.Since != nil {
-				target = append(target, "d.created_at >= ?")
-				args = append(args, *f.Since)
-			}
-			if f.Until != nil {
-				target = append(target, "d.created_at <= ?")
-				args = append(args, *f.Until)
-			}
+			dated, at := f.dated("d")
+			target := append([]string{"t.name = 'e'", "t.value = e.id", "t.kind = 9005", "d.deleted_at IS NULL"}, dated...)
+			args = append(args, at...)
 			keep = append(keep, "EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq WHERE "+
 				strings.Join(target, " AND ")+")")
 		}
