@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,19 @@ func TestRoundTripWindowsThreadsAndREQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, ev := range c.Events {
+	// RL-25, RL-6: in every channel a plain message deleted by its author
+	// with a kind 5 that carries the channel's h tag, and one deleted by a
+	// kind 9005: their deletions are served by the channel's REQ.
+	events := slices.Clone(c.Events)
+	last := int64(c.Events[len(c.Events)-1].CreatedAt)
+	for _, ch := range c.Channels {
+		for _, kind := range []int{buzz.KindDeletion, buzz.KindGroupDelete} {
+			last += 2
+			msg := rtSign(t, c.Authors[1], 9, last, "deleted", nostr.Tag{"h", ch})
+			events = append(events, msg, rtSign(t, c.Authors[1], kind, last+1, "", nostr.Tag{"h", ch}, nostr.Tag{"e", msg.ID}))
+		}
+	}
+	for i, ev := range events {
 		if err := s.Ingest(ctx, ev); err != nil {
 			t.Fatalf("event %d (kind %d): %v", i, ev.Kind, err)
 		}
@@ -138,7 +151,47 @@ func TestRoundTripWindowsThreadsAndREQ(t *testing.T) {
 			t.Fatalf("channel %s holds only %d events", ch, len(ra))
 		}
 	}
-	t.Logf("%d window pages and %d thread pages compared", pages, threads)
+	// RL-25: the deletions, whatever their channel, are the same too.
+	f := nostr.Filter{Kinds: []int{buzz.KindDeletion, buzz.KindGroupDelete}, Limit: 1000}
+	da, err := a.Query(ctx, f, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := b.Query(ctx, f, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rtSame(t, "deletions REQ", rtIDs(da), rtIDs(db))
+	// RL-25, RL-6: a rebroadcast of a deleted event is refused by the
+	// imported relay as by the source (deleted before it arrived, or
+	// stored already as deleted) and stays deleted.
+	deleted := 0
+	for _, ev := range events {
+		if got, err := a.Query(ctx, nostr.Filter{IDs: []string{ev.ID}}, v); err != nil || len(got) > 0 {
+			continue // live on the source
+		}
+		deleted++
+		err := b.Ingest(ctx, ev)
+		if !errors.Is(err, buzz.ErrDeletedBeforeArriving) && !errors.Is(err, buzz.ErrDuplicate) {
+			t.Fatalf("deleted kind %d event %s re-sent to the imported relay: %v", ev.Kind, ev.ID, err)
+		}
+		if got, err := b.Query(ctx, nostr.Filter{IDs: []string{ev.ID}}, v); err != nil || len(got) > 0 {
+			t.Fatalf("deleted event %s served by the imported relay after a rebroadcast: %v", ev.ID, err)
+		}
+	}
+	if deleted < 2*len(c.Channels) {
+		t.Fatalf("only %d deleted events", deleted)
+	}
+	t.Logf("%d window pages and %d thread pages compared, %d deleted events re-sent", pages, threads, deleted)
+}
+
+func rtSign(t *testing.T, sk string, kind int, at int64, content string, tags ...nostr.Tag) *nostr.Event {
+	t.Helper()
+	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Content: content, Tags: tags}
+	if err := ev.Sign(sk); err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
 
 func rtIDs(evs []*nostr.Event) []string {

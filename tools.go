@@ -35,7 +35,7 @@ func exportCommand() *cli.Command {
 			&cli.Int64Flag{Name: "since", Usage: "only events with created_at >= `UNIX`"},
 			&cli.Int64Flag{Name: "until", Usage: "only events with created_at <= `UNIX`"},
 			&cli.StringFlag{Name: "kinds", Usage: "only these kinds, comma-separated (e.g. 9,7)"},
-			&cli.BoolFlag{Name: "with-deleted", Usage: "also the deleted events and the deletions that deleted them"},
+			&cli.BoolFlag{Name: "with-deleted", Usage: "also every deleted event (every deletion goes out either way)"},
 			&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "write to `FILE` instead of standard output"},
 		),
 		Action: onExisting(export),

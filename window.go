@@ -39,7 +39,7 @@ func windowCommand() *cli.Command {
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
 			&cli.BoolFlag{Name: "all", Usage: "every page down to the oldest, not only the newest"},
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object a row instead of text"},
-			&cli.BoolFlag{Name: "follow", Usage: "then print new messages as they arrive, until interrupted"},
+			&cli.BoolFlag{Name: "follow", Usage: "then print new messages as they arrive (a quiet reply as its thread's count), until interrupted"},
 		),
 		// Not urfave's Required, which prints the whole help before the
 		// error.
@@ -127,7 +127,9 @@ func window(c *cli.Context) error {
 	}
 	out := c.App.Writer
 	started := time.Now().Unix()
+	projection := false // the row mode the pages were served in (CL-4)
 	path, err := cl.Timeline(ctx, ch, limit, c.Bool("all"), func(p *nipcw.Page) error {
+		projection = p.Bounds.ThreadRepliesInChannel
 		for _, row := range pageRows(p) {
 			if err := printRow(out, row, c.Bool("json")); err != nil {
 				return err
@@ -151,12 +153,42 @@ func window(c *cli.Context) error {
 	}
 	// The live tail (CL-4): its own subscription, from when the timeline
 	// was asked for, printed as it comes and never mixed into the pages.
+	// Only a message that would be a row of the window is printed as a
+	// row; a quiet reply counts toward its thread instead.
 	fmt.Fprintln(c.App.ErrWriter, "following new messages; interrupt to stop")
-	return cl.Follow(sigCtx, ch, started, func(ev *nostr.Event) error {
+	replies := map[string]int64{} // new quiet replies by thread root
+	return cl.Follow(sigCtx, ch, started, projection, func(live client.LiveEvent) error {
+		ev := live.Event
+		if !live.Row {
+			replies[live.Thread]++
+			return printThread(out, threadUpdate{Thread: live.Thread, Reply: ev.ID, NewReplies: replies[live.Thread]}, c.Bool("json"))
+		}
 		row := windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content,
 			ReplyTo: buzz.ParseThreadTags(ev.Tags).Parent}
 		return printRow(out, row, c.Bool("json"))
 	})
+}
+
+// threadUpdate is what `window --follow` prints for a quiet reply (CL-4):
+// not a row, a change of its thread's count, the replies that arrived
+// since following began.
+type threadUpdate struct {
+	Thread     string `json:"thread"`
+	Reply      string `json:"reply"`
+	NewReplies int64  `json:"new_replies"`
+}
+
+func printThread(w io.Writer, u threadUpdate, asJSON bool) error {
+	if asJSON {
+		b, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "  [thread %s: %s]\n", u.Thread[:8], plural(u.NewReplies, "new reply", "new replies"))
+	return err
 }
 
 // pageRows applies a page's aux closure and summaries to its rows: the

@@ -22,10 +22,10 @@ import (
 
 // wnServe runs a relay on loopback until the test ends and returns its
 // ws:// URL and store.
-func wnServe(t *testing.T) (string, *sqlite.Store) {
+func wnServe(t *testing.T, admins ...string) (string, *sqlite.Store) {
 	t.Helper()
 	key := nostr.GeneratePrivateKey()
-	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), dbFile), Schema: schema, RelayKey: key})
+	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), dbFile), Schema: schema, RelayKey: key, Admins: admins})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,14 +210,7 @@ func TestWindowFollow(t *testing.T) {
 	owner := testutil.NewSigner(t)
 	const ch = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0"
 	wnPrivateChannel(t, store, owner, ch)
-	app := newApp()
-	out, errOut := &wnSyncBuffer{}, &wnSyncBuffer{}
-	app.Writer, app.ErrWriter = out, errOut
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- app.RunContext(ctx, []string{"buzz-lite", "window", "--relay", url, "--channel", ch, "--key", owner.SK, "--follow"})
-	}()
+	out, errOut, stop := wnFollow(url, ch, "--key", owner.SK)
 	wnWait(t, errOut, "following new messages")
 	if !strings.Contains(out.String(), "before") {
 		t.Fatalf("timeline: %q", out.String())
@@ -247,9 +240,127 @@ func TestWindowFollow(t *testing.T) {
 		}
 		live = owner.Event(t, 9, time.Now().Unix(), "live one", nostr.Tag{"h", ch}, nostr.Tag{"n", time.Now().String()})
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("window --follow ended with %v", err)
+	}
+}
+
+// wnFollow runs `window --follow` on channel ch of the relay at url, with
+// args, until stop, which returns how it ended.
+func wnFollow(url, ch string, args ...string) (out, errOut *wnSyncBuffer, stop func() error) {
+	app := newApp()
+	out, errOut = &wnSyncBuffer{}, &wnSyncBuffer{}
+	app.Writer, app.ErrWriter = out, errOut
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- app.RunContext(ctx, append([]string{"buzz-lite", "window", "--relay", url, "--channel", ch, "--follow"}, args...))
+	}()
+	return out, errOut, func() error {
+		cancel()
+		return <-done
+	}
+}
+
+// CL-4: `window --follow` prints a live top-level message and a
+// broadcast reply as rows; a quiet reply, at depth 1 or 2, is no row but a
+// count of its thread's new replies, in text and in --json; in projection
+// mode, the mode the pages were served in, a reply is a row.
+func TestWindowFollowQuietReplies(t *testing.T) {
+	admin, a := testutil.NewSigner(t), testutil.NewSigner(t)
+	url, store := wnServe(t, admin.PK)
+	// Each run reads a channel of its own, holding one older message: a
+	// tail follows from its second on and would see the runs before.
+	var ch string
+	var h nostr.Tag
+	var old *nostr.Event
+	channel := func(id string) {
+		ch, h = id, nostr.Tag{"h", id}
+		old = a.Event(t, 9, time.Now().Unix()-100, "old", h)
+		if err := store.Ingest(context.Background(), old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply := func(content string, parent, root *nostr.Event, tags ...nostr.Tag) *nostr.Event {
+		return a.Event(t, 9, time.Now().Unix(), content, append([]nostr.Tag{h, {"e", root.ID, "", "root"}, {"e", parent.ID, "", "reply"}}, tags...)...)
+	}
+	// follow runs window --follow with args, publishes what send makes
+	// once it follows, and returns its output once it holds every want.
+	follow := func(args []string, send func() []*nostr.Event, want func() []string) string {
+		t.Helper()
+		out, errOut, stop := wnFollow(url, ch, args...)
+		wnWait(t, errOut, "following new messages")
+		wnPublish(t, url, send()...)
+		for _, w := range want() {
+			wnWait(t, out, w)
+		}
+		if err := stop(); err != nil {
+			t.Fatalf("window --follow ended with %v", err)
+		}
+		return out.String()
+	}
+
+	channel("7a6b5c4d-3e2f-4a1b-8c9d-0e1f2a3b4c5d")
+	var top *nostr.Event
+	text := follow(nil, func() []*nostr.Event {
+		top = a.Event(t, 9, time.Now().Unix(), "live top", h)
+		broadcast := reply("live broadcast", top, top, nostr.Tag{"broadcast", "1"})
+		return []*nostr.Event{top, broadcast, reply("quiet one", top, top), reply("quiet two", broadcast, top), reply("quiet old", old, old)}
+	}, func() []string {
+		return []string{"live top", "live broadcast  [reply to " + top.ID[:8] + "]",
+			"  [thread " + top.ID[:8] + ": 2 new replies]", "  [thread " + old.ID[:8] + ": 1 new reply]"}
+	})
+	if strings.Contains(text, "quiet") {
+		t.Fatalf("a quiet reply printed as a row:\n%s", text)
+	}
+
+	channel("8b7c6d5e-4f3a-4b2c-9d0e-1f2a3b4c5d6e")
+	var quiet *nostr.Event
+	js := follow([]string{"--json"}, func() []*nostr.Event {
+		quiet = reply("quiet json", old, old)
+		return []*nostr.Event{quiet}
+	}, func() []string {
+		return []string{`{"thread":"` + old.ID + `","reply":"` + quiet.ID + `","new_replies":1}`}
+	})
+	if strings.Contains(js, "quiet json") {
+		t.Fatalf("a quiet reply printed as a row:\n%s", js)
+	}
+
+	channel("9c8d7e6f-5a4b-4c3d-8e1f-2a3b4c5d6e7f")
+	wnPublish(t, url, admin.Event(t, 9033, time.Now().Unix(), "", nostr.Tag{"thread_replies_in_channel", "true"}))
+	follow(nil, func() []*nostr.Event {
+		return []*nostr.Event{reply("projected reply", old, old)}
+	}, func() []string {
+		return []string{"projected reply  [reply to " + old.ID[:8] + "]"}
+	})
+}
+
+// wnPublish sends evs over WebSocket, each once the relay took the one
+// before (a reply needs its parent stored).
+func wnPublish(t *testing.T, url string, evs ...*nostr.Event) {
+	t.Helper()
+	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, ev := range evs {
+		if err := conn.WriteJSON([]any{"EVENT", ev}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(string(msg), `["OK","`+ev.ID+`",`) {
+				if !strings.HasPrefix(string(msg), `["OK","`+ev.ID+`",true`) {
+					t.Fatalf("publish: %s", msg)
+				}
+				break
+			}
+		}
 	}
 }
 

@@ -8,21 +8,38 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
+// LiveEvent is a message of the live tail, placed as the window would
+// place it (CL-4).
+type LiveEvent struct {
+	Event *nostr.Event
+	// Row: the message is a row of the window in the row mode followed
+	// (CW-9 and CW-11 by default, CW-13 in projection mode, CW-12 when its
+	// place cannot be known).
+	Row bool
+	// Thread is the root of a quiet reply's thread: the reply is no row,
+	// it changes that thread's count.
+	Thread string
+}
+
 // Follow is the live tail (CL-4): a subscription of its own to the
-// channel's messages from since on, each verified and handed to fn as it
-// arrives. They are never spliced into fetched pages: the caller merges
-// them when it renders. A private channel is authenticated with the
+// channel's messages from since on, each verified, placed by the row rule
+// of the mode given (the mode the pages were served in), and handed to fn
+// as it arrives. They are never spliced into fetched pages: the caller
+// merges them when it renders. A private channel is authenticated with the
 // client's key when the relay asks (NIP-42). Follow returns nil when ctx
 // ends, or the error that ended the subscription.
-func (c *Client) Follow(ctx context.Context, channel string, since int64, fn func(*nostr.Event) error) error {
+func (c *Client) Follow(ctx context.Context, channel string, since int64, projection bool, fn func(LiveEvent) error) error {
 	w, err := c.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer w.close()
+	pl := &placer{c: c, projection: projection, known: map[string]*nostr.Event{}}
+	defer pl.close()
 	ts := nostr.Timestamp(since)
 	f := nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {channel}}, Since: &ts}
 	const id = "live"
@@ -59,7 +76,11 @@ func (c *Client) Follow(ctx context.Context, channel string, since int64, fn fun
 			if !f.Matches(&ev) {
 				continue
 			}
-			if err := fn(&ev); err != nil {
+			live, err := pl.place(ctx, channel, &ev)
+			if err != nil {
+				return err
+			}
+			if err := fn(live); err != nil {
 				return err
 			}
 		case label == "CLOSED":
@@ -77,5 +98,63 @@ func (c *Client) Follow(ctx context.Context, channel string, since int64, fn fun
 				return w.fail(ctx, err)
 			}
 		}
+	}
+}
+
+// knownCap bounds the messages a placer remembers: past it, it forgets
+// them all and asks the relay again, so a long tail holds bounded memory.
+const knownCap = 10000
+
+// placer places live messages by the row rule of the fallback (assemble),
+// so that the tail and the standard filter path agree: a reply's place
+// needs its ancestors, taken from the messages seen so far or fetched by
+// id over a connection of its own (the tail's reads only its
+// subscription).
+type placer struct {
+	c          *Client
+	projection bool
+	known      map[string]*nostr.Event
+	lookup     *wsConn
+}
+
+func (p *placer) place(ctx context.Context, ch string, ev *nostr.Event) (LiveEvent, error) {
+	if len(p.known) >= knownCap {
+		clear(p.known)
+	}
+	p.known[ev.ID] = ev
+	// Up to the thread's root, as far as the ancestors can be had: one
+	// that cannot leaves the message unclassified, a row (CW-12).
+	root := ev
+	for range maxDepth + 1 {
+		id := buzz.ParseThreadTags(root.Tags).Parent
+		if id == "" {
+			break
+		}
+		if p.known[id] == nil {
+			if p.lookup == nil {
+				w, err := p.c.dial(ctx)
+				if err != nil {
+					return LiveEvent{}, err
+				}
+				p.lookup = w
+			}
+			if err := p.lookup.fetchIDs(ctx, []string{id}, p.known); err != nil {
+				return LiveEvent{}, fmt.Errorf("client: live: parent of %s: %w", ev.ID, err)
+			}
+		}
+		if p.known[id] == nil {
+			break
+		}
+		root = p.known[id]
+	}
+	if len(assemble(ch, map[string]*nostr.Event{ev.ID: ev}, p.known, nil, p.projection)) == 1 {
+		return LiveEvent{Event: ev, Row: true}, nil
+	}
+	return LiveEvent{Event: ev, Thread: root.ID}, nil
+}
+
+func (p *placer) close() {
+	if p.lookup != nil {
+		p.lookup.close()
 	}
 }

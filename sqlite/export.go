@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/mailru/easyjson"
@@ -22,37 +23,32 @@ type ExportFilter struct {
 	Since, Until *int64
 	// Kinds limits the export to these kinds; empty means all.
 	Kinds []int
-	// WithDeleted adds every deleted event and every deletion event (kinds
-	// 5 and 9005). Without it, deleted events are left out, except two
-	// kinds that go out with their deletions so that an import serves the
-	// same: those that replies still hang below (the threads), and deleted
-	// reactions and edits (the window's aux closure serves the deletions
-	// of a message's reactions and edits, CW-18).
+	// WithDeleted adds every deleted event. Without it, deleted events are
+	// left out, except those an import needs to serve the same: those that
+	// replies still hang below (the threads), deleted reactions and edits
+	// (the window's aux closure serves the deletions of a message's
+	// reactions and edits, CW-18), NIP-29 lifecycle events, and the
+	// targets of kind 9005 deletions (RL-6 stores a 9005 only once its
+	// target is stored). Every deletion event (kinds 5 and 9005) goes out
+	// either way: deletions are live events, served by REQ, and an import
+	// that knows them refuses a rebroadcast of what they deleted.
 	WithDeleted bool
 }
 
-// deletesAnAnchor reports whether deletion ev deleted a stored event that
-// still has replies below it, a reaction or edit, or a lifecycle event:
-// the deletions a default export keeps.
-func deletesAnAnchor(ctx context.Context, tx *sql.Tx, ev *nostr.Event) (bool, error) {
-	for _, tag := range ev.Tags {
-		if len(tag) < 2 || tag[0] != "e" || !buzz.IsLowerHex64(tag[1]) {
-			continue
-		}
-		id, _ := idKey(tag[1])
-		var anchor bool
-		err := tx.QueryRowContext(ctx, `SELECT e.deleted_at IS NOT NULL
-			AND (e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022)
-			     OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))
-			FROM events e WHERE e.id = ?`, id).Scan(&anchor)
-		if err != nil && err != sql.ErrNoRows {
-			return false, fmt.Errorf("export: %w", err)
-		}
-		if anchor {
-			return true, nil
-		}
+// dated is the Since and Until bounds of f on the created_at of table
+// alias t, as conditions and their arguments.
+func (f ExportFilter) dated(t string) ([]string, []any) {
+	var where []string
+	var args []any
+	if f.Since != nil {
+		where = append(where, t+".created_at >= ?")
+		args = append(args, *f.Since)
 	}
-	return false, nil
+	if f.Until != nil {
+		where = append(where, t+".created_at <= ?")
+		args = append(args, *f.Until)
+	}
+	return where, args
 }
 
 // exportPage is how many events one read transaction of Export reads:
@@ -68,15 +64,6 @@ const exportPage = 1000
 func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64, error) {
 	where := []string{"e.kind NOT BETWEEN 39000 AND 39003", "(e.expires_at IS NULL OR e.expires_at > ?)"}
 	args := []any{s.nowUnix()}
-	if !f.WithDeleted {
-		// A deleted event that still has replies below goes out with the
-		// deletion that deleted it: without it an import could not place
-		// those replies, and the thread's counters would differ. So do
-		// deleted reactions and edits, whose deletions the aux closure
-		// serves. So do NIP-29 lifecycle events: deleting one does not
-		// undo what it did to its channel, and import replays them.
-		where = append(where, "(e.deleted_at IS NULL OR e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022) OR EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq))")
-	}
 	if f.Channel != "" {
 		var seqs []any
 		err := s.readTx(ctx, func(tx *sql.Tx) error {
@@ -93,19 +80,37 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 		where = append(where, "e.channel = ?")
 		args = append(args, seqs[0])
 	}
-	if f.Since != nil {
-		where = append(where, "e.created_at >= ?")
-		args = append(args, *f.Since)
-	}
-	if f.Until != nil {
-		where = append(where, "e.created_at <= ?")
-		args = append(args, *f.Until)
-	}
+	dated, at := f.dated("e")
+	where, args = append(where, dated...), append(args, at...)
 	if len(f.Kinds) > 0 {
 		where = append(where, "e.kind IN ("+placeholders(len(f.Kinds))+")")
 		for _, k := range f.Kinds {
 			args = append(args, k)
 		}
+	}
+	if !f.WithDeleted {
+		// A deleted event that still has replies below goes out with the
+		// deletion that deleted it: without it an import could not place
+		// those replies, and the thread's counters would differ. So do
+		// deleted reactions and edits, whose deletions the aux closure
+		// serves. So do NIP-29 lifecycle events: deleting one does not
+		// undo what it did to its channel, and import replays them.
+		keep := []string{"e.deleted_at IS NULL",
+			"e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022)",
+			"EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq)"}
+		// So does the target of a 9005 (named by its id) that goes out
+		// too, to be deleted again on import: RL-6 refuses a 9005 whose
+		// target is not stored, while a kind 5 is stored without its
+		// target (NIP-09) and refuses it when it arrives. A target whose
+		// 9005 the filter leaves out would come back alive: it stays out.
+		if len(f.Kinds) == 0 || slices.Contains(f.Kinds, buzz.KindGroupDelete) {
+			dated, at := f.dated("d")
+			target := append([]string{"t.name = 'e'", "t.value = e.id", "t.kind = 9005", "d.deleted_at IS NULL"}, dated...)
+			args = append(args, at...)
+			keep = append(keep, "EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq WHERE "+
+				strings.Join(target, " AND ")+")")
+		}
+		where = append(where, "("+strings.Join(keep, " OR ")+")")
 	}
 	head := "SELECT " + eventSelect + " FROM events e WHERE " + strings.Join(where, " AND ")
 	first := head + " ORDER BY e.created_at ASC, e.id ASC LIMIT ?"
@@ -145,12 +150,6 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 				lastAt = int64(ev.CreatedAt)
 				if lastID, err = decodeHex(ev.ID, 32); err != nil {
 					return fmt.Errorf("export: %w", err)
-				}
-				if !f.WithDeleted && (ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete) {
-					keep, err := deletesAnAnchor(ctx, tx, ev)
-					if err != nil || !keep {
-						continue
-					}
 				}
 				page = append(page, ev)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -81,9 +82,10 @@ func TestExport(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// RL-25: every deletion goes out, the deleted message does not.
 	got := exportLines(t, s, ExportFilter{})
-	if len(got) != len(all)-1 {
-		t.Fatalf("exported %d events, want %d (all but the deleted one)", len(got), len(all)-1)
+	if len(got) != len(all) {
+		t.Fatalf("exported %d events, want %d (all but the deleted one, with its deletion)", len(got), len(all))
 	}
 	seen := map[string]int{}
 	for i, ev := range got {
@@ -93,10 +95,13 @@ func TestExport(t *testing.T) {
 				t.Fatalf("events %d and %d out of order", i-1, i)
 			}
 		}
-		if ev.ID == gone.ID || ev.ID == del.ID || ev.Kind == 39000 {
+		if ev.ID == gone.ID || ev.Kind == 39000 {
 			t.Fatalf("exported %d event %s", ev.Kind, ev.ID)
 		}
 		seen[ev.ID] = i
+	}
+	if _, ok := seen[del.ID]; !ok {
+		t.Fatal("the deletion was not exported")
 	}
 	if seen[root.ID] >= seen[reply.ID] {
 		t.Fatal("reply exported before its parent")
@@ -161,16 +166,65 @@ func TestExportKeepsDeletedAnchors(t *testing.T) {
 			t.Fatal("a deleted event with nothing below it was exported")
 		}
 	}
-	// gone and its deletion are not in the import, so compare the thread
-	// without them: root, x (deleted) and y.
+	// gone is not in the import (its deletion is, RL-25), so compare the
+	// thread without it: root, x (deleted), y and both deletions.
 	want := imState(t, src)
 	got := imState(t, dst)
-	if len(got) != len(want)-2 {
-		t.Fatalf("imported %d events, want %d", len(got), len(want)-2)
+	if len(got) != len(want)-1 {
+		t.Fatalf("imported %d events, want %d", len(got), len(want)-1)
 	}
 	for _, line := range got {
 		if !slices.Contains(want, line) {
 			t.Fatalf("imported state %q is not the source's:\n%v", line, want)
 		}
 	}
+}
+
+// RL-25, RL-6: a default export writes a 9005 with the message it deleted,
+// which an import stores only once that target is stored; a filter that
+// leaves the 9005 out (by kind or by date) leaves its target out too, so
+// that the import does not bring the message back.
+func TestExportGroupDeleteTargets(t *testing.T) {
+	ctx := context.Background()
+	src := openTest(t)
+	a := testutil.NewSigner(t)
+	ch := "55555555-5555-4555-8555-555555555555"
+	msg := a.Event(t, 9, 1000, "gone", nostr.Tag{"h", ch})
+	del := a.Event(t, 9005, 1001, "", nostr.Tag{"h", ch}, nostr.Tag{"e", msg.ID})
+	for _, ev := range []*nostr.Event{msg, del} {
+		if err := src.Ingest(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := exportIDs(exportLines(t, src, ExportFilter{})); !slices.Equal(got, []string{msg.ID, del.ID}) {
+		t.Fatalf("export: %v, want the message and its 9005", got)
+	}
+	until := int64(1000)
+	for _, f := range []ExportFilter{{Kinds: []int{9}}, {Until: &until}} {
+		if got := exportLines(t, src, f); len(got) != 0 {
+			t.Fatalf("export %+v: %v, want nothing", f, exportIDs(got))
+		}
+	}
+	dst := openTest(t)
+	outcomes, err := dst.ImportBatch(ctx, exportLines(t, src, ExportFilter{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range outcomes {
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+	}
+	if got, err := dst.Query(ctx, nostr.Filter{IDs: []string{msg.ID, del.ID}}, buzz.Anonymous); err != nil || len(got) != 1 || got[0].ID != del.ID {
+		t.Fatalf("imported: %v %v, want only the 9005", exportIDs(got), err)
+	}
+}
+
+// exportIDs is the ids of evs, in their order.
+func exportIDs(evs []*nostr.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.ID
+	}
+	return out
 }
