@@ -47,6 +47,7 @@ func newApp() buzzApp {
 			checkCommand(),
 			backfillCommand(),
 			windowCommand(),
+			keygenCommand(),
 			benchCommand(),
 		},
 	})
