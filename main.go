@@ -48,6 +48,7 @@ func newApp() buzzApp {
 			backfillCommand(),
 			windowCommand(),
 			keygenCommand(),
+			postCommand(),
 			benchCommand(),
 		},
 	})
