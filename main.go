@@ -49,6 +49,7 @@ func newApp() buzzApp {
 			windowCommand(),
 			keygenCommand(),
 			postCommand(),
+			channelsCommand(),
 			benchCommand(),
 		},
 	})
