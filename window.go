@@ -128,8 +128,10 @@ func window(c *cli.Context) error {
 	out := c.App.Writer
 	started := time.Now().Unix()
 	projection := false // the row mode the pages were served in (CL-4)
+	more := false       // the last page said more pages remain
 	path, err := cl.Timeline(ctx, ch, limit, c.Bool("all"), func(p *nipcw.Page) error {
 		projection = p.Bounds.ThreadRepliesInChannel
+		more = p.Next() != nil
 		for _, row := range pageRows(p) {
 			if err := printRow(out, row, c.Bool("json")); err != nil {
 				return err
@@ -147,6 +149,10 @@ func window(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "read through standard filters: %s\n", path.Reason)
 	} else if path.Kind == client.PathWindow {
 		fmt.Fprintf(c.App.ErrWriter, "read through the channel window (%s)\n", plural(path.WindowPages, "page", "pages"))
+	}
+	if err == nil && more && !c.Bool("all") {
+		// Only the newest page was read: say how to read the rest.
+		fmt.Fprintln(c.App.ErrWriter, "more messages: add --all to read them all")
 	}
 	if err != nil || !c.Bool("follow") {
 		return err
