@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/client"
-	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 func postCommand() *cli.Command {
@@ -39,9 +38,9 @@ func postCommand() *cli.Command {
 // post publishes one message and prints the relay's answer: `ok ID`, or
 // its refusal, which fails the command.
 func post(c *cli.Context) error {
-	ch, ok := nipcw.ParseChannelID(c.String("channel"))
-	if !ok {
-		return usageErr(c, fmt.Errorf("--channel: %q is not a channel id (a UUID or a NIP-29 group id)", c.String("channel")))
+	ch, err := channelFlag(c)
+	if err != nil {
+		return err
 	}
 	key, err := secretKey(c.String("key"))
 	if err != nil {

@@ -56,6 +56,16 @@ func windowCommand() *cli.Command {
 	}
 }
 
+// channelFlag is --channel, a UUID or a NIP-29 group id (CW-2), in its
+// canonical spelling.
+func channelFlag(c *cli.Context) (string, error) {
+	ch, ok := nipcw.ParseChannelID(c.String("channel"))
+	if !ok {
+		return "", usageErr(c, fmt.Errorf("--channel: %q is not a channel id (a UUID or a NIP-29 group id)", c.String("channel")))
+	}
+	return ch, nil
+}
+
 // windowRelay is the relay window reads: --relay, or the one the
 // configuration serves (relay.url, or ws:// and a loopback listen
 // address), as `serve` with that configuration would advertise it.
@@ -101,9 +111,9 @@ type windowRow struct {
 }
 
 func window(c *cli.Context) error {
-	ch, ok := nipcw.ParseChannelID(c.String("channel"))
-	if !ok {
-		return usageErr(c, fmt.Errorf("--channel: %q is not a channel id (a UUID or a NIP-29 group id)", c.String("channel")))
+	ch, err := channelFlag(c)
+	if err != nil {
+		return err
 	}
 	key, err := secretKey(c.String("key"))
 	if err != nil {

@@ -2,13 +2,13 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -59,17 +59,8 @@ func (c *Client) Channels(ctx context.Context) ([]Channel, error) {
 	}
 	chs := make([]Channel, 0, len(newest))
 	for d, ev := range newest {
-		ch := Channel{ID: d}
-		for _, tag := range ev.Tags {
-			switch {
-			case len(tag) >= 2 && tag[0] == "name":
-				ch.Name = tag[1]
-			case len(tag) >= 2 && tag[0] == "about":
-				ch.About = tag[1]
-			case len(tag) >= 1 && tag[0] == "private":
-				ch.Private = true
-			}
-		}
+		meta := buzz.MetadataOf(ev.Tags)
+		ch := Channel{ID: d, Name: meta.Name, About: meta.About, Private: meta.Private}
 		chs = append(chs, ch)
 	}
 	slices.SortFunc(chs, func(a, b Channel) int { return strings.Compare(a.ID, b.ID) })
@@ -80,17 +71,10 @@ func (c *Client) Channels(ctx context.Context) ([]Channel, error) {
 // sends as a connection opens.
 func (w *wsConn) awaitChallenge(ctx context.Context) error {
 	for w.challenge == "" {
-		_, data, err := w.conn.ReadMessage()
+		label, challenge, _, err := w.next(ctx)
 		if err != nil {
-			return w.fail(ctx, err)
+			return err
 		}
-		var msg []json.RawMessage
-		if json.Unmarshal(data, &msg) != nil || len(msg) < 2 {
-			continue
-		}
-		var label, challenge string
-		_ = json.Unmarshal(msg[0], &label)
-		_ = json.Unmarshal(msg[1], &challenge)
 		if label == "AUTH" {
 			if challenge == "" {
 				return fmt.Errorf("client: websocket: empty NIP-42 challenge")

@@ -94,17 +94,10 @@ func (w *wsConn) publish(ctx context.Context, ev *nostr.Event) error {
 		return w.fail(ctx, err)
 	}
 	for {
-		_, data, err := w.conn.ReadMessage()
+		label, id, msg, err := w.next(ctx)
 		if err != nil {
-			return w.fail(ctx, err)
+			return err
 		}
-		var msg []json.RawMessage
-		if json.Unmarshal(data, &msg) != nil || len(msg) < 2 {
-			continue
-		}
-		var label, id string
-		_ = json.Unmarshal(msg[0], &label)
-		_ = json.Unmarshal(msg[1], &id)
 		if label == "AUTH" {
 			w.challenge = id
 			continue
@@ -115,7 +108,7 @@ func (w *wsConn) publish(ctx context.Context, ev *nostr.Event) error {
 		var ok bool
 		var message string
 		if json.Unmarshal(msg[2], &ok) != nil {
-			return fmt.Errorf("client: post: malformed OK: %s", data)
+			return fmt.Errorf("client: post: malformed OK: %s", msg)
 		}
 		if len(msg) > 3 {
 			_ = json.Unmarshal(msg[3], &message)
