@@ -47,6 +47,9 @@ func newApp() buzzApp {
 			checkCommand(),
 			backfillCommand(),
 			windowCommand(),
+			keygenCommand(),
+			postCommand(),
+			channelsCommand(),
 			benchCommand(),
 		},
 	})

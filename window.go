@@ -56,6 +56,16 @@ func windowCommand() *cli.Command {
 	}
 }
 
+// channelFlag is --channel, a UUID or a NIP-29 group id (CW-2), in its
+// canonical spelling.
+func channelFlag(c *cli.Context) (string, error) {
+	ch, ok := nipcw.ParseChannelID(c.String("channel"))
+	if !ok {
+		return "", usageErr(c, fmt.Errorf("--channel: %q is not a channel id (a UUID or a NIP-29 group id)", c.String("channel")))
+	}
+	return ch, nil
+}
+
 // windowRelay is the relay window reads: --relay, or the one the
 // configuration serves (relay.url, or ws:// and a loopback listen
 // address), as `serve` with that configuration would advertise it.
@@ -101,9 +111,9 @@ type windowRow struct {
 }
 
 func window(c *cli.Context) error {
-	ch, ok := nipcw.ParseChannelID(c.String("channel"))
-	if !ok {
-		return usageErr(c, fmt.Errorf("--channel: %q is not a channel id (a UUID or a NIP-29 group id)", c.String("channel")))
+	ch, err := channelFlag(c)
+	if err != nil {
+		return err
 	}
 	key, err := secretKey(c.String("key"))
 	if err != nil {
@@ -128,8 +138,10 @@ func window(c *cli.Context) error {
 	out := c.App.Writer
 	started := time.Now().Unix()
 	projection := false // the row mode the pages were served in (CL-4)
+	more := false       // the last page said more pages remain
 	path, err := cl.Timeline(ctx, ch, limit, c.Bool("all"), func(p *nipcw.Page) error {
 		projection = p.Bounds.ThreadRepliesInChannel
+		more = p.Next() != nil
 		for _, row := range pageRows(p) {
 			if err := printRow(out, row, c.Bool("json")); err != nil {
 				return err
@@ -147,6 +159,10 @@ func window(c *cli.Context) error {
 		fmt.Fprintf(c.App.ErrWriter, "read through standard filters: %s\n", path.Reason)
 	} else if path.Kind == client.PathWindow {
 		fmt.Fprintf(c.App.ErrWriter, "read through the channel window (%s)\n", plural(path.WindowPages, "page", "pages"))
+	}
+	if err == nil && more && !c.Bool("all") {
+		// Only the newest page was read: say how to read the rest.
+		fmt.Fprintln(c.App.ErrWriter, "more messages: add --all to read them all")
 	}
 	if err != nil || !c.Bool("follow") {
 		return err

@@ -424,3 +424,35 @@ func TestWindowPrivateChannel(t *testing.T) {
 		t.Errorf("row %q", line.String())
 	}
 }
+
+// Issue 16, CL-1: when pages remain unread, window says so on stderr and
+// names --all; not when it read them all, nor when there were no more.
+func TestWindowMoreHint(t *testing.T) {
+	url, store := wnServe(t)
+	a := testutil.NewSigner(t)
+	const ch, hint = "abc123", "more messages: add --all to read them all"
+	base := time.Now().Unix() - 100
+	for i, text := range []string{"one", "two"} {
+		if err := store.Ingest(context.Background(), a.Event(t, 9, base+int64(i), text, nostr.Tag{"h", ch})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		hint bool
+	}{
+		{[]string{"--limit", "1"}, true},
+		{[]string{"--limit", "1", "--all"}, false},
+		{[]string{"--limit", "2"}, false},
+	} {
+		app := newApp()
+		var out, errOut bytes.Buffer
+		app.Writer, app.ErrWriter = &out, &errOut
+		if err := app.Run(append([]string{"buzz-lite", "window", "--relay", url, "--channel", ch}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(errOut.String(), hint); got != tc.hint {
+			t.Errorf("%v: stderr %q, want the hint: %v", tc.args, errOut.String(), tc.hint)
+		}
+	}
+}

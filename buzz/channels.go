@@ -154,6 +154,14 @@ func applyMetadata(ch *Channel, tags nostr.Tags) {
 	}
 }
 
+// MetadataOf is the name, about and privacy that group metadata tags (a
+// 9002, a 9007, the relay's 39000) give a channel, as the relay reads them.
+func MetadataOf(tags nostr.Tags) Channel {
+	var ch Channel
+	applyMetadata(&ch, tags)
+	return ch
+}
+
 // userTags returns the `p` tags of a 9000 or 9001: at least one, each
 // naming a lowercase hex pubkey.
 func userTags(tags nostr.Tags) ([]nostr.Tag, error) {

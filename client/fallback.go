@@ -148,26 +148,37 @@ func (w *wsConn) authenticate(ctx context.Context) error {
 		return w.fail(ctx, err)
 	}
 	for {
-		_, data, err := w.conn.ReadMessage()
+		label, id, msg, err := w.next(ctx)
 		if err != nil {
-			return w.fail(ctx, err)
+			return err
 		}
-		var msg []json.RawMessage
-		if json.Unmarshal(data, &msg) != nil || len(msg) < 3 {
+		if label != "OK" || id != ev.ID || len(msg) < 3 {
 			continue
 		}
-		var label, id string
 		var ok bool
-		_ = json.Unmarshal(msg[0], &label)
-		_ = json.Unmarshal(msg[1], &id)
-		if label != "OK" || id != ev.ID {
-			continue
-		}
 		if json.Unmarshal(msg[2], &ok) != nil || !ok {
-			return fmt.Errorf("client: websocket: the relay refused our authentication: %s", data)
+			return fmt.Errorf("client: websocket: the relay refused our authentication: %s", msg)
 		}
 		w.authed = true
 		return nil
+	}
+}
+
+// next reads the relay's next message: its label, its second element as a
+// string (a subscription id, an event id, a challenge) and the whole of
+// it. What is not a JSON array of two elements at least is skipped.
+func (w *wsConn) next(ctx context.Context) (label, second string, msg []json.RawMessage, err error) {
+	for {
+		_, data, err := w.conn.ReadMessage()
+		if err != nil {
+			return "", "", nil, w.fail(ctx, err)
+		}
+		if json.Unmarshal(data, &msg) != nil || len(msg) < 2 {
+			continue
+		}
+		_ = json.Unmarshal(msg[0], &label)
+		_ = json.Unmarshal(msg[1], &second)
+		return label, second, msg, nil
 	}
 }
 
