@@ -48,6 +48,9 @@ func benchCommand() *cli.Command {
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "data directory to generate into or reuse (default: a temporary one, removed after)"},
+			// Not BUZZ_LITE_CONFIG: the relay measured takes none of the
+			// caller's BUZZ_LITE_ settings unless asked.
+			&cli.StringFlag{Name: "config", Usage: "the relay's configuration file (the bench's own settings, listen address and data directory win over it)"},
 			&cli.IntFlag{Name: "channels", Value: 4, Usage: "channels of the generated community"},
 			&cli.IntFlag{Name: "toplevel", Value: 27_000, Usage: "top-level messages per channel, about 9 events each with their threads (5,000 with --abuse)"},
 			&cli.IntFlag{Name: "clients", Value: 16, Usage: "concurrent clients of each read measurement"},
@@ -147,7 +150,7 @@ func runBench(c *cli.Context) error {
 	}
 
 	clients, d := c.Int("clients"), c.Duration("duration")
-	err = withLoadRelay(ctx, dir, true, &report, func(t bench.Target, observe func(*bench.Result)) error {
+	err = withLoadRelay(ctx, dir, c.String("config"), true, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		// The channel read is the largest before the run adds its own.
 		chans, err := bench.OpenChannels(ctx, t)
 		if err != nil {
@@ -193,7 +196,7 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	err = withLoadRelay(ctx, dir, false, &report, func(t bench.Target, observe func(*bench.Result)) error {
+	err = withLoadRelay(ctx, dir, c.String("config"), false, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		progress("window pages with the page cache off")
 		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, walkPages)
 		if err != nil {
@@ -265,7 +268,7 @@ func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, dir strin
 		progress("abuse: %s", name)
 		var res bench.AttackResult
 		warnings, first := 0, ""
-		run := relayRun{dir: dir, stopWait: abuseStopWait, warn: func(line string) {
+		run := relayRun{dir: dir, config: c.String("config"), stopWait: abuseStopWait, warn: func(line string) {
 			if warnings++; warnings == 1 {
 				first = strings.TrimSpace(line)
 			}
@@ -374,7 +377,7 @@ func prepareBench(ctx context.Context, dir string, channels, topLevel int, progr
 // loopback address, and a thousand subscribers from one IP are the
 // fan-out measurement, not an attack (RL-27 turns rates off for
 // benchmarks; `--abuse` runs with the limits on).
-func withLoadRelay(ctx context.Context, dir string, pageCache bool, report *bench.Report,
+func withLoadRelay(ctx context.Context, dir, config string, pageCache bool, report *bench.Report,
 	fn func(t bench.Target, observe func(*bench.Result)) error) error {
 	// Rate limits are for clients of a community, not for a load test
 	// from one address (RL-27: `rates = false` is for benchmarks), and
@@ -384,7 +387,7 @@ func withLoadRelay(ctx context.Context, dir string, pageCache bool, report *benc
 	if !pageCache {
 		env = append(env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
 	}
-	m, err := withRelay(ctx, relayRun{dir: dir, env: env}, func(t bench.Target, peak func() (int64, bool)) error {
+	m, err := withRelay(ctx, relayRun{dir: dir, config: config, env: env}, func(t bench.Target, peak func() (int64, bool)) error {
 		// Where the peak cannot be reset, VmHWM is the run's peak so far,
 		// which is no measurement's own but the first's: then only the
 		// run's peak is reported.
@@ -406,6 +409,8 @@ func withLoadRelay(ctx context.Context, dir string, pageCache bool, report *benc
 // relayRun is how the bench runs the relay.
 type relayRun struct {
 	dir string
+	// config is the relay's configuration file, "" for none.
+	config string
 	// env are settings beyond the defaults, as BUZZ_LITE_ variables.
 	env []string
 	// warn sees each warning or error the relay logs; nil passes them on
@@ -434,7 +439,11 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 	if err != nil {
 		return memory{}, fmt.Errorf("the relay program: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, exe, "serve", "--data", run.dir, "--listen", "127.0.0.1:0")
+	args := []string{"serve", "--data", run.dir, "--listen", "127.0.0.1:0"}
+	if run.config != "" {
+		args = append(args, "--config", run.config)
+	}
+	cmd := exec.CommandContext(ctx, exe, args...)
 	// The relay as its defaults make it, with run's settings: none of the
 	// caller's BUZZ_LITE_ settings (a page cache turned off would make the
 	// cached run uncached). Go's own variables, GOMEMLIMIT say, pass.

@@ -16,12 +16,12 @@ func channelsCommand() *cli.Command {
 		Name:      "channels",
 		Usage:     "list the channels you can read: id, name, private or open",
 		UsageText: "buzz-lite channels --relay URL [--key nsec|hex|file]",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required)"},
+		Flags: append(clientFlags(),
+			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): adds the private channels you are a member of"},
-		},
+		),
 		Before: func(c *cli.Context) error {
-			if !c.IsSet("relay") {
+			if !c.IsSet("relay") && !c.IsSet("config") {
 				return usageErr(c, errors.New("missing --relay"))
 			}
 			return argsBetween(0, 0, "")(c)
@@ -39,7 +39,11 @@ func channels(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 	defer cancel()
-	cl, err := client.New(ctx, client.Options{Relay: c.String("relay"), Key: key})
+	relayURL, err := relayFlag(c)
+	if err != nil {
+		return usageErr(c, err)
+	}
+	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
 	if err != nil {
 		return err
 	}

@@ -15,10 +15,12 @@ func keygenCommand() *cli.Command {
 		Name:      "keygen",
 		Usage:     "make a new secret key and print it with its public key",
 		UsageText: "buzz-lite keygen [-o FILE [--force]]",
-		Flags: []cli.Flag{
+		// --config and --data are taken, unlisted, as every command takes
+		// them (RL-25); a new key needs neither.
+		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "o", Usage: "write the secret key (nsec) to FILE, mode 0600, for --key FILE"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite FILE if it exists"},
-		},
+		),
 		Before: argsBetween(0, 0, ""),
 		Action: keygen,
 	}

@@ -17,14 +17,17 @@ func postCommand() *cli.Command {
 		Name:      "post",
 		Usage:     "post a message to a channel, or a reply in a thread",
 		UsageText: "buzz-lite post --relay URL --key nsec|hex|file --channel ID [--reply-to ID] TEXT",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required)"},
+		Flags: append(clientFlags(),
+			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one) (required)"},
 			&cli.StringFlag{Name: "channel", Usage: "the channel: a UUID or a NIP-29 group id (required)"},
 			&cli.StringFlag{Name: "reply-to", Usage: "id of the message to reply to"},
-		},
+		),
 		Before: func(c *cli.Context) error {
-			for _, name := range []string{"relay", "key", "channel"} {
+			if !c.IsSet("relay") && !c.IsSet("config") {
+				return usageErr(c, errors.New("missing --relay"))
+			}
+			for _, name := range []string{"key", "channel"} {
 				if !c.IsSet(name) {
 					return usageErr(c, fmt.Errorf("missing --%s", name))
 				}
@@ -52,7 +55,11 @@ func post(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 	defer cancel()
-	cl, err := client.New(ctx, client.Options{Relay: c.String("relay"), Key: key})
+	relayURL, err := relayFlag(c)
+	if err != nil {
+		return usageErr(c, err)
+	}
+	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func windowCommand() *cli.Command {
 		// names the relay to read when --relay is not given (its
 		// relay.url, or its loopback listen address), and a data
 		// directory means nothing to a client.
-		Flags: append(hidden(commonFlags()),
+		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"},
 			&cli.StringFlag{Name: "channel", Usage: "the channel: a UUID or a NIP-29 group id (required)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): NIP-98 for private channels"},
@@ -66,10 +66,10 @@ func channelFlag(c *cli.Context) (string, error) {
 	return ch, nil
 }
 
-// windowRelay is the relay window reads: --relay, or the one the
-// configuration serves (relay.url, or ws:// and a loopback listen
+// relayFlag is the relay a client command talks to: --relay, or the one
+// the configuration serves (relay.url, or ws:// and a loopback listen
 // address), as `serve` with that configuration would advertise it.
-func windowRelay(c *cli.Context) (string, error) {
+func relayFlag(c *cli.Context) (string, error) {
 	if c.IsSet("relay") {
 		return c.String("relay"), nil
 	}
@@ -79,10 +79,15 @@ func windowRelay(c *cli.Context) (string, error) {
 	}
 	u, err := relay.PublicURL(cfg.Relay.URL, cfg.Server.Listen)
 	if err != nil {
-		return "", fmt.Errorf("--config names no relay URL window can use (%w): give --relay", err)
+		return "", fmt.Errorf("--config names no relay URL to use (%w): give --relay", err)
 	}
 	return u, nil
 }
+
+// clientFlags are the flags every command takes (RL-25) as a client of a
+// relay takes them: not listed, since a data directory means nothing to a
+// client; a configuration names the relay when --relay is not given.
+func clientFlags() []cli.Flag { return hidden(commonFlags()) }
 
 // hidden returns flags marked hidden from help.
 func hidden(flags []cli.Flag) []cli.Flag {
@@ -127,7 +132,7 @@ func window(c *cli.Context) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
-	relayURL, err := windowRelay(c)
+	relayURL, err := relayFlag(c)
 	if err != nil {
 		return usageErr(c, err)
 	}
