@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -17,12 +16,11 @@ func channelsCommand() *cli.Command {
 		Usage:     "list the channels you can read: id, name, private or open",
 		UsageText: "buzz-lite channels --relay URL [--key nsec|hex|file]",
 		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): adds the private channels you are a member of"},
 		),
 		Before: func(c *cli.Context) error {
-			if !c.IsSet("relay") && !c.IsSet("config") {
-				return usageErr(c, errors.New("missing --relay"))
+			if err := requireRelay(c); err != nil {
+				return err
 			}
 			return argsBetween(0, 0, "")(c)
 		},

@@ -17,7 +17,7 @@ func keygenCommand() *cli.Command {
 		UsageText: "buzz-lite keygen [-o FILE [--force]]",
 		// --config and --data are taken, unlisted, as every command takes
 		// them (RL-25); a new key needs neither.
-		Flags: append(clientFlags(),
+		Flags: append(hidden(commonFlags()),
 			&cli.StringFlag{Name: "o", Usage: "write the secret key (nsec) to FILE, mode 0600, for --key FILE"},
 			&cli.BoolFlag{Name: "force", Usage: "overwrite FILE if it exists"},
 		),

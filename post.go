@@ -18,14 +18,13 @@ func postCommand() *cli.Command {
 		Usage:     "post a message to a channel, or a reply in a thread",
 		UsageText: "buzz-lite post --relay URL --key nsec|hex|file --channel ID [--reply-to ID] TEXT",
 		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one) (required)"},
 			&cli.StringFlag{Name: "channel", Usage: "the channel: a UUID or a NIP-29 group id (required)"},
 			&cli.StringFlag{Name: "reply-to", Usage: "id of the message to reply to"},
 		),
 		Before: func(c *cli.Context) error {
-			if !c.IsSet("relay") && !c.IsSet("config") {
-				return usageErr(c, errors.New("missing --relay"))
+			if err := requireRelay(c); err != nil {
+				return err
 			}
 			for _, name := range []string{"key", "channel"} {
 				if !c.IsSet(name) {

@@ -33,7 +33,6 @@ func windowCommand() *cli.Command {
 		// relay.url, or its loopback listen address), and a data
 		// directory means nothing to a client.
 		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"},
 			&cli.StringFlag{Name: "channel", Usage: "the channel: a UUID or a NIP-29 group id (required)"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): NIP-98 for private channels"},
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
@@ -44,8 +43,8 @@ func windowCommand() *cli.Command {
 		// Not urfave's Required, which prints the whole help before the
 		// error.
 		Before: func(c *cli.Context) error {
-			if !c.IsSet("relay") && !c.IsSet("config") {
-				return usageErr(c, errors.New("missing --relay"))
+			if err := requireRelay(c); err != nil {
+				return err
 			}
 			if !c.IsSet("channel") {
 				return usageErr(c, errors.New("missing --channel"))
@@ -85,9 +84,22 @@ func relayFlag(c *cli.Context) (string, error) {
 }
 
 // clientFlags are the flags every command takes (RL-25) as a client of a
-// relay takes them: not listed, since a data directory means nothing to a
-// client; a configuration names the relay when --relay is not given.
-func clientFlags() []cli.Flag { return hidden(commonFlags()) }
+// relay takes them, not listed, since a data directory means nothing to a
+// client, and the relay, which a configuration names when --relay is not
+// given.
+func clientFlags() []cli.Flag {
+	return append(hidden(commonFlags()),
+		&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"})
+}
+
+// requireRelay refuses a client command given neither --relay nor a
+// configuration that names the relay.
+func requireRelay(c *cli.Context) error {
+	if !c.IsSet("relay") && !c.IsSet("config") {
+		return usageErr(c, errors.New("missing --relay"))
+	}
+	return nil
+}
 
 // hidden returns flags marked hidden from help.
 func hidden(flags []cli.Flag) []cli.Flag {
