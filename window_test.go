@@ -290,7 +290,7 @@ func TestWindowFollowQuietReplies(t *testing.T) {
 		t.Helper()
 		out, errOut, stop := wnFollow(url, ch, args...)
 		wnWait(t, errOut, "following new messages")
-		wnPublish(t, url, send()...)
+		testutil.Publish(t, url, send()...)
 		for _, w := range want() {
 			wnWait(t, out, w)
 		}
@@ -327,41 +327,12 @@ func TestWindowFollowQuietReplies(t *testing.T) {
 	}
 
 	channel("9c8d7e6f-5a4b-4c3d-8e1f-2a3b4c5d6e7f")
-	wnPublish(t, url, admin.Event(t, 9033, time.Now().Unix(), "", nostr.Tag{"thread_replies_in_channel", "true"}))
+	testutil.Publish(t, url, admin.Event(t, 9033, time.Now().Unix(), "", nostr.Tag{"thread_replies_in_channel", "true"}))
 	follow(nil, func() []*nostr.Event {
 		return []*nostr.Event{reply("projected reply", old, old)}
 	}, func() []string {
 		return []string{"projected reply  [reply to " + old.ID[:8] + "]"}
 	})
-}
-
-// wnPublish sends evs over WebSocket, each once the relay took the one
-// before (a reply needs its parent stored).
-func wnPublish(t *testing.T, url string, evs ...*nostr.Event) {
-	t.Helper()
-	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, ev := range evs {
-		if err := conn.WriteJSON([]any{"EVENT", ev}); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-			_, msg, err := conn.ReadMessage()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if strings.HasPrefix(string(msg), `["OK","`+ev.ID+`",`) {
-				if !strings.HasPrefix(string(msg), `["OK","`+ev.ID+`",true`) {
-					t.Fatalf("publish: %s", msg)
-				}
-				break
-			}
-		}
-	}
 }
 
 // Issue 14: a private channel, and one that does not exist, read without

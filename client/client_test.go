@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/internal/khatru"
@@ -131,43 +129,6 @@ func startPlain(t *testing.T, query http.HandlerFunc) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return "ws" + strings.TrimPrefix(srv.URL, "http")
-}
-
-// publish sends evs over WebSocket and fails unless each is accepted.
-func publish(t *testing.T, url string, evs ...*nostr.Event) {
-	t.Helper()
-	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for _, ev := range evs {
-		if err := conn.WriteJSON([]any{"EVENT", ev}); err != nil {
-			t.Fatal(err)
-		}
-		for {
-			conn.SetReadDeadline(time.Now().Add(wait))
-			var msg []json.RawMessage
-			if err := conn.ReadJSON(&msg); err != nil {
-				t.Fatal(err)
-			}
-			var label, id string
-			var ok bool
-			json.Unmarshal(msg[0], &label)
-			if label != "OK" || len(msg) < 3 {
-				continue
-			}
-			json.Unmarshal(msg[1], &id)
-			json.Unmarshal(msg[2], &ok)
-			if id != ev.ID {
-				continue
-			}
-			if !ok {
-				t.Fatalf("%s refused kind %d: %s", url, ev.Kind, msg)
-			}
-			break
-		}
-	}
 }
 
 // data is the channel of the tests: the events to publish, in an order a
@@ -301,8 +262,8 @@ func TestWindowAndFallbackAgree(t *testing.T) {
 		t.Fatalf("test data: %d rows", len(d.rows))
 	}
 	buzzURL, plainURL := startBuzz(t), startPlain(t, nil)
-	publish(t, buzzURL, d.evs...)
-	publish(t, plainURL, d.evs...)
+	testutil.Publish(t, buzzURL, d.evs...)
+	testutil.Publish(t, plainURL, d.evs...)
 
 	reader := testutil.NewSigner(t)
 	win := newClient(t, Options{Relay: buzzURL, Key: reader.SK}) // RL-17: NIP-98 on every /query
@@ -351,7 +312,7 @@ func TestWindowAndFallbackAgree(t *testing.T) {
 func TestPageChain(t *testing.T) {
 	d := channelData(t)
 	url := startBuzz(t)
-	publish(t, url, d.evs...)
+	testutil.Publish(t, url, d.evs...)
 	c := newClient(t, Options{Relay: url})
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
@@ -403,7 +364,7 @@ func TestFallbackOnBrokenWindow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			url := startPlain(t, tc.query)
-			publish(t, url, d.evs...)
+			testutil.Publish(t, url, d.evs...)
 			c := newClient(t, Options{Relay: url})
 			if !c.SupportsWindow() {
 				t.Fatal("want nip-cw advertised")
@@ -424,7 +385,7 @@ func TestLineageChangeRestartsFromHead(t *testing.T) {
 	d := channelData(t)
 	admin := testutil.NewSigner(t)
 	url := startBuzz(t, admin.PK)
-	publish(t, url, d.evs...)
+	testutil.Publish(t, url, d.evs...)
 	c := newClient(t, Options{Relay: url})
 
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
@@ -436,7 +397,7 @@ func TestLineageChangeRestartsFromHead(t *testing.T) {
 			heads++
 			got = nil
 			if heads == 1 {
-				publish(t, url, admin.Event(t, 9033, time.Now().Unix(), "", nostr.Tag{"thread_replies_in_channel", "true"}))
+				testutil.Publish(t, url, admin.Event(t, 9033, time.Now().Unix(), "", nostr.Tag{"thread_replies_in_channel", "true"}))
 			}
 		}
 		if !p.Bounds.ThreadRepliesInChannel && heads > 1 {
@@ -524,8 +485,8 @@ func TestRootOnlyReplyRowRule(t *testing.T) {
 
 	// The window of buzz-lite and the fallback on a plain relay agree.
 	buzzURL, plainURL := startBuzz(t), startPlain(t, nil)
-	publish(t, buzzURL, evs...)
-	publish(t, plainURL, evs...)
+	testutil.Publish(t, buzzURL, evs...)
+	testutil.Publish(t, plainURL, evs...)
 	ps, path := timeline(t, newClient(t, Options{Relay: buzzURL}), 10)
 	if path.Kind != PathWindow {
 		t.Fatalf("buzz-lite path %+v", path)

@@ -31,7 +31,7 @@ func TestFollowPlacesLiveMessages(t *testing.T) {
 	quiet := reply(base+22, "quiet", top, top)
 	deep := reply(base+23, "deep", broadcast, top)
 	under := reply(base+24, "under old", old, old)
-	publish(t, url, old, top, broadcast, quiet, deep, under)
+	testutil.Publish(t, url, old, top, broadcast, quiet, deep, under)
 
 	wantDefault := map[string]LiveEvent{
 		top.ID: {Row: true}, broadcast.ID: {Row: true},
@@ -42,7 +42,7 @@ func TestFollowPlacesLiveMessages(t *testing.T) {
 	}
 
 	// The mode is the pages': the relay switches to projection.
-	publish(t, url, admin.Event(t, 9033, time.Now().Unix(), "", nostr.Tag{"thread_replies_in_channel", "true"}))
+	testutil.Publish(t, url, admin.Event(t, 9033, time.Now().Unix(), "", nostr.Tag{"thread_replies_in_channel", "true"}))
 	c := newClient(t, Options{Relay: url})
 	projection := false
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
