@@ -96,8 +96,11 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 	// The snapshot read above may be behind the writer by now (the relay
 	// keeps serving): every fix is computed again inside the repair's own
 	// transaction, from what is stored at that moment.
+	// Without a key the group state cannot be signed again: it stays
+	// reported, and the other repairs are made all the same.
+	resign := len(rep.GroupState) > 0 && s.key != ""
 	err = s.writer.do(ctx, func(w *writeTx) error {
-		if len(rep.GroupState) > 0 {
+		if resign {
 			if err := s.dropForeignGroupState(w); err != nil {
 				return err
 			}
@@ -130,6 +133,9 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 		return nil
 	})
 	rep.Repaired = err == nil
+	if err == nil && len(rep.GroupState) > 0 && !resign {
+		err = errors.New("group state: no relay key to sign it with")
+	}
 	return rep, err
 }
 

@@ -429,9 +429,6 @@ const foreignGroupStateSQL = `SELECT seq FROM events INDEXED BY events_kind WHER
 // relay.key copied in) answers with state its NIP-11 self did not sign,
 // which clients refuse (RL-11, RL-21).
 func (s *Store) dropForeignGroupState(tx *writeTx) error {
-	if s.key == "" {
-		return errors.New("group state: no relay key to sign it with")
-	}
 	pubkey, _ := hex.DecodeString(s.pubkey)
 	rows, err := tx.foreignGroupState.QueryContext(tx.ctx, pubkey)
 	if err != nil {

@@ -32,7 +32,8 @@ type ReclassifyResult struct {
 // the replies already below it moved along (their depth grows, their root is
 // the new one), and the counters of every new ancestor count the whole
 // moved subtree, so that Check finds them exact. Events go in store order,
-// the order ingest saw them. It reads every top-level channel event once;
+// the order ingest saw them. It walks every event stored after its cursor
+// (a rowid range: an operator's command may be linear) once;
 // every page is one short writer job, so the relay keeps serving, and a
 // second run changes nothing.
 func (s *Store) Reclassify(ctx context.Context) (ReclassifyResult, error) {
