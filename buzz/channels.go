@@ -97,11 +97,13 @@ func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, er
 	if err := checkCreateID(h); err != nil {
 		return nil, err
 	}
+	// Whether one may create comes first: someone who may not learns
+	// nothing of which ids are taken (RL-29).
 	switch {
-	case ch != nil:
-		return nil, ErrChannelExists
 	case !c.mayCreate(ev.PubKey):
 		return nil, ErrCannotCreate
+	case ch != nil:
+		return nil, ErrChannelExists
 	}
 	next := &Channel{H: h, Created: true, Members: map[string]Role{ev.PubKey: RoleOwner}}
 	applyMetadata(next, ev.Tags)

@@ -126,6 +126,8 @@ func TestTransitionCreate(t *testing.T) {
 		{"exists (created), by its owner", CreateByAnyone, pkOwner, chanID, openChannel(), nil, nil, ErrChannelExists},
 		{"exists (created), by relay admin", CreateByAnyone, pkRelayAdmin, chanID, privateChannel(), nil, nil, ErrChannelExists},
 		{"exists (implicit)", CreateByAnyone, pkOutsider, chanID, implicitChannel(), nil, nil, ErrChannelExists},
+		// RL-29: one who may not create learns nothing of which ids are taken.
+		{"exists (private), by one who may not create", CreateByAdmins, pkOutsider, chanID, privateChannel(), nil, nil, ErrCannotCreate},
 		{"deleted", CreateByAnyone, pkOwner, chanID, deletedChannel(), nil, nil, ErrChannelDeleted},
 		{"deleted, by relay admin", CreateByAnyone, pkRelayAdmin, chanID, deletedChannel(), nil, nil, ErrChannelDeleted},
 
