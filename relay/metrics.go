@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/buzz-lite/buzz-lite/internal/khatru"
@@ -202,6 +203,53 @@ func serveHealth(w http.ResponseWriter, _ *http.Request) {
 	w.Write([]byte("ok\n"))
 }
 
+// readiness runs the write round trips of `GET /readyz` one at a time:
+// requests that arrive while one is running share its answer, so that
+// anyone who can reach /readyz cannot queue writer jobs at will (RL-27a),
+// and the log says when readiness changes, not on every request.
+type readiness struct {
+	mu       sync.Mutex
+	flight   *readyFlight
+	notReady bool
+}
+
+type readyFlight struct {
+	done chan struct{}
+	err  error
+}
+
+// check joins the round trip running now, or starts one.
+func (rd *readiness) check(r *Relay) error {
+	rd.mu.Lock()
+	f := rd.flight
+	if f == nil {
+		f = &readyFlight{done: make(chan struct{})}
+		rd.flight = f
+		go rd.fly(r, f)
+	}
+	rd.mu.Unlock()
+	<-f.done
+	return f.err
+}
+
+func (rd *readiness) fly(r *Relay, f *readyFlight) {
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	f.err = r.store.Ping(ctx)
+	rd.mu.Lock()
+	rd.flight = nil
+	changed := (f.err != nil) != rd.notReady
+	rd.notReady = f.err != nil
+	rd.mu.Unlock()
+	switch {
+	case changed && f.err != nil:
+		r.log.Warn("not ready: the write round trip failed", "err", f.err)
+	case changed:
+		r.log.Info("ready again: the write round trip succeeds")
+	}
+	close(f.done)
+}
+
 // serveReady is `GET /readyz` (RL-30): 200 while the store is open and a
 // write round trip through its writer succeeds within readyTimeout; 503
 // when it does not, and once shutdown has begun.
@@ -215,10 +263,7 @@ func (r *Relay) serveReady(w http.ResponseWriter, req *http.Request) {
 		w.Write([]byte("shutting down\n"))
 		return
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), readyTimeout)
-	defer cancel()
-	if err := r.store.Ping(ctx); err != nil {
-		r.log.Warn("not ready: the write round trip failed", "err", err)
+	if err := r.ready.check(r); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		w.Write([]byte("not ready: the database does not take writes\n"))
 		return

@@ -346,3 +346,51 @@ func TestConnectionAndRefusalLog(t *testing.T) {
 		}
 	}
 }
+
+// pingGate holds every Ping until gate is closed, counting them.
+type pingGate struct {
+	Store
+	gate  chan struct{}
+	pings atomic.Int64
+}
+
+func (p *pingGate) Ping(ctx context.Context) error {
+	p.pings.Add(1)
+	<-p.gate
+	return p.Store.Ping(ctx)
+}
+
+// RL-27a, RL-30: /readyz requests that arrive while a write round trip
+// runs share its answer, so a flood of them queues one writer job, not
+// one each.
+func TestReadyRoundTripsShared(t *testing.T) {
+	gated := &pingGate{gate: make(chan struct{})}
+	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated }})
+	const n = 20
+	codes := make(chan int, n)
+	for range n {
+		go func() {
+			resp, err := http.Get(s.httpURL + "/readyz")
+			if err != nil {
+				codes <- 0
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for gated.pings.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the other requests arrive and wait
+	close(gated.gate)
+	for range n {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("/readyz: %d", code)
+		}
+	}
+	if got := gated.pings.Load(); got > 2 {
+		t.Errorf("%d write round trips for %d concurrent /readyz, want the running one shared", got, n)
+	}
+}

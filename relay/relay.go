@@ -115,6 +115,9 @@ type Relay struct {
 	nip98    *nip98Verifier
 	overlays *overlaySigner
 
+	// ready runs the round trips of `GET /readyz`.
+	ready readiness
+
 	// reads are the slots of the REQ/COUNT handlers and `/query`
 	// requests running at once (RL-27a).
 	reads *readSlots
