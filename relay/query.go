@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/netip"
@@ -492,7 +493,9 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 // queryError answers a `/query` request with an error (writeError), which
 // the log tells at debug level and the metrics count (RL-30).
 func (r *Relay) queryError(w http.ResponseWriter, req *http.Request, status int, msg string) {
-	r.log.Debug("query refused", "ip", clientIP(req, r.cfg.TrustedProxies), "status", status, "reason", msg)
+	if r.log.Enabled(req.Context(), slog.LevelDebug) {
+		r.log.Debug("query refused", "ip", clientIP(req, r.cfg.TrustedProxies), "status", status, "reason", msg)
+	}
 	r.metrics.refusedTotal.WithLabelValues("query", reasonPrefix(msg)).Inc()
 	writeError(w, status, msg)
 }

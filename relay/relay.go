@@ -505,7 +505,11 @@ func unservedFilter(f nostr.Filter) string {
 // refusedRequest tells the log, at debug level, and the metrics of a REQ
 // or COUNT answered CLOSED with reason (RL-30).
 func (r *Relay) refusedRequest(ctx context.Context, label, reason string) {
-	r.log.Debug("request refused", "request", label, "ip", r.logIP(ctx), "reason", reason)
+	// Only when the line is written: a flood of refusals is the hot path
+	// the rate limits keep cheap.
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		r.log.Debug("request refused", "request", label, "ip", r.logIP(ctx), "reason", reason)
+	}
 	r.metrics.refusedTotal.WithLabelValues(strings.ToLower(label), reasonPrefix(reason)).Inc()
 }
 
@@ -518,7 +522,9 @@ func (r *Relay) eventResult(ctx context.Context, ev *nostr.Event, ok bool, reaso
 		return
 	}
 	r.metrics.rejected.WithLabelValues(reasonPrefix(reason)).Inc()
-	r.log.Debug("event refused", "id", ev.ID, "kind", ev.Kind, "ip", r.logIP(ctx), "reason", reason)
+	if r.log.Enabled(ctx, slog.LevelDebug) {
+		r.log.Debug("event refused", "id", ev.ID, "kind", ev.Kind, "ip", r.logIP(ctx), "reason", reason)
+	}
 }
 
 // logIP is the client IP of ctx's connection as the log names it
