@@ -38,7 +38,7 @@ func (c *Client) Channels(ctx context.Context) ([]Channel, error) {
 			return nil, err
 		}
 	}
-	f := nostr.Filter{Kinds: []int{39000}}
+	f := nostr.Filter{Kinds: []int{buzz.KindGroupMetadata}}
 	if c.relayKey != "" {
 		f.Authors = []string{c.relayKey}
 	}

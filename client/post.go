@@ -72,11 +72,12 @@ func (c *Client) replyTags(ctx context.Context, w *wsConn, ch, id string) (nostr
 	if !inChannel(parent, ch) {
 		return nil, fmt.Errorf("client: post: message %s is not in channel %s", id, ch)
 	}
-	root := buzz.ParseThreadTags(parent.Tags).Root
+	thread := buzz.ParseThreadTags(parent.Tags)
+	root := thread.Root
 	if root == "" {
 		// The parent opens the thread, or is a reply without a root
 		// marker: its parent, if any, is the nearest root we know.
-		root = buzz.ParseThreadTags(parent.Tags).Parent
+		root = thread.Parent
 	}
 	tags := nostr.Tags{}
 	if root == "" {
