@@ -6,14 +6,25 @@
 // 1. anonymous: a Client without a signer fetches the channel and gets
 //    nothing.
 // 2. member: a Client with the member's keys (automatic authentication, the
-//    SDK's default) fetches the channel's kind 9 events, then COUNTs them.
+//    SDK's default, turned on once the challenge on connect has been read,
+//    so that it authenticates when told auth-required) fetches the channel's kind 9 events, then COUNTs them.
 // Prints one JSON object on stdout; exits 1 on any failure.
 
 import { createRequire } from 'node:module'
-import { TracingWebSocket, args, connections, deadline, done, fail, withTimeout } from './wire.mjs'
+import { TracingWebSocket, args, connections, deadline, done, fail, received, sleep, withTimeout } from './wire.mjs'
 
 const require = createRequire(import.meta.url)
 const version = require('@rust-nostr/nostr-sdk/package.json').version
+
+// challenged waits until the relay's challenge on connect has reached the
+// SDK, which reads messages in a task of its own: a challenge that comes in
+// during a fetch ends an anonymous fetch at once, and makes a signer answer
+// it before its REQ, so without this wait which path the wire shows is
+// down to timing.
+async function challenged(connection) {
+  await received(connection, 'AUTH', 5_000)
+  await sleep(200)
+}
 
 async function main() {
   deadline(40_000)
@@ -36,6 +47,7 @@ async function main() {
     await client.addRelay(url)
     await client.connect()
     await client.waitForConnection(Duration.fromSecs(5))
+    await challenged(first)
     let events = []
     let error = ''
     try {
@@ -51,9 +63,12 @@ async function main() {
   {
     const client = new Client(NostrSigner.keys(keys))
     const first = connections.length
+    client.automaticAuthentication(false)
     await client.addRelay(url)
     await client.connect()
     await client.waitForConnection(Duration.fromSecs(5))
+    await challenged(first)
+    client.automaticAuthentication(true)
     const events = (await withTimeout(client.fetchEvents(filter(), Duration.fromSecs(10)), 15_000, 'member fetch')).toVec()
     const relay = await client.relay(url)
     let count = null

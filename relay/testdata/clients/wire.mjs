@@ -23,7 +23,8 @@ export function args() {
 export const connections = []
 
 // TracingWebSocket is ws's WebSocket, recording each message in a short
-// form: [direction, label, subscription or event id, detail].
+// form: [direction, label, subscription or event id, detail], and its
+// closing as ['<', 'close', code].
 export class TracingWebSocket extends WebSocket {
   constructor(...a) {
     super(...a)
@@ -31,6 +32,7 @@ export class TracingWebSocket extends WebSocket {
     connections.push(conn)
     this._wire = conn.wire
     this.on('message', (data) => this._wire.push(summary('<', String(data))))
+    this.on('close', (code) => this._wire.push(['<', 'close', String(code)]))
   }
 
   send(data, ...rest) {
@@ -78,6 +80,18 @@ export function withTimeout(p, ms, what) {
     timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms)
   })
   return Promise.race([p, t]).finally(() => clearTimeout(timer))
+}
+
+// received waits until a message labelled label has come in on connection
+// i: a client that sends its REQ before the relay's challenge has arrived
+// meets the challenge in the middle of its fetch, and what it does then is
+// the library's own race, not what the relay answered.
+export async function received(i, label, ms) {
+  const until = Date.now() + ms
+  while (!connections[i]?.wire.some(([dir, l]) => dir === '<' && l === label)) {
+    if (Date.now() > until) throw new Error(`no ${label} within ${ms} ms on connection ${i}`)
+    await sleep(10)
+  }
 }
 
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
