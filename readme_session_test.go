@@ -8,7 +8,7 @@ import (
 )
 
 // Issue 16: the README's newcomer session (keygen, post, reply, window,
-// channels) runs as written against a real relay: each `buzz-lite` line of
+// thread, channels) runs as written against a real relay: each `buzz-lite` line of
 // the block, with $R the relay, me.key a file of the test's, and 5c0f… the
 // id the first post printed.
 func TestReadmeSession(t *testing.T) {
@@ -41,14 +41,18 @@ func TestReadmeSession(t *testing.T) {
 		}
 		outs = append(outs, out)
 	}
-	if len(outs) != 5 {
-		t.Fatalf("ran %d commands, want keygen, 2 posts, window, channels", len(outs))
+	if len(outs) != 6 {
+		t.Fatalf("ran %d commands, want keygen, 2 posts, window, thread, channels", len(outs))
 	}
 	if !strings.Contains(outs[3], "hello  [1 reply]") {
 		t.Errorf("window printed %q, want hello with its reply", outs[3])
 	}
-	if outs[4] != "abc123\t\topen\n" {
-		t.Errorf("channels printed %q", outs[4])
+	if thread := strings.Split(strings.TrimSpace(outs[4]), "\n"); len(thread) != 2 ||
+		!strings.HasSuffix(thread[0], "hello  [1 reply]") || !strings.HasPrefix(thread[1], "  ") || !strings.HasSuffix(thread[1], "hi back") {
+		t.Errorf("thread printed %q, want hello, then hi back indented", outs[4])
+	}
+	if outs[5] != "abc123\t\topen\n" {
+		t.Errorf("channels printed %q", outs[5])
 	}
 }
 

@@ -24,16 +24,18 @@ import (
 
 func windowCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "window",
-		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
-		UsageText: "buzz-lite window --relay URL --channel ID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json]",
+		Name:  "window",
+		Usage: "print a channel's timeline, read through the channel window or, failing that, standard filters",
+		UsageText: "buzz-lite window --relay URL --channel ID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json]\n" +
+			"buzz-lite window --relay URL --thread ID [--key nsec|hex|file] [--json]",
 		// A client of a relay. It takes --config and --data as every
 		// command does (RL-25), without listing them: a configuration
 		// names the relay to read when --relay is not given (its
 		// relay.url, or its loopback listen address), and a data
 		// directory means nothing to a client.
 		Flags: append(clientFlags(),
-			&cli.StringFlag{Name: "channel", Usage: "the channel: a UUID or a NIP-29 group id (required)"},
+			&cli.StringFlag{Name: "channel", Usage: "the channel: a UUID or a NIP-29 group id (required, unless --thread)"},
+			&cli.StringFlag{Name: "thread", Usage: "print this event's whole thread instead, replies indented by depth"},
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): NIP-98 for private channels"},
 			&cli.IntFlag{Name: "limit", Value: 50, Usage: "rows a page (1..200)"},
 			&cli.BoolFlag{Name: "all", Usage: "every page down to the oldest, not only the newest"},
@@ -46,12 +48,23 @@ func windowCommand() *cli.Command {
 			if err := requireRelay(c); err != nil {
 				return err
 			}
-			if !c.IsSet("channel") {
+			if c.IsSet("thread") {
+				for _, f := range []string{"channel", "limit", "all", "follow"} {
+					if c.IsSet(f) {
+						return usageErr(c, fmt.Errorf("--%s: --thread reads one whole thread", f))
+					}
+				}
+			} else if !c.IsSet("channel") {
 				return usageErr(c, errors.New("missing --channel"))
 			}
 			return argsBetween(0, 0, "")(c)
 		},
-		Action: window,
+		Action: func(c *cli.Context) error {
+			if c.IsSet("thread") {
+				return thread(c)
+			}
+			return window(c)
+		},
 	}
 }
 
@@ -123,8 +136,11 @@ type windowRow struct {
 	Deleted   bool  `json:"deleted,omitempty"`
 	Replies   int64 `json:"replies"`
 	Reactions int   `json:"reactions"`
-	// ReplyTo is set on a live message that replies to another.
+	// ReplyTo is set on a live message that replies to another, and on a
+	// reply of `--thread`.
 	ReplyTo string `json:"reply_to,omitempty"`
+	// Depth is a reply's depth below the root of `--thread` (the root: 0).
+	Depth int `json:"depth,omitempty"`
 }
 
 func window(c *cli.Context) error {
@@ -202,6 +218,68 @@ func window(c *cli.Context) error {
 	})
 }
 
+// thread prints the thread of --thread: the root, then every reply
+// indented by its depth, in reading order (depth first, siblings oldest
+// first), each with its reply count, reactions, edit and deletion marks.
+func thread(c *cli.Context) error {
+	root := strings.ToLower(c.String("thread"))
+	if !nostr.IsValid32ByteHex(root) {
+		return usageErr(c, fmt.Errorf("--thread: want a 64-hex event id, got %q", c.String("thread")))
+	}
+	key, err := secretKey(c.String("key"))
+	if err != nil {
+		return usageErr(c, err)
+	}
+	relayURL, err := relayFlag(c)
+	if err != nil {
+		return usageErr(c, err)
+	}
+	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
+	defer cancel()
+	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
+	if err != nil {
+		return err
+	}
+	t, err := cl.Thread(ctx, root)
+	if errors.Is(err, client.ErrNoThread) {
+		if key == "" {
+			return fmt.Errorf("thread %s is not on the relay, or is in a private channel: give --key to read it as a member", root)
+		}
+		return fmt.Errorf("thread %s is not on the relay, or is in a channel you cannot read", root)
+	}
+	var closed *client.ClosedError
+	if key == "" && errors.As(err, &closed) && closed.AuthRequired() {
+		return fmt.Errorf("thread %s is not on the relay, or is in a private channel: give --key to read it as a member", root)
+	}
+	if err != nil {
+		return err
+	}
+	replies := map[string]int64{}
+	for _, r := range t.Replies {
+		replies[r.Parent]++
+	}
+	row := auxRow(t.Root, t.Aux)
+	row.Replies = replies[t.Root.ID]
+	if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
+		return err
+	}
+	for _, r := range t.Replies {
+		row := auxRow(r.Event, t.Aux)
+		row.Replies, row.ReplyTo, row.Depth = replies[r.Event.ID], r.Parent, r.Depth
+		if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
+			return err
+		}
+	}
+	if t.Path.Kind == client.PathFallback {
+		fmt.Fprintf(c.App.ErrWriter, "read through standard filters: %s\n", t.Path.Reason)
+	} else {
+		fmt.Fprintln(c.App.ErrWriter, "read through the thread path of the channel window")
+	}
+	return nil
+}
+
 // threadUpdate is what `window --follow` prints for a quiet reply (CL-4):
 // not a row, a change of its thread's count, the replies that arrived
 // since following began.
@@ -231,29 +309,36 @@ func printThread(w io.Writer, u threadUpdate, asJSON bool) error {
 func pageRows(p *nipcw.Page) []windowRow {
 	rows := make([]windowRow, 0, len(p.Rows))
 	for _, ev := range p.Rows {
-		row := windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content}
+		row := auxRow(ev, p.Aux)
 		if sm, ok := p.Summaries[ev.ID]; ok {
 			row.Replies = sm.ReplyCount
-		}
-		var edit *nostr.Event
-		for _, a := range p.Aux {
-			switch {
-			case a.Kind == buzz.KindReaction && buzz.ScopeTarget(a) == ev.ID:
-				row.Reactions++
-			case a.Kind == buzz.KindEdit && a.PubKey == ev.PubKey && firstE(a) == ev.ID:
-				if edit == nil || a.CreatedAt > edit.CreatedAt {
-					edit = a
-				}
-			case (a.Kind == buzz.KindDeletion || a.Kind == buzz.KindGroupDelete) && names(a, ev.ID):
-				row.Deleted = true
-			}
-		}
-		if edit != nil {
-			row.Content, row.Edited = edit.Content, true
 		}
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// auxRow is ev as a row, with what aux does to it: the newest edit by the
+// author replaces the content, reactions are counted, a deletion marks it.
+func auxRow(ev *nostr.Event, aux []*nostr.Event) windowRow {
+	row := windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content}
+	var edit *nostr.Event
+	for _, a := range aux {
+		switch {
+		case a.Kind == buzz.KindReaction && buzz.ScopeTarget(a) == ev.ID:
+			row.Reactions++
+		case a.Kind == buzz.KindEdit && a.PubKey == ev.PubKey && firstE(a) == ev.ID:
+			if edit == nil || a.CreatedAt > edit.CreatedAt {
+				edit = a
+			}
+		case (a.Kind == buzz.KindDeletion || a.Kind == buzz.KindGroupDelete) && names(a, ev.ID):
+			row.Deleted = true
+		}
+	}
+	if edit != nil {
+		row.Content, row.Edited = edit.Content, true
+	}
+	return row
 }
 
 // names reports whether ev has an `e` tag naming id.
@@ -299,10 +384,11 @@ func printRow(w io.Writer, row windowRow, asJSON bool) error {
 	if row.Deleted {
 		marks = append(marks, "deleted")
 	}
-	if row.ReplyTo != "" {
+	if row.ReplyTo != "" && row.Depth == 0 {
+		// A live reply; a thread's replies show theirs by indentation.
 		marks = append(marks, "reply to "+row.ReplyTo[:8])
 	}
-	line := fmt.Sprintf("%s  %s  %s", time.Unix(row.CreatedAt, 0).UTC().Format("2006-01-02 15:04:05"), author,
+	line := fmt.Sprintf("%s%s  %s  %s", strings.Repeat("  ", row.Depth), time.Unix(row.CreatedAt, 0).UTC().Format("2006-01-02 15:04:05"), author,
 		strings.ReplaceAll(row.Content, "\n", " "))
 	if len(marks) > 0 {
 		line += "  [" + strings.Join(marks, ", ") + "]"

@@ -427,3 +427,93 @@ func TestWindowMoreHint(t *testing.T) {
 		}
 	}
 }
+
+// Issue 16, RL-20: `window --thread ID` prints the root, then its replies
+// indented by depth in reading order, each with its own reply count,
+// reactions and edit; a thread the reader cannot read is refused as one
+// that does not exist; --thread takes no channel options.
+func TestWindowThread(t *testing.T) {
+	url, store := wnServe(t)
+	ctx := context.Background()
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	const ch = "4b3a2918-0706-4f5e-8d4c-3b2a19080706"
+	h := nostr.Tag{"h", ch}
+	base := time.Now().Unix() - 1000
+	root := a.Event(t, 9, base, "the root", h)
+	direct := b.Event(t, 9, base+1, "direct", h, nostr.Tag{"e", root.ID, "", "root"}) // CW-10
+	deep := a.Event(t, 9, base+2, "deep", h, nostr.Tag{"e", root.ID, "", "root"}, nostr.Tag{"e", direct.ID, "", "reply"})
+	later := b.Event(t, 9, base+3, "later", h, nostr.Tag{"e", root.ID, "", "root"})
+	for _, ev := range []*nostr.Event{
+		root, direct, deep, later,
+		b.Event(t, 7, base+4, "+", h, nostr.Tag{"e", deep.ID}),
+		b.Event(t, 40003, base+5, "direct, edited", h, nostr.Tag{"e", direct.ID}),
+	} {
+		if err := store.Ingest(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app := newApp()
+	var out, errOut bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	if err := app.Run([]string{"buzz-lite", "window", "--relay", url, "--thread", root.ID, "--json"}); err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		id, content string
+		depth       int
+		replies     int64
+		reactions   int
+		edited      bool
+		replyTo     string
+	}
+	wants := []want{
+		{root.ID, "the root", 0, 2, 0, false, ""},
+		{direct.ID, "direct, edited", 1, 1, 0, true, root.ID},
+		{deep.ID, "deep", 2, 0, 1, false, direct.ID},
+		{later.ID, "later", 1, 0, 0, false, root.ID},
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(wants) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(wants), out.String())
+	}
+	for i, line := range lines {
+		var r windowRow
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		w := wants[i]
+		if r.ID != w.id || r.Content != w.content || r.Depth != w.depth || r.Replies != w.replies ||
+			r.Reactions != w.reactions || r.Edited != w.edited || r.ReplyTo != w.replyTo {
+			t.Errorf("line %d = %+v, want %+v", i, r, w)
+		}
+	}
+	if !strings.Contains(errOut.String(), "thread path") {
+		t.Errorf("stderr %q does not say which path was read", errOut.String())
+	}
+
+	out.Reset()
+	if err := app.Run([]string{"buzz-lite", "window", "--relay", url, "--thread", root.ID}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, line := range []string{"  the root  [2 replies]", "\n  20", "\n    20"} {
+		if !strings.Contains(text, line) {
+			t.Errorf("text output lacks %q:\n%s", line, text)
+		}
+	}
+
+	for _, args := range [][]string{
+		{"--thread", "abc"},
+		{"--thread", root.ID, "--channel", ch},
+		{"--thread", root.ID, "--follow"},
+		{"--thread", root.ID, "--all"},
+	} {
+		if err := app.Run(append([]string{"buzz-lite", "window", "--relay", url}, args...)); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	err := app.Run([]string{"buzz-lite", "window", "--relay", url, "--thread", strings.Repeat("ab", 32)})
+	if err == nil || !strings.Contains(err.Error(), "is not on the relay, or is in a private channel") {
+		t.Errorf("unknown thread: %v", err)
+	}
+}

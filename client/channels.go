@@ -25,19 +25,11 @@ type Channel struct {
 // Only group state signed by the relay's key is read when that key is
 // known (CL-3). Sorted by id.
 func (c *Client) Channels(ctx context.Context) ([]Channel, error) {
-	w, err := c.dial(ctx)
+	w, err := c.dialAuthenticated(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer w.close()
-	if c.key != "" {
-		if err := w.awaitChallenge(ctx); err != nil {
-			return nil, err
-		}
-		if err := w.authenticate(ctx); err != nil {
-			return nil, err
-		}
-	}
 	f := nostr.Filter{Kinds: []int{buzz.KindGroupMetadata}}
 	if c.relayKey != "" {
 		f.Authors = []string{c.relayKey}
@@ -65,6 +57,26 @@ func (c *Client) Channels(ctx context.Context) ([]Channel, error) {
 	}
 	slices.SortFunc(chs, func(a, b Channel) int { return strings.Compare(a.ID, b.ID) })
 	return chs, nil
+}
+
+// dialAuthenticated dials the relay and, when the client has a key,
+// authenticates before anything is asked: a read that names no channel
+// (ids, group state) is scoped to the reader without a word of
+// auth-required (RL-13), so waiting to be told would read as a stranger.
+func (c *Client) dialAuthenticated(ctx context.Context) (*wsConn, error) {
+	w, err := c.dial(ctx)
+	if err != nil || c.key == "" {
+		return w, err
+	}
+	if err := w.awaitChallenge(ctx); err != nil {
+		w.close()
+		return nil, err
+	}
+	if err := w.authenticate(ctx); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
 }
 
 // awaitChallenge reads until the relay's NIP-42 challenge, which buzz-lite

@@ -66,9 +66,11 @@ type Client struct {
 	projection bool
 
 	// retries is how many times an unusable page is fetched again before
-	// Page fails; batch is the limit of one fallback REQ.
-	retries int
-	batch   int
+	// Page fails; batch is the limit of one fallback REQ; threadLimit that
+	// of one thread page (RL-20).
+	retries     int
+	batch       int
+	threadLimit int
 }
 
 // info is the part of a NIP-11 document the client reads.
@@ -86,7 +88,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("client: relay URL %q: want ws:// or wss://", o.Relay)
 	}
-	c := &Client{key: o.Key, http: o.HTTP, retries: 2, batch: 500}
+	c := &Client{key: o.Key, http: o.HTTP, retries: 2, batch: 500, threadLimit: nipcw.MaxThreadLimit}
 	switch strings.ToLower(u.Scheme) {
 	case "ws":
 		u.Scheme = "http"
