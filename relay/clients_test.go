@@ -120,12 +120,14 @@ func sameIDs(a, b []string) bool {
 
 // runJSClient runs a script of testdata/clients with the relay URL, the
 // member's secret key and the channel, and decodes its JSON output into v.
-func (p *jsPrivateChannel) runJSClient(t *testing.T, script string, v any) {
+// env adds NAME=value settings to the script's environment.
+func (p *jsPrivateChannel) runJSClient(t *testing.T, script string, v any, env ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), jsClientTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", script, p.s.wsURL, p.member.SK, p.channel)
 	cmd.Dir = jsClientsDir
+	cmd.Env = append(os.Environ(), env...)
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
