@@ -20,6 +20,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/verify"
 )
 
 // Store is what an import writes to.
@@ -129,14 +130,16 @@ func Run(ctx context.Context, r io.Reader, store Store, opts Options) (Summary, 
 			}
 		}
 	}()
-	// Verification is the cost of an import: every core does it.
+	// Verification is the cost of an import: every core does it, with one
+	// hash for id and signature and the parsed keys of authors seen.
 	var wg sync.WaitGroup
+	verifier := &verify.Verifier{}
 	for range runtime.NumCPU() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for l := range lines {
-				p := parse(l, opts.NoVerify, now())
+				p := parse(l, verifier, opts.NoVerify, now())
 				select {
 				case results <- p:
 				case <-ctx.Done():
@@ -243,7 +246,7 @@ func Run(ctx context.Context, r io.Reader, store Store, opts Options) (Summary, 
 
 // parse decodes and checks one line: JSON, the submission rules every
 // surface applies (CW-22, RL-9), then id and signature.
-func parse(l line, noVerify bool, now time.Time) parsed {
+func parse(l line, verifier *verify.Verifier, noVerify bool, now time.Time) parsed {
 	p := parsed{n: l.n}
 	if l.overlong {
 		p.err = fmt.Sprintf("invalid: line longer than %d bytes", maxLine)
@@ -262,11 +265,10 @@ func parse(l line, noVerify bool, now time.Time) parsed {
 		return p
 	}
 	if !noVerify {
-		if !ev.CheckID() {
+		if err := verifier.Event(ev); errors.Is(err, verify.ErrID) {
 			p.err = "invalid: id is computed incorrectly"
 			return p
-		}
-		if ok, _ := ev.CheckSignature(); !ok {
+		} else if err != nil {
 			p.err = "invalid: signature is invalid"
 			return p
 		}

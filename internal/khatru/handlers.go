@@ -23,6 +23,8 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/puzpuzpuz/xsync/v3"
 	"github.com/rs/cors"
+
+	"github.com/buzz-lite/buzz-lite/internal/verify"
 )
 
 // ServeHTTP implements http.Handler interface.
@@ -215,18 +217,18 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						}
 					}
 
-					// check id
-					if !env.Event.CheckID() {
+					// buzz-lite patch: the id and the signature are checked with
+					// one serialization and one hash, and authors' parsed keys are
+					// kept (internal/verify); the answers are upstream's.
+					switch err := rl.verifier.Event(&env.Event); {
+					case errors.Is(err, verify.ErrID):
 						rl.answerEvent(ctx, ws, &env.Event, false, "invalid: id is computed incorrectly")
 						return
-					}
-
-					// check signature
-					if ok, err := env.Event.CheckSignature(); err != nil {
-						rl.answerEvent(ctx, ws, &env.Event, false, "error: failed to verify signature")
-						return
-					} else if !ok {
+					case errors.Is(err, verify.ErrSignature):
 						rl.answerEvent(ctx, ws, &env.Event, false, "invalid: signature is invalid")
+						return
+					case err != nil:
+						rl.answerEvent(ctx, ws, &env.Event, false, "error: failed to verify signature")
 						return
 					}
 

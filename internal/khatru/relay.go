@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/buzz-lite/buzz-lite/internal/verify"
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip11"
@@ -55,6 +56,9 @@ func NewRelay() *Relay {
 type Relay struct {
 	// setting this variable overwrites the hackish workaround we do to try to figure out our own base URL
 	ServiceURL string
+
+	// verifier checks EVENTs' ids and signatures. buzz-lite patch.
+	verifier verify.Verifier
 
 	// RejectUnverifiedEvent hooks are asked about an EVENT before its id
 	// and signature are checked, so they must decide nothing on what the
