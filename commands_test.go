@@ -482,3 +482,24 @@ func TestBackfillReclassifyCommand(t *testing.T) {
 		t.Fatalf("check after reclassify: %q, %v", out, err)
 	}
 }
+
+// RL-31: import checks, as serve does, that it can write the data
+// directory and its database before it reads a line: a read-only database
+// is refused with a message naming it, not found at the first event.
+func TestImportRefusesReadOnly(t *testing.T) {
+	dir, evs := toolData(t)
+	db := filepath.Join(dir, dbFile)
+	testutil.Unwritable(t, db)
+	in := testutil.WriteFile(t, "in.jsonl", jsonLines(t, evs[:1]))
+	_, err := runApp("import", "--data", dir, in)
+	if err == nil || !strings.HasPrefix(err.Error(), "database file is not writable: open "+db+": ") {
+		t.Errorf("import into a read-only database: %v", err)
+	}
+
+	ro := t.TempDir()
+	testutil.Unwritable(t, ro)
+	_, err = runApp("import", "--data", ro, in)
+	if err == nil || !strings.HasPrefix(err.Error(), "data directory "+ro+" is not writable: ") {
+		t.Errorf("import into a read-only directory: %v", err)
+	}
+}

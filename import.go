@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/importer"
+	"github.com/buzz-lite/buzz-lite/internal/datadir"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -53,8 +55,14 @@ func importEvents(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.Storage.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+	// As serve does (RL-31): a directory or database that cannot be
+	// written is refused before anything is created or read, not found at
+	// the first event. No lock: import runs beside a relay.
+	if cfg.Storage.DataDir, err = datadir.Prepare(cfg.Storage.DataDir); err != nil {
+		return err
+	}
+	if err := datadir.Writable(filepath.Join(cfg.Storage.DataDir, dbFile)); err != nil {
+		return err
 	}
 	key, err := relayKey(cfg, newLogger(cfg))
 	if err != nil {
