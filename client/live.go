@@ -38,7 +38,7 @@ func (c *Client) Follow(ctx context.Context, channel string, since int64, projec
 		return err
 	}
 	defer w.close()
-	pl := &placer{c: c, projection: projection, known: map[string]*nostr.Event{}}
+	pl := &placer{c: c, projection: projection, known: map[string]*nostr.Event{}, missing: map[string]bool{}}
 	defer pl.close()
 	ts := nostr.Timestamp(since)
 	f := nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {channel}}, Since: &ts}
@@ -102,7 +102,9 @@ func (c *Client) Follow(ctx context.Context, channel string, since int64, projec
 }
 
 // knownCap bounds the messages a placer remembers: past it, it forgets
-// them all and asks the relay again, so a long tail holds bounded memory.
+// them all and asks the relay again. Each is remembered as its skeleton,
+// so a long tail holds a few megabytes at most, whatever the messages'
+// sizes.
 const knownCap = 10000
 
 // placer places live messages by the row rule of the fallback (assemble),
@@ -114,20 +116,20 @@ type placer struct {
 	c          *Client
 	projection bool
 	known      map[string]*nostr.Event
-	lookup     *wsConn
+	// missing are parents the relay did not return: asked once, not again
+	// for every reply that names them.
+	missing map[string]bool
+	lookup  *wsConn
 }
 
 func (p *placer) place(ctx context.Context, ch string, ev *nostr.Event) (LiveEvent, error) {
-	if len(p.known) >= knownCap {
-		clear(p.known)
-	}
-	p.known[ev.ID] = ev
+	p.remember(ev)
 	// Up to the thread's root, as far as the ancestors can be had: one
 	// that cannot leaves the message unclassified, a row (CW-12).
 	root := ev
 	for range maxDepth + 1 {
 		id := buzz.ParseThreadTags(root.Tags).Parent
-		if id == "" {
+		if id == "" || p.missing[id] {
 			break
 		}
 		if p.known[id] == nil {
@@ -138,12 +140,15 @@ func (p *placer) place(ctx context.Context, ch string, ev *nostr.Event) (LiveEve
 				}
 				p.lookup = w
 			}
-			if err := p.lookup.fetchIDs(ctx, []string{id}, p.known); err != nil {
+			got := map[string]*nostr.Event{}
+			if err := p.lookup.fetchIDs(ctx, []string{id}, got); err != nil {
 				return LiveEvent{}, fmt.Errorf("client: live: parent of %s: %w", ev.ID, err)
 			}
-		}
-		if p.known[id] == nil {
-			break
+			if got[id] == nil {
+				p.missing[id] = true
+				break
+			}
+			p.remember(got[id])
 		}
 		root = p.known[id]
 	}
@@ -151,6 +156,41 @@ func (p *placer) place(ctx context.Context, ch string, ev *nostr.Event) (LiveEve
 		return LiveEvent{Event: ev, Row: true}, nil
 	}
 	return LiveEvent{Event: ev, Thread: root.ID}, nil
+}
+
+// remember keeps ev's skeleton, starting over when knownCap are kept.
+func (p *placer) remember(ev *nostr.Event) {
+	if len(p.known)+len(p.missing) >= knownCap {
+		clear(p.known)
+		clear(p.missing)
+	}
+	p.known[ev.ID] = skeleton(ev)
+	delete(p.missing, ev.ID)
+}
+
+// skeleton is what placing a message needs of ev, and all assemble reads:
+// its id, kind and time, its channel, the thread tags that decide its
+// parent and root, and its broadcast flag. Its content and other tags are
+// dropped: the placer's memory is bounded per message.
+func skeleton(ev *nostr.Event) *nostr.Event {
+	s := &nostr.Event{ID: ev.ID, Kind: ev.Kind, CreatedAt: ev.CreatedAt}
+	switch h, err := buzz.ChannelOf(ev.Tags); {
+	case err != nil:
+		s.Tags = append(s.Tags, nostr.Tag{"h", ""}) // no channel, as the error is
+	case h != "":
+		s.Tags = append(s.Tags, nostr.Tag{"h", h})
+	}
+	tt := buzz.ParseThreadTags(ev.Tags)
+	if tt.Root != "" {
+		s.Tags = append(s.Tags, nostr.Tag{"e", tt.Root, "", "root"})
+	}
+	if tt.Parent != "" && tt.Parent != tt.Root {
+		s.Tags = append(s.Tags, nostr.Tag{"e", tt.Parent, "", "reply"})
+	}
+	if tt.Broadcast {
+		s.Tags = append(s.Tags, nostr.Tag{"broadcast", "1"})
+	}
+	return s
 }
 
 func (p *placer) close() {
