@@ -2,6 +2,7 @@ package khatru
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -233,6 +234,17 @@ func (rl *Relay) notifyListeners(event *nostr.Event, deliver func(ws *WebSocket)
 	}
 	rl.clientsMutex.Unlock()
 
+	// buzz-lite patch: the event is encoded once, and each subscriber's
+	// envelope is its subscription id around those bytes; encoding the
+	// whole envelope per subscriber was most of a broadcast's CPU.
+	if len(matched) == 0 {
+		return 0
+	}
+	encoded, err := json.Marshal(event)
+	if err != nil {
+		// Not reached: go-nostr's event encoder has no failing path.
+		return 0
+	}
 	count := 0
 listenersloop:
 	for _, listener := range matched {
@@ -244,10 +256,21 @@ listenersloop:
 				continue listenersloop
 			}
 		}
-		listener.ws.TrySendJSON(nostr.EventEnvelope{SubscriptionID: &listener.id, Event: *event})
+		listener.ws.trySend(eventEnvelope(listener.id, encoded))
 		count++
 	}
 	return count
+}
+
+// eventEnvelope is `["EVENT",<id>,<event>]` with event already encoded.
+func eventEnvelope(id string, event []byte) []byte {
+	quoted, _ := json.Marshal(id) // a string always encodes
+	b := make([]byte, 0, len(`["EVENT",,]`)+len(quoted)+len(event))
+	b = append(b, `["EVENT",`...)
+	b = append(b, quoted...)
+	b = append(b, ',')
+	b = append(b, event...)
+	return append(b, ']')
 }
 
 // Listening reports whether a broadcast of event would reach anyone: a

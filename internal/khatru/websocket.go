@@ -118,6 +118,11 @@ func (ws *WebSocket) TrySendJSON(v any) error {
 	if err != nil {
 		return err
 	}
+	return ws.trySend(b)
+}
+
+// trySend is TrySendJSON of a message already encoded.
+func (ws *WebSocket) trySend(b []byte) error {
 	if ws.Context.Err() != nil {
 		return errConnClosed
 	}
