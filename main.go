@@ -1,25 +1,19 @@
 // Command buzz-lite is a single-binary nostr relay for threaded group chat
-// on embedded SQLite. This file is the command line only: it reads the
-// configuration, opens the store, builds the relay and serves.
+// on embedded SQLite. This file wires the command line: the commands, the
+// configuration and what every command builds from it (the logger, the
+// relay key, the store's options); each command is a file of its own.
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"runtime/debug"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/config"
-	"github.com/buzz-lite/buzz-lite/internal/datadir"
 	"github.com/buzz-lite/buzz-lite/relay"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -60,19 +54,6 @@ func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "config", Usage: "TOML configuration file", EnvVars: []string{"BUZZ_LITE_CONFIG"}},
 		&cli.StringFlag{Name: "data", Usage: "data directory (default ./buzz-lite-data)"},
-	}
-}
-
-func serveCommand() *cli.Command {
-	return &cli.Command{
-		Name:  "serve",
-		Usage: "run the relay",
-		Flags: append(commonFlags(),
-			&cli.StringFlag{Name: "listen", Usage: "address to listen on (default 127.0.0.1:7777)"},
-			&cli.StringFlag{Name: "relay-url", Usage: "public ws(s):// URL clients use to reach the relay, which NIP-42 AUTH events and NIP-98 tokens must name; required unless listening on loopback"},
-			&cli.StringSliceFlag{Name: "admin", Usage: "relay admin pubkey (hex or npub); repeatable"},
-		),
-		Action: serve,
 	}
 }
 
@@ -145,93 +126,4 @@ func storeOptions(cfg config.Config, key string) (sqlite.Options, error) {
 		PageCache: pageCache,
 		Logger:    newLogger(cfg),
 	}, nil
-}
-
-// tuneGC sets the collector for serving, unless GOGC or GOMEMLIMIT say
-// otherwise: collecting a fifth as often gives a third more window pages
-// a second (BenchmarkQueryWindow), and the memory limit keeps the heap that
-// this lets grow within a Raspberry Pi's means: with SQLite's caches
-// beside it, the relay stays near 150 MB resident on a million events
-// with a thousand subscribers (buzz-lite bench, docs/performance.md).
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(64 << 20)
-	}
-}
-
-// serve runs the relay until SIGINT or SIGTERM (RL-24). It holds the
-// data directory's lock (RL-31) until it returns.
-func serve(c *cli.Context) (err error) {
-	cfg, err := loadConfig(c)
-	if err != nil {
-		return err
-	}
-	// Before anything is created: a relay that cannot say which URL
-	// tokens must name does not start (RL-28), nor one that cannot listen
-	// on its address or write its data directory and database, nor a
-	// second relay on a directory one already serves (RL-31).
-	if _, err := relay.PublicURL(cfg.Relay.URL, cfg.Server.Listen); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Server.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	dir, lock, err := datadir.Claim(cfg.Storage.DataDir, dbFile)
-	if err != nil {
-		return errors.Join(err, ln.Close())
-	}
-	defer func() { err = errors.Join(err, lock.Release()) }()
-	cfg.Storage.DataDir = dir
-	tuneGC()
-	log := newLogger(cfg)
-	key, err := relayKey(cfg, log)
-	if err != nil {
-		return errors.Join(err, ln.Close())
-	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// After the first signal, a second one stops the process at once.
-	context.AfterFunc(ctx, stop)
-
-	opts, err := storeOptions(cfg, key)
-	if err != nil {
-		return errors.Join(err, ln.Close())
-	}
-	opts.ThreadRepliesInChannel = &cfg.Community.ThreadRepliesInChannel
-	opts.Logger = log
-	store, err := sqlite.Open(ctx, opts)
-	if err != nil {
-		return errors.Join(err, ln.Close())
-	}
-	rl, err := relay.New(relay.Config{
-		Info: relay.Info{
-			Name:        cfg.Relay.Name,
-			Description: cfg.Relay.Description,
-			Contact:     cfg.Relay.Contact,
-			PubKey:      cfg.Relay.PubKey,
-			Version:     buildVersion(),
-		},
-		URL:            cfg.Relay.URL,
-		Key:            key,
-		Limits:         cfg.Limits.Relay(),
-		TrustedProxies: cfg.Server.TrustedProxyNets(),
-		Metrics:        cfg.Server.Metrics,
-		Logger:         log,
-	}, store)
-	if err != nil {
-		return errors.Join(err, store.Close(), ln.Close())
-	}
-	log.Info("buzz-lite serving", "addr", ln.Addr().String(), "data", cfg.Storage.DataDir,
-		"self", rl.PubKey(), "version", buildVersion())
-	serveErr := rl.Serve(ctx, ln)
-	closeErr := store.Close()
-	if serveErr == nil && closeErr == nil {
-		log.Info("buzz-lite stopped cleanly")
-	}
-	return errors.Join(serveErr, closeErr)
 }

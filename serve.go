@@ -1,0 +1,122 @@
+package main
+
+// serve: the relay itself (RL-24, RL-28, RL-31).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/buzz-lite/buzz-lite/internal/datadir"
+	"github.com/buzz-lite/buzz-lite/relay"
+	"github.com/buzz-lite/buzz-lite/sqlite"
+)
+
+func serveCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "run the relay",
+		Flags: append(commonFlags(),
+			&cli.StringFlag{Name: "listen", Usage: "address to listen on (default 127.0.0.1:7777)"},
+			&cli.StringFlag{Name: "relay-url", Usage: "public ws(s):// URL clients use to reach the relay, which NIP-42 AUTH events and NIP-98 tokens must name; required unless listening on loopback"},
+			&cli.StringSliceFlag{Name: "admin", Usage: "relay admin pubkey (hex or npub); repeatable"},
+		),
+		Action: serve,
+	}
+}
+
+// tuneGC sets the collector for serving, unless GOGC or GOMEMLIMIT say
+// otherwise: collecting a fifth as often gives a third more window pages
+// a second (BenchmarkQueryWindow), and the memory limit keeps the heap that
+// this lets grow within a Raspberry Pi's means: with SQLite's caches
+// beside it, the relay stays near 150 MB resident on a million events
+// with a thousand subscribers (buzz-lite bench, docs/performance.md).
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(64 << 20)
+	}
+}
+
+// serve runs the relay until SIGINT or SIGTERM (RL-24). It holds the
+// data directory's lock (RL-31) until it returns.
+func serve(c *cli.Context) (err error) {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	// Before anything is created: a relay that cannot say which URL
+	// tokens must name does not start (RL-28), nor one that cannot listen
+	// on its address or write its data directory and database, nor a
+	// second relay on a directory one already serves (RL-31).
+	if _, err := relay.PublicURL(cfg.Relay.URL, cfg.Server.Listen); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	dir, lock, err := datadir.Claim(cfg.Storage.DataDir, dbFile)
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	defer func() { err = errors.Join(err, lock.Release()) }()
+	cfg.Storage.DataDir = dir
+	tuneGC()
+	log := newLogger(cfg)
+	key, err := relayKey(cfg, log)
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// After the first signal, a second one stops the process at once.
+	context.AfterFunc(ctx, stop)
+
+	opts, err := storeOptions(cfg, key)
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	opts.ThreadRepliesInChannel = &cfg.Community.ThreadRepliesInChannel
+	opts.Logger = log
+	store, err := sqlite.Open(ctx, opts)
+	if err != nil {
+		return errors.Join(err, ln.Close())
+	}
+	rl, err := relay.New(relay.Config{
+		Info: relay.Info{
+			Name:        cfg.Relay.Name,
+			Description: cfg.Relay.Description,
+			Contact:     cfg.Relay.Contact,
+			PubKey:      cfg.Relay.PubKey,
+			Version:     buildVersion(),
+		},
+		URL:            cfg.Relay.URL,
+		Key:            key,
+		Limits:         cfg.Limits.Relay(),
+		TrustedProxies: cfg.Server.TrustedProxyNets(),
+		Metrics:        cfg.Server.Metrics,
+		Logger:         log,
+	}, store)
+	if err != nil {
+		return errors.Join(err, store.Close(), ln.Close())
+	}
+	log.Info("buzz-lite serving", "addr", ln.Addr().String(), "data", cfg.Storage.DataDir,
+		"self", rl.PubKey(), "version", buildVersion())
+	serveErr := rl.Serve(ctx, ln)
+	closeErr := store.Close()
+	if serveErr == nil && closeErr == nil {
+		log.Info("buzz-lite stopped cleanly")
+	}
+	return errors.Join(serveErr, closeErr)
+}
