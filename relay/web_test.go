@@ -542,3 +542,71 @@ func TestWebIndexPages(t *testing.T) {
 		t.Errorf("a negative after: status %d, want 400", got.status)
 	}
 }
+
+// CW-25, RL-20: a thread of more replies than a page is read 50 replies a
+// page, the "later replies" link continuing after the last, each reply
+// once and in thread order; a reply whose parent is on an earlier page
+// says which message it answers.
+func TestWebThreadPages(t *testing.T) {
+	s, c, a := startWithClient(t, webOn)
+	ch := newChannelID(t)
+	cwCreate(t, c, a, ch, false)
+	T := now() - 1000
+	root := cwMsg(t, a, ch, T)
+	cwIngest(t, s, root)
+	var replies []*nostr.Event
+	for i := range 55 {
+		parent := root
+		if i == 52 {
+			parent = replies[10]
+		}
+		ev := cwReply(t, a, ch, T+1+int64(i/2), parent)
+		cwIngest(t, s, ev)
+		replies = append(replies, ev)
+	}
+	want := ids(threadOrder(replies))
+	var got []string
+	path := "/c/" + ch + "/t/" + root.ID
+	for pages := 0; path != ""; pages++ {
+		if pages > 3 {
+			t.Fatal("the later links do not end")
+		}
+		doc := webPageOK(t, s, path)
+		rows := webRowIDs(doc)
+		if rows[0] != root.ID {
+			t.Fatalf("%s: first row %.8s, want the root", path, rows[0])
+		}
+		if pages == 0 && len(rows) != 1+webPageRows {
+			t.Fatalf("first page: %d rows, want the root and %d replies", len(rows), webPageRows)
+		}
+		got = append(got, rows[1:]...)
+		if pages == 1 {
+			var replyTo string
+			webWalk(doc, func(n *html.Node) {
+				if webHasClass(n, "replyto") {
+					replyTo = nodeText(n)
+				}
+			})
+			if replyTo != "reply to "+replies[10].ID[:8] {
+				t.Errorf("second page: %q, want the parent's short id", replyTo)
+			}
+		}
+		path = webLink(doc, "later")
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("thread pages: %s\nwant %s", cwShort(got), cwShort(want))
+	}
+}
+
+// threadOrder sorts evs as the thread path serves them: created_at
+// ascending, then id ascending (RL-20).
+func threadOrder(evs []*nostr.Event) []*nostr.Event {
+	out := slices.Clone(evs)
+	slices.SortFunc(out, func(x, y *nostr.Event) int {
+		if x.CreatedAt != y.CreatedAt {
+			return int(x.CreatedAt - y.CreatedAt)
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
+	return out
+}
