@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -181,43 +182,22 @@ func (r *Relay) serveWeb(w http.ResponseWriter, req *http.Request) {
 	if route.kind == routeCSS {
 		h.Set("Content-Type", "text/css; charset=utf-8")
 		h.Set("Cache-Control", "public, max-age=86400")
-		w.Write(webCSS)
+		if _, err := w.Write(webCSS); err != nil {
+			r.log.Debug("writing the web stylesheet", "err", err)
+		}
 		return
 	}
-	ip := clientIP(req, r.cfg.TrustedProxies)
-	r.connsMu.Lock()
-	entered := r.enterIP(ip)
-	r.connsMu.Unlock()
-	if !entered {
-		r.metrics.limited(limitConnections)
-		webText(w, http.StatusTooManyRequests, errTooManyConnections)
+	limited, leave, ok := r.admitRequest(w, req, func(status int, msg string) { webText(w, status, msg) })
+	if !ok {
 		return
 	}
-	defer func() {
-		r.connsMu.Lock()
-		r.leaveIP(ip)
-		r.connsMu.Unlock()
-	}()
-	limited := r.cfg.Limits.limitedIP(ip)
-	if limited.IsValid() && !r.queryRate.allow(limited.String(), r.now()) {
-		r.metrics.limited(limitQueries)
-		h.Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
-		webText(w, http.StatusTooManyRequests, errQueryRate)
-		return
-	}
+	defer leave()
 	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
 	defer cancel()
-	if !r.reads.acquire(ctx, limited) {
-		r.metrics.limited(limitBusy)
-		h.Set("Retry-After", "1")
-		webText(w, http.StatusTooManyRequests, errBusy)
-		return
-	}
-	defer r.reads.release(limited)
 	out := &response{budget: r.queryMemory}
 	defer out.release()
 	start := time.Now()
-	name, page, err := r.webPage(ctx, route, req.URL.Query(), out)
+	name, page, err := r.webPageInSlot(ctx, limited, route, req.URL.Query(), out)
 	since(r.metrics.queryHTTP, start)
 	var body bytes.Buffer
 	if err == nil {
@@ -253,6 +233,17 @@ func (r *Relay) serveWeb(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
+// webPageInSlot is webPage in one of the relay's read slots, shared with
+// REQ, COUNT and `/query`; errQueryBusy when none comes free in time
+// (RL-27a).
+func (r *Relay) webPageInSlot(ctx context.Context, ip netip.Addr, route webRoute, q url.Values, out *response) (string, *webView, error) {
+	if !r.reads.acquire(ctx, ip) {
+		return "", nil, errQueryBusy
+	}
+	defer r.reads.release(ip)
+	return r.webPage(ctx, route, q, out)
+}
+
 // webPage reads what route shows and names its template.
 func (r *Relay) webPage(ctx context.Context, route webRoute, q url.Values, out *response) (string, *webView, error) {
 	v := &webView{Relay: r.cfg.Info.Name, Description: r.cfg.Info.Description, CSS: webCSSURL}
@@ -284,7 +275,9 @@ func (r *Relay) webNotFound(w http.ResponseWriter) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", webCacheControl)
 	w.WriteHeader(http.StatusNotFound)
-	w.Write(body.Bytes())
+	if _, err := w.Write(body.Bytes()); err != nil {
+		r.log.Debug("writing the web 404 page", "err", err)
+	}
 }
 
 // webText answers with a line of plain text.

@@ -1,10 +1,12 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -609,4 +611,36 @@ func threadOrder(evs []*nostr.Event) []*nostr.Event {
 		return strings.Compare(x.ID, y.ID)
 	})
 	return out
+}
+
+// CW-25, RL-27a: a channel page takes one of the read slots it shares
+// with REQ, COUNT and `/query` (429 busy when none comes free), and a
+// page asked for again before any write comes from the page cache.
+func TestWebSlotsAndCache(t *testing.T) {
+	s, c, a := startWithClient(t, webOn, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
+	ch := newChannelID(t)
+	cwCreate(t, c, a, ch, false)
+	mustPublish(t, c, cwMsg(t, a, ch, now()))
+	if !s.relay.reads.acquire(context.Background(), netip.Addr{}) {
+		t.Fatal("no free slot")
+	}
+	busy := webGet(t, s, "/c/"+ch, "text/html")
+	s.relay.reads.release(netip.Addr{})
+	if busy.status != http.StatusTooManyRequests || strings.TrimSpace(busy.body) != errBusy || busy.header.Get("Retry-After") == "" {
+		t.Fatalf("with no slot free: %d %q", busy.status, busy.body)
+	}
+	webPageOK(t, s, "/c/"+ch)
+	before, err := s.store.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	webPageOK(t, s, "/c/"+ch)
+	after, err := s.store.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.PagesFromCache != before.PagesFromCache+1 || after.PagesFromDatabase != before.PagesFromDatabase {
+		t.Fatalf("second page: cache %d -> %d, database %d -> %d; want one more from the cache",
+			before.PagesFromCache, after.PagesFromCache, before.PagesFromDatabase, after.PagesFromDatabase)
+	}
 }
