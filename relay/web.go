@@ -247,18 +247,14 @@ func (r *Relay) webPageInSlot(ctx context.Context, ip netip.Addr, route webRoute
 // webPage reads what route shows and names its template.
 func (r *Relay) webPage(ctx context.Context, route webRoute, q url.Values, out *response) (string, *webView, error) {
 	v := &webView{Relay: r.cfg.Info.Name, Description: r.cfg.Info.Description, CSS: webCSSURL}
-	var err error
 	switch route.kind {
 	case routeIndex:
 		v.Title = r.cfg.Info.Name
-		err = r.webIndex(ctx, q, v)
-		return "index.html", v, err
+		return "index.html", v, r.webIndex(ctx, q, v)
 	case routeChannel:
-		err = r.webChannel(ctx, route, q, out, v)
-		return "channel.html", v, err
+		return "channel.html", v, r.webChannel(ctx, route, q, out, v)
 	default:
-		err = r.webThread(ctx, route, q, out, v)
-		return "thread.html", v, err
+		return "thread.html", v, r.webThread(ctx, route, q, out, v)
 	}
 }
 
