@@ -1,14 +1,10 @@
 package relay
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"runtime/debug"
 	"testing"
-
-	"github.com/buzz-lite/buzz-lite/internal/gen"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // BenchmarkWebChannel measures the web view's channel head page (CW-25)
@@ -19,22 +15,8 @@ func BenchmarkWebChannel(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	for _, cache := range []string{"cached", "uncached"} {
 		b.Run(cache, func(b *testing.B) {
-			c, err := gen.Generate(gen.Options{Channels: benchChannels(b), TopLevel: benchTopLevel(b)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			s := startServerWith(&testing.T{}, func(o *sqlite.Options) {
-				if cache == "uncached" {
-					o.PageCache = -1
-				}
-			}, webOn)
-			b.Cleanup(func() { s.stop() })
-			for i := 0; i < len(c.Events); i += 500 {
-				if _, err := s.store.ImportBatch(context.Background(), c.Events[i:min(i+500, len(c.Events))]); err != nil {
-					b.Fatal(err)
-				}
-			}
-			url := s.httpURL + "/c/" + c.Channels[0]
+			s, channel, _ := benchCommunity(b, cache == "cached", webOn)
+			url := s.httpURL + "/c/" + channel
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 			b.SetParallelism(4)
 			b.ResetTimer()
