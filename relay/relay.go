@@ -698,9 +698,10 @@ func (r *Relay) refusedConnection(ip netip.Addr) {
 }
 
 // Handler serves WebSocket clients, the NIP-11 document, `/query`,
-// `/metrics` (when Config.Metrics), `/healthz`, `/readyz`, and for browsers
-// the web view (when Config.Web) or a line of text. Only WebSocket upgrades reach khatru: its other HTTP
-// surfaces (NIP-86 management) are not offered.
+// `/metrics` (when Config.Metrics), `/healthz`, `/readyz`, and for
+// browsers the web view (when Config.Web) or a line of text. Only
+// WebSocket upgrades reach khatru: its other HTTP surfaces (NIP-86
+// management) are not offered.
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
