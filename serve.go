@@ -106,6 +106,7 @@ func serve(c *cli.Context) (err error) {
 		Limits:         cfg.Limits.Relay(),
 		TrustedProxies: cfg.Server.TrustedProxyNets(),
 		Metrics:        cfg.Server.Metrics,
+		Web:            cfg.Server.Web,
 		Logger:         log,
 	}, store)
 	if err != nil {

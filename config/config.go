@@ -53,6 +53,8 @@ type Server struct {
 	TrustedProxies []string `toml:"trusted_proxies"`
 	// Metrics serves `GET /metrics` (RL-30).
 	Metrics bool `toml:"metrics"`
+	// Web serves the read-only HTML view of the open channels (CW-25).
+	Web bool `toml:"web"`
 }
 
 // Storage is where the data lives and what of it is kept in memory.
@@ -203,7 +205,7 @@ type Log struct {
 func Default() Config {
 	return Config{
 		Relay:   Relay{Name: "buzz-lite", Description: "A buzz-lite community relay"},
-		Server:  Server{Listen: "127.0.0.1:7777", Metrics: true},
+		Server:  Server{Listen: "127.0.0.1:7777", Metrics: true, Web: true},
 		Storage: Storage{DataDir: "./buzz-lite-data", PageCache: 128},
 		Access:  Access{PublicRead: true, OpenWrite: true, CreateChannels: string(buzz.CreateByAnyone)},
 		Limits:  defaultLimits(),

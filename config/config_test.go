@@ -114,7 +114,7 @@ level = "debug"
 			URL:         "wss://relay.example.com",
 			Admins:      []string{envAdmin1npub, envAdmin2},
 		},
-		Server:  Server{Listen: "0.0.0.0:8080", Metrics: true},
+		Server:  Server{Listen: "0.0.0.0:8080", Metrics: true, Web: true},
 		Storage: Storage{DataDir: "/var/lib/buzz", PageCache: def.Storage.PageCache},
 		Access:  def.Access,
 		Limits: func() Limits {

@@ -70,29 +70,11 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		r.queryError(w, req, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	// A request in flight is a connection of its client IP: one IP cannot
-	// hold a body in each of hundreds of trickled requests (RL-27a).
-	ip := clientIP(req, r.cfg.TrustedProxies)
-	r.connsMu.Lock()
-	entered := r.enterIP(ip)
-	r.connsMu.Unlock()
-	if !entered {
-		r.metrics.limited(limitConnections)
-		r.queryError(w, req, http.StatusTooManyRequests, errTooManyConnections)
+	limited, leave, ok := r.admitRequest(w, req, func(status int, msg string) { r.queryError(w, req, status, msg) })
+	if !ok {
 		return
 	}
-	defer func() {
-		r.connsMu.Lock()
-		r.leaveIP(ip)
-		r.connsMu.Unlock()
-	}()
-	limited := r.cfg.Limits.limitedIP(ip)
-	if limited.IsValid() && !r.queryRate.allow(limited.String(), r.now()) {
-		r.metrics.limited(limitQueries)
-		h.Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
-		r.queryError(w, req, http.StatusTooManyRequests, errQueryRate)
-		return
-	}
+	defer leave()
 	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxQueryBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
@@ -159,6 +141,39 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	if _, err := w.Write(out.bytes()); err != nil {
 		r.log.Debug("writing query response", "err", err)
 	}
+}
+
+// admitRequest admits an HTTP request that reads the store (`/query`, the
+// web view): while it runs it is a connection of its client IP, so that
+// one IP cannot hold a body in each of hundreds of trickled requests, and
+// it takes a token of the `/query` rate of that IP (RL-27, RL-27a). A
+// refusal is answered through refuse, with Retry-After for the rate, and
+// ok is false; otherwise leave must be called once the request is done.
+// limited is the IP the request's read slot counts by.
+func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse func(status int, msg string)) (limited netip.Addr, leave func(), ok bool) {
+	ip := clientIP(req, r.cfg.TrustedProxies)
+	r.connsMu.Lock()
+	entered := r.enterIP(ip)
+	r.connsMu.Unlock()
+	if !entered {
+		r.metrics.limited(limitConnections)
+		refuse(http.StatusTooManyRequests, errTooManyConnections)
+		return netip.Addr{}, nil, false
+	}
+	leave = func() {
+		r.connsMu.Lock()
+		r.leaveIP(ip)
+		r.connsMu.Unlock()
+	}
+	limited = r.cfg.Limits.limitedIP(ip)
+	if limited.IsValid() && !r.queryRate.allow(limited.String(), r.now()) {
+		leave()
+		r.metrics.limited(limitQueries)
+		w.Header().Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
+		refuse(http.StatusTooManyRequests, errQueryRate)
+		return netip.Addr{}, nil, false
+	}
+	return limited, leave, true
 }
 
 // runInSlot runs plan in one of the relay's read slots, errQueryBusy when

@@ -61,6 +61,9 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Stats are the store's numbers for the metrics (RL-30).
 	Stats() (buzz.StoreStats, error)
+	// ChannelsAfter lists up to limit channels, private and deleted ones
+	// too, in store order after number after (the web view, CW-25).
+	ChannelsAfter(ctx context.Context, after int64, limit int) ([]buzz.ChannelActivity, error)
 }
 
 // Config is what the relay is told at start.
@@ -81,6 +84,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Metrics serves `GET /metrics` (RL-30); off, it answers 404.
 	Metrics bool
+	// Web serves the HTML view of the open channels to browsers (CW-25);
+	// off, `/` answers a line of text and the pages 404.
+	Web bool
 	// Logger receives the relay's structured log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -692,9 +698,10 @@ func (r *Relay) refusedConnection(ip netip.Addr) {
 }
 
 // Handler serves WebSocket clients, the NIP-11 document, `/query`,
-// `/metrics` (when Config.Metrics), `/healthz`, `/readyz`, and a short
-// page for browsers. Only WebSocket upgrades reach khatru: its other HTTP
-// surfaces (NIP-86 management) are not offered.
+// `/metrics` (when Config.Metrics), `/healthz`, `/readyz`, and for
+// browsers the web view (when Config.Web) or a line of text. Only
+// WebSocket upgrades reach khatru: its other HTTP surfaces (NIP-86
+// management) are not offered.
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
@@ -728,6 +735,8 @@ func (r *Relay) Handler() http.Handler {
 			r.serveReady(w, req)
 		case strings.Contains(req.Header.Get("Accept"), "application/nostr+json"):
 			r.serveInfo(w, req)
+		case r.cfg.Web && isWebPath(req.URL.Path):
+			r.serveWeb(w, req)
 		case req.URL.Path == "/" && (req.Method == http.MethodGet || req.Method == http.MethodHead):
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			fmt.Fprintf(w, "%s is a nostr relay (buzz-lite %s). Connect a nostr client to this address over WebSocket.\n",

@@ -56,8 +56,9 @@ func benchChannels(b *testing.B) int {
 }
 
 // benchCommunity loads a generated community into a fresh server and
-// returns its first channel; cache says whether window pages are cached.
-func benchCommunity(b *testing.B, cache bool) (*testServer, string, int) {
+// returns its first channel; cache says whether window pages are cached,
+// edit adjusts the relay's configuration.
+func benchCommunity(b *testing.B, cache bool, edit ...func(*Config)) (*testServer, string, int) {
 	b.Helper()
 	c, err := gen.Generate(gen.Options{Channels: benchChannels(b), TopLevel: benchTopLevel(b)})
 	if err != nil {
@@ -67,7 +68,7 @@ func benchCommunity(b *testing.B, cache bool) (*testServer, string, int) {
 		if !cache {
 			o.PageCache = -1
 		}
-	})
+	}, edit...)
 	b.Cleanup(func() { s.stop() })
 	ctx := context.Background()
 	for i := 0; i < len(c.Events); i += 500 {

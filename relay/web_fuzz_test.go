@@ -1,0 +1,109 @@
+package relay
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+// CW-25: the web view's path parser takes any path a client sends and
+// yields only routes whose channel is a canonical channel id and whose
+// event is a lowercase 64-hex id.
+func FuzzWebPath(f *testing.F) {
+	for _, s := range []string{"/", "/web.css", "/c/general", "/c/3F1C2F6E-1D7A-4C3E-9A59-4C2B1A0E7B11/t/" + strings.Repeat("A", 64),
+		"/c/", "/c//t/", "/c/a/t/b/t/c", "/c/../etc/passwd", "/c/x\x00y"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		route, ok := parseWebPath(path)
+		if !ok {
+			return
+		}
+		switch route.kind {
+		case routeChannel, routeThread:
+			if canon, ok := nipcw.ParseChannelID(route.channel); !ok || canon != route.channel {
+				t.Fatalf("%q: channel %q is not a canonical channel id", path, route.channel)
+			}
+		}
+		if route.kind == routeThread && !buzz.IsLowerHex64(route.event) {
+			t.Fatalf("%q: event %q is not lowercase 64 hex", path, route.event)
+		}
+	})
+}
+
+// CW-25: the cursor of a page link is a non-negative timestamp and a
+// lowercase 64-hex id, both or neither, whatever the query string holds.
+func FuzzWebCursor(f *testing.F) {
+	f.Add("at=1&id=" + strings.Repeat("f", 64))
+	f.Add("at=-1&id=x")
+	f.Add("at=99999999999999999999")
+	f.Add("id=" + strings.Repeat("F", 64))
+	f.Fuzz(func(t *testing.T, query string) {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return
+		}
+		p, err := parseWebCursor(q)
+		if err != nil || p == nil {
+			return
+		}
+		if p.CreatedAt < 0 || !buzz.IsLowerHex64(p.ID) {
+			t.Fatalf("%q: cursor %+v", query, *p)
+		}
+		back, err := url.ParseQuery(strings.TrimPrefix(webCursorQuery(p), "?"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := parseWebCursor(back); err != nil || *again != *p {
+			t.Fatalf("%q: the link of %+v reads back as %+v (%v)", query, *p, again, err)
+		}
+	})
+}
+
+// CW-25: linkify keeps every byte of the content, in order, and makes
+// links of http(s) URLs only.
+func FuzzLinkify(f *testing.F) {
+	for _, s := range []string{"see https://example.org/x.", "javascript:alert(1)", "http://", "https://a.b/<script>", "xhttps://a http://[::1]:80/", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, content string) {
+		var b strings.Builder
+		for _, p := range linkify(content) {
+			b.WriteString(p.Text)
+			if p.URL == "" {
+				continue
+			}
+			u, err := url.Parse(p.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				t.Fatalf("%q: link to %q", content, p.URL)
+			}
+		}
+		if b.String() != content {
+			t.Fatalf("linkify(%q) reads %q", content, b.String())
+		}
+	})
+}
+
+// CW-25: a name from a kind 0 profile, whatever its content, is clipped
+// and holds no control or formatting character.
+func FuzzProfileName(f *testing.F) {
+	f.Add(`{"display_name":"<b>x</b>","name":"y"}`)
+	f.Add(`{"name":"\u202eevil\u0000"}`)
+	f.Add(`{"name":5}`)
+	f.Fuzz(func(t *testing.T, content string) {
+		name := profileName(content)
+		if utf8.RuneCountInString(name) > webNameRunes+1 {
+			t.Fatalf("%q: name of %d runes", content, utf8.RuneCountInString(name))
+		}
+		for _, c := range name {
+			if unicode.IsControl(c) || unicode.Is(unicode.Cf, c) {
+				t.Fatalf("%q: name %q holds %U", content, name, c)
+			}
+		}
+	})
+}
