@@ -77,9 +77,10 @@ func TooManyValues(f nostr.Filter) string {
 }
 
 // Filter is one filter of a `/query` body with the path that serves it
-// (RL-18): exactly one of the three is set.
+// (RL-18): exactly one of the four is set.
 type Filter struct {
 	Window  *WindowRequest
+	Feed    *FeedRequest
 	Thread  *ThreadRequest
 	Generic *GenericRequest
 }
@@ -200,9 +201,12 @@ func ParseBody(body []byte) ([]Filter, error) {
 	filters := make([]Filter, len(raws))
 	for i, obj := range objects {
 		var err error
+		feed, isFeed := feedTypes(obj)
 		switch {
 		case isTrue(obj["top_level"]):
 			filters[i].Window, err = parseWindow(obj)
+		case isFeed:
+			filters[i].Feed, err = parseFeed(obj, feed)
 		case isThread(obj):
 			filters[i].Thread, err = parseThread(obj)
 		default:

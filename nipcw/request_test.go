@@ -235,6 +235,9 @@ func FuzzParseBody(f *testing.F) {
 				n++
 				f.Window.Check()
 			}
+			if f.Feed != nil {
+				n++
+			}
 			if f.Thread != nil {
 				n++
 			}

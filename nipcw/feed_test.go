@@ -1,0 +1,128 @@
+package nipcw
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+// RL-35, RL-18: a filter with `feed_types` whose array has a string member
+// takes the feed path, after the window and before the thread path; an
+// array with no string member, or no array, is no feed filter.
+func TestFeedPath(t *testing.T) {
+	thread := `"depth_limit":1,"#e":["` + testID + `"]`
+	for _, c := range []struct {
+		body, path string
+	}{
+		{`{"feed_types":["mentions"]}`, "feed"},
+		{`{"feed_types":["nonsense"]}`, "feed"},
+		{`{"feed_types":[""]}`, "feed"},
+		{`{"feed_types":[1, null, "activity", {}]}`, "feed"},
+		{`{"feed_types":["activity"],` + thread + `}`, "feed"},
+		{`{"feed_types":["activity"],"top_level":true,"#h":["` + testChannel + `"]}`, "window"},
+		{`{"feed_types":[]}`, "generic"},
+		{`{"feed_types":[1, null, true]}`, "generic"},
+		{`{"feed_types":"mentions"}`, "generic"},
+		{`{"feed_types":null}`, "generic"},
+		{`{"feed_types":[],` + thread + `}`, "thread"},
+	} {
+		f := parseOne(t, "["+c.body+"]")
+		got := "generic"
+		switch {
+		case f.Window != nil:
+			got = "window"
+		case f.Feed != nil:
+			got = "feed"
+		case f.Thread != nil:
+			got = "thread"
+		}
+		if got != c.path {
+			t.Errorf("%s: %s path, want %s", c.body, got, c.path)
+		}
+	}
+}
+
+// RL-35: types in the order given, each once, the alias as its type,
+// unknown ones skipped; since; limit default 20, at most 100, 0 allowed.
+func TestParseFeed(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		types []string
+		since *int64
+		limit int
+	}{
+		{`{"feed_types":["mentions"]}`, []string{"mentions"}, nil, 20},
+		{`{"feed_types":["activity","mentions","needs_action"]}`, []string{"activity", "mentions", "needs_action"}, nil, 20},
+		{`{"feed_types":["agent_activity","mentions","activity"]}`, []string{"activity", "mentions"}, nil, 20},
+		{`{"feed_types":["mentions","mentions","bogus","Mentions"]}`, []string{"mentions"}, nil, 20},
+		{`{"feed_types":["bogus"]}`, nil, nil, 20},
+		{`{"feed_types":["needs_action"],"limit":5,"since":1700000000}`, []string{"needs_action"}, ptr(1700000000), 5},
+		{`{"feed_types":["mentions"],"limit":1000}`, []string{"mentions"}, nil, 100},
+		{`{"feed_types":["mentions"],"limit":0}`, []string{"mentions"}, nil, 0},
+		{`{"feed_types":["mentions"],"limit":-3,"since":null}`, []string{"mentions"}, nil, 20},
+		{`{"feed_types":["mentions"],"kinds":[7],"#h":["x"],"authors":["y"]}`, []string{"mentions"}, nil, 20},
+	} {
+		f := parseOne(t, "["+c.body+"]").Feed
+		if f == nil {
+			t.Fatalf("%s: not a feed filter", c.body)
+		}
+		if !slices.Equal(f.Types, c.types) || f.Limit != c.limit || (f.Since == nil) != (c.since == nil) ||
+			(f.Since != nil && *f.Since != *c.since) {
+			t.Errorf("%s: types %q since %v limit %d, want %q %v %d", c.body, f.Types, f.Since, f.Limit, c.types, c.since, c.limit)
+		}
+	}
+}
+
+func ptr(n int64) *int64 { return &n }
+
+// RL-35, RL-16: a malformed since or limit refuses the request.
+func TestParseFeedErrors(t *testing.T) {
+	for body, want := range map[string]string{
+		`[{"feed_types":["mentions"],"since":"yesterday"}]`: "invalid filters: since must be an integer",
+		`[{"feed_types":["mentions"],"since":1.5}]`:         "invalid filters: since must be an integer",
+		`[{"feed_types":["mentions"],"limit":"5"}]`:         "invalid filters: limit must be an integer",
+	} {
+		_, err := ParseBody([]byte(body))
+		var re *RequestError
+		if !errors.As(err, &re) || re.Message != want {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+}
+
+// RL-35: whatever the body, a feed filter holds only known types, each
+// once, and a limit within 0..100; an error is a RequestError.
+func FuzzParseFeed(f *testing.F) {
+	for _, seed := range []string{
+		`[{"feed_types":["mentions","agent_activity","needs_action"],"limit":5,"since":9}]`,
+		`[{"feed_types":[1,"activity",null],"limit":-1}]`,
+		`[{"feed_types":"activity"}]`, `[{"feed_types":[]}]`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fs, err := ParseBody(body)
+		if err != nil {
+			var re *RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("error %v is not a RequestError", err)
+			}
+			return
+		}
+		for _, f := range fs {
+			if f.Feed == nil {
+				continue
+			}
+			seen := map[string]bool{}
+			for _, ty := range f.Feed.Types {
+				if feedAliases[ty] != ty || seen[ty] {
+					t.Fatalf("types %q", f.Feed.Types)
+				}
+				seen[ty] = true
+			}
+			if f.Feed.Limit < 0 || f.Feed.Limit > MaxFeedLimit {
+				t.Fatalf("limit %d", f.Feed.Limit)
+			}
+		}
+	})
+}
