@@ -28,7 +28,8 @@ type infoDocument struct {
 	Contact       string `json:"contact,omitempty"`
 	SupportedNIPs []int  `json:"supported_nips"`
 	// SupportedExtensions names the extensions of NIP-11 beyond the NIPs:
-	// "nip-cw" is the channel window on `POST /query` (RL-22).
+	// "nip-cw" is the channel window on `POST /query` (RL-22), "nip-cw-feed"
+	// the home feed beside it (RL-35).
 	SupportedExtensions []string   `json:"supported_extensions"`
 	Software            string     `json:"software"`
 	Version             string     `json:"version"`
@@ -67,7 +68,7 @@ func (r *Relay) infoDocument() infoDocument {
 		Self:                r.pubkey,
 		Contact:             r.cfg.Info.Contact,
 		SupportedNIPs:       []int{1, 9, 10, 11, 29, 40, 42, 45, 70, 98},
-		SupportedExtensions: []string{"nip-cw"},
+		SupportedExtensions: []string{"nip-cw", "nip-cw-feed"},
 		Software:            Software,
 		Version:             r.cfg.Info.Version,
 		Limitation: limitation{
