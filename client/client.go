@@ -61,6 +61,8 @@ type Client struct {
 	tls      bool
 	// window: the relay advertises "nip-cw" in NIP-11 supported_extensions.
 	window bool
+	// feed: it advertises the home feed, nipcw.FeedExtension.
+	feed bool
 	// projection is the NIP-11 thread_replies_in_channel, used by the
 	// fallback's row rule (CW-13).
 	projection bool
@@ -118,6 +120,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		return nil, err
 	}
 	c.window = slices.Contains(doc.SupportedExtensions, "nip-cw")
+	c.feed = slices.Contains(doc.SupportedExtensions, nipcw.FeedExtension)
 	c.projection = doc.ThreadRepliesInChannel
 	c.relayKey = strings.ToLower(o.RelayPubKey)
 	if c.relayKey == "" && nostr.IsValid32ByteHex(strings.ToLower(doc.Self)) {

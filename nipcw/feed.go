@@ -6,6 +6,10 @@ import (
 	"slices"
 )
 
+// FeedExtension is the name NIP-11 `supported_extensions` gives the home
+// feed, beside "nip-cw" (RL-35).
+const FeedExtension = "nip-cw-feed"
+
 // The feed types of RL-35, as a FeedRequest names them.
 const (
 	FeedMentions    = "mentions"

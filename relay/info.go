@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // Info is what the operator says about the relay in NIP-11.
@@ -68,7 +69,7 @@ func (r *Relay) infoDocument() infoDocument {
 		Self:                r.pubkey,
 		Contact:             r.cfg.Info.Contact,
 		SupportedNIPs:       []int{1, 9, 10, 11, 29, 40, 42, 45, 70, 98},
-		SupportedExtensions: []string{"nip-cw", "nip-cw-feed"},
+		SupportedExtensions: []string{"nip-cw", nipcw.FeedExtension},
 		Software:            Software,
 		Version:             r.cfg.Info.Version,
 		Limitation: limitation{
