@@ -13,10 +13,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -289,32 +285,11 @@ func (c *Client) query(ctx context.Context, body []byte) ([]*nostr.Event, error)
 }
 
 // nip98 is the Authorization header for a POST of body to `/query`
-// (RL-17): a kind 27235 event with the URL, the method and the body's
-// SHA-256, signed with the client's key. A nonce tag makes every token
-// distinct: Schnorr signing here is deterministic, and the relay refuses a
-// signature it has seen (replay), as a retry in the same second would be.
+// (RL-17), signed with the client's key.
 func (c *Client) nip98(body []byte) (string, error) {
-	sum := sha256.Sum256(body)
-	var nonce [16]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return "", err
-	}
-	ev := nostr.Event{
-		CreatedAt: nostr.Now(),
-		Kind:      27235,
-		Tags: nostr.Tags{
-			{"u", c.queryURL},
-			{"method", "POST"},
-			{"payload", hex.EncodeToString(sum[:])},
-			{"nonce", hex.EncodeToString(nonce[:])},
-		},
-	}
-	if err := ev.Sign(c.key); err != nil {
-		return "", fmt.Errorf("client: NIP-98: %w", err)
-	}
-	raw, err := json.Marshal(ev)
+	auth, err := nipcw.AuthHeader(c.key, c.queryURL, body)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("client: %w", err)
 	}
-	return "Nostr " + base64.StdEncoding.EncodeToString(raw), nil
+	return auth, nil
 }

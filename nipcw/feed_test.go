@@ -1,9 +1,16 @@
 package nipcw
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // RL-35, RL-18: a filter with `feed_types` whose array has a string member
@@ -125,4 +132,36 @@ func FuzzParseFeed(f *testing.F) {
 			}
 		}
 	})
+}
+
+// RL-17: AuthHeader is a signed kind 27235 naming the URL, POST and the
+// body's SHA-256, and two headers for the same request differ (the relay
+// refuses a signature twice).
+func TestAuthHeader(t *testing.T) {
+	sk := nostr.GeneratePrivateKey()
+	body := []byte(`[{"feed_types":["mentions"]}]`)
+	decode := func() nostr.Event {
+		h, err := AuthHeader(sk, "http://127.0.0.1:7777/query", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(h, "Nostr "))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev nostr.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	a, b := decode(), decode()
+	sum := sha256.Sum256(body)
+	if ok, err := a.CheckSignature(); !ok || err != nil || a.Kind != 27235 || a.Tags.GetFirst([]string{"u", "http://127.0.0.1:7777/query"}) == nil ||
+		a.Tags.GetFirst([]string{"method", "POST"}) == nil || a.Tags.GetFirst([]string{"payload", hex.EncodeToString(sum[:])}) == nil {
+		t.Fatalf("token %v", a)
+	}
+	if a.Sig == b.Sig {
+		t.Fatal("two tokens share a signature")
+	}
 }
