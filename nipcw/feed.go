@@ -65,7 +65,7 @@ func feedTypes(obj map[string]json.RawMessage) (names []string, ok bool) {
 // repeated types are skipped (an alias repeats its type), `since` and
 // `limit` are integers. Every other key is ignored.
 func parseFeed(obj map[string]json.RawMessage, names []string) (*FeedRequest, error) {
-	f := &FeedRequest{Limit: FeedLimit}
+	f := &FeedRequest{}
 	for _, name := range names {
 		if t, ok := feedAliases[name]; ok && !slices.Contains(f.Types, t) {
 			f.Types = append(f.Types, t)
@@ -78,14 +78,9 @@ func parseFeed(obj map[string]json.RawMessage, names []string) (*FeedRequest, er
 		}
 		f.Since = &since
 	}
-	if present(obj["limit"]) {
-		n, err := integer(obj["limit"])
-		if err != nil {
-			return nil, invalidFilters("limit must be an integer")
-		}
-		if n >= 0 {
-			f.Limit = int(min(n, MaxFeedLimit))
-		}
+	var err error
+	if f.Limit, err = integerLimit(obj, FeedLimit, MaxFeedLimit); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

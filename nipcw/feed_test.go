@@ -33,17 +33,7 @@ func TestFeedPath(t *testing.T) {
 		{`{"feed_types":null}`, "generic"},
 		{`{"feed_types":[],` + thread + `}`, "thread"},
 	} {
-		f := parseOne(t, "["+c.body+"]")
-		got := "generic"
-		switch {
-		case f.Window != nil:
-			got = "window"
-		case f.Feed != nil:
-			got = "feed"
-		case f.Thread != nil:
-			got = "thread"
-		}
-		if got != c.path {
+		if got := pathOf(parseOne(t, "["+c.body+"]")); got != c.path {
 			t.Errorf("%s: %s path, want %s", c.body, got, c.path)
 		}
 	}

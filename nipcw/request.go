@@ -299,16 +299,27 @@ func parseThread(obj map[string]json.RawMessage) (*ThreadRequest, error) {
 		}
 		t.After.CreatedAt = ts
 	}
-	if present(obj["limit"]) {
-		n, err := integer(obj["limit"])
-		if err != nil {
-			return nil, invalidFilters("limit must be an integer")
-		}
-		if n >= 0 {
-			t.Limit = int(min(n, MaxThreadLimit))
-		}
+	var err error
+	if t.Limit, err = integerLimit(obj, ThreadLimit, MaxThreadLimit); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// integerLimit reads the `limit` of a thread or feed filter: an integer,
+// at most maximum; absent, null or negative, it is def.
+func integerLimit(obj map[string]json.RawMessage, def, maximum int) (int, error) {
+	if !present(obj["limit"]) {
+		return def, nil
+	}
+	n, err := integer(obj["limit"])
+	if err != nil {
+		return 0, invalidFilters("limit must be an integer")
+	}
+	if n < 0 {
+		return def, nil
+	}
+	return int(min(n, int64(maximum))), nil
 }
 
 // either returns the value of the first of two spellings of a key.

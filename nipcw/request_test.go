@@ -95,18 +95,23 @@ func TestParseBodyPaths(t *testing.T) {
 		{`{"depth_limit":2}`, "generic"},
 		{`{"kinds":[1]}`, "generic"},
 	} {
-		f := parseOne(t, "["+c.body+"]")
-		got := "generic"
-		switch {
-		case f.Window != nil:
-			got = "window"
-		case f.Thread != nil:
-			got = "thread"
-		}
-		if got != c.path {
+		if got := pathOf(parseOne(t, "["+c.body+"]")); got != c.path {
 			t.Errorf("%s: %s path, want %s", c.body, got, c.path)
 		}
 	}
+}
+
+// pathOf names the path a filter takes.
+func pathOf(f Filter) string {
+	switch {
+	case f.Window != nil:
+		return "window"
+	case f.Feed != nil:
+		return "feed"
+	case f.Thread != nil:
+		return "thread"
+	}
+	return "generic"
 }
 
 // CW-2, CW-4, CW-6, CW-1: the channel in canonical form, the limit clamp,
