@@ -41,7 +41,11 @@ func feedCandidate(extra string) string {
 
 // feedMentionSQL walks the `p` entries of the tag index that name ?6,
 // newest first, for events of kinds: the index's own order, so a page
-// stops as soon as it is full. ?2 is since, (?3, ?4) the keyset position
+// stops as soon as it is full. The kind is in the index entry: entries of
+// other kinds (the reactions to the requester's events name them too) are
+// passed over inside the index, without an event lookup, and are not
+// candidates, so that they cannot push the requester's mentions out of
+// the walk's bound. ?2 is since, (?3, ?4) the keyset position
 // (created_at, seq) the page continues strictly after, ?5 the page size;
 // the position keeps ?3 in both terms, as the window's cursor does, so
 // that the planner keeps the created_at bound.
