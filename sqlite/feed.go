@@ -121,10 +121,10 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 			var query string
 			var extra []any
 			switch {
+			case q.Viewer == buzz.Anonymous && (t != buzz.FeedActivity || !c.CanReadOpen(q.Viewer)):
+				continue // an anonymous reader of a relay without public reads reads no channel
 			case t == buzz.FeedActivity:
 				query = feedActivityQuery
-			case q.Viewer == buzz.Anonymous:
-				continue
 			case t == buzz.FeedMentions:
 				query, extra = feedMentionsQuery, []any{tagValue(string(q.Viewer))}
 			case t == buzz.FeedNeedsAction:

@@ -274,3 +274,22 @@ func TestFeedByteBound(t *testing.T) {
 		t.Fatalf("err %v, want ErrTooLarge", err)
 	}
 }
+
+// RL-35, RL-12: where reads are not public, an anonymous requester reads
+// no channel, and its activity is empty without a walk.
+func TestFeedNoPublicRead(t *testing.T) {
+	closed := buzz.DefaultPolicy()
+	closed.PublicRead = false
+	s := qtOpenWith(t, Options{Policy: &closed})
+	o := testutil.NewSigner(t)
+	ttIngest(t, s, o.Event(t, 9, ttBase, "", ttH(ttChan2)))
+	for _, v := range []buzz.Viewer{buzz.Anonymous, buzz.Viewer(o.PK)} {
+		got, err := s.Feed(context.Background(), buzz.FeedQuery{Viewer: v, Types: []buzz.FeedType{buzz.FeedActivity}, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := v != buzz.Anonymous; (len(got) == 1) != want {
+			t.Errorf("viewer %q: %d events", v, len(got))
+		}
+	}
+}
