@@ -17,15 +17,16 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
-// Bounds of one feed type's walk (RL-35, RL-27a). A walk reads candidates
-// newest first from an index, in keyset pages of feedPageRows, and stops
-// once it holds what it needs or has examined feedScanRows candidates,
-// whatever it found: a requester who may read almost none of the events
-// the index holds (an anonymous reader of a community whose talk is in
-// private channels, a member mentioned mostly in channels since left) costs
-// at most feedScanRows index steps and event lookups per type, not a walk
-// of the whole table. Such a requester's feed then holds the readable
-// events among the newest feedScanRows candidates of each type.
+// Bounds of a feed's walks (RL-35, RL-27a). A walk reads candidates newest
+// first from an index, in keyset pages of feedPageRows, and stops once it
+// holds what it needs or its feed has examined feedScanRows candidates,
+// across all its types, whatever it found: a requester who may read almost
+// none of the events the index holds (an anonymous reader of a community
+// whose talk is in private channels, a member mentioned mostly in channels
+// since left) costs at most feedScanRows index steps and event lookups a
+// feed filter, not a walk of the whole table, about what a generic filter
+// of 1,000 events costs. Such a requester's feed then holds the readable
+// events among the newest candidates its budget reached.
 const (
 	feedScanRows = 5000
 	feedPageRows = 200
@@ -113,6 +114,7 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 		readable := func(scope sql.NullInt64) bool { return !scope.Valid || c.CanReadSeq(q.Viewer, scope.Int64) }
 		served := map[int64]bool{}
 		var hits []feedHit
+		budget := feedScanRows
 		for _, t := range q.Types {
 			need := q.Limit - len(hits)
 			if need <= 0 {
@@ -132,7 +134,7 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 			default:
 				return fmt.Errorf("feed: unknown type %q", t)
 			}
-			found, err := s.feedWalk(ctx, sctx, tx, query, extra, since, need, func(scope sql.NullInt64, seq int64) bool {
+			found, err := s.feedWalk(ctx, sctx, tx, query, extra, since, need, &budget, func(scope sql.NullInt64, seq int64) bool {
 				return readable(scope) && !served[seq]
 			})
 			if err != nil {
@@ -156,8 +158,8 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 // candidates that are live and that take accepts, in feed order. The walk
 // goes on past the need-th until the second changes, so that candidates
 // of one second are ordered by id whatever their order in the index; it
-// stops after feedScanRows candidates in any case.
-func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, extra []any, since int64, need int,
+// stops once it has examined what is left of budget, which it spends.
+func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, extra []any, since int64, need int, budget *int,
 	take func(scope sql.NullInt64, seq int64) bool) ([]feedHit, error) {
 	st, err := s.prepared(sctx, tx, query)
 	if err != nil {
@@ -166,11 +168,11 @@ func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, ex
 	now := s.nowUnix()
 	var hits []feedHit
 	posAt, posSeq := int64(math.MaxInt64), int64(math.MaxInt64)
-	for examined := 0; examined < feedScanRows; {
+	for *budget > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		page := min(feedPageRows, feedScanRows-examined)
+		page := min(feedPageRows, *budget)
 		n, done := 0, false
 		err := func() error {
 			rows, err := st.QueryContext(sctx, append([]any{now, since, posAt, posSeq, page}, extra...)...)
@@ -200,7 +202,7 @@ func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, ex
 		if err != nil {
 			return nil, err
 		}
-		examined += n
+		*budget -= n
 		if done || n < page {
 			break
 		}
