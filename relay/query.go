@@ -49,12 +49,12 @@ var errQueryBusy = errors.New(errBusy)
 
 // serveQuery is `POST /query` (RL-16..RL-20, RL-35, CW-1..CW-22): NIP-98
 // auth, the body's filters each on one path (window, feed, thread,
-// generic, in that order), and the signed events they yield as one JSON array. Any error
-// refuses the whole request, nothing partial. Its cost is bounded: by the
-// connections and the rate per client IP before the body is read, then by
-// a read slot shared with REQ and COUNT, and by the memory budget all
-// answers share, from which the answer reserves before each read (RL-27,
-// RL-27a).
+// generic, in that order), and the signed events they yield as one JSON
+// array. Any error refuses the whole request, nothing partial. Its cost
+// is bounded: by the connections and the rate per client IP before the
+// body is read, then by a read slot shared with REQ and COUNT, and by the
+// memory budget all answers share, from which the answer reserves before
+// each read (RL-27, RL-27a).
 func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
