@@ -59,9 +59,13 @@ func feed(c *cli.Context) error {
 	}
 	var types []string
 	for _, t := range strings.Split(c.String("types"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			types = append(types, t)
+		if t = strings.TrimSpace(t); t == "" {
+			continue
 		}
+		if _, ok := nipcw.FeedType(t); !ok {
+			return usageErr(c, fmt.Errorf("--types: %q is not a feed type (mentions, needs_action, activity, agent_activity)", t))
+		}
+		types = append(types, t)
 	}
 	if len(types) == 0 {
 		return usageErr(c, errors.New("--types: name at least one of mentions, needs_action, activity"))

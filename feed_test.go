@@ -75,7 +75,7 @@ func TestFeedCommand(t *testing.T) {
 	if err != nil || !strings.HasPrefix(out, "mentions     1b7e2a4c  ") || !strings.Contains(out, "private, to me") {
 		t.Errorf("text: %q, %v", out, err)
 	}
-	for _, bad := range [][]string{{"--limit", "0"}, {"--limit", "101"}, {"--types", " , "}} {
+	for _, bad := range [][]string{{"--limit", "0"}, {"--limit", "101"}, {"--types", " , "}, {"--types", "mentions,mention"}} {
 		if _, err := runApp(append([]string{"feed", "--relay", url}, bad...)...); err == nil {
 			t.Errorf("feed %v: accepted", bad)
 		}

@@ -26,6 +26,13 @@ var feedAliases = map[string]string{
 	"agent_activity": FeedActivity,
 }
 
+// FeedType is the type a client's name for one stands for (an alias names
+// its type), ok false for a name that is none.
+func FeedType(name string) (string, bool) {
+	t, ok := feedAliases[name]
+	return t, ok
+}
+
 // Feed limits (RL-35): the events one feed filter serves, across its types.
 const (
 	FeedLimit    = 20
@@ -67,7 +74,7 @@ func feedTypes(obj map[string]json.RawMessage) (names []string, ok bool) {
 func parseFeed(obj map[string]json.RawMessage, names []string) (*FeedRequest, error) {
 	f := &FeedRequest{}
 	for _, name := range names {
-		if t, ok := feedAliases[name]; ok && !slices.Contains(f.Types, t) {
+		if t, ok := FeedType(name); ok && !slices.Contains(f.Types, t) {
 			f.Types = append(f.Types, t)
 		}
 	}
