@@ -14,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/client"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -76,11 +75,7 @@ func feed(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 	defer cancel()
-	relayURL, err := relayFlag(c)
-	if err != nil {
-		return usageErr(c, err)
-	}
-	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
+	cl, err := relayClient(ctx, c, key)
 	if err != nil {
 		return err
 	}
