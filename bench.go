@@ -25,6 +25,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/bench"
 	"github.com/buzz-lite/buzz-lite/config"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -38,7 +39,7 @@ func benchCommand() *cli.Command {
 		Usage: "measure the relay under load on a generated community (see docs/performance.md)",
 		Description: "Generates a community into the data directory unless it holds a database already,\n" +
 			"starts `buzz-lite serve` on it on loopback, and measures ingest over WebSocket, window,\n" +
-			"thread and REQ reads, live fan-out and the first screen, then the window again with\n" +
+			"thread and REQ reads, the home feed, live fan-out and the first screen, then the window again with\n" +
 			"the page cache off. Prints throughput, latency percentiles, the relay's peak RSS and\n" +
 			"the database size per event, each against its target.\n\n" +
 			"With --abuse it runs the attacks of issue 13 instead, each against a relay started for it\n" +
@@ -79,6 +80,31 @@ const fanoutRound = 8
 // walkPages bounds the walk that finds the cursors of a channel's window
 // pages: 5 million rows.
 const walkPages = 100_000
+
+// feedMentionCount is how many events of the run name the feed's reader:
+// half a feed page, so that the rest of the page is its activity.
+const feedMentionCount = 10
+
+// feedMentions are publisher's messages in channel that mention reader
+// (secret keys, hex), and one reminder for it (RL-35), dated now.
+func feedMentions(publisher, reader, channel string) ([]*nostr.Event, error) {
+	pk, err := nostr.GetPublicKey(reader)
+	if err != nil {
+		return nil, err
+	}
+	evs := make([]*nostr.Event, feedMentionCount)
+	for i := range evs {
+		evs[i] = &nostr.Event{Kind: 9, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"h", channel}, {"p", pk}},
+			Content: fmt.Sprintf("for you %d", i)}
+	}
+	evs[0].Kind, evs[0].Tags = 40007, nostr.Tags{{"p", pk}}
+	for _, ev := range evs {
+		if err := ev.Sign(publisher); err != nil {
+			return nil, err
+		}
+	}
+	return evs, nil
+}
 
 // relayExecutable is the program started as the relay under load.
 var relayExecutable = os.Executable
@@ -143,6 +169,14 @@ func runBench(c *cli.Context) error {
 		}
 	}
 
+	// The home feed's reader, whom the community never mentions: the run
+	// mentions it in the ingest channel and asks for a reminder of it.
+	reader := nostr.GeneratePrivateKey()
+	mentions, err := feedMentions(publisher, reader, ingest.Channels[0])
+	if err != nil {
+		return err
+	}
+
 	report := bench.Report{Machine: machine(), Cores: runtime.NumCPU(), Screens: map[string]bench.Screen{}}
 	progress("measuring one core's signature verifications")
 	if report.VerifyPerCore, err = bench.VerifyRate(load[:min(len(load), 256)], 3*time.Second); err != nil {
@@ -183,6 +217,24 @@ func runBench(c *cli.Context) error {
 		report.Results = append(report.Results, reads...)
 		if err != nil {
 			return err
+		}
+		progress("feed: %d mentions of the reader, then its feed and an anonymous one, %d clients, %s each", len(mentions), clients, d)
+		if _, err := bench.Ingest(ctx, t, "feed setup", mentions, 1, 1); err != nil {
+			return err
+		}
+		for _, m := range []struct {
+			name, reader string
+			types        []string
+		}{
+			{"feed", reader, []string{nipcw.FeedMentions, nipcw.FeedNeedsAction, nipcw.FeedActivity}},
+			{"feed anonymous", "", []string{nipcw.FeedActivity}},
+		} {
+			r, err := bench.Feed(ctx, t, m.name, bench.FeedBody(m.types, nipcw.FeedLimit), m.reader, clients, d)
+			if err != nil {
+				return err
+			}
+			observe(&r)
+			report.Results = append(report.Results, r)
 		}
 		progress("fan-out: %d events to %d subscribers", len(live), c.Int("subscribers"))
 		r, err = bench.Fanout(ctx, t, "fan-out", ingest.Channels[0], live, c.Int("subscribers"), fanoutRound)

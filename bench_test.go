@@ -48,7 +48,7 @@ func TestBenchCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
 		t.Fatalf("report: %v\n%s", err, out.Bytes())
 	}
-	want := []string{"ingest", "window head", "window deep", "thread", "REQ head", "REQ deep", "fan-out",
+	want := []string{"ingest", "window head", "window deep", "thread", "REQ head", "REQ deep", "feed", "feed anonymous", "fan-out",
 		"window head uncached", "window deep uncached"}
 	if len(report.Results) != len(want) {
 		t.Fatalf("%d measurements, want %d: %+v", len(report.Results), len(want), report.Results)
@@ -63,7 +63,7 @@ func TestBenchCommand(t *testing.T) {
 	if in := report.Results[0]; in.Ops < 200 {
 		t.Errorf("ingest acknowledged %d events", in.Ops)
 	}
-	if fan := report.Results[6]; fan.Ops != 10*12 || fan.Clients != 10 {
+	if fan := report.Results[8]; fan.Ops != 10*12 || fan.Clients != 10 {
 		t.Errorf("fan-out: %d deliveries to %d subscribers, want 120 to 10", fan.Ops, fan.Clients)
 	}
 	for _, s := range []string{"window cached", "generic cached", "window uncached", "generic uncached"} {

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/buzz-lite/buzz-lite/client"
 )
 
 func channelsCommand() *cli.Command {
@@ -37,11 +35,7 @@ func channels(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 	defer cancel()
-	relayURL, err := relayFlag(c)
-	if err != nil {
-		return usageErr(c, err)
-	}
-	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
+	cl, err := relayClient(ctx, c, key)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ func newApp() buzzApp {
 			keygenCommand(),
 			postCommand(),
 			channelsCommand(),
+			feedCommand(),
 			benchCommand(),
 		},
 	})

@@ -54,11 +54,7 @@ func post(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 	defer cancel()
-	relayURL, err := relayFlag(c)
-	if err != nil {
-		return usageErr(c, err)
-	}
-	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
+	cl, err := relayClient(ctx, c, key)
 	if err != nil {
 		return err
 	}

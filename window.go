@@ -96,6 +96,16 @@ func relayFlag(c *cli.Context) (string, error) {
 	return u, nil
 }
 
+// relayClient is a client of the relay the command names (relayFlag),
+// signing with key ("" for none).
+func relayClient(ctx context.Context, c *cli.Context, key string) (*client.Client, error) {
+	relayURL, err := relayFlag(c)
+	if err != nil {
+		return nil, usageErr(c, err)
+	}
+	return client.New(ctx, client.Options{Relay: relayURL, Key: key})
+}
+
 // clientFlags are the flags every command takes (RL-25) as a client of a
 // relay takes them, not listed, since a data directory means nothing to a
 // client, and the relay, which a configuration names when --relay is not
@@ -160,11 +170,7 @@ func window(c *cli.Context) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
-	relayURL, err := relayFlag(c)
-	if err != nil {
-		return usageErr(c, err)
-	}
-	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
+	cl, err := relayClient(ctx, c, key)
 	if err != nil {
 		return err
 	}
@@ -230,15 +236,11 @@ func thread(c *cli.Context) error {
 	if err != nil {
 		return usageErr(c, err)
 	}
-	relayURL, err := relayFlag(c)
-	if err != nil {
-		return usageErr(c, err)
-	}
 	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
 	defer cancel()
-	cl, err := client.New(ctx, client.Options{Relay: relayURL, Key: key})
+	cl, err := relayClient(ctx, c, key)
 	if err != nil {
 		return err
 	}

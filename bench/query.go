@@ -38,13 +38,21 @@ func ThreadBody(root string) []byte {
 	return body
 }
 
-// post sends one /query request and reads its answer whole.
+// post sends one anonymous /query request and reads its answer whole.
 func post(ctx context.Context, t Target, body []byte) ([]byte, error) {
+	return postAs(ctx, t, body, "")
+}
+
+// postAs is post with the Authorization header auth ("" for none).
+func postAs(ctx context.Context, t Target, body []byte, auth string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.HTTP+"/query", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("POST /query: %w", err)

@@ -13,10 +13,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,6 +57,8 @@ type Client struct {
 	tls      bool
 	// window: the relay advertises "nip-cw" in NIP-11 supported_extensions.
 	window bool
+	// feed: it advertises the home feed, nipcw.FeedExtension.
+	feed bool
 	// projection is the NIP-11 thread_replies_in_channel, used by the
 	// fallback's row rule (CW-13).
 	projection bool
@@ -120,6 +118,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		return nil, err
 	}
 	c.window = slices.Contains(doc.SupportedExtensions, "nip-cw")
+	c.feed = slices.Contains(doc.SupportedExtensions, nipcw.FeedExtension)
 	c.projection = doc.ThreadRepliesInChannel
 	c.relayKey = strings.ToLower(o.RelayPubKey)
 	if c.relayKey == "" && nostr.IsValid32ByteHex(strings.ToLower(doc.Self)) {
@@ -288,32 +287,11 @@ func (c *Client) query(ctx context.Context, body []byte) ([]*nostr.Event, error)
 }
 
 // nip98 is the Authorization header for a POST of body to `/query`
-// (RL-17): a kind 27235 event with the URL, the method and the body's
-// SHA-256, signed with the client's key. A nonce tag makes every token
-// distinct: Schnorr signing here is deterministic, and the relay refuses a
-// signature it has seen (replay), as a retry in the same second would be.
+// (RL-17), signed with the client's key.
 func (c *Client) nip98(body []byte) (string, error) {
-	sum := sha256.Sum256(body)
-	var nonce [16]byte
-	if _, err := rand.Read(nonce[:]); err != nil {
-		return "", err
-	}
-	ev := nostr.Event{
-		CreatedAt: nostr.Now(),
-		Kind:      27235,
-		Tags: nostr.Tags{
-			{"u", c.queryURL},
-			{"method", "POST"},
-			{"payload", hex.EncodeToString(sum[:])},
-			{"nonce", hex.EncodeToString(nonce[:])},
-		},
-	}
-	if err := ev.Sign(c.key); err != nil {
-		return "", fmt.Errorf("client: NIP-98: %w", err)
-	}
-	raw, err := json.Marshal(ev)
+	auth, err := nipcw.AuthHeader(c.key, c.queryURL, body)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("client: %w", err)
 	}
-	return "Nostr " + base64.StdEncoding.EncodeToString(raw), nil
+	return auth, nil
 }

@@ -77,9 +77,10 @@ func TooManyValues(f nostr.Filter) string {
 }
 
 // Filter is one filter of a `/query` body with the path that serves it
-// (RL-18): exactly one of the three is set.
+// (RL-18): exactly one of the four is set.
 type Filter struct {
 	Window  *WindowRequest
+	Feed    *FeedRequest
 	Thread  *ThreadRequest
 	Generic *GenericRequest
 }
@@ -200,9 +201,12 @@ func ParseBody(body []byte) ([]Filter, error) {
 	filters := make([]Filter, len(raws))
 	for i, obj := range objects {
 		var err error
+		feed, isFeed := feedTypes(obj)
 		switch {
 		case isTrue(obj["top_level"]):
 			filters[i].Window, err = parseWindow(obj)
+		case isFeed:
+			filters[i].Feed, err = parseFeed(obj, feed)
 		case isThread(obj):
 			filters[i].Thread, err = parseThread(obj)
 		default:
@@ -295,16 +299,27 @@ func parseThread(obj map[string]json.RawMessage) (*ThreadRequest, error) {
 		}
 		t.After.CreatedAt = ts
 	}
-	if present(obj["limit"]) {
-		n, err := integer(obj["limit"])
-		if err != nil {
-			return nil, invalidFilters("limit must be an integer")
-		}
-		if n >= 0 {
-			t.Limit = int(min(n, MaxThreadLimit))
-		}
+	var err error
+	if t.Limit, err = integerLimit(obj, ThreadLimit, MaxThreadLimit); err != nil {
+		return nil, err
 	}
 	return t, nil
+}
+
+// integerLimit reads the `limit` of a thread or feed filter: an integer,
+// at most maximum; absent, null or negative, it is def.
+func integerLimit(obj map[string]json.RawMessage, def, maximum int) (int, error) {
+	if !present(obj["limit"]) {
+		return def, nil
+	}
+	n, err := integer(obj["limit"])
+	if err != nil {
+		return 0, invalidFilters("limit must be an integer")
+	}
+	if n < 0 {
+		return def, nil
+	}
+	return int(min(n, int64(maximum))), nil
 }
 
 // either returns the value of the first of two spellings of a key.

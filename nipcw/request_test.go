@@ -95,18 +95,23 @@ func TestParseBodyPaths(t *testing.T) {
 		{`{"depth_limit":2}`, "generic"},
 		{`{"kinds":[1]}`, "generic"},
 	} {
-		f := parseOne(t, "["+c.body+"]")
-		got := "generic"
-		switch {
-		case f.Window != nil:
-			got = "window"
-		case f.Thread != nil:
-			got = "thread"
-		}
-		if got != c.path {
+		if got := pathOf(parseOne(t, "["+c.body+"]")); got != c.path {
 			t.Errorf("%s: %s path, want %s", c.body, got, c.path)
 		}
 	}
+}
+
+// pathOf names the path a filter takes.
+func pathOf(f Filter) string {
+	switch {
+	case f.Window != nil:
+		return "window"
+	case f.Feed != nil:
+		return "feed"
+	case f.Thread != nil:
+		return "thread"
+	}
+	return "generic"
 }
 
 // CW-2, CW-4, CW-6, CW-1: the channel in canonical form, the limit clamp,
@@ -210,13 +215,16 @@ func TestBoundsD(t *testing.T) {
 	}
 }
 
-// RL-16: the body parser never panics, and every refusal is a RequestError.
+// RL-16, RL-35: the body parser never panics, every refusal is a
+// RequestError, every filter takes one path, and a feed filter is sound.
 func FuzzParseBody(f *testing.F) {
 	for _, seed := range []string{
 		`[{"top_level":true,"#h":["` + testChannel + `"],"until":5,"before_id":"` + testID + `","limit":3,"kinds":[9]}]`,
 		`[{"#e":["` + testID + `"],"depth_limit":2,"thread_cursor":1,"thread_cursor_id":"` + testID + `"}]`,
 		`[{"kinds":[1],"before_id":"` + testID + `","until":9,"#t":["x"]}]`,
 		`{}`, `[]`, `[null]`, `[{"top_level":true}]`,
+		`[{"feed_types":["mentions","agent_activity","needs_action"],"limit":5,"since":9}]`,
+		`[{"feed_types":[1,"activity",null],"limit":-1}]`, `[{"feed_types":"activity"}]`, `[{"feed_types":[]}]`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -234,6 +242,10 @@ func FuzzParseBody(f *testing.F) {
 			if f.Window != nil {
 				n++
 				f.Window.Check()
+			}
+			if f.Feed != nil {
+				n++
+				checkFeed(t, f.Feed)
 			}
 			if f.Thread != nil {
 				n++

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // Info is what the operator says about the relay in NIP-11.
@@ -28,7 +29,8 @@ type infoDocument struct {
 	Contact       string `json:"contact,omitempty"`
 	SupportedNIPs []int  `json:"supported_nips"`
 	// SupportedExtensions names the extensions of NIP-11 beyond the NIPs:
-	// "nip-cw" is the channel window on `POST /query` (RL-22).
+	// "nip-cw" is the channel window on `POST /query` (RL-22), "nip-cw-feed"
+	// the home feed beside it (RL-35).
 	SupportedExtensions []string   `json:"supported_extensions"`
 	Software            string     `json:"software"`
 	Version             string     `json:"version"`
@@ -67,7 +69,7 @@ func (r *Relay) infoDocument() infoDocument {
 		Self:                r.pubkey,
 		Contact:             r.cfg.Info.Contact,
 		SupportedNIPs:       []int{1, 9, 10, 11, 29, 40, 42, 45, 70, 98},
-		SupportedExtensions: []string{"nip-cw"},
+		SupportedExtensions: []string{"nip-cw", nipcw.FeedExtension},
 		Software:            Software,
 		Version:             r.cfg.Info.Version,
 		Limitation: limitation{

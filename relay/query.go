@@ -47,14 +47,14 @@ const errBodyTooLarge = "rate-limited: request body too large (limit 1 MiB)"
 // which no read slot or no memory came free in time.
 var errQueryBusy = errors.New(errBusy)
 
-// serveQuery is `POST /query` (RL-16..RL-20, CW-1..CW-22): NIP-98 auth,
-// the body's filters each on one path (window, thread, generic, in that
-// order), and the signed events they yield as one JSON array. Any error
-// refuses the whole request, nothing partial. Its cost is bounded: by the
-// connections and the rate per client IP before the body is read, then by
-// a read slot shared with REQ and COUNT, and by the memory budget all
-// answers share, from which the answer reserves before each read (RL-27,
-// RL-27a).
+// serveQuery is `POST /query` (RL-16..RL-20, RL-35, CW-1..CW-22): NIP-98
+// auth, the body's filters each on one path (window, feed, thread,
+// generic, in that order), and the signed events they yield as one JSON
+// array. Any error refuses the whole request, nothing partial. Its cost
+// is bounded: by the connections and the rate per client IP before the
+// body is read, then by a read slot shared with REQ and COUNT, and by the
+// memory budget all answers share, from which the answer reserves before
+// each read (RL-27, RL-27a).
 func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", "*")
@@ -276,11 +276,12 @@ func (o *response) bytes() []byte {
 }
 
 // queryPlan is a request whose every filter has been checked: windows,
-// threads and generic filters, each list in request order (RL-18).
+// feeds, threads and generic filters, each list in request order (RL-18).
 type queryPlan struct {
 	viewer    buzz.Viewer
 	community *buzz.Community
 	windows   []plannedWindow
+	feeds     []*nipcw.FeedRequest
 	threads   []*nipcw.ThreadRequest
 	generic   []*nipcw.GenericRequest
 }
@@ -308,6 +309,8 @@ func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer) (*queryPlan, er
 				}
 			}
 			p.windows = append(p.windows, pw)
+		case f.Feed != nil:
+			p.feeds = append(p.feeds, f.Feed)
 		case f.Thread != nil:
 			p.threads = append(p.threads, f.Thread)
 		default:
@@ -345,6 +348,11 @@ func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error
 			continue
 		}
 		if err := step(r.window(ctx, p, pw, out)); err != nil {
+			return err
+		}
+	}
+	for _, f := range p.feeds {
+		if err := step(r.feed(ctx, p, f, out)); err != nil {
 			return err
 		}
 	}

@@ -53,6 +53,8 @@ type Store interface {
 	Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error)
 	// Thread serves the replies below an event (RL-20).
 	Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error)
+	// Feed serves the home feed of a requester from one snapshot (RL-35).
+	Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, error)
 	// Summaries reads the thread summaries of events, zero counts too.
 	Summaries(ctx context.Context, ids []string) ([]buzz.Summary, error)
 	// Ping is a write round trip through the store's writer that writes
