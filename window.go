@@ -24,10 +24,9 @@ import (
 
 func windowCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "window",
-		Usage: "print a channel's timeline, read through the channel window or, failing that, standard filters",
-		UsageText: "buzz-lite window --relay URL --channel ID [--key nsec|hex|file] [--limit N] [--all] [--follow] [--json]\n" +
-			"buzz-lite window --relay URL --thread ID [--key nsec|hex|file] [--json]",
+		Name:      "window",
+		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
+		UsageText: "buzz-lite window --relay URL (--channel ID [--limit N] [--all] [--follow] | --thread ID) [--key nsec|hex|file] [--json]",
 		// A client of a relay. It takes --config and --data as every
 		// command does (RL-25), without listing them: a configuration
 		// names the relay to read when --relay is not given (its
