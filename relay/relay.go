@@ -128,6 +128,8 @@ type Relay struct {
 	// are off (RL-27a, RL-27).
 	queryMemory *byteBudget
 	queryRate   *keyedLimiter
+	// syncMemory is what the NIP-77 sync sessions hold together (RL-34).
+	syncMemory *byteBudget
 
 	// metrics are what `/metrics` reports (RL-30).
 	metrics *metrics
@@ -160,6 +162,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 		events: newEventRates(cfg.Limits.Rates),
 
 		queryMemory: newByteBudget(cfg.Limits.QueryMemoryBytes),
+		syncMemory:  newByteBudget(cfg.Limits.SyncMemoryBytes),
 	}
 	if cfg.Limits.Rates != nil {
 		r.queryRate = newKeyedLimiter(cfg.Limits.Rates.QueriesPerIP)
@@ -200,6 +203,7 @@ func (r *Relay) wire() {
 	kh.OnDisconnect = append(kh.OnDisconnect, r.onDisconnect)
 	kh.OnEventResult = append(kh.OnEventResult, r.eventResult)
 	kh.DeliverTo = r.deliverTo
+	kh.NegentropyMessage = r.negentropyMessage
 	r.store.OnPublish(func(evs []*nostr.Event) {
 		for _, ev := range evs {
 			kh.BroadcastEvent(ev)
@@ -587,10 +591,13 @@ type connState struct {
 	reqs *rate.Limiter
 	// turn is held by the one store read of the connection (readTurn).
 	turn chan struct{}
+	// sync are its open NIP-77 sync sessions (RL-34).
+	sync syncSessions
 }
 
 func (r *Relay) newConnState(ip netip.Addr) *connState {
-	c := &connState{ip: ip, opened: time.Now(), turn: make(chan struct{}, 1)}
+	c := &connState{ip: ip, opened: time.Now(), turn: make(chan struct{}, 1),
+		sync: syncSessions{byID: map[string]*syncSession{}}}
 	if rates := r.cfg.Limits.Rates; rates != nil && !r.cfg.Limits.exempt(c.ip) {
 		if rr := rates.ReqsPerConnection; rr.PerSecond > 0 && rr.Burst > 0 {
 			c.reqs = rate.NewLimiter(rate.Limit(rr.PerSecond), rr.Burst)
@@ -681,6 +688,7 @@ func (r *Relay) onDisconnect(ctx context.Context) {
 	if !ok {
 		return // refused by onConnect, never counted
 	}
+	r.closeAllSync(st)
 	r.log.Info("connection closed", "ip", st.ip.String(), "duration", time.Since(st.opened))
 }
 
