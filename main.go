@@ -50,6 +50,7 @@ func newApp() buzzApp {
 			keygenCommand(),
 			postCommand(),
 			channelsCommand(),
+			syncCommand(),
 			benchCommand(),
 		},
 	})
