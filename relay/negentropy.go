@@ -31,7 +31,8 @@ import (
 // nip77.ParseNegMessage recognises none, and answers NEG-ERROR where
 // NIP-77 says NEG-ERR).
 
-// syncIdle is how long a sync session is kept without a NEG-MSG.
+// syncIdle is how long a sync session is kept without a NEG-MSG (the
+// relay's syncIdle, which tests shorten).
 const syncIdle = 30 * time.Second
 
 // syncItemBytes is what one (created_at, id) pair of a session holds: the
@@ -416,7 +417,7 @@ func (r *Relay) reconcile(conn *connState, ws *khatru.WebSocket, s *syncSession,
 		if s.idle != nil {
 			s.idle.Stop()
 		}
-		s.idle = time.AfterFunc(syncIdle, func() { r.expireSync(conn, ws, id, s) })
+		s.idle = time.AfterFunc(r.syncIdle, func() { r.expireSync(conn, ws, id, s) })
 	}
 	s.mu.Unlock()
 	if err != nil {
@@ -427,7 +428,7 @@ func (r *Relay) reconcile(conn *connState, ws *khatru.WebSocket, s *syncSession,
 	ws.WriteJSON([]any{"NEG-MSG", id, out})
 }
 
-// expireSync closes session s (id) after syncIdle without a message,
+// expireSync closes session s (id) after r.syncIdle without a message,
 // unless it was closed or replaced since.
 func (r *Relay) expireSync(conn *connState, ws *khatru.WebSocket, id string, s *syncSession) {
 	conn.sync.mu.Lock()
@@ -440,5 +441,5 @@ func (r *Relay) expireSync(conn *connState, ws *khatru.WebSocket, id string, s *
 		return
 	}
 	r.endSync(s)
-	negError(ws, id, fmt.Sprintf("closed: sync session idle for %s", syncIdle))
+	negError(ws, id, fmt.Sprintf("closed: sync session idle for %s", r.syncIdle))
 }

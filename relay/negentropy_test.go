@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
@@ -140,28 +141,21 @@ func TestNegentropyBounds(t *testing.T) {
 		c.Limits.MaxSyncItems = 3
 		c.Limits.MaxSyncSessions = 2
 	})
+	start := publishNotes(t, s, 4)
 	c := s.client(t)
-	author := testutil.NewSigner(t)
-	for i := range 4 {
-		mustPublish(t, c, author.Event(t, 1, now()-int64(i), "note"))
-	}
-	empty := vector.New()
-	empty.Seal()
-	start := negentropy.New(empty, 0).Start()
 	negErr := func(id string) string {
 		t.Helper()
-		return str(c.await("NEG-ERR "+id, func(m []json.RawMessage) bool {
-			return label(m) == "NEG-ERR" && str(m, 1) == id
-		}), 2)
+		got := negAnswer(c, id)
+		if label(got) != "NEG-ERR" {
+			t.Fatalf("%s: %s, want NEG-ERR", id, joinRaw(got))
+		}
+		return str(got, 2)
 	}
 	negMsg := func(id string) {
 		t.Helper()
-		c.await("NEG-MSG "+id, func(m []json.RawMessage) bool {
-			if label(m) == "NEG-ERR" && str(m, 1) == id {
-				t.Fatalf("NEG-ERR %s: %s", id, str(m, 2))
-			}
-			return label(m) == "NEG-MSG" && str(m, 1) == id
-		})
+		if got := negAnswer(c, id); label(got) != "NEG-MSG" {
+			t.Fatalf("%s: %s, want NEG-MSG", id, joinRaw(got))
+		}
 	}
 
 	c.send("NEG-OPEN", "big", nostr.Filter{Kinds: []int{1}}, start)
@@ -226,5 +220,78 @@ func FuzzNegEnvelope(f *testing.F) {
 			// An error is a fine answer to garbage; a panic is not.
 			_, _ = negentropy.New(items, syncFrameBytes).Reconcile(env.message)
 		}
+	})
+}
+
+// RL-34: what sync sessions hold is bounded in bytes across the relay: a
+// set larger than sync_memory_bytes is refused busy, and a session's
+// memory is given back when its connection closes, so that another
+// connection's session then fits.
+func TestNegentropyMemory(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = 3 * syncItemBytes })
+	start := publishNotes(t, s, 4)
+
+	c := s.client(t)
+	c.send("NEG-OPEN", "all", nostr.Filter{Kinds: []int{1}}, start)
+	if got := negAnswer(c, "all"); label(got) != "NEG-ERR" || str(got, 2) != errBusy {
+		t.Fatalf("4 events in a budget of 3: %s, want NEG-ERR %q", joinRaw(got), errBusy)
+	}
+	holder := s.client(t)
+	holder.send("NEG-OPEN", "held", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
+	if got := negAnswer(holder, "held"); label(got) != "NEG-MSG" {
+		t.Fatalf("3 events: %s", joinRaw(got))
+	}
+	c.send("NEG-OPEN", "one", nostr.Filter{Kinds: []int{1}, Limit: 1}, start)
+	if got := negAnswer(c, "one"); label(got) != "NEG-ERR" || str(got, 2) != errBusy {
+		t.Fatalf("1 more event while 3 are held: %s, want NEG-ERR %q", joinRaw(got), errBusy)
+	}
+	holder.conn.Close()
+	// The relay hears of the hang-up in its own time; the budget's wait
+	// (2 s) covers it.
+	c.send("NEG-OPEN", "after", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
+	if got := negAnswer(c, "after"); label(got) != "NEG-MSG" {
+		t.Fatalf("after the holder hung up: %s, want its memory given back", joinRaw(got))
+	}
+}
+
+// RL-34: a session without a NEG-MSG for the idle time is closed with
+// NEG-ERR, and its id is then unknown.
+func TestNegentropyIdleSessionClosed(t *testing.T) {
+	s := startServer(t)
+	s.relay.syncIdle = 50 * time.Millisecond // before any connection reads it
+	start := publishNotes(t, s, 2)
+	c := s.client(t)
+	c.send("NEG-OPEN", "idle", nostr.Filter{Kinds: []int{1}}, start)
+	if got := negAnswer(c, "idle"); label(got) != "NEG-MSG" {
+		t.Fatalf("NEG-OPEN: %s", joinRaw(got))
+	}
+	if got := negAnswer(c, "idle"); label(got) != "NEG-ERR" || str(got, 2) != "closed: sync session idle for 50ms" {
+		t.Fatalf("an idle session: %s, want NEG-ERR closed", joinRaw(got))
+	}
+	c.send("NEG-MSG", "idle", start)
+	if got := negAnswer(c, "idle"); label(got) != "NEG-ERR" || str(got, 2) != "closed: no open sync session with this id" {
+		t.Fatalf("NEG-MSG after the idle close: %s", joinRaw(got))
+	}
+}
+
+// publishNotes stores n kind 1 notes on s and returns the first message
+// of a client holding nothing.
+func publishNotes(t *testing.T, s *testServer, n int) string {
+	t.Helper()
+	author := testutil.NewSigner(t)
+	c := s.client(t)
+	for i := range n {
+		mustPublish(t, c, author.Event(t, 1, now()-int64(i), "note"))
+	}
+	empty := vector.New()
+	empty.Seal()
+	return negentropy.New(empty, 0).Start()
+}
+
+// negAnswer waits for the relay's next NEG-MSG or NEG-ERR on session id.
+func negAnswer(c *rawClient, id string) []json.RawMessage {
+	c.t.Helper()
+	return c.await("answer to "+id, func(m []json.RawMessage) bool {
+		return (label(m) == "NEG-MSG" || label(m) == "NEG-ERR") && str(m, 1) == id
 	})
 }

@@ -128,8 +128,10 @@ type Relay struct {
 	// are off (RL-27a, RL-27).
 	queryMemory *byteBudget
 	queryRate   *keyedLimiter
-	// syncMemory is what the NIP-77 sync sessions hold together (RL-34).
+	// syncMemory is what the NIP-77 sync sessions hold together, and
+	// syncIdle how long one is kept without a message (RL-34).
 	syncMemory *byteBudget
+	syncIdle   time.Duration
 
 	// metrics are what `/metrics` reports (RL-30).
 	metrics *metrics
@@ -163,6 +165,7 @@ func New(cfg Config, store Store) (*Relay, error) {
 
 		queryMemory: newByteBudget(cfg.Limits.QueryMemoryBytes),
 		syncMemory:  newByteBudget(cfg.Limits.SyncMemoryBytes),
+		syncIdle:    syncIdle,
 	}
 	if cfg.Limits.Rates != nil {
 		r.queryRate = newKeyedLimiter(cfg.Limits.Rates.QueriesPerIP)
