@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/client"
+	"github.com/buzz-lite/buzz-lite/importer"
 	"github.com/buzz-lite/buzz-lite/internal/datadir"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -59,25 +59,20 @@ func syncCommand() *cli.Command {
 // syncTimeout bounds a whole sync.
 const syncTimeout = time.Hour
 
-// syncSummary counts what a sync did.
+// syncSummary counts what a sync did: of the events missing at the
+// destination, those copied (Accepted), already there (Duplicate) and
+// refused (Rejected, by reason), as an import counts its lines.
 type syncSummary struct {
+	importer.Summary
 	// Missing is how many events --from has that the destination lacks.
 	Missing int
 	// RelayOnly counts the relay's own group state (39000-39003) among
 	// them, which the destination signs for itself.
 	RelayOnly int
-	Copied    int
-	Duplicate int
-	// Refused counts the events the destination refused, by reason.
-	Refused map[string]int
 }
 
-func (s syncSummary) refused() int {
-	n := 0
-	for _, c := range s.Refused {
-		n += c
-	}
-	return n
+func newSyncSummary() syncSummary {
+	return syncSummary{Summary: importer.Summary{Rejected: map[string]int{}}}
 }
 
 func syncEvents(c *cli.Context) error {
@@ -123,20 +118,15 @@ func syncEvents(c *cli.Context) error {
 	}
 	out := c.App.Writer
 	fmt.Fprintf(out, "%s has %s that %s lacks: %d copied, %d duplicate, %d refused",
-		c.String("from"), plural(sum.Missing, "event", "events"), where, sum.Copied, sum.Duplicate, sum.refused())
+		c.String("from"), plural(sum.Missing, "event", "events"), where, sum.Accepted, sum.Duplicate, sum.Bad())
 	if sum.RelayOnly > 0 {
 		fmt.Fprintf(out, ", %d relay group state left out (the destination signs its own)", sum.RelayOnly)
 	}
 	fmt.Fprintln(out)
-	reasons := make([]string, 0, len(sum.Refused))
-	for r := range sum.Refused {
-		reasons = append(reasons, r)
+	for _, reason := range sum.Reasons() {
+		fmt.Fprintf(out, "  %6d  %s\n", sum.Rejected[reason], reason)
 	}
-	sort.Slice(reasons, func(i, j int) bool { return sum.Refused[reasons[i]] > sum.Refused[reasons[j]] })
-	for _, r := range reasons {
-		fmt.Fprintf(out, "  %6d  %s\n", sum.Refused[r], r)
-	}
-	if n := sum.refused(); n > 0 {
+	if n := sum.Bad(); n > 0 {
 		return fmt.Errorf("sync: %s refused by %s (the summary above says why)", plural(n, "event", "events"), where)
 	}
 	return nil
@@ -188,7 +178,7 @@ func fetchMissing(ctx context.Context, s *client.Syncer, ids []string, sum *sync
 // the events); the events missing at url are read from src and
 // published, oldest first.
 func syncToRelay(ctx context.Context, src *client.Syncer, url, key string, f nostr.Filter) (syncSummary, error) {
-	sum := syncSummary{Refused: map[string]int{}}
+	sum := newSyncSummary()
 	to, err := client.New(ctx, client.Options{Relay: url, Key: key})
 	if err != nil {
 		return sum, fmt.Errorf("--to: %w", err)
@@ -217,11 +207,11 @@ func syncToRelay(ctx context.Context, src *client.Syncer, url, key string, f nos
 		var refused *client.RefusedError
 		switch {
 		case err == nil:
-			sum.Copied++
+			sum.Accepted++
 		case errors.As(err, &refused) && strings.HasPrefix(refused.Message, "duplicate:"):
 			sum.Duplicate++
 		case errors.As(err, &refused):
-			sum.Refused[refused.Message]++
+			sum.Rejected[refused.Message]++
 		default:
 			return sum, fmt.Errorf("--to: %w", err)
 		}
@@ -259,7 +249,7 @@ func publishPatiently(ctx context.Context, dst *client.Syncer, ev *nostr.Event) 
 // directory a relay serves is synced through that relay (--to), whose
 // subscribers then hear of the new events.
 func syncToData(ctx context.Context, c *cli.Context, src *client.Syncer, f nostr.Filter) (dir string, sum syncSummary, err error) {
-	sum = syncSummary{Refused: map[string]int{}}
+	sum = newSyncSummary()
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return "", sum, err
@@ -310,11 +300,11 @@ func syncToData(ctx context.Context, c *cli.Context, src *client.Syncer, f nostr
 		for _, err := range outcomes {
 			switch {
 			case err == nil:
-				sum.Copied++
+				sum.Accepted++
 			case errors.Is(err, buzz.ErrDuplicate), errors.Is(err, buzz.ErrNewerVersionStored):
 				sum.Duplicate++
 			default:
-				sum.Refused[err.Error()]++
+				sum.Rejected[err.Error()]++
 			}
 		}
 	}

@@ -188,3 +188,23 @@ func TestSyncRelayToRelay(t *testing.T) {
 		t.Fatal("sync pushed the mirror's event back to --from")
 	}
 }
+
+// RL-34: events the destination refuses are counted by reason, and fail
+// the command: here the mirror has a channel of the same id created by
+// someone else, so it refuses the source's creation and what the source's
+// owner does there as its owner.
+func TestSyncReportsRefusals(t *testing.T) {
+	f := newSyncFixture(t)
+	toURL, _ := wnServe(t)
+	other := testutil.NewSigner(t)
+	testutil.Publish(t, toURL, other.Event(t, buzz.KindCreateChannel, time.Now().Unix()-200, "",
+		nostr.Tag{"h", f.open}, nostr.Tag{"name", "taken"}))
+	out, err := runApp("sync", "--from", f.url, "--to", toURL, "--channel", f.open)
+	if err == nil || !strings.Contains(err.Error(), "refused by "+toURL) {
+		t.Fatalf("sync with refusals: %v, want it to fail naming the destination", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[0], "has 4 events that") || !strings.HasPrefix(lines[1], "  ") {
+		t.Fatalf("sync printed %q, want the counts and a line per refusal reason", out)
+	}
+}
