@@ -37,7 +37,7 @@ func syncCommand() *cli.Command {
 		Name:      "sync",
 		Usage:     "copy what a relay has and a data directory (or, with --to, another relay) lacks, found by NIP-77",
 		UsageText: "buzz-lite sync --from URL [--to URL | --data DIR] [--channel ID] [--key nsec|hex|file]",
-		Flags: append(hidden(commonFlags()),
+		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "from", Usage: "ws:// or wss:// URL of the relay to copy from (required)"},
 			&cli.StringFlag{Name: "to", Usage: "ws:// or wss:// URL of the relay to copy to, instead of the data directory (--data, default ./buzz-lite-data)"},
 			&cli.StringFlag{Name: "channel", Usage: "only this channel's events (#h): a UUID or a NIP-29 group id"},
