@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -33,6 +34,9 @@ type Syncer struct {
 // key it authenticates (NIP-42), so that a member syncs the private
 // channels they read.
 func (c *Client) Sync(ctx context.Context) (*Syncer, error) {
+	if !c.negentropy {
+		return nil, errors.New("client: sync: the relay does not offer NIP-77 (77 is not in its NIP-11 supported_nips)")
+	}
 	w, err := c.dial(ctx)
 	if err != nil {
 		return nil, err

@@ -334,8 +334,8 @@ func (r *Relay) startSync(ctx context.Context, conn *connState, ws *khatru.WebSo
 // syncSet is the (created_at, id) set of f for the viewer of s's
 // connection, read as a REQ of f reads it, and taken from the relay's
 // sync memory as it grows; refused is the NEG-ERR reason when it cannot
-// be served. A filter's limit is honoured as REQ honours it (the newest
-// events), past Limits.MaxSyncItems too.
+// be served. A filter's limit takes the newest events, as a REQ's does,
+// without REQ's max_limit clamp: Limits.MaxSyncItems bounds a sync.
 func (r *Relay) syncSet(s *syncSession, conn *connState, f nostr.Filter) (*vector.Vector, string) {
 	ctx := s.ctx
 	if msg := unservedFilter(f); msg != "" {
