@@ -132,6 +132,52 @@ func syncEvents(c *cli.Context) error {
 	return nil
 }
 
+// tooManyToSync begins buzz-lite's refusal of a set larger than one sync
+// session may hold (limits.sync_items).
+const tooManyToSync = "blocked: too many events to sync"
+
+// syncHorizon is past every created_at a relay stores: the end of the
+// time range a sync halves.
+const syncHorizon = int64(1) << 40
+
+// reconcileAll is reconcile over the whole time range of f, halved while
+// the relay refuses a part as larger than one sync session may hold, so
+// that a community past limits.sync_items syncs in parts; local is
+// narrowed to each part alike.
+// The ids come sorted.
+func reconcileAll(ctx context.Context, s *client.Syncer, f nostr.Filter, local []negentropy.Item, which string) ([]string, error) {
+	ids, err := reconcilePart(ctx, s, f, local, 0, syncHorizon, which)
+	slices.Sort(ids)
+	return ids, err
+}
+
+func reconcilePart(ctx context.Context, s *client.Syncer, f nostr.Filter, local []negentropy.Item, since, until int64, which string) ([]string, error) {
+	part := f
+	from, to := nostr.Timestamp(since), nostr.Timestamp(until)
+	part.Since, part.Until = &from, &to
+	var inPart []negentropy.Item
+	for _, it := range local {
+		if int64(it.Timestamp) >= since && int64(it.Timestamp) <= until {
+			inPart = append(inPart, it)
+		}
+	}
+	missing, err := reconcile(ctx, s, part, inPart, which)
+	var closed *client.ClosedError
+	if !errors.As(err, &closed) || !strings.HasPrefix(closed.Reason, tooManyToSync) || since == until {
+		return missing, err
+	}
+	mid := since + (until-since)/2
+	older, err := reconcilePart(ctx, s, f, local, since, mid, which)
+	if err != nil {
+		return nil, err
+	}
+	newer, err := reconcilePart(ctx, s, f, local, mid+1, until, which)
+	if err != nil {
+		return nil, err
+	}
+	return append(older, newer...), nil
+}
+
 // errAuthRequired marks a sync a relay refused until the client
 // authenticates.
 var errAuthRequired = errors.New("the relay asks to authenticate to read this")
@@ -188,11 +234,11 @@ func syncToRelay(ctx context.Context, src *client.Syncer, url, key string, f nos
 		return sum, fmt.Errorf("--to: %w", err)
 	}
 	defer dst.Close()
-	have, err := reconcile(ctx, src, f, nil, "--from")
+	have, err := reconcileAll(ctx, src, f, nil, "--from")
 	if err != nil {
 		return sum, err
 	}
-	there, err := reconcile(ctx, dst, f, nil, "--to")
+	there, err := reconcileAll(ctx, dst, f, nil, "--to")
 	if err != nil {
 		return sum, err
 	}
@@ -283,7 +329,7 @@ func syncToData(ctx context.Context, c *cli.Context, src *client.Syncer, f nostr
 	if err != nil {
 		return "", sum, err
 	}
-	missing, err := reconcile(ctx, src, f, local, "--from")
+	missing, err := reconcileAll(ctx, src, f, local, "--from")
 	if err != nil {
 		return "", sum, err
 	}

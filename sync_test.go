@@ -13,6 +13,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/datadir"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/relay"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -206,5 +207,34 @@ func TestSyncReportsRefusals(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) < 2 || !strings.Contains(lines[0], "has 4 events that") || !strings.HasPrefix(lines[1], "  ") {
 		t.Fatalf("sync printed %q, want the counts and a line per refusal reason", out)
+	}
+}
+
+// RL-34: a set larger than one sync session may hold (sync_items) is
+// synced in parts, the time range halved until each part fits, on both
+// relays of a relay-to-relay sync and into a data directory.
+func TestSyncSplitsLargeSets(t *testing.T) {
+	small := relay.Limits{MaxSyncItems: 3}
+	fromURL, _ := wnServeLimited(t, small)
+	author := testutil.NewSigner(t)
+	var want []string
+	for i := range 8 {
+		ev := author.Event(t, 1, time.Now().Unix()-int64(1000*i), "note")
+		testutil.Publish(t, fromURL, ev)
+		want = append(want, ev.ID)
+	}
+	toURL, to := wnServeLimited(t, small)
+	for _, dest := range [][]string{{"--to", toURL}, {"--data", t.TempDir()}} {
+		out, err := runApp(append([]string{"sync", "--from", fromURL}, dest...)...)
+		if err != nil || !strings.Contains(out, "has 8 events that") || !strings.Contains(out, "8 copied") {
+			t.Fatalf("sync %v: %v, printed %q, want all 8 copied", dest, err, out)
+		}
+	}
+	if got := storedIDs(t, to, nostr.Filter{Kinds: []int{1}}, buzz.Anonymous); !containsAll(got, want) || len(got) != 8 {
+		t.Fatalf("the mirror has %d of the 8 notes", len(got))
+	}
+	out, err := runApp("sync", "--from", fromURL, "--to", toURL)
+	if err != nil || !strings.Contains(out, "has 0 events that") {
+		t.Fatalf("second sync: %v, printed %q, want nothing missing", err, out)
 	}
 }
