@@ -1,7 +1,9 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -294,4 +296,36 @@ func negAnswer(c *rawClient, id string) []json.RawMessage {
 	return c.await("answer to "+id, func(m []json.RawMessage) bool {
 		return (label(m) == "NEG-MSG" || label(m) == "NEG-ERR") && str(m, 1) == id
 	})
+}
+
+// BenchmarkNegentropySync measures one whole NIP-77 session over a real
+// WebSocket against the benchmark community's first channel, the client
+// missing one event in a hundred: the relay reads the set as a REQ would,
+// then the rounds find the missing ids.
+func BenchmarkNegentropySync(b *testing.B) {
+	s, channel, _ := benchCommunity(b, true)
+	t := &testing.T{}
+	c := s.client(t)
+	f := nostr.Filter{Tags: nostr.TagMap{"h": {channel}}}
+	all, err := s.store.Query(context.Background(), nostr.Filter{Tags: f.Tags, Limit: 1 << 20}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var local []*nostr.Event
+	missing := 0
+	for i, ev := range all {
+		if i%100 == 0 {
+			missing++
+			continue
+		}
+		local = append(local, ev)
+	}
+	b.Logf("a channel of %d events, %d missing", len(all), missing)
+	b.ResetTimer()
+	for i := range b.N {
+		got := negSync(t, c, fmt.Sprint("bench", i), f, local)
+		if got.refused != "" || len(got.haveNots) != missing {
+			b.Fatalf("refused %q, %d missing found, want %d", got.refused, len(got.haveNots), missing)
+		}
+	}
 }
