@@ -11,6 +11,8 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
 // This file is the client side of NIP-77 (negentropy) sync (RL-34): a
@@ -132,6 +134,9 @@ func (s *Syncer) Reconcile(ctx context.Context, f nostr.Filter, local []negentro
 		case "NEG-ERR":
 			return finish(&ClosedError{Where: "sync", Reason: payload})
 		case "NEG-MSG":
+			if err := buzz.CheckNegentropyMessage(payload); err != nil {
+				return finish(fmt.Errorf("client: sync: the relay sent a malformed message: %w", err))
+			}
 			out, err := neg.Reconcile(payload)
 			if err != nil {
 				return finish(fmt.Errorf("client: sync: reconcile: %w", err))

@@ -2,11 +2,9 @@ package relay
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
 	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/khatru"
 )
 
@@ -92,94 +91,11 @@ func parseNegEnvelope(message string) (negEnvelope, error) {
 		if err := json.Unmarshal(parts[len(parts)-1], &env.message); err != nil {
 			return env, fmt.Errorf("%s: the negentropy message must be a string: %w", env.label, err)
 		}
-		if err := checkNegMessage(env.message); err != nil {
+		if err := buzz.CheckNegentropyMessage(env.message); err != nil {
 			return env, fmt.Errorf("%s: %w", env.label, err)
 		}
 	}
 	return env, nil
-}
-
-// Negentropy message structure (NIP-77): a version byte, then ranges, each
-// an upper bound (a varint timestamp, a varint length and that many bytes
-// of an id prefix), a varint mode and its payload: nothing (skip), a
-// 16-byte fingerprint, or a varint count and that many 32-byte ids.
-const (
-	negVersion     = 0x61
-	negModeSkip    = 0
-	negModeFinger  = 1
-	negModeIDList  = 2
-	negFingerBytes = 16
-	negIDBytes     = 32
-	negMaxVarint   = 8 // bytes: a varint of up to 56 bits
-)
-
-// checkNegMessage checks that a negentropy message is well formed before
-// go-nostr's negentropy reads it: that package trusts the counts and
-// lengths it is sent (an id list claiming 2^50 ids is a map of that size,
-// an overlong varint a negative length and a panic). A message of another
-// protocol version passes: the reconciliation answers it with ours, as
-// NIP-77 says.
-func checkNegMessage(msg string) error {
-	b, err := hex.DecodeString(msg)
-	if err != nil || msg != strings.ToLower(msg) {
-		return errors.New("the negentropy message must be lowercase hex")
-	}
-	if len(b) == 0 {
-		return errors.New("empty negentropy message")
-	}
-	if b[0] != negVersion {
-		return nil
-	}
-	rest := b[1:]
-	for len(rest) > 0 {
-		var n uint64
-		if _, rest, err = readNegVarint(rest); err != nil { // timestamp
-			return err
-		}
-		if n, rest, err = readNegVarint(rest); err != nil {
-			return err
-		}
-		if n > negIDBytes || uint64(len(rest)) < n {
-			return errors.New("malformed negentropy bound")
-		}
-		rest = rest[n:]
-		var mode uint64
-		if mode, rest, err = readNegVarint(rest); err != nil {
-			return err
-		}
-		switch mode {
-		case negModeSkip:
-		case negModeFinger:
-			if len(rest) < negFingerBytes {
-				return errors.New("truncated negentropy fingerprint")
-			}
-			rest = rest[negFingerBytes:]
-		case negModeIDList:
-			if n, rest, err = readNegVarint(rest); err != nil {
-				return err
-			}
-			if n > uint64(len(rest)/negIDBytes) {
-				return errors.New("truncated negentropy id list")
-			}
-			rest = rest[n*negIDBytes:]
-		default:
-			return fmt.Errorf("unknown negentropy mode %d", mode)
-		}
-	}
-	return nil
-}
-
-// readNegVarint reads one varint (big-endian groups of 7 bits, high bit
-// set on all bytes but the last) of at most negMaxVarint bytes.
-func readNegVarint(b []byte) (uint64, []byte, error) {
-	var v uint64
-	for i := 0; i < len(b) && i < negMaxVarint; i++ {
-		v = v<<7 | uint64(b[i]&0x7f)
-		if b[i]&0x80 == 0 {
-			return v, b[i+1:], nil
-		}
-	}
-	return 0, nil, errors.New("malformed negentropy varint")
 }
 
 // syncSession is one NEG-OPEN's reconciliation.
