@@ -204,6 +204,20 @@ func (r *Relay) closeSync(conn *connState, id string) {
 	}
 }
 
+// dropSync ends session s of id, and unregisters it unless a NEG-OPEN of
+// the same id has replaced it meanwhile; it reports whether s was still
+// the session of id.
+func (r *Relay) dropSync(conn *connState, id string, s *syncSession) bool {
+	conn.sync.mu.Lock()
+	current := conn.sync.byID[id] == s
+	if current {
+		delete(conn.sync.byID, id)
+	}
+	conn.sync.mu.Unlock()
+	r.endSync(s)
+	return current
+}
+
 // closeAllSync ends every session of a connection that closed.
 func (r *Relay) closeAllSync(conn *connState) {
 	conn.sync.mu.Lock()
@@ -237,7 +251,7 @@ func (r *Relay) startSync(ctx context.Context, conn *connState, ws *khatru.WebSo
 		s.mu.Unlock()
 		if s.ctx.Err() == nil {
 			r.refusedRequest(ctx, "NEG-OPEN", refused)
-			r.closeSync(conn, env.id)
+			r.dropSync(conn, env.id, s)
 			negError(ws, env.id, refused)
 		}
 		return
@@ -337,7 +351,7 @@ func (r *Relay) reconcile(conn *connState, ws *khatru.WebSocket, s *syncSession,
 	}
 	s.mu.Unlock()
 	if err != nil {
-		r.closeSync(conn, id)
+		r.dropSync(conn, id, s)
 		negError(ws, id, "invalid: "+err.Error())
 		return
 	}
@@ -347,15 +361,7 @@ func (r *Relay) reconcile(conn *connState, ws *khatru.WebSocket, s *syncSession,
 // expireSync closes session s (id) after r.syncIdle without a message,
 // unless it was closed or replaced since.
 func (r *Relay) expireSync(conn *connState, ws *khatru.WebSocket, id string, s *syncSession) {
-	conn.sync.mu.Lock()
-	current := conn.sync.byID[id] == s
-	if current {
-		delete(conn.sync.byID, id)
+	if r.dropSync(conn, id, s) {
+		negError(ws, id, fmt.Sprintf("closed: sync session idle for %s", r.syncIdle))
 	}
-	conn.sync.mu.Unlock()
-	if !current {
-		return
-	}
-	r.endSync(s)
-	negError(ws, id, fmt.Sprintf("closed: sync session idle for %s", r.syncIdle))
 }
