@@ -136,8 +136,8 @@ func TestNegentropyReadRule(t *testing.T) {
 
 // RL-34: the bounds of what a sync makes the relay hold: a set larger than
 // sync_items is refused, a connection holds at most sync_sessions sessions
-// (a closed one frees its place), and malformed or unknown sessions are
-// answered NEG-ERR.
+// (a closed one frees its place, a reopened one takes its own), and
+// malformed or unknown sessions are answered NEG-ERR.
 func TestNegentropyBounds(t *testing.T) {
 	s := startServer(t, func(c *Config) {
 		c.Limits.MaxSyncItems = 3
@@ -176,6 +176,10 @@ func TestNegentropyBounds(t *testing.T) {
 	c.send("NEG-CLOSE", "a")
 	c.send("NEG-OPEN", "c", nostr.Filter{Kinds: []int{1}, Limit: 1}, start)
 	negMsg("c")
+	// A NEG-OPEN of an open id replaces that session, as NIP-77 says: it
+	// is not counted twice.
+	c.send("NEG-OPEN", "b", nostr.Filter{Kinds: []int{1}, Limit: 2}, start)
+	negMsg("b")
 
 	c.send("NEG-MSG", "nosuch", "61")
 	if got := negErr("nosuch"); got != "closed: no open sync session with this id" {
