@@ -163,7 +163,9 @@ func (r *Relay) negentropyMessage(ctx context.Context, message string) (func(), 
 	}
 }
 
-// negError answers a sync session with NEG-ERR.
+// negError answers a sync session with NEG-ERR. Like every answer, it
+// fails only when the connection is gone, and then there is no one to
+// tell.
 func negError(ws *khatru.WebSocket, id, reason string) {
 	ws.WriteJSON([]any{"NEG-ERR", id, reason})
 }
@@ -173,9 +175,8 @@ func negError(ws *khatru.WebSocket, id, reason string) {
 func (r *Relay) openSync(ctx context.Context, conn *connState, id string) (*syncSession, string) {
 	if conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
 		r.metrics.limited(limitRequests)
-		msg := "rate-limited: too many REQ and COUNT messages, slow down"
-		r.refusedRequest(ctx, "NEG-OPEN", msg)
-		return nil, msg
+		r.refusedRequest(ctx, "NEG-OPEN", errTooManyRequests)
+		return nil, errTooManyRequests
 	}
 	r.closeSync(conn, id)
 	conn.sync.mu.Lock()

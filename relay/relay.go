@@ -444,6 +444,10 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 	return n, nil
 }
 
+// errTooManyRequests refuses a REQ, COUNT or NEG-OPEN past the
+// connection's rate (RL-27).
+const errTooManyRequests = "rate-limited: too many REQ and COUNT messages, slow down"
+
 // rejectRequest applies RL-27's limits to a whole REQ or COUNT: the REQ
 // and COUNT rate of the connection, the filters one message may carry and
 // the subscriptions one connection may hold open.
@@ -452,7 +456,7 @@ func (r *Relay) rejectRequest(ctx context.Context, req khatru.Request) (bool, st
 	switch conn := r.connOf(ctx); {
 	case conn != nil && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1):
 		r.metrics.limited(limitRequests)
-		msg = "rate-limited: too many REQ and COUNT messages, slow down"
+		msg = errTooManyRequests
 	case req.Filters > r.cfg.Limits.MaxFilters:
 		msg = fmt.Sprintf("invalid: too many filters (limit %d)", r.cfg.Limits.MaxFilters)
 	case req.Label == "REQ" && req.Open >= r.cfg.Limits.MaxSubscriptions:
