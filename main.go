@@ -45,6 +45,7 @@ func newApp() buzzApp {
 			postCommand(),
 			channelsCommand(),
 			feedCommand(),
+			syncCommand(),
 			benchCommand(),
 		},
 	})

@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// Issue 16: the README's newcomer session (keygen, post, reply, window,
-// thread, channels) runs as written against a real relay: each `buzz-lite` line of
-// the block, with $R the relay, me.key a file of the test's, and 5c0f… the
-// id the first post printed.
+// Issue 16, RL-34: the README's newcomer session (keygen, post, reply,
+// window, thread, channels, sync) runs as written against a real relay:
+// each `buzz-lite` line of the block, with $R the relay, me.key a file of
+// the test's, offline a directory of the test's, and 5c0f… the id the
+// first post printed.
 func TestReadmeSession(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -24,6 +25,7 @@ func TestReadmeSession(t *testing.T) {
 	block, _, _ = strings.Cut(block, "```")
 	url, _ := wnServe(t)
 	keyFile := filepath.Join(t.TempDir(), "me.key")
+	offline := filepath.Join(t.TempDir(), "offline")
 	var outs []string
 	id := ""
 	for _, line := range strings.Split(block, "\n") {
@@ -31,7 +33,7 @@ func TestReadmeSession(t *testing.T) {
 		if !strings.HasPrefix(line, "buzz-lite ") {
 			continue
 		}
-		line = strings.NewReplacer("$R", url, "me.key", keyFile, "5c0f…", id).Replace(line)
+		line = strings.NewReplacer("$R", url, "me.key", keyFile, "offline", offline, "5c0f…", id).Replace(line)
 		out, err := runApp(shellWords(t, strings.TrimPrefix(line, "buzz-lite "))...)
 		if err != nil {
 			t.Fatalf("%s: %v", line, err)
@@ -41,8 +43,8 @@ func TestReadmeSession(t *testing.T) {
 		}
 		outs = append(outs, out)
 	}
-	if len(outs) != 6 {
-		t.Fatalf("ran %d commands, want keygen, 2 posts, window, thread, channels", len(outs))
+	if len(outs) != 7 {
+		t.Fatalf("ran %d commands, want keygen, 2 posts, window, thread, channels, sync", len(outs))
 	}
 	if !strings.Contains(outs[3], "hello  [1 reply]") {
 		t.Errorf("window printed %q, want hello with its reply", outs[3])
@@ -53,6 +55,9 @@ func TestReadmeSession(t *testing.T) {
 	}
 	if outs[5] != "abc123\t\topen\n" {
 		t.Errorf("channels printed %q", outs[5])
+	}
+	if !strings.Contains(outs[6], "lacks: 2 copied, 0 duplicate, 0 refused") {
+		t.Errorf("sync printed %q, want the 2 messages copied", outs[6])
 	}
 }
 

@@ -24,12 +24,18 @@ import (
 // ws:// URL and store.
 func wnServe(t *testing.T, admins ...string) (string, *sqlite.Store) {
 	t.Helper()
+	return wnServeLimited(t, relay.Limits{}, admins...)
+}
+
+// wnServeLimited is wnServe with limits (zero fields take the defaults).
+func wnServeLimited(t *testing.T, limits relay.Limits, admins ...string) (string, *sqlite.Store) {
+	t.Helper()
 	key := nostr.GeneratePrivateKey()
 	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), dbFile), Schema: schema, RelayKey: key, Admins: admins})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := relay.New(relay.Config{Key: key, Info: relay.Info{Name: "test", Version: "test"}}, store)
+	r, err := relay.New(relay.Config{Key: key, Info: relay.Info{Name: "test", Version: "test"}, Limits: limits}, store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,8 @@ type Client struct {
 	// projection is the NIP-11 thread_replies_in_channel, used by the
 	// fallback's row rule (CW-13).
 	projection bool
+	// negentropy: the relay advertises NIP-77 in supported_nips (RL-34).
+	negentropy bool
 
 	// retries is how many times an unusable page is fetched again before
 	// Page fails; batch is the limit of one fallback REQ; threadLimit that
@@ -75,6 +77,7 @@ type Client struct {
 type info struct {
 	Self                   string   `json:"self"`
 	SupportedExtensions    []string `json:"supported_extensions"`
+	SupportedNIPs          []int    `json:"supported_nips"`
 	ThreadRepliesInChannel bool     `json:"thread_replies_in_channel"`
 }
 
@@ -119,6 +122,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	}
 	c.window = slices.Contains(doc.SupportedExtensions, "nip-cw")
 	c.feed = slices.Contains(doc.SupportedExtensions, nipcw.FeedExtension)
+	c.negentropy = slices.Contains(doc.SupportedNIPs, 77)
 	c.projection = doc.ThreadRepliesInChannel
 	c.relayKey = strings.ToLower(o.RelayPubKey)
 	if c.relayKey == "" && nostr.IsValid32ByteHex(strings.ToLower(doc.Self)) {

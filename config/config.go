@@ -119,6 +119,9 @@ type Limits struct {
 	MaxConcurrentQueries      int   `toml:"max_concurrent_queries"`
 	MaxConcurrentQueriesPerIP int   `toml:"max_concurrent_queries_per_ip"`
 	QueryMemoryBytes          int64 `toml:"query_memory_bytes"`
+	SyncSessions              int   `toml:"sync_sessions"`
+	SyncItems                 int   `toml:"sync_items"`
+	SyncMemoryBytes           int64 `toml:"sync_memory_bytes"`
 	HeaderTimeoutSeconds      int   `toml:"header_timeout_seconds"`
 	BodyTimeoutSeconds        int   `toml:"body_timeout_seconds"`
 
@@ -151,6 +154,9 @@ func (l Limits) Relay() relay.Limits {
 		MaxConcurrentQueries:      l.MaxConcurrentQueries,
 		MaxConcurrentQueriesPerIP: l.MaxConcurrentQueriesPerIP,
 		QueryMemoryBytes:          l.QueryMemoryBytes,
+		MaxSyncSessions:           l.SyncSessions,
+		MaxSyncItems:              l.SyncItems,
+		SyncMemoryBytes:           l.SyncMemoryBytes,
 		HeaderTimeout:             time.Duration(l.HeaderTimeoutSeconds) * time.Second,
 		BodyTimeout:               time.Duration(l.BodyTimeoutSeconds) * time.Second,
 	}
@@ -227,6 +233,9 @@ func defaultLimits() Limits {
 		MaxConcurrentQueries:      d.MaxConcurrentQueries,
 		MaxConcurrentQueriesPerIP: d.MaxConcurrentQueriesPerIP,
 		QueryMemoryBytes:          d.QueryMemoryBytes,
+		SyncSessions:              d.MaxSyncSessions,
+		SyncItems:                 d.MaxSyncItems,
+		SyncMemoryBytes:           d.SyncMemoryBytes,
 		HeaderTimeoutSeconds:      int(d.HeaderTimeout / time.Second),
 		BodyTimeoutSeconds:        int(d.BodyTimeout / time.Second),
 		Rates:                     true,
@@ -381,6 +390,9 @@ func (c *Config) Normalize() error {
 		"limits.max_concurrent_queries":        int64(c.Limits.MaxConcurrentQueries),
 		"limits.max_concurrent_queries_per_ip": int64(c.Limits.MaxConcurrentQueriesPerIP),
 		"limits.query_memory_bytes":            c.Limits.QueryMemoryBytes,
+		"limits.sync_sessions":                 int64(c.Limits.SyncSessions),
+		"limits.sync_items":                    int64(c.Limits.SyncItems),
+		"limits.sync_memory_bytes":             c.Limits.SyncMemoryBytes,
 		"limits.header_timeout_seconds":        int64(c.Limits.HeaderTimeoutSeconds),
 		"limits.body_timeout_seconds":          int64(c.Limits.BodyTimeoutSeconds),
 	} {

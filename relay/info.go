@@ -68,7 +68,7 @@ func (r *Relay) infoDocument() infoDocument {
 		PubKey:              pubkey,
 		Self:                r.pubkey,
 		Contact:             r.cfg.Info.Contact,
-		SupportedNIPs:       []int{1, 9, 10, 11, 29, 40, 42, 45, 70, 98},
+		SupportedNIPs:       []int{1, 9, 10, 11, 29, 40, 42, 45, 70, 77, 98},
 		SupportedExtensions: []string{"nip-cw", nipcw.FeedExtension},
 		Software:            Software,
 		Version:             r.cfg.Info.Version,

@@ -34,6 +34,13 @@ type Limits struct {
 	// hold together.
 	QueryMemoryBytes int64
 
+	// MaxSyncSessions bounds the NIP-77 sync sessions one connection may
+	// hold open, MaxSyncItems the events one session reconciles, and
+	// SyncMemoryBytes what all sessions hold together (RL-34).
+	MaxSyncSessions int
+	MaxSyncItems    int
+	SyncMemoryBytes int64
+
 	// HeaderTimeout and BodyTimeout bound how long the relay waits for an
 	// HTTP request's headers and for its body.
 	HeaderTimeout time.Duration
@@ -86,6 +93,9 @@ var DefaultLimits = Limits{
 	MaxConcurrentQueries:      16,
 	MaxConcurrentQueriesPerIP: 2,
 	QueryMemoryBytes:          64 << 20,
+	MaxSyncSessions:           4,
+	MaxSyncItems:              100_000,
+	SyncMemoryBytes:           64 << 20,
 	HeaderTimeout:             10 * time.Second,
 	BodyTimeout:               30 * time.Second,
 }
@@ -104,6 +114,9 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.MaxConcurrentQueries, d.MaxConcurrentQueries)
 	fill(&l.MaxConcurrentQueriesPerIP, d.MaxConcurrentQueriesPerIP)
 	fill(&l.QueryMemoryBytes, d.QueryMemoryBytes)
+	fill(&l.MaxSyncSessions, d.MaxSyncSessions)
+	fill(&l.MaxSyncItems, d.MaxSyncItems)
+	fill(&l.SyncMemoryBytes, d.SyncMemoryBytes)
 	fill(&l.HeaderTimeout, d.HeaderTimeout)
 	fill(&l.BodyTimeout, d.BodyTimeout)
 	return l

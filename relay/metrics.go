@@ -44,6 +44,8 @@ const (
 	limitSubscriptions = "subscriptions"
 	limitQueries       = "queries"
 	limitBusy          = "busy"
+	limitSyncSessions  = "sync_sessions"
+	limitSyncItems     = "sync_items"
 )
 
 // reasonPrefixes are the machine-readable prefixes of NIP-01 OK and CLOSED

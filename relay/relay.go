@@ -136,6 +136,10 @@ type Relay struct {
 	// are off (RL-27a, RL-27).
 	queryMemory *byteBudget
 	queryRate   *keyedLimiter
+	// syncMemory is what the NIP-77 sync sessions hold together, and
+	// syncIdle how long one is kept without a message (RL-34).
+	syncMemory *byteBudget
+	syncIdle   time.Duration
 
 	// metrics are what `/metrics` reports (RL-30).
 	metrics *metrics
@@ -168,6 +172,8 @@ func New(cfg Config, store Store) (*Relay, error) {
 		events: newEventRates(cfg.Limits.Rates),
 
 		queryMemory: newByteBudget(cfg.Limits.QueryMemoryBytes),
+		syncMemory:  newByteBudget(cfg.Limits.SyncMemoryBytes),
+		syncIdle:    syncIdle,
 	}
 	if cfg.Limits.Rates != nil {
 		r.queryRate = newKeyedLimiter(cfg.Limits.Rates.QueriesPerIP)
@@ -208,6 +214,7 @@ func (r *Relay) wire() {
 	kh.OnDisconnect = append(kh.OnDisconnect, r.onDisconnect)
 	kh.OnEventResult = append(kh.OnEventResult, r.eventResult)
 	kh.DeliverTo = r.deliverTo
+	kh.NegentropyMessage = r.negentropyMessage
 	r.store.OnPublish(func(evs []*nostr.Event) {
 		for _, ev := range evs {
 			kh.BroadcastEvent(ev)
@@ -445,6 +452,10 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 	return n, nil
 }
 
+// errTooManyRequests refuses a REQ, COUNT or NEG-OPEN past the
+// connection's rate (RL-27).
+const errTooManyRequests = "rate-limited: too many REQ and COUNT messages, slow down"
+
 // rejectRequest applies RL-27's limits to a whole REQ or COUNT: the REQ
 // and COUNT rate of the connection, the filters one message may carry and
 // the subscriptions one connection may hold open.
@@ -453,7 +464,7 @@ func (r *Relay) rejectRequest(ctx context.Context, req khatru.Request) (bool, st
 	switch conn := r.connOf(ctx); {
 	case conn != nil && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1):
 		r.metrics.limited(limitRequests)
-		msg = "rate-limited: too many REQ and COUNT messages, slow down"
+		msg = errTooManyRequests
 	case req.Filters > r.cfg.Limits.MaxFilters:
 		msg = fmt.Sprintf("invalid: too many filters (limit %d)", r.cfg.Limits.MaxFilters)
 	case req.Label == "REQ" && req.Open >= r.cfg.Limits.MaxSubscriptions:
@@ -595,10 +606,13 @@ type connState struct {
 	reqs *rate.Limiter
 	// turn is held by the one store read of the connection (readTurn).
 	turn chan struct{}
+	// sync are its open NIP-77 sync sessions (RL-34).
+	sync syncSessions
 }
 
 func (r *Relay) newConnState(ip netip.Addr) *connState {
-	c := &connState{ip: ip, opened: time.Now(), turn: make(chan struct{}, 1)}
+	c := &connState{ip: ip, opened: time.Now(), turn: make(chan struct{}, 1),
+		sync: syncSessions{byID: map[string]*syncSession{}}}
 	if rates := r.cfg.Limits.Rates; rates != nil && !r.cfg.Limits.exempt(c.ip) {
 		if rr := rates.ReqsPerConnection; rr.PerSecond > 0 && rr.Burst > 0 {
 			c.reqs = rate.NewLimiter(rate.Limit(rr.PerSecond), rr.Burst)
@@ -689,6 +703,7 @@ func (r *Relay) onDisconnect(ctx context.Context) {
 	if !ok {
 		return // refused by onConnect, never counted
 	}
+	r.closeAllSync(st)
 	r.log.Info("connection closed", "ip", st.ip.String(), "duration", time.Since(st.opened))
 }
 

@@ -17,9 +17,6 @@ func (rl *Relay) HandleNIP11(w http.ResponseWriter, r *http.Request) {
 	if len(rl.CountEvents) > 0 {
 		info.AddSupportedNIP(45)
 	}
-	if rl.Negentropy {
-		info.AddSupportedNIP(77)
-	}
 
 	// resolve relative icon and banner URLs against base URL
 	baseURL := rl.getBaseURL(r)

@@ -150,8 +150,13 @@ type Relay struct {
 	listeners    []listener
 	clientsMutex sync.Mutex
 
-	// set this to true to support negentropy
-	Negentropy bool
+	// buzz-lite patch: NegentropyMessage, when set, is handed every message
+	// whose label go-nostr does not know, in the connection's reader; ok
+	// says it is a NIP-77 message (NEG-OPEN, NEG-MSG, NEG-CLOSE), and work,
+	// if not nil, runs in the message's own goroutine. khatru's built-in
+	// NIP-77 relied on go-nostr's nip77.ParseNegMessage, which keeps the
+	// `["` of the envelope in the label and so recognised no message.
+	NegentropyMessage func(ctx context.Context, message string) (work func(), ok bool)
 
 	// in case you call Server.Start
 	Addr       string

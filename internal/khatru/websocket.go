@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
-	"github.com/puzpuzpuz/xsync/v3"
 )
 
 type WebSocket struct {
@@ -27,9 +26,6 @@ type WebSocket struct {
 	Challenge       string
 	AuthedPublicKey string
 	Authed          chan struct{}
-
-	// nip77
-	negentropySessions *xsync.MapOf[string, *NegentropySession]
 
 	authLock sync.Mutex
 

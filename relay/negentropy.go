@@ -1,0 +1,368 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy"
+	"github.com/nbd-wtf/go-nostr/nip77/negentropy/storage/vector"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/khatru"
+)
+
+// NIP-77 (negentropy) sync with the read rule (RL-34). A NEG-OPEN's filter
+// is answered with the set of events the same filter would give a REQ of
+// the connection: the same refusals (auth-required for a channel only an
+// authenticated connection might read), the same store query and viewer
+// scoping, read in chunks in the connection's turn and the relay's read
+// slots as a REQ's are. The set is then held, as (created_at, id) pairs,
+// for the session's NEG-MSG rounds: at most Limits.MaxSyncItems of them,
+// in at most Limits.MaxSyncSessions sessions per connection, all sessions
+// of the relay within Limits.SyncMemoryBytes, and a session idle for
+// syncIdle is closed. go-nostr's negentropy package does the
+// reconciliation; its envelopes are parsed here (go-nostr's
+// nip77.ParseNegMessage recognises none, and answers NEG-ERROR where
+// NIP-77 says NEG-ERR).
+
+// syncIdle is how long a sync session is kept without a NEG-MSG (the
+// relay's syncIdle, which tests shorten).
+const syncIdle = 30 * time.Second
+
+// syncItemBytes is what one (created_at, id) pair of a session holds: the
+// vector's item and its 64-character id.
+const syncItemBytes = 96
+
+// syncFrameBytes bounds one NEG-MSG the relay sends (the negentropy frame
+// size limit, in bytes before hex encoding).
+const syncFrameBytes = 128 << 10
+
+// maxSubscriptionID is NIP-01's longest subscription id.
+const maxSubscriptionID = 64
+
+// negEnvelope is one NIP-77 message of a client.
+type negEnvelope struct {
+	label   string // NEG-OPEN, NEG-MSG or NEG-CLOSE
+	id      string // the subscription id
+	filter  nostr.Filter
+	message string // the negentropy message (hex), of NEG-OPEN and NEG-MSG
+}
+
+// errNotNegentropy says a message is not a NIP-77 one.
+var errNotNegentropy = errors.New("not a NIP-77 message")
+
+// parseNegEnvelope reads a NIP-77 client message. It returns
+// errNotNegentropy for a message whose label is not NEG-OPEN, NEG-MSG or
+// NEG-CLOSE; for one that is but is malformed, an error and, when it could
+// be read, the subscription id to answer it on.
+func parseNegEnvelope(message string) (negEnvelope, error) {
+	var parts []json.RawMessage
+	if err := json.Unmarshal([]byte(message), &parts); err != nil || len(parts) == 0 {
+		return negEnvelope{}, errNotNegentropy
+	}
+	var env negEnvelope
+	if err := json.Unmarshal(parts[0], &env.label); err != nil {
+		return negEnvelope{}, errNotNegentropy
+	}
+	want := map[string]int{"NEG-OPEN": 4, "NEG-MSG": 3, "NEG-CLOSE": 2}[env.label]
+	if want == 0 {
+		return negEnvelope{}, errNotNegentropy
+	}
+	if len(parts) < 2 || json.Unmarshal(parts[1], &env.id) != nil || env.id == "" {
+		return negEnvelope{label: env.label}, fmt.Errorf("%s: want a subscription id", env.label)
+	}
+	if len(env.id) > maxSubscriptionID {
+		return negEnvelope{label: env.label}, fmt.Errorf("%s: subscription id longer than %d characters", env.label, maxSubscriptionID)
+	}
+	if len(parts) != want {
+		return env, fmt.Errorf("%s: want %d elements, got %d", env.label, want, len(parts))
+	}
+	if env.label == "NEG-OPEN" {
+		if err := env.filter.UnmarshalJSON(parts[2]); err != nil {
+			return env, fmt.Errorf("NEG-OPEN: filter: %w", err)
+		}
+	}
+	if env.label != "NEG-CLOSE" {
+		if err := json.Unmarshal(parts[len(parts)-1], &env.message); err != nil {
+			return env, fmt.Errorf("%s: the negentropy message must be a string: %w", env.label, err)
+		}
+		if err := buzz.CheckNegentropyMessage(env.message); err != nil {
+			return env, fmt.Errorf("%s: %w", env.label, err)
+		}
+	}
+	return env, nil
+}
+
+// syncSession is one NEG-OPEN's reconciliation.
+type syncSession struct {
+	// mu is held while the session reads its set and while it reconciles
+	// a message: one at a time, in the order they arrived.
+	mu  sync.Mutex
+	neg *negentropy.Negentropy
+	// ctx ends when the session is closed; cancel closes it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// held is what the session took from the relay's sync memory.
+	held int64
+	idle *time.Timer
+}
+
+// syncSessions are the open sync sessions of one connection.
+type syncSessions struct {
+	mu   sync.Mutex
+	byID map[string]*syncSession
+}
+
+// negentropyMessage is khatru's NegentropyMessage hook, in the
+// connection's reader: it opens and closes sessions in the order the
+// client sent them, and returns the work of reading and reconciling.
+func (r *Relay) negentropyMessage(ctx context.Context, message string) (func(), bool) {
+	env, err := parseNegEnvelope(message)
+	if errors.Is(err, errNotNegentropy) {
+		return nil, false
+	}
+	conn := r.connOf(ctx)
+	ws := khatru.GetConnection(ctx)
+	if conn == nil || ws == nil {
+		return nil, true // the connection is gone
+	}
+	if err != nil {
+		msg := "invalid: " + err.Error()
+		r.refusedRequest(ctx, env.label, msg)
+		if env.id == "" {
+			return func() { ws.WriteJSON(nostr.NoticeEnvelope(msg)) }, true
+		}
+		if env.label != "NEG-OPEN" {
+			r.closeSync(conn, env.id)
+		}
+		return func() { negError(ws, env.id, msg) }, true
+	}
+	switch env.label {
+	case "NEG-OPEN":
+		s, refused := r.openSync(ctx, conn, env.id)
+		if refused != "" {
+			return func() { negError(ws, env.id, refused) }, true
+		}
+		return func() { r.startSync(ctx, conn, ws, s, env) }, true
+	case "NEG-MSG":
+		conn.sync.mu.Lock()
+		s := conn.sync.byID[env.id]
+		conn.sync.mu.Unlock()
+		if s == nil {
+			return func() { negError(ws, env.id, "closed: no open sync session with this id") }, true
+		}
+		return func() { r.reconcile(conn, ws, s, env.id, env.message) }, true
+	default: // NEG-CLOSE
+		r.closeSync(conn, env.id)
+		return nil, true
+	}
+}
+
+// negError answers a sync session with NEG-ERR. Like every answer, it
+// fails only when the connection is gone, and then there is no one to
+// tell.
+func negError(ws *khatru.WebSocket, id, reason string) {
+	ws.WriteJSON([]any{"NEG-ERR", id, reason})
+}
+
+// openSync registers a new session id on conn, replacing one of the same
+// id, unless the connection's REQ rate or its session cap refuses it.
+func (r *Relay) openSync(ctx context.Context, conn *connState, id string) (*syncSession, string) {
+	if conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
+		r.metrics.limited(limitRequests)
+		r.refusedRequest(ctx, "NEG-OPEN", errTooManyRequests)
+		return nil, errTooManyRequests
+	}
+	r.closeSync(conn, id)
+	conn.sync.mu.Lock()
+	defer conn.sync.mu.Unlock()
+	if len(conn.sync.byID) >= r.cfg.Limits.MaxSyncSessions {
+		r.metrics.limited(limitSyncSessions)
+		msg := fmt.Sprintf("rate-limited: too many open sync sessions (limit %d)", r.cfg.Limits.MaxSyncSessions)
+		r.refusedRequest(ctx, "NEG-OPEN", msg)
+		return nil, msg
+	}
+	s := &syncSession{}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	s.mu.Lock() // until startSync has read the set
+	conn.sync.byID[id] = s
+	return s, ""
+}
+
+// closeSync ends conn's session id, if open, and gives back its memory.
+func (r *Relay) closeSync(conn *connState, id string) {
+	conn.sync.mu.Lock()
+	s := conn.sync.byID[id]
+	delete(conn.sync.byID, id)
+	conn.sync.mu.Unlock()
+	if s != nil {
+		r.endSync(s)
+	}
+}
+
+// dropSync ends session s of id, and unregisters it unless a NEG-OPEN of
+// the same id has replaced it meanwhile; it reports whether s was still
+// the session of id.
+func (r *Relay) dropSync(conn *connState, id string, s *syncSession) bool {
+	conn.sync.mu.Lock()
+	current := conn.sync.byID[id] == s
+	if current {
+		delete(conn.sync.byID, id)
+	}
+	conn.sync.mu.Unlock()
+	r.endSync(s)
+	return current
+}
+
+// closeAllSync ends every session of a connection that closed.
+func (r *Relay) closeAllSync(conn *connState) {
+	conn.sync.mu.Lock()
+	sessions := conn.sync.byID
+	conn.sync.byID = map[string]*syncSession{}
+	conn.sync.mu.Unlock()
+	for _, s := range sessions {
+		r.endSync(s)
+	}
+}
+
+// endSync cancels a session removed from its connection's sessions and,
+// once it is not reading or reconciling, gives back its memory.
+func (r *Relay) endSync(s *syncSession) {
+	s.cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.neg = nil
+	r.syncMemory.give(s.held)
+	s.held = 0
+}
+
+// startSync reads the set env's filter gives the connection's REQ and
+// answers the first message. s.mu is held, from openSync.
+func (r *Relay) startSync(ctx context.Context, conn *connState, ws *khatru.WebSocket, s *syncSession, env negEnvelope) {
+	vec, refused := r.syncSet(s, conn, env.filter)
+	if refused != "" {
+		s.mu.Unlock()
+		if s.ctx.Err() == nil {
+			r.refusedRequest(ctx, "NEG-OPEN", refused)
+			r.dropSync(conn, env.id, s)
+			negError(ws, env.id, refused)
+		}
+		return
+	}
+	s.neg = negentropy.New(vec, syncFrameBytes)
+	s.mu.Unlock()
+	r.reconcile(conn, ws, s, env.id, env.message)
+}
+
+// syncSet is the (created_at, id) set of f for the viewer of s's
+// connection, read as a REQ of f reads it, and taken from the relay's
+// sync memory as it grows; refused is the NEG-ERR reason when it cannot
+// be served. A filter's limit takes the newest events, as a REQ's does,
+// without REQ's max_limit clamp: Limits.MaxSyncItems bounds a sync.
+func (r *Relay) syncSet(s *syncSession, conn *connState, f nostr.Filter) (*vector.Vector, string) {
+	ctx := s.ctx
+	if msg := unservedFilter(f); msg != "" {
+		return nil, msg
+	}
+	if f.LimitZero {
+		return nil, "invalid: a sync of limit 0 has nothing to reconcile"
+	}
+	if r.needsAuth(ctx, f) {
+		khatru.RequestAuth(ctx)
+		return nil, authRequired
+	}
+	maxItems := r.cfg.Limits.MaxSyncItems
+	limited := f.Limit > 0 && f.Limit <= maxItems
+	if !limited {
+		f.Limit = maxItems + 1 // one more tells the set is too large
+	}
+	vec := vector.New()
+	c := &chunkCursor{filter: f, viewer: viewer(ctx)}
+	for !c.done {
+		evs, err := r.syncChunk(ctx, conn, c)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, "closed: sync session closed"
+			}
+			return nil, err.Error()
+		}
+		if vec.Size()+len(evs) > maxItems {
+			r.metrics.limited(limitSyncItems)
+			return nil, fmt.Sprintf("blocked: too many events to sync (limit %d), narrow the filter", maxItems)
+		}
+		n := int64(len(evs)) * syncItemBytes
+		if !r.syncMemory.take(ctx, n) {
+			r.metrics.limited(limitBusy)
+			return nil, errBusy
+		}
+		s.held += n
+		for _, ev := range evs {
+			vec.Insert(ev.CreatedAt, ev.ID)
+		}
+	}
+	vec.Seal()
+	return vec, ""
+}
+
+// syncChunk reads the next chunk of c in the connection's turn, as a REQ
+// does, and moves c past it.
+func (r *Relay) syncChunk(ctx context.Context, conn *connState, c *chunkCursor) ([]*nostr.Event, error) {
+	if !conn.readTurn(ctx) {
+		return nil, ctx.Err()
+	}
+	defer conn.endTurn()
+	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedIP(conn.ip), c)
+	if err != nil {
+		return nil, err
+	}
+	c.filter.Limit -= len(evs)
+	if !more || c.filter.Limit <= 0 {
+		c.done = true
+		return evs, nil
+	}
+	last := evs[len(evs)-1]
+	until := last.CreatedAt
+	c.filter.Until = &until
+	c.beforeID = last.ID
+	return evs, nil
+}
+
+// reconcile answers one negentropy message of session s (id) and restarts
+// its idle timer; a message the reconciliation refuses closes it.
+func (r *Relay) reconcile(conn *connState, ws *khatru.WebSocket, s *syncSession, id, message string) {
+	s.mu.Lock()
+	if s.neg == nil { // closed meanwhile
+		s.mu.Unlock()
+		return
+	}
+	out, err := s.neg.Reconcile(message)
+	if err == nil {
+		if s.idle != nil {
+			s.idle.Stop()
+		}
+		s.idle = time.AfterFunc(r.syncIdle, func() { r.expireSync(conn, ws, id, s) })
+	}
+	s.mu.Unlock()
+	if err != nil {
+		r.dropSync(conn, id, s)
+		negError(ws, id, "invalid: "+err.Error())
+		return
+	}
+	ws.WriteJSON([]any{"NEG-MSG", id, out})
+}
+
+// expireSync closes session s (id) after r.syncIdle without a message,
+// unless it was closed or replaced since.
+func (r *Relay) expireSync(conn *connState, ws *khatru.WebSocket, id string, s *syncSession) {
+	if r.dropSync(conn, id, s) {
+		negError(ws, id, fmt.Sprintf("closed: sync session idle for %s", r.syncIdle))
+	}
+}

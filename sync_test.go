@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/datadir"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/relay"
+	"github.com/buzz-lite/buzz-lite/sqlite"
+)
+
+// syncFixture is a relay with an open and a private channel, an owner and
+// a member of both, and messages in each (one a reply).
+type syncFixture struct {
+	url                 string
+	store               *sqlite.Store
+	owner, member       testutil.Signer
+	open, private       string
+	openMsgs, privMsgs  []*nostr.Event
+	allOpen, allPrivate []string // every id stored with the channel's h
+}
+
+func newSyncFixture(t *testing.T) *syncFixture {
+	t.Helper()
+	f := &syncFixture{owner: testutil.NewSigner(t), member: testutil.NewSigner(t),
+		open: "0d8e7f6a-5b4c-4d3e-8f2a-1b0c9d8e7f6a", private: "1e9f8a7b-6c5d-4e4f-9a3b-2c1d0e9f8a7b"}
+	f.url, f.store = wnServe(t)
+	base := time.Now().Unix() - 100
+	for i, h := range []string{f.open, f.private} {
+		tags := []nostr.Tag{{"h", h}, {"name", "channel " + h[:4]}}
+		if h == f.private {
+			tags = append(tags, nostr.Tag{"private"})
+		}
+		create := f.owner.Event(t, buzz.KindCreateChannel, base, "", tags...)
+		put := f.owner.Event(t, buzz.KindPutUser, base+1, "", nostr.Tag{"h", h}, nostr.Tag{"p", f.member.PK})
+		top := f.member.Event(t, 9, base+2, "hello "+h[:4], nostr.Tag{"h", h})
+		reply := f.owner.Event(t, 9, base+3, "hi", nostr.Tag{"h", h}, nostr.Tag{"e", top.ID, "", "root"}, nostr.Tag{"p", f.member.PK})
+		testutil.Publish(t, f.url, create, put, top, reply)
+		ids := []string{create.ID, put.ID, top.ID, reply.ID}
+		if i == 0 {
+			f.openMsgs, f.allOpen = []*nostr.Event{top, reply}, ids
+		} else {
+			f.privMsgs, f.allPrivate = []*nostr.Event{top, reply}, ids
+		}
+	}
+	return f
+}
+
+// storedIDs are the ids of the events store serves v for filter f.
+func storedIDs(t *testing.T, store *sqlite.Store, f nostr.Filter, v buzz.Viewer) []string {
+	t.Helper()
+	evs, err := store.Query(context.Background(), f, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, ev.ID)
+	}
+	return out
+}
+
+// openData opens the database `sync --data dir` wrote.
+func openData(t *testing.T, dir string) *sqlite.Store {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, dbFile), Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+func containsAll(have, want []string) bool {
+	for _, id := range want {
+		if !slices.Contains(have, id) {
+			return false
+		}
+	}
+	return true
+}
+
+// RL-34: `buzz-lite sync --data` copies into a data directory what the
+// relay lets the requester read and the directory lacks: without a key
+// the open channel and never the private one (naming it is refused with
+// auth-required, and a hint), with a member's key the private channel
+// too, threads classified as on the relay; a second run finds nothing
+// missing. A directory a relay serves is refused.
+func TestSyncToDataDir(t *testing.T) {
+	f := newSyncFixture(t)
+	dir := t.TempDir()
+
+	out, err := runApp("sync", "--from", f.url, "--data", dir)
+	if err != nil {
+		t.Fatalf("anonymous sync: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "0 refused") {
+		t.Fatalf("anonymous sync printed %q", out)
+	}
+	_, err = runApp("sync", "--from", f.url, "--data", dir, "--channel", f.private)
+	if err == nil || !strings.Contains(err.Error(), "auth-required: ") || !strings.Contains(err.Error(), "--key") {
+		t.Fatalf("anonymous sync of the private channel: %v, want auth-required and a hint of --key", err)
+	}
+
+	out, err = runApp("sync", "--from", f.url, "--data", dir, "--key", f.member.SK)
+	if err != nil {
+		t.Fatalf("member sync: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "lacks: 4 copied, 0 duplicate, 0 refused") {
+		t.Fatalf("member sync printed %q, want the private channel's 4 events copied", out)
+	}
+	out, err = runApp("sync", "--from", f.url, "--data", dir, "--key", f.member.SK)
+	if err != nil || !strings.Contains(out, "lacks: 0 copied") {
+		t.Fatalf("second sync: %v, printed %q, want nothing copied", err, out)
+	}
+
+	store := openData(t, dir)
+	got := storedIDs(t, store, nostr.Filter{}, buzz.Viewer(f.member.PK))
+	if !containsAll(got, append(slices.Clone(f.allOpen), f.allPrivate...)) {
+		t.Fatalf("data directory serves the member %d events, want both channels'", len(got))
+	}
+	sums, err := store.Summaries(context.Background(), []string{f.openMsgs[0].ID, f.privMsgs[0].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sums {
+		if s.DescendantCount != 1 {
+			t.Fatalf("thread %s has %d replies in the copy, want 1", s.ID, s.DescendantCount)
+		}
+	}
+	store.Close()
+
+	// RL-31: a served directory is written through its relay.
+	_, lock, err := datadir.Claim(dir, dbFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Release()
+	_, err = runApp("sync", "--from", f.url, "--data", dir)
+	if err == nil || !strings.Contains(err.Error(), "in use") || !strings.Contains(err.Error(), "--to") {
+		t.Fatalf("sync into a served directory: %v", err)
+	}
+}
+
+// RL-34: `buzz-lite sync --to` copies from one relay to another what the
+// second lacks and the key may read, the private channel included, oldest
+// first, so that the second relay takes the channels, memberships and
+// threads; the second relay signs its own group state.
+func TestSyncRelayToRelay(t *testing.T) {
+	f := newSyncFixture(t)
+	toURL, to := wnServe(t)
+	// The mirror has an event of its own.
+	own := f.owner.Event(t, 1, time.Now().Unix(), "only on the mirror")
+	testutil.Publish(t, toURL, own)
+
+	out, err := runApp("sync", "--from", f.url, "--to", toURL)
+	if err != nil {
+		t.Fatalf("anonymous relay sync: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "lacks: 4 copied, 0 duplicate, 0 refused") {
+		t.Fatalf("anonymous relay sync printed %q, want the open channel's 4 events copied", out)
+	}
+	if got := storedIDs(t, to, nostr.Filter{Tags: nostr.TagMap{"h": {f.private}}}, buzz.Viewer(f.member.PK)); len(got) != 0 {
+		t.Fatalf("an anonymous sync copied %d events of the private channel", len(got))
+	}
+	out, err = runApp("sync", "--from", f.url, "--to", toURL, "--key", f.member.SK)
+	if err != nil {
+		t.Fatalf("member relay sync: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "lacks: 4 copied, 0 duplicate, 0 refused") {
+		t.Fatalf("member relay sync printed %q, want the private channel's 4 events copied", out)
+	}
+	got := storedIDs(t, to, nostr.Filter{}, buzz.Viewer(f.member.PK))
+	if !containsAll(got, append(append(slices.Clone(f.allOpen), f.allPrivate...), own.ID)) {
+		t.Fatalf("the mirror serves the member %d events, want both channels' and its own", len(got))
+	}
+	if meta := storedIDs(t, to, nostr.Filter{Kinds: []int{buzz.KindGroupMetadata}, Tags: nostr.TagMap{"d": {f.private}}}, buzz.Viewer(f.member.PK)); len(meta) != 1 {
+		t.Fatalf("the mirror has %d group metadata events of the private channel, want its own one", len(meta))
+	}
+	if got := storedIDs(t, f.store, nostr.Filter{IDs: []string{own.ID}}, buzz.Anonymous); len(got) != 0 {
+		t.Fatal("sync pushed the mirror's event back to --from")
+	}
+}
+
+// RL-34: events the destination refuses are counted by reason, and fail
+// the command: here the mirror has a channel of the same id created by
+// someone else, so it refuses the source's creation and what the source's
+// owner does there as its owner.
+func TestSyncReportsRefusals(t *testing.T) {
+	f := newSyncFixture(t)
+	toURL, _ := wnServe(t)
+	other := testutil.NewSigner(t)
+	testutil.Publish(t, toURL, other.Event(t, buzz.KindCreateChannel, time.Now().Unix()-200, "",
+		nostr.Tag{"h", f.open}, nostr.Tag{"name", "taken"}))
+	out, err := runApp("sync", "--from", f.url, "--to", toURL, "--channel", f.open)
+	if err == nil || !strings.Contains(err.Error(), "refused by "+toURL) {
+		t.Fatalf("sync with refusals: %v, want it to fail naming the destination", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) < 2 || !strings.Contains(lines[0], "has 4 events that") || !strings.HasPrefix(lines[1], "  ") {
+		t.Fatalf("sync printed %q, want the counts and a line per refusal reason", out)
+	}
+}
+
+// RL-34: a set larger than one sync session may hold (sync_items) is
+// synced in parts, the time range halved until each part fits, on both
+// relays of a relay-to-relay sync and into a data directory.
+func TestSyncSplitsLargeSets(t *testing.T) {
+	small := relay.Limits{MaxSyncItems: 3}
+	fromURL, _ := wnServeLimited(t, small)
+	author := testutil.NewSigner(t)
+	var want []string
+	for i := range 8 {
+		ev := author.Event(t, 1, time.Now().Unix()-int64(1000*i), "note")
+		testutil.Publish(t, fromURL, ev)
+		want = append(want, ev.ID)
+	}
+	toURL, to := wnServeLimited(t, small)
+	for _, dest := range [][]string{{"--to", toURL}, {"--data", t.TempDir()}} {
+		out, err := runApp(append([]string{"sync", "--from", fromURL}, dest...)...)
+		if err != nil || !strings.Contains(out, "has 8 events that") || !strings.Contains(out, "8 copied") {
+			t.Fatalf("sync %v: %v, printed %q, want all 8 copied", dest, err, out)
+		}
+	}
+	if got := storedIDs(t, to, nostr.Filter{Kinds: []int{1}}, buzz.Anonymous); !containsAll(got, want) || len(got) != 8 {
+		t.Fatalf("the mirror has %d of the 8 notes", len(got))
+	}
+	out, err := runApp("sync", "--from", fromURL, "--to", toURL)
+	if err != nil || !strings.Contains(out, "has 0 events that") {
+		t.Fatalf("second sync: %v, printed %q, want nothing missing", err, out)
+	}
+}
