@@ -289,15 +289,10 @@ func (tx *writeTx) applySetting(r *record, now int64) error {
 	return nil
 }
 
-// finish ends a batch of jobs before its commit: when a job succeeded, it
-// bumps write_version (cached window pages are stale now), and when the access state changed,
-// access_version, and renews the group state of every channel that changed.
+// finish ends a batch of jobs before its commit: when the access state
+// changed, it bumps access_version and renews the group state of every
+// channel that changed.
 func (s *Store) finish(tx *writeTx) error {
-	if tx.wrote {
-		if _, err := tx.bumpWrites.ExecContext(tx.ctx); err != nil {
-			return fmt.Errorf("bump write version: %w", err)
-		}
-	}
 	if tx.work == nil {
 		return nil
 	}

@@ -50,6 +50,83 @@ var migrations = map[int]string{
 		    JOIN events t ON t.id = unhex(j.value ->> 1)
 		    WHERE j.value ->> 0 = 'e' AND length(j.value ->> 1) = 64)
 		  WHERE kind = 5 AND channel IS NULL;`,
+	// Cached window pages are kept per channel (issue 15): page_versions
+	// and the triggers that keep it replace write_version.
+	3: `DELETE FROM settings WHERE key = 'write_version';
+		CREATE TABLE page_versions (
+		  channel INTEGER PRIMARY KEY,
+		  version INTEGER NOT NULL
+		) STRICT;
+
+		CREATE TRIGGER events_page_insert AFTER INSERT ON events BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT c, 1 FROM (SELECT NEW.channel AS c UNION SELECT NEW.scope) WHERE c IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER events_page_update AFTER UPDATE ON events BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT c, 1 FROM (
+		      SELECT OLD.channel AS c UNION SELECT OLD.scope UNION SELECT NEW.scope
+		      UNION SELECT x.channel FROM json_each(iif(json_valid(OLD.tags), OLD.tags, '[]')) j JOIN events x ON x.id = unhex(j.value ->> 1)
+		        WHERE OLD.kind IN (5, 7, 9005, 40003) AND j.value ->> 0 = 'e'
+		      UNION SELECT y.channel FROM json_each(iif(json_valid(OLD.tags), OLD.tags, '[]')) j JOIN events x ON x.id = unhex(j.value ->> 1)
+		        JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k JOIN events y ON y.id = unhex(k.value ->> 1)
+		        WHERE OLD.kind IN (5, 9005) AND j.value ->> 0 = 'e'
+		        AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e'
+		    ) WHERE c IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER events_page_delete AFTER DELETE ON events BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT c, 1 FROM (
+		      SELECT OLD.channel AS c UNION SELECT OLD.scope
+		      UNION SELECT x.channel FROM json_each(iif(json_valid(OLD.tags), OLD.tags, '[]')) j JOIN events x ON x.id = unhex(j.value ->> 1)
+		        WHERE OLD.kind IN (5, 7, 9005, 40003) AND j.value ->> 0 = 'e'
+		      UNION SELECT y.channel FROM json_each(iif(json_valid(OLD.tags), OLD.tags, '[]')) j JOIN events x ON x.id = unhex(j.value ->> 1)
+		        JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k JOIN events y ON y.id = unhex(k.value ->> 1)
+		        WHERE OLD.kind IN (5, 9005) AND j.value ->> 0 = 'e'
+		        AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e'
+		    ) WHERE c IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER tags_page_insert AFTER INSERT ON tags
+		  WHEN NEW.name = 'e' AND NEW.kind IN (5, 7, 9005, 40003) BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT c, 1 FROM (
+		      SELECT x.channel AS c FROM events x WHERE x.id = NEW.value
+		      UNION SELECT y.channel FROM events x JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k JOIN events y ON y.id = unhex(k.value ->> 1)
+		        WHERE NEW.kind IN (5, 9005) AND x.id = NEW.value
+		        AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e'
+		    ) WHERE c IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER tags_page_delete AFTER DELETE ON tags
+		  WHEN OLD.name = 'e' AND OLD.kind IN (5, 7, 9005, 40003) BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT c, 1 FROM (
+		      SELECT x.channel AS c FROM events x WHERE x.id = OLD.value
+		      UNION SELECT y.channel FROM events x JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k JOIN events y ON y.id = unhex(k.value ->> 1)
+		        WHERE OLD.kind IN (5, 9005) AND x.id = OLD.value
+		        AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e'
+		    ) WHERE c IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER thread_page_insert AFTER INSERT ON thread_metadata BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT channel, 1 FROM events WHERE seq = NEW.seq AND channel IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER thread_page_update AFTER UPDATE ON thread_metadata BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT channel, 1 FROM events WHERE seq = NEW.seq AND channel IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;`,
 }
 
 var versionLine = regexp.MustCompile(`(?m)^-- schema_version: (\d+)$`)

@@ -32,26 +32,27 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			page.Unreadable = true
 			return nil
 		}
-		var version int64
-		st, err := s.prepared(sctx, tx, `SELECT value FROM settings WHERE key = 'write_version'`)
+		cur := pageVersions{access: c.Version}
+		st, err := s.prepared(sctx, tx, pageVersionSQL)
 		if err != nil {
 			return fmt.Errorf("window: %w", err)
 		}
-		if err := st.QueryRowContext(sctx).Scan(&version); err != nil {
-			return fmt.Errorf("window: read write version: %w", err)
+		if err := st.QueryRowContext(sctx, ch.Seq).Scan(&cur.channel); err != nil {
+			return fmt.Errorf("window: read page version: %w", err)
 		}
-		key := pageKey(version, q)
+		key := pageKey(q)
 		now := s.nowUnix()
-		if cached, ok := s.pages.get(key, now); ok {
+		if cached, ok := s.pages.get(key, cur, now); ok {
 			s.pages.hits.Add(1)
 			page = cached
 			return nil
 		}
+		read := cur                     // what the page is read at; foreign once judged so
 		expires := int64(math.MaxInt64) // the first expiration on the page
 		defer func() {
 			if err == nil { // a page cut short by its request is not kept
 				s.pages.misses.Add(1)
-				s.pages.put(key, page, expires)
+				s.pages.put(key, page, read, expires)
 			}
 		}()
 		bound := newPageBound(q.MaxBytes)
@@ -76,7 +77,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, ids, q.Viewer, bound, &expires); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, ids, q.Viewer, bound, &expires, auxJudged(ch.Seq, &read.foreign)); err != nil {
 				return err
 			}
 		}
@@ -86,6 +87,20 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 		return nil, err
 	}
 	return page, nil
+}
+
+// pageVersionSQL reads the page version of channel ?: 0 until a write
+// touches the channel's pages (schema.sql).
+const pageVersionSQL = `SELECT coalesce((SELECT version FROM page_versions WHERE channel = ?), 0)`
+
+// auxJudged returns the judged hook of a window page of channel seq: it
+// sets *foreign once an aux event scoped to another channel is judged.
+func auxJudged(seq int64, foreign *bool) func(scope int64) {
+	return func(scope int64) {
+		if scope != seq {
+			*foreign = true
+		}
+	}
 }
 
 // windowRowsSQL selects window rows from an index whose order is the window
@@ -326,8 +341,9 @@ var (
 // it is neither deleted nor expired and v may read it. A deleted hop-1
 // event is not served, but the deletion naming it is: that is what tells a
 // client to drop a reaction or edit it shows. c is the access state of
-// tx's snapshot; the events served count against bound.
-func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Community, targets [][]byte, v buzz.Viewer, bound *pageBound, expires *int64) ([]buzz.RawEvent, error) {
+// tx's snapshot; the events served count against bound. judged, unless
+// nil, hears of the scope of every event judged by c's access rules.
+func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Community, targets [][]byte, v buzz.Viewer, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
 	var hop1 [][]byte
@@ -340,8 +356,13 @@ func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Commun
 			}
 		}
 		err := s.drainAux(ctx, sctx, tx, query, names, hop+1, func(a auxRow) error {
-			if a.scope.Valid && !c.CanReadSeq(v, a.scope.Int64) {
-				return nil
+			if a.scope.Valid {
+				if judged != nil {
+					judged(a.scope.Int64)
+				}
+				if !c.CanReadSeq(v, a.scope.Int64) {
+					return nil
+				}
 			}
 			if hop == 0 {
 				hop1 = append(hop1, a.id)
@@ -523,7 +544,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				targets = append(targets, rid)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, targets, q.Viewer, bound, &expires); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, targets, q.Viewer, bound, &expires, nil); err != nil {
 				return err
 			}
 		}
