@@ -141,6 +141,12 @@ CREATE TABLE tags (
   PRIMARY KEY (name, value, created_at, seq)
 ) STRICT, WITHOUT ROWID;
 
+-- Aux lookups of the window and thread pages (CW-18): the `e` tags of the
+-- kinds an aux closure serves, in the order it reads them. Through the
+-- primary key a page also walked every reply naming its rows (issue 15).
+CREATE INDEX tags_aux ON tags(value, created_at, seq, kind)
+  WHERE name = 'e' AND kind IN (5, 7, 9005, 40003);
+
 -- Subtree counters of a classified channel event (RL-5), kept exact for every
 -- ancestor at ingest and deletion (RL-6). A row exists once the event has had
 -- a reply; no row means all zero.

@@ -51,8 +51,11 @@ var migrations = map[int]string{
 		    WHERE j.value ->> 0 = 'e' AND length(j.value ->> 1) = 64)
 		  WHERE kind = 5 AND channel IS NULL;`,
 	// Cached window pages are kept per channel (issue 15): page_versions
-	// and the triggers that keep it replace write_version.
+	// and the triggers that keep it replace write_version. Aux lookups get
+	// an index of their own.
 	3: `DELETE FROM settings WHERE key = 'write_version';
+		CREATE INDEX tags_aux ON tags(value, created_at, seq, kind)
+		  WHERE name = 'e' AND kind IN (5, 7, 9005, 40003);
 		CREATE TABLE page_versions (
 		  channel INTEGER PRIMARY KEY,
 		  version INTEGER NOT NULL

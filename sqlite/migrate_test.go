@@ -413,7 +413,7 @@ func TestMigrateForward(t *testing.T) {
 }
 
 // mgDowngradeToV3 takes a database of version 4 back to version 3: no
-// page versions and their triggers, but write_version.
+// page versions and their triggers, no aux index, but write_version.
 func mgDowngradeToV3(t testing.TB, path string) {
 	t.Helper()
 	raw := mgRaw(t, path)
@@ -421,6 +421,7 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	if _, err := raw.Exec(`DROP TRIGGER events_page_insert; DROP TRIGGER events_page_update;
 		DROP TRIGGER events_page_delete; DROP TRIGGER tags_page_insert; DROP TRIGGER tags_page_delete;
 		DROP TRIGGER thread_page_insert; DROP TRIGGER thread_page_update; DROP TABLE page_versions;
+		DROP INDEX tags_aux;
 		INSERT INTO settings (key, value) VALUES ('write_version', 7);
 		PRAGMA user_version = 3`); err != nil {
 		t.Fatal(err)
@@ -573,7 +574,7 @@ func TestMigrateFailedStepRollsBack(t *testing.T) {
 
 // RL-2, issue 15: the real migration from version 3 to 4 replaces
 // write_version with the page versions a fresh database has, triggers
-// included, and they count the writes of the migrated database.
+// included, adds the aux index, and the triggers count the writes of the migrated database.
 func TestMigrateFromVersion3(t *testing.T) {
 	a := testutil.NewSigner(t)
 	const ch = "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a"
@@ -593,7 +594,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 		t.Fatal(err)
 	}
 	const objects = `SELECT group_concat(type || ' ' || name || ' ' || sql, char(10)) FROM
-		(SELECT type, name, sql FROM sqlite_schema WHERE name = 'page_versions' OR type = 'trigger' ORDER BY name)`
+		(SELECT type, name, sql FROM sqlite_schema WHERE name IN ('page_versions', 'tags_aux') OR type = 'trigger' ORDER BY name)`
 	var got, want string
 	if err := s.readers.QueryRow(objects).Scan(&got); err != nil {
 		t.Fatal(err)

@@ -314,9 +314,11 @@ const (
 )
 
 // auxSQL finds, one keyset page at a time, the events of some kinds whose
-// `e` tag names one of a JSON list of hex ids: in the tag index's own
-// order (target, created_at, event), so no page is sorted, and the
-// statement text is the same for any list, so it is prepared once.
+// `e` tag names one of a JSON list of hex ids: from tags_aux, which holds
+// the aux kinds' `e` tags only (its WHERE is repeated word for word, or
+// the planner may not use it), in its own order (target, created_at,
+// event), so no page is sorted, and the statement text is the same for
+// any list, so it is prepared once.
 func auxSQL(kinds []int) string {
 	list := make([]string, len(kinds))
 	for i, k := range kinds {
@@ -324,8 +326,8 @@ func auxSQL(kinds []int) string {
 	}
 	return `SELECT e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1), e.scope,
 		e.pubkey, e.kind, e.tags, e.content, e.sig, e.created_at, e.expires_at, t.value, t.created_at
-		FROM tags t JOIN events e ON e.seq = t.seq
-		WHERE t.name = 'e' AND t.value IN (SELECT unhex(value) FROM json_each(?2))
+		FROM tags t INDEXED BY tags_aux JOIN events e ON e.seq = t.seq
+		WHERE t.name = 'e' AND t.kind IN (5, 7, 9005, 40003) AND t.value IN (SELECT unhex(value) FROM json_each(?2))
 		AND t.kind IN (` + strings.Join(list, ",") + `) AND (t.value, t.created_at, t.seq) > (?3, ?4, ?5)
 		ORDER BY t.value, t.created_at, t.seq LIMIT ` + strconv.Itoa(auxPageSize)
 }
