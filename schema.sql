@@ -192,61 +192,69 @@ CREATE TABLE page_versions (
   version INTEGER NOT NULL
 ) STRICT;
 
+-- The channels whose pages show an event that names id in an e tag, by
+-- hop (CW-18): 1, id's own channel; 2, the channels of the events id names
+-- when id is an aux event (a deletion of id is served there).
+CREATE VIEW target_pages (id, hop, channel) AS
+  SELECT id, 1, channel FROM events
+  UNION ALL
+  SELECT x.id, 2, y.channel FROM events x CROSS JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k
+    CROSS JOIN events y ON y.id = unhex(k.value ->> 1)
+    WHERE x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e';
+
+-- The channels whose pages show event seq: its channel, its scope, and
+-- when it is an aux event, the pages of the events it names (hop 2 for a
+-- deletion only). CROSS JOIN keeps the order: each event found by its
+-- number or id, never the other way round.
+CREATE VIEW event_pages (seq, channel) AS
+  SELECT seq, channel FROM events
+  UNION ALL
+  SELECT seq, scope FROM events
+  UNION ALL
+  SELECT e.seq, x.channel FROM events e CROSS JOIN json_each(iif(json_valid(e.tags), e.tags, '[]')) j
+    CROSS JOIN events x ON x.id = unhex(j.value ->> 1)
+    WHERE e.kind IN (5, 7, 9005, 40003) AND j.value ->> 0 = 'e'
+  UNION ALL
+  SELECT e.seq, y.channel FROM events e CROSS JOIN json_each(iif(json_valid(e.tags), e.tags, '[]')) j
+    CROSS JOIN events x ON x.id = unhex(j.value ->> 1)
+    CROSS JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k CROSS JOIN events y ON y.id = unhex(k.value ->> 1)
+    WHERE e.kind IN (5, 9005) AND j.value ->> 0 = 'e' AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e';
+
 CREATE TRIGGER events_page_insert AFTER INSERT ON events BEGIN
   INSERT INTO page_versions (channel, version)
     SELECT c, 1 FROM (SELECT NEW.channel AS c UNION SELECT NEW.scope) WHERE c IS NOT NULL
     ON CONFLICT (channel) DO UPDATE SET version = version + 1;
 END;
 
+-- A scope is set once (a reaction that arrived before its target): the
+-- old one counts too.
 CREATE TRIGGER events_page_update AFTER UPDATE ON events BEGIN
   INSERT INTO page_versions (channel, version)
-    SELECT c, 1 FROM (
-      SELECT OLD.channel AS c UNION SELECT OLD.scope UNION SELECT NEW.scope
-      UNION SELECT x.channel FROM json_each(iif(json_valid(OLD.tags), OLD.tags, '[]')) j JOIN events x ON x.id = unhex(j.value ->> 1)
-        WHERE OLD.kind IN (5, 7, 9005, 40003) AND j.value ->> 0 = 'e'
-      UNION SELECT y.channel FROM json_each(iif(json_valid(OLD.tags), OLD.tags, '[]')) j JOIN events x ON x.id = unhex(j.value ->> 1)
-        JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k JOIN events y ON y.id = unhex(k.value ->> 1)
-        WHERE OLD.kind IN (5, 9005) AND j.value ->> 0 = 'e'
-        AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e'
-    ) WHERE c IS NOT NULL
+    SELECT c, 1 FROM (SELECT channel AS c FROM event_pages WHERE seq = NEW.seq UNION SELECT OLD.scope)
+    WHERE c IS NOT NULL
     ON CONFLICT (channel) DO UPDATE SET version = version + 1;
 END;
 
-CREATE TRIGGER events_page_delete AFTER DELETE ON events BEGIN
+-- Before the row goes, while the views still see it.
+CREATE TRIGGER events_page_delete BEFORE DELETE ON events BEGIN
   INSERT INTO page_versions (channel, version)
-    SELECT c, 1 FROM (
-      SELECT OLD.channel AS c UNION SELECT OLD.scope
-      UNION SELECT x.channel FROM json_each(iif(json_valid(OLD.tags), OLD.tags, '[]')) j JOIN events x ON x.id = unhex(j.value ->> 1)
-        WHERE OLD.kind IN (5, 7, 9005, 40003) AND j.value ->> 0 = 'e'
-      UNION SELECT y.channel FROM json_each(iif(json_valid(OLD.tags), OLD.tags, '[]')) j JOIN events x ON x.id = unhex(j.value ->> 1)
-        JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k JOIN events y ON y.id = unhex(k.value ->> 1)
-        WHERE OLD.kind IN (5, 9005) AND j.value ->> 0 = 'e'
-        AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e'
-    ) WHERE c IS NOT NULL
+    SELECT DISTINCT channel, 1 FROM event_pages WHERE seq = OLD.seq AND channel IS NOT NULL
     ON CONFLICT (channel) DO UPDATE SET version = version + 1;
 END;
 
 CREATE TRIGGER tags_page_insert AFTER INSERT ON tags
   WHEN NEW.name = 'e' AND NEW.kind IN (5, 7, 9005, 40003) BEGIN
   INSERT INTO page_versions (channel, version)
-    SELECT c, 1 FROM (
-      SELECT x.channel AS c FROM events x WHERE x.id = NEW.value
-      UNION SELECT y.channel FROM events x JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k JOIN events y ON y.id = unhex(k.value ->> 1)
-        WHERE NEW.kind IN (5, 9005) AND x.id = NEW.value
-        AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e'
-    ) WHERE c IS NOT NULL
+    SELECT DISTINCT channel, 1 FROM target_pages
+    WHERE id = NEW.value AND (hop = 1 OR NEW.kind IN (5, 9005)) AND channel IS NOT NULL
     ON CONFLICT (channel) DO UPDATE SET version = version + 1;
 END;
 
 CREATE TRIGGER tags_page_delete AFTER DELETE ON tags
   WHEN OLD.name = 'e' AND OLD.kind IN (5, 7, 9005, 40003) BEGIN
   INSERT INTO page_versions (channel, version)
-    SELECT c, 1 FROM (
-      SELECT x.channel AS c FROM events x WHERE x.id = OLD.value
-      UNION SELECT y.channel FROM events x JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k JOIN events y ON y.id = unhex(k.value ->> 1)
-        WHERE OLD.kind IN (5, 9005) AND x.id = OLD.value
-        AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e'
-    ) WHERE c IS NOT NULL
+    SELECT DISTINCT channel, 1 FROM target_pages
+    WHERE id = OLD.value AND (hop = 1 OR OLD.kind IN (5, 9005)) AND channel IS NOT NULL
     ON CONFLICT (channel) DO UPDATE SET version = version + 1;
 END;
 

@@ -421,7 +421,7 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	if _, err := raw.Exec(`DROP TRIGGER events_page_insert; DROP TRIGGER events_page_update;
 		DROP TRIGGER events_page_delete; DROP TRIGGER tags_page_insert; DROP TRIGGER tags_page_delete;
 		DROP TRIGGER thread_page_insert; DROP TRIGGER thread_page_update; DROP TABLE page_versions;
-		DROP INDEX tags_aux;
+		DROP INDEX tags_aux; DROP VIEW event_pages; DROP VIEW target_pages;
 		INSERT INTO settings (key, value) VALUES ('write_version', 7);
 		PRAGMA user_version = 3`); err != nil {
 		t.Fatal(err)
@@ -594,7 +594,7 @@ func TestMigrateFromVersion3(t *testing.T) {
 		t.Fatal(err)
 	}
 	const objects = `SELECT group_concat(type || ' ' || name || ' ' || sql, char(10)) FROM
-		(SELECT type, name, sql FROM sqlite_schema WHERE name IN ('page_versions', 'tags_aux') OR type = 'trigger' ORDER BY name)`
+		(SELECT type, name, sql FROM sqlite_schema WHERE name IN ('page_versions', 'tags_aux') OR type IN ('trigger', 'view') ORDER BY name)`
 	var got, want string
 	if err := s.readers.QueryRow(objects).Scan(&got); err != nil {
 		t.Fatal(err)

@@ -251,6 +251,13 @@ func TestWriterPlans(t *testing.T) {
 			if scans := tableScans(query, plan); len(scans) > 0 {
 				t.Errorf("%s, trigger %s's\n%s\nreads a whole table: %q; its plan:\n%s", state, name, query, scans, plan)
 			}
+			// Every event a trigger reads is one it names: by number or id.
+			for _, line := range planLines(plan) {
+				if strings.HasPrefix(line, "SEARCH ") && !strings.Contains(line, "INTEGER PRIMARY KEY (rowid=?)") &&
+					!strings.Contains(line, "INDEX events_id (id=?)") {
+					t.Errorf("%s, trigger %s's\n%s\nsearches a range: %q; its plan:\n%s", state, name, query, line, plan)
+				}
+			}
 		}
 	}
 }
