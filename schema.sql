@@ -173,9 +173,11 @@ CREATE TABLE thread_metadata (
 -- the version of every channel whose pages a write may change, whatever
 -- wrote it (ingest, deletion, replacement, NIP-40 purge, backfill,
 -- reclassify, repair, another process):
---   an event stored, changed or dropped: its channel and its scope (a row,
---     or an aux event of the channel; a reaction without an h tag is
---     scoped to its target's channel);
+--   an event changed or dropped: its channel and its scope (a row, or an
+--     aux event of the channel; a reaction without an h tag is scoped to
+--     its target's channel). An event stored counts for the same, once a
+--     channel per write batch: the writer bumps those itself (a trigger
+--     per event cost an upsert per event, 512 in a batch to one channel);
 --   an aux event (kinds 5, 7, 9005, 40003) changed or dropped, or its `e`
 --     tag index row written or deleted: the channel of each event it names
 --     (it is served in that event's window page, CW-18: hop 1); for a
@@ -219,12 +221,6 @@ CREATE VIEW event_pages (seq, channel) AS
     CROSS JOIN events x ON x.id = unhex(j.value ->> 1)
     CROSS JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k CROSS JOIN events y ON y.id = unhex(k.value ->> 1)
     WHERE e.kind IN (5, 9005) AND j.value ->> 0 = 'e' AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e';
-
-CREATE TRIGGER events_page_insert AFTER INSERT ON events BEGIN
-  INSERT INTO page_versions (channel, version)
-    SELECT c, 1 FROM (SELECT NEW.channel AS c UNION SELECT NEW.scope) WHERE c IS NOT NULL
-    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
-END;
 
 -- A scope is set once (a reaction that arrived before its target): the
 -- old one counts too.

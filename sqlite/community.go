@@ -289,10 +289,29 @@ func (tx *writeTx) applySetting(r *record, now int64) error {
 	return nil
 }
 
-// finish ends a batch of jobs before its commit: when the access state
-// changed, it bumps access_version and renews the group state of every
-// channel that changed.
+// storedIn notes the channel and scope of an event the transaction
+// stored, whose window pages it changes.
+func (tx *writeTx) storedIn(channel, scope sql.NullInt64) {
+	if tx.stored == nil {
+		tx.stored = map[int64]bool{}
+	}
+	for _, c := range []sql.NullInt64{channel, scope} {
+		if c.Valid {
+			tx.stored[c.Int64] = true
+		}
+	}
+}
+
+// finish ends a batch of jobs before its commit: it bumps the page version
+// of every channel an event was stored in (schema.sql: page_versions), and
+// when the access state changed, it bumps access_version and renews the
+// group state of every channel that changed.
 func (s *Store) finish(tx *writeTx) error {
+	for c := range tx.stored {
+		if _, err := tx.bumpPages.ExecContext(tx.ctx, c); err != nil {
+			return fmt.Errorf("bump page version of channel %d: %w", c, err)
+		}
+	}
 	if tx.work == nil {
 		return nil
 	}

@@ -89,12 +89,6 @@ var migrations = map[int]string{
 		    CROSS JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k CROSS JOIN events y ON y.id = unhex(k.value ->> 1)
 		    WHERE e.kind IN (5, 9005) AND j.value ->> 0 = 'e' AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e';
 
-		CREATE TRIGGER events_page_insert AFTER INSERT ON events BEGIN
-		  INSERT INTO page_versions (channel, version)
-		    SELECT c, 1 FROM (SELECT NEW.channel AS c UNION SELECT NEW.scope) WHERE c IS NOT NULL
-		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
-		END;
-
 		-- A scope is set once (a reaction that arrived before its target): the
 		-- old one counts too.
 		CREATE TRIGGER events_page_update AFTER UPDATE ON events BEGIN

@@ -418,7 +418,7 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	t.Helper()
 	raw := mgRaw(t, path)
 	defer raw.Close()
-	if _, err := raw.Exec(`DROP TRIGGER events_page_insert; DROP TRIGGER events_page_update;
+	if _, err := raw.Exec(`DROP TRIGGER events_page_update;
 		DROP TRIGGER events_page_delete; DROP TRIGGER tags_page_insert; DROP TRIGGER tags_page_delete;
 		DROP TRIGGER thread_page_insert; DROP TRIGGER thread_page_update; DROP TABLE page_versions;
 		DROP INDEX tags_aux; DROP VIEW event_pages; DROP VIEW target_pages;

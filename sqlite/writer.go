@@ -86,6 +86,9 @@ type writeTx struct {
 	// the commit, published the group state events signed for them.
 	changed   map[int64]bool
 	published []*nostr.Event
+	// stored lists the channels (and scopes) of the events the transaction
+	// stored: finish bumps their page versions once each.
+	stored map[int64]bool
 	// deferState leaves the group state to a later RenewGroupState (import).
 	deferState bool
 	// recounted lists the events whose thread counters the current job
