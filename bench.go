@@ -106,6 +106,14 @@ func feedMentions(publisher, reader, channel string) ([]*nostr.Event, error) {
 	return evs, nil
 }
 
+// The mixed measurement (issue 15): window pages of every open channel's
+// head, the first mixedDeepPages pages of the read channel and the head of
+// the channel written to, while a message is written every mixedPace.
+const (
+	mixedDeepPages = 10
+	mixedPace      = 20 * time.Millisecond
+)
+
 // relayExecutable is the program started as the relay under load.
 var relayExecutable = os.Executable
 
@@ -176,6 +184,16 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The mixed measurement's writes: a message to the ingest channel
+	// every mixedPace for as long as its reads run.
+	mixed := make([]*nostr.Event, int(c.Duration("duration")/mixedPace)+1)
+	for i := range mixed {
+		mixed[i] = &nostr.Event{Kind: 9, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"h", ingest.Channels[0]}},
+			Content: fmt.Sprintf("mixed %d", i)}
+		if err := mixed[i].Sign(publisher); err != nil {
+			return err
+		}
+	}
 
 	report := bench.Report{Machine: machine(), Cores: runtime.NumCPU(), Screens: map[string]bench.Screen{}}
 	progress("measuring one core's signature verifications")
@@ -236,6 +254,20 @@ func runBench(c *cli.Context) error {
 			observe(&r)
 			report.Results = append(report.Results, r)
 		}
+		progress("window pages while channel %s is written, %d clients, %s", ingest.Channels[0], clients, d)
+		mixedBodies := [][]byte{bench.WindowBody(ingest.Channels[0], nil, 50)}
+		for _, ch := range chans {
+			mixedBodies = append(mixedBodies, bench.WindowBody(ch.ID, nil, 50))
+		}
+		for _, cursor := range chain.Cursors[1:min(len(chain.Cursors), mixedDeepPages)] {
+			mixedBodies = append(mixedBodies, bench.WindowBody(report.Channel, cursor, 50))
+		}
+		r, report.PageCache, err = bench.Mixed(ctx, t, "window mixed", mixedBodies, clients, d, mixed, mixedPace)
+		if err != nil {
+			return err
+		}
+		observe(&r)
+		report.Results = append(report.Results, r)
 		progress("fan-out: %d events to %d subscribers", len(live), c.Int("subscribers"))
 		r, err = bench.Fanout(ctx, t, "fan-out", ingest.Channels[0], live, c.Int("subscribers"), fanoutRound)
 		if err != nil {

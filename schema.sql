@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 3
+-- schema_version: 4
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -47,8 +47,6 @@ CREATE TABLE members (
 --                             change: a reader that finds the one its own
 --                             writer is committing takes that writer's
 --                             state instead of reading the whole state
---   write_version             bumped by every write transaction: a cached
---                             window page is valid while it stands
 --   thread_replies_in_channel the community setting of RL-15 (0/1)
 --   thread_replies_in_channel.config  the value the config file gave when
 --                             the relay last started: a change there is
@@ -57,7 +55,7 @@ CREATE TABLE settings (
   key   TEXT PRIMARY KEY,
   value ANY
 ) STRICT, WITHOUT ROWID;
-INSERT INTO settings (key, value) VALUES ('access_version', 0), ('write_version', 0);
+INSERT INTO settings (key, value) VALUES ('access_version', 0);
 
 -- Every stored event. The signed event is rebuilt from these columns on read
 -- (tags are kept as their JSON array, content verbatim).
@@ -143,6 +141,12 @@ CREATE TABLE tags (
   PRIMARY KEY (name, value, created_at, seq)
 ) STRICT, WITHOUT ROWID;
 
+-- Aux lookups of the window and thread pages (CW-18): the `e` tags of the
+-- kinds an aux closure serves, in the order it reads them. Through the
+-- primary key a page also walked every reply naming its rows (issue 15).
+CREATE INDEX tags_aux ON tags(value, created_at, seq, kind)
+  WHERE name = 'e' AND kind IN (5, 7, 9005, 40003);
+
 -- Subtree counters of a classified channel event (RL-5), kept exact for every
 -- ancestor at ingest and deletion (RL-6). A row exists once the event has had
 -- a reply; no row means all zero.
@@ -162,3 +166,102 @@ CREATE TABLE thread_metadata (
   participants     BLOB,
   updated_at       INTEGER
 ) STRICT;
+
+-- Window page versions (issue 15): a cached window page of a channel is
+-- valid while its channel's version stands, so a write to one channel
+-- leaves the cached pages of every other valid. The triggers below bump
+-- the version of every channel whose pages a write may change, whatever
+-- wrote it (ingest, deletion, replacement, NIP-40 purge, backfill,
+-- reclassify, repair, another process):
+--   an event changed or dropped: its channel and its scope (a row, or an
+--     aux event of the channel; a reaction without an h tag is scoped to
+--     its target's channel). An event stored counts for the same, once a
+--     channel per write batch: the writer bumps those itself (a trigger
+--     per event cost an upsert per event, 512 in a batch to one channel);
+--   an aux event (kinds 5, 7, 9005, 40003) changed or dropped, or its `e`
+--     tag index row written or deleted: the channel of each event it names
+--     (it is served in that event's window page, CW-18: hop 1); for a
+--     deletion (5, 9005), also the channel of each event named by an aux
+--     event it names (hop 2). This holds for aux events of no channel: a
+--     channel-less kind 7 naming an event of channel A is A's, and so is a
+--     deletion of that kind 7;
+--   a thread counter row written: the channel of its event (summaries).
+-- A channel without a row has version 0. The channel's access state is
+-- checked afresh for every page, cached or not; aux events scoped to other
+-- channels are judged by the access state, whose version the cache checks.
+CREATE TABLE page_versions (
+  channel INTEGER PRIMARY KEY,
+  version INTEGER NOT NULL
+) STRICT;
+
+-- The channels whose pages show an event that names id in an e tag, by
+-- hop (CW-18): 1, id's own channel; 2, the channels of the events id names
+-- when id is an aux event (a deletion of id is served there).
+CREATE VIEW target_pages (id, hop, channel) AS
+  SELECT id, 1, channel FROM events
+  UNION ALL
+  SELECT x.id, 2, y.channel FROM events x CROSS JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k
+    CROSS JOIN events y ON y.id = unhex(k.value ->> 1)
+    WHERE x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e';
+
+-- The channels whose pages show event seq: its channel, its scope, and
+-- when it is an aux event, the pages of the events it names (hop 2 for a
+-- deletion only). CROSS JOIN keeps the order: each event found by its
+-- number or id, never the other way round.
+CREATE VIEW event_pages (seq, channel) AS
+  SELECT seq, channel FROM events
+  UNION ALL
+  SELECT seq, scope FROM events
+  UNION ALL
+  SELECT e.seq, x.channel FROM events e CROSS JOIN json_each(iif(json_valid(e.tags), e.tags, '[]')) j
+    CROSS JOIN events x ON x.id = unhex(j.value ->> 1)
+    WHERE e.kind IN (5, 7, 9005, 40003) AND j.value ->> 0 = 'e'
+  UNION ALL
+  SELECT e.seq, y.channel FROM events e CROSS JOIN json_each(iif(json_valid(e.tags), e.tags, '[]')) j
+    CROSS JOIN events x ON x.id = unhex(j.value ->> 1)
+    CROSS JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k CROSS JOIN events y ON y.id = unhex(k.value ->> 1)
+    WHERE e.kind IN (5, 9005) AND j.value ->> 0 = 'e' AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e';
+
+-- A scope is set once (a reaction that arrived before its target): the
+-- old one counts too.
+CREATE TRIGGER events_page_update AFTER UPDATE ON events BEGIN
+  INSERT INTO page_versions (channel, version)
+    SELECT c, 1 FROM (SELECT channel AS c FROM event_pages WHERE seq = NEW.seq UNION SELECT OLD.scope)
+    WHERE c IS NOT NULL
+    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+END;
+
+-- Before the row goes, while the views still see it.
+CREATE TRIGGER events_page_delete BEFORE DELETE ON events BEGIN
+  INSERT INTO page_versions (channel, version)
+    SELECT DISTINCT channel, 1 FROM event_pages WHERE seq = OLD.seq AND channel IS NOT NULL
+    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+END;
+
+CREATE TRIGGER tags_page_insert AFTER INSERT ON tags
+  WHEN NEW.name = 'e' AND NEW.kind IN (5, 7, 9005, 40003) BEGIN
+  INSERT INTO page_versions (channel, version)
+    SELECT DISTINCT channel, 1 FROM target_pages
+    WHERE id = NEW.value AND (hop = 1 OR NEW.kind IN (5, 9005)) AND channel IS NOT NULL
+    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+END;
+
+CREATE TRIGGER tags_page_delete AFTER DELETE ON tags
+  WHEN OLD.name = 'e' AND OLD.kind IN (5, 7, 9005, 40003) BEGIN
+  INSERT INTO page_versions (channel, version)
+    SELECT DISTINCT channel, 1 FROM target_pages
+    WHERE id = OLD.value AND (hop = 1 OR OLD.kind IN (5, 9005)) AND channel IS NOT NULL
+    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+END;
+
+CREATE TRIGGER thread_page_insert AFTER INSERT ON thread_metadata BEGIN
+  INSERT INTO page_versions (channel, version)
+    SELECT channel, 1 FROM events WHERE seq = NEW.seq AND channel IS NOT NULL
+    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+END;
+
+CREATE TRIGGER thread_page_update AFTER UPDATE ON thread_metadata BEGIN
+  INSERT INTO page_versions (channel, version)
+    SELECT channel, 1 FROM events WHERE seq = NEW.seq AND channel IS NOT NULL
+    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+END;

@@ -40,6 +40,9 @@ type Report struct {
 	// WindowPages is its window's length in pages of 50.
 	WindowPages int      `json:"window_pages"`
 	Results     []Result `json:"results"`
+	// PageCache is how the page cache served "window mixed": pages of
+	// several channels while one of them was written.
+	PageCache PageCache `json:"page_cache_mixed"`
 	// Screens are the first screen the window way and the generic way,
 	// with the page cache and without.
 	Screens map[string]Screen `json:"screens"`
@@ -91,6 +94,10 @@ func (r Report) WriteText(w io.Writer) error {
 		return err
 	}
 	b.WriteString("\n")
+	if pc := r.PageCache; pc.Hits+pc.Misses > 0 {
+		fmt.Fprintf(&b, "page cache under writes (window mixed): %.0f%% of %d pages from the cache while %d messages were written to one of the channels read\n",
+			100*pc.HitRate(), pc.Hits+pc.Misses, pc.Writes)
+	}
 	for _, cache := range []string{"cached", "uncached"} {
 		win, okW := r.Screens["window "+cache]
 		gen, okG := r.Screens["generic "+cache]

@@ -289,13 +289,27 @@ func (tx *writeTx) applySetting(r *record, now int64) error {
 	return nil
 }
 
-// finish ends a batch of jobs before its commit: when a job succeeded, it
-// bumps write_version (cached window pages are stale now), and when the access state changed,
-// access_version, and renews the group state of every channel that changed.
+// storedIn notes the channel and scope of an event the transaction
+// stored, whose window pages it changes.
+func (tx *writeTx) storedIn(channel, scope sql.NullInt64) {
+	if tx.stored == nil {
+		tx.stored = map[int64]bool{}
+	}
+	for _, c := range []sql.NullInt64{channel, scope} {
+		if c.Valid {
+			tx.stored[c.Int64] = true
+		}
+	}
+}
+
+// finish ends a batch of jobs before its commit: it bumps the page version
+// of every channel an event was stored in (schema.sql: page_versions), and
+// when the access state changed, it bumps access_version and renews the
+// group state of every channel that changed.
 func (s *Store) finish(tx *writeTx) error {
-	if tx.wrote {
-		if _, err := tx.bumpWrites.ExecContext(tx.ctx); err != nil {
-			return fmt.Errorf("bump write version: %w", err)
+	for c := range tx.stored {
+		if _, err := tx.bumpPages.ExecContext(tx.ctx, c); err != nil {
+			return fmt.Errorf("bump page version of channel %d: %w", c, err)
 		}
 	}
 	if tx.work == nil {

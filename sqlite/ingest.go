@@ -207,6 +207,7 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	if err != nil {
 		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
 	}
+	tx.storedIn(channel, scope)
 	for _, t := range r.tags {
 		if _, err := tx.insertTag.ExecContext(tx.ctx, t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
 			return buzz.Admitted{}, fmt.Errorf("insert tag: %w", err)

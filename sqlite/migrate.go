@@ -50,6 +50,88 @@ var migrations = map[int]string{
 		    JOIN events t ON t.id = unhex(j.value ->> 1)
 		    WHERE j.value ->> 0 = 'e' AND length(j.value ->> 1) = 64)
 		  WHERE kind = 5 AND channel IS NULL;`,
+	// Cached window pages are kept per channel (issue 15): page_versions
+	// and the triggers that keep it replace write_version. Aux lookups get
+	// an index of their own.
+	3: `DELETE FROM settings WHERE key = 'write_version';
+		CREATE INDEX tags_aux ON tags(value, created_at, seq, kind)
+		  WHERE name = 'e' AND kind IN (5, 7, 9005, 40003);
+		CREATE TABLE page_versions (
+		  channel INTEGER PRIMARY KEY,
+		  version INTEGER NOT NULL
+		) STRICT;
+
+		-- The channels whose pages show an event that names id in an e tag, by
+		-- hop (CW-18): 1, id's own channel; 2, the channels of the events id names
+		-- when id is an aux event (a deletion of id is served there).
+		CREATE VIEW target_pages (id, hop, channel) AS
+		  SELECT id, 1, channel FROM events
+		  UNION ALL
+		  SELECT x.id, 2, y.channel FROM events x CROSS JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k
+		    CROSS JOIN events y ON y.id = unhex(k.value ->> 1)
+		    WHERE x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e';
+
+		-- The channels whose pages show event seq: its channel, its scope, and
+		-- when it is an aux event, the pages of the events it names (hop 2 for a
+		-- deletion only). CROSS JOIN keeps the order: each event found by its
+		-- number or id, never the other way round.
+		CREATE VIEW event_pages (seq, channel) AS
+		  SELECT seq, channel FROM events
+		  UNION ALL
+		  SELECT seq, scope FROM events
+		  UNION ALL
+		  SELECT e.seq, x.channel FROM events e CROSS JOIN json_each(iif(json_valid(e.tags), e.tags, '[]')) j
+		    CROSS JOIN events x ON x.id = unhex(j.value ->> 1)
+		    WHERE e.kind IN (5, 7, 9005, 40003) AND j.value ->> 0 = 'e'
+		  UNION ALL
+		  SELECT e.seq, y.channel FROM events e CROSS JOIN json_each(iif(json_valid(e.tags), e.tags, '[]')) j
+		    CROSS JOIN events x ON x.id = unhex(j.value ->> 1)
+		    CROSS JOIN json_each(iif(json_valid(x.tags), x.tags, '[]')) k CROSS JOIN events y ON y.id = unhex(k.value ->> 1)
+		    WHERE e.kind IN (5, 9005) AND j.value ->> 0 = 'e' AND x.kind IN (5, 7, 9005, 40003) AND k.value ->> 0 = 'e';
+
+		-- A scope is set once (a reaction that arrived before its target): the
+		-- old one counts too.
+		CREATE TRIGGER events_page_update AFTER UPDATE ON events BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT c, 1 FROM (SELECT channel AS c FROM event_pages WHERE seq = NEW.seq UNION SELECT OLD.scope)
+		    WHERE c IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		-- Before the row goes, while the views still see it.
+		CREATE TRIGGER events_page_delete BEFORE DELETE ON events BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT DISTINCT channel, 1 FROM event_pages WHERE seq = OLD.seq AND channel IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER tags_page_insert AFTER INSERT ON tags
+		  WHEN NEW.name = 'e' AND NEW.kind IN (5, 7, 9005, 40003) BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT DISTINCT channel, 1 FROM target_pages
+		    WHERE id = NEW.value AND (hop = 1 OR NEW.kind IN (5, 9005)) AND channel IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER tags_page_delete AFTER DELETE ON tags
+		  WHEN OLD.name = 'e' AND OLD.kind IN (5, 7, 9005, 40003) BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT DISTINCT channel, 1 FROM target_pages
+		    WHERE id = OLD.value AND (hop = 1 OR OLD.kind IN (5, 9005)) AND channel IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER thread_page_insert AFTER INSERT ON thread_metadata BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT channel, 1 FROM events WHERE seq = NEW.seq AND channel IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;
+
+		CREATE TRIGGER thread_page_update AFTER UPDATE ON thread_metadata BEGIN
+		  INSERT INTO page_versions (channel, version)
+		    SELECT channel, 1 FROM events WHERE seq = NEW.seq AND channel IS NOT NULL
+		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
+		END;`,
 }
 
 var versionLine = regexp.MustCompile(`(?m)^-- schema_version: (\d+)$`)

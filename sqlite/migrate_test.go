@@ -114,8 +114,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 3 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 3", v, err)
+	if err != nil || v != 4 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 4", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -412,10 +412,27 @@ func TestMigrateForward(t *testing.T) {
 	}
 }
 
-// mgDowngradeToV2 takes a database of version 3 back to version 2: no
+// mgDowngradeToV3 takes a database of version 4 back to version 3: no
+// page versions and their triggers, no aux index, but write_version.
+func mgDowngradeToV3(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP TRIGGER events_page_update;
+		DROP TRIGGER events_page_delete; DROP TRIGGER tags_page_insert; DROP TRIGGER tags_page_delete;
+		DROP TRIGGER thread_page_insert; DROP TRIGGER thread_page_update; DROP TABLE page_versions;
+		DROP INDEX tags_aux; DROP VIEW event_pages; DROP VIEW target_pages;
+		INSERT INTO settings (key, value) VALUES ('write_version', 7);
+		PRAGMA user_version = 3`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV2 takes a database of version 4 back to version 2: no
 // channel state, no members, no settings, no event scope.
 func mgDowngradeToV2(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV3(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP TABLE members; DROP TABLE settings; DROP INDEX events_projection;
@@ -552,5 +569,49 @@ func TestMigrateFailedStepRollsBack(t *testing.T) {
 	// And the current build still opens it.
 	if _, err := mgOpen(t, path, testutil.Schema(t)); err != nil {
 		t.Errorf("reopen at the current version: %v", err)
+	}
+}
+
+// RL-2, issue 15: the real migration from version 3 to 4 replaces
+// write_version with the page versions a fresh database has, triggers
+// included, adds the aux index, and the triggers count the writes of the migrated database.
+func TestMigrateFromVersion3(t *testing.T) {
+	a := testutil.NewSigner(t)
+	const ch = "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a"
+	msg := a.Event(t, 9, qtT0, "before", nostr.Tag{"h", ch})
+	path := mgNewDB(t, msg)
+	mgDowngradeToV3(t, path)
+
+	s, err := mgOpen(t, path, testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM settings WHERE key = 'write_version'`); n != 0 {
+		t.Error("write_version is still in settings")
+	}
+	fresh, err := mgOpen(t, mgNewDB(t), testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const objects = `SELECT group_concat(type || ' ' || name || ' ' || sql, char(10)) FROM
+		(SELECT type, name, sql FROM sqlite_schema WHERE name IN ('page_versions', 'tags_aux') OR type IN ('trigger', 'view') ORDER BY name)`
+	var got, want string
+	if err := s.readers.QueryRow(objects).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.readers.QueryRow(objects).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	// The same statements, however indented.
+	if strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
+		t.Errorf("after migration:\n%s\nfresh:\n%s", got, want)
+	}
+	version := func() int64 {
+		return qtSQLCount(t, s, `SELECT coalesce((SELECT version FROM page_versions p JOIN channels c ON c.seq = p.channel WHERE c.h = ?), 0)`, ch)
+	}
+	before := version()
+	qtIngest(t, s, a.Event(t, 9, qtT0+1, "after", nostr.Tag{"h", ch}))
+	if after := version(); after <= before {
+		t.Errorf("page version of the channel %d before a write, %d after", before, after)
 	}
 }

@@ -13,10 +13,14 @@ import (
 // pageCache keeps recently served window pages. Every client that opens a
 // channel asks for the same head page, and on this engine a page costs a
 // millisecond or two of CPU, most of it the aux closure's index seeks. A
-// page is valid while write_version stands, read in the same snapshot
-// that would otherwise build the page: any committed write, by this
-// process or another, makes every cached page stale, so a page served
-// from the cache is exactly what the database would give.
+// page is valid while its channel's page version stands (page_versions in
+// schema.sql: the triggers there bump it for every write that may change
+// the channel's pages, by this process or another), read in the same
+// snapshot that would otherwise build the page, so a page served from the
+// cache is exactly what the database would give, while writes to other
+// channels leave it valid (issue 15). A page with aux events scoped to
+// another channel was also judged by that channel's access state: it is
+// valid only while the access state it was judged by stands.
 type pageCache struct {
 	mu      sync.Mutex
 	max     int
@@ -30,9 +34,25 @@ type pageCache struct {
 type cachedPage struct {
 	key  string
 	page *buzz.WindowPage
+	pageVersions
 	// expires is the first NIP-40 expiration of an event on the page:
 	// reads hide it from then on, before the purge writes anything.
 	expires int64
+}
+
+// pageVersions are what a page was read at: its channel's page version
+// and the version of the access state that judged it. foreign says that an
+// aux event of another channel's scope was judged: only then does a change
+// of the access state make the page stale (its own channel's access is
+// checked for every page, cached or not).
+type pageVersions struct {
+	channel, access int64
+	foreign         bool
+}
+
+// serves reports whether a page read at p may be served at versions now.
+func (p pageVersions) serves(now pageVersions) bool {
+	return p.channel == now.channel && (!p.foreign || p.access == now.access)
 }
 
 // pageCacheSize bounds the cache: a page is some 100 KB.
@@ -47,12 +67,12 @@ func newPageCache(max int) *pageCache {
 	return &pageCache{max: max, order: list.New(), entries: map[string]*list.Element{}}
 }
 
-// pageKey names a window page: the database version it was read at and
-// everything of the request that shapes it, the viewer included (the aux
-// closure leaves out what the viewer may not read).
-func pageKey(version int64, q buzz.WindowQuery) string {
+// pageKey names a window page: everything of the request that shapes it,
+// the viewer included (the aux closure leaves out what the viewer may not
+// read).
+func pageKey(q buzz.WindowQuery) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d|%s|%d|%v|%v|%v|%s|", version, q.Channel, q.Limit, q.Projection, q.Summaries, q.Aux, q.Viewer)
+	fmt.Fprintf(&b, "%s|%d|%v|%v|%v|%s|", q.Channel, q.Limit, q.Projection, q.Summaries, q.Aux, q.Viewer)
 	if q.Before != nil {
 		fmt.Fprintf(&b, "%d:%s", q.Before.CreatedAt, q.Before.ID)
 	}
@@ -60,16 +80,17 @@ func pageKey(version int64, q buzz.WindowQuery) string {
 	return b.String()
 }
 
-// get returns the page of key, unless an event on it has expired by now;
-// the caller must not modify it.
-func (c *pageCache) get(key string, now int64) (*buzz.WindowPage, bool) {
+// get returns the page of key, unless it was read at versions it may not
+// be served at (cur) or an event on it has expired by now; the caller must
+// not modify it.
+func (c *pageCache) get(key string, cur pageVersions, now int64) (*buzz.WindowPage, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
 	if !ok {
 		return nil, false
 	}
-	if cp := e.Value.(*cachedPage); now >= cp.expires {
+	if cp := e.Value.(*cachedPage); !cp.serves(cur) || now >= cp.expires {
 		c.order.Remove(e)
 		delete(c.entries, key)
 		return nil, false
@@ -82,17 +103,22 @@ func (c *pageCache) get(key string, now int64) (*buzz.WindowPage, bool) {
 // the cache, which is bounded by entries: 128 pages stay some megabytes.
 const maxCachedPageBytes = 512 << 10
 
-func (c *pageCache) put(key string, page *buzz.WindowPage, expires int64) {
+// put keeps page as the page of key, read at versions v; it replaces the
+// page kept for key, which a reader of an older snapshot may also be
+// replacing: the cache then misses until the page is read again.
+func (c *pageCache) put(key string, page *buzz.WindowPage, v pageVersions, expires int64) {
 	if c.max < 0 || pageBytes(page) > maxCachedPageBytes {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	entry := &cachedPage{key: key, page: page, pageVersions: v, expires: expires}
 	if e, ok := c.entries[key]; ok {
+		e.Value = entry
 		c.order.MoveToFront(e)
 		return
 	}
-	c.entries[key] = c.order.PushFront(&cachedPage{key: key, page: page, expires: expires})
+	c.entries[key] = c.order.PushFront(entry)
 	for c.order.Len() > c.max {
 		oldest := c.order.Back()
 		c.order.Remove(oldest)

@@ -23,7 +23,7 @@ type writeStmts struct {
 	unclassified, setThread, deleteExtraTag    *sql.Stmt
 	accessVersion, putSetting, setScope        *sql.Stmt
 	updateChannel, putMember, deleteMember     *sql.Stmt
-	reactionsTo, summaryTarget, bumpWrites     *sql.Stmt
+	reactionsTo, summaryTarget, bumpPages      *sql.Stmt
 	shortWait, longWait, checkpoint, busyWait  *sql.Stmt
 	foreignGroupState                          *sql.Stmt
 	topLevelAfter, subtree, moveSubtree        *sql.Stmt
@@ -126,7 +126,8 @@ func (s *writeStmts) list() []writeStmt {
 		{&s.moveSubtree, `UPDATE events SET root = ?, depth = depth + ?, row_class = 1 WHERE root = ?`},
 		{&s.setThread, `UPDATE events SET parent = ?, root = ?, depth = ?, broadcast = ?, row_class = ? WHERE seq = ?`},
 		{&s.accessVersion, `SELECT value FROM settings WHERE key = 'access_version'`},
-		{&s.bumpWrites, `UPDATE settings SET value = value + 1 WHERE key = 'write_version'`},
+		{&s.bumpPages, `INSERT INTO page_versions (channel, version) VALUES (?, 1)
+			ON CONFLICT (channel) DO UPDATE SET version = version + 1`},
 		{&s.putSetting, `INSERT INTO settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`},
 		{&s.setScope, `UPDATE events SET scope = ? WHERE seq = ?`},

@@ -72,7 +72,8 @@ type Store struct {
 	readStmts   map[string]*sql.Stmt
 	// preparing are the statements being prepared for the pool.
 	preparing map[string]bool
-	// pages caches window pages while no write happens (pagecache.go).
+	// pages caches window pages while no write changes their channel
+	// (pagecache.go).
 	pages *pageCache
 
 	channelsMu sync.RWMutex

@@ -32,26 +32,27 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			page.Unreadable = true
 			return nil
 		}
-		var version int64
-		st, err := s.prepared(sctx, tx, `SELECT value FROM settings WHERE key = 'write_version'`)
+		cur := pageVersions{access: c.Version}
+		st, err := s.prepared(sctx, tx, pageVersionSQL)
 		if err != nil {
 			return fmt.Errorf("window: %w", err)
 		}
-		if err := st.QueryRowContext(sctx).Scan(&version); err != nil {
-			return fmt.Errorf("window: read write version: %w", err)
+		if err := st.QueryRowContext(sctx, ch.Seq).Scan(&cur.channel); err != nil {
+			return fmt.Errorf("window: read page version: %w", err)
 		}
-		key := pageKey(version, q)
+		key := pageKey(q)
 		now := s.nowUnix()
-		if cached, ok := s.pages.get(key, now); ok {
+		if cached, ok := s.pages.get(key, cur, now); ok {
 			s.pages.hits.Add(1)
 			page = cached
 			return nil
 		}
+		read := cur                     // what the page is read at; foreign once judged so
 		expires := int64(math.MaxInt64) // the first expiration on the page
 		defer func() {
 			if err == nil { // a page cut short by its request is not kept
 				s.pages.misses.Add(1)
-				s.pages.put(key, page, expires)
+				s.pages.put(key, page, read, expires)
 			}
 		}()
 		bound := newPageBound(q.MaxBytes)
@@ -76,7 +77,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, ids, q.Viewer, bound, &expires); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, ids, q.Viewer, bound, &expires, auxJudged(ch.Seq, &read.foreign)); err != nil {
 				return err
 			}
 		}
@@ -86,6 +87,20 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 		return nil, err
 	}
 	return page, nil
+}
+
+// pageVersionSQL reads the page version of channel ?: 0 until a write
+// touches the channel's pages (schema.sql).
+const pageVersionSQL = `SELECT coalesce((SELECT version FROM page_versions WHERE channel = ?), 0)`
+
+// auxJudged returns the judged hook of a window page of channel seq: it
+// sets *foreign once an aux event scoped to another channel is judged.
+func auxJudged(seq int64, foreign *bool) func(scope int64) {
+	return func(scope int64) {
+		if scope != seq {
+			*foreign = true
+		}
+	}
 }
 
 // windowRowsSQL selects window rows from an index whose order is the window
@@ -299,9 +314,11 @@ const (
 )
 
 // auxSQL finds, one keyset page at a time, the events of some kinds whose
-// `e` tag names one of a JSON list of hex ids: in the tag index's own
-// order (target, created_at, event), so no page is sorted, and the
-// statement text is the same for any list, so it is prepared once.
+// `e` tag names one of a JSON list of hex ids: from tags_aux, which holds
+// the aux kinds' `e` tags only (its WHERE is repeated word for word, or
+// the planner may not use it), in its own order (target, created_at,
+// event), so no page is sorted, and the statement text is the same for
+// any list, so it is prepared once.
 func auxSQL(kinds []int) string {
 	list := make([]string, len(kinds))
 	for i, k := range kinds {
@@ -309,8 +326,8 @@ func auxSQL(kinds []int) string {
 	}
 	return `SELECT e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1), e.scope,
 		e.pubkey, e.kind, e.tags, e.content, e.sig, e.created_at, e.expires_at, t.value, t.created_at
-		FROM tags t JOIN events e ON e.seq = t.seq
-		WHERE t.name = 'e' AND t.value IN (SELECT unhex(value) FROM json_each(?2))
+		FROM tags t INDEXED BY tags_aux JOIN events e ON e.seq = t.seq
+		WHERE t.name = 'e' AND t.kind IN (5, 7, 9005, 40003) AND t.value IN (SELECT unhex(value) FROM json_each(?2))
 		AND t.kind IN (` + strings.Join(list, ",") + `) AND (t.value, t.created_at, t.seq) > (?3, ?4, ?5)
 		ORDER BY t.value, t.created_at, t.seq LIMIT ` + strconv.Itoa(auxPageSize)
 }
@@ -326,8 +343,9 @@ var (
 // it is neither deleted nor expired and v may read it. A deleted hop-1
 // event is not served, but the deletion naming it is: that is what tells a
 // client to drop a reaction or edit it shows. c is the access state of
-// tx's snapshot; the events served count against bound.
-func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Community, targets [][]byte, v buzz.Viewer, bound *pageBound, expires *int64) ([]buzz.RawEvent, error) {
+// tx's snapshot; the events served count against bound. judged, unless
+// nil, hears of the scope of every event judged by c's access rules.
+func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Community, targets [][]byte, v buzz.Viewer, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
 	var hop1 [][]byte
@@ -340,8 +358,13 @@ func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Commun
 			}
 		}
 		err := s.drainAux(ctx, sctx, tx, query, names, hop+1, func(a auxRow) error {
-			if a.scope.Valid && !c.CanReadSeq(v, a.scope.Int64) {
-				return nil
+			if a.scope.Valid {
+				if judged != nil {
+					judged(a.scope.Int64)
+				}
+				if !c.CanReadSeq(v, a.scope.Int64) {
+					return nil
+				}
 			}
 			if hop == 0 {
 				hop1 = append(hop1, a.id)
@@ -523,7 +546,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				targets = append(targets, rid)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, targets, q.Viewer, bound, &expires); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, targets, q.Viewer, bound, &expires, nil); err != nil {
 				return err
 			}
 		}

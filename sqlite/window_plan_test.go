@@ -93,3 +93,26 @@ func TestThreadQueryPlan(t *testing.T) {
 		}
 	}
 }
+
+// Issue 15, CW-18, CW-19: the aux hops read tags_aux, which holds the aux
+// kinds' `e` tags only, by target in keyset order (no sort), and each
+// event found by its number, on the first keyset page and on a later one;
+// a page's version is one search of page_versions.
+func TestAuxQueryPlan(t *testing.T) {
+	s := ttOpen(t)
+	later := []any{int64(1700000000), `["` + strings.Repeat("ab", 32) + `"]`, make([]byte, 32), int64(1700000000), int64(7)}
+	first := []any{int64(1700000000), `["` + strings.Repeat("ab", 32) + `"]`, auxStart.value, auxStart.createdAt, auxStart.seq}
+	for name, query := range map[string]string{"hop 1": hop1SQL, "hop 2": hop2SQL} {
+		for page, args := range map[string][]any{"first": first, "later": later} {
+			plan := explain(t, s, query, args...)
+			if !strings.Contains(plan, "SEARCH t USING COVERING INDEX tags_aux (value=?)") ||
+				!strings.Contains(plan, "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)") ||
+				strings.Contains(plan, "TEMP B-TREE") || planScansEvents(plan) {
+				t.Errorf("%s, %s keyset page: plan\n%s", name, page, plan)
+			}
+		}
+	}
+	if plan := explain(t, s, pageVersionSQL, int64(1)); !strings.Contains(plan, "SEARCH page_versions USING INTEGER PRIMARY KEY (rowid=?)") {
+		t.Errorf("page version: plan\n%s", plan)
+	}
+}

@@ -70,10 +70,6 @@ type writeJob struct {
 	ctx  context.Context
 	fn   func(w *writeTx) error
 	done chan error
-	// probe marks a job that writes nothing (Store.Ping): its success must
-	// not count as a write, which would bump write_version and so drop
-	// every cached window page.
-	probe bool
 }
 
 // writeTx is what a job sees: the prepared statements of the write
@@ -90,14 +86,14 @@ type writeTx struct {
 	// the commit, published the group state events signed for them.
 	changed   map[int64]bool
 	published []*nostr.Event
+	// stored lists the channels (and scopes) of the events the transaction
+	// stored: finish bumps their page versions once each.
+	stored map[int64]bool
 	// deferState leaves the group state to a later RenewGroupState (import).
 	deferState bool
 	// recounted lists the events whose thread counters the current job
 	// changed (CW-21).
 	recounted []int64
-	// wrote is set once a job of the transaction succeeded: only then may
-	// anything have been written.
-	wrote bool
 	// now is the store's clock when the transaction began.
 	now int64
 }
@@ -158,7 +154,7 @@ func (w *writer) do(ctx context.Context, fn func(w *writeTx) error) error {
 // Unlike do it returns when ctx ends, queued or not: a stuck writer is
 // what it is there to find.
 func (w *writer) probe(ctx context.Context) error {
-	job := &writeJob{ctx: ctx, fn: func(*writeTx) error { return nil }, done: make(chan error, 1), probe: true}
+	job := &writeJob{ctx: ctx, fn: func(*writeTx) error { return nil }, done: make(chan error, 1)}
 	if err := w.queue(ctx, job); err != nil {
 		return err
 	}
@@ -421,9 +417,6 @@ func (w *writer) call(tx *writeTx, job *writeJob) (err error) {
 		if p := recover(); p != nil {
 			w.log.Error("write job panicked", "panic", p)
 			err = fmt.Errorf("write job panicked: %v", p)
-		}
-		if err == nil && !job.probe {
-			tx.wrote = true
 		}
 	}()
 	return job.fn(tx)
