@@ -48,7 +48,7 @@ func channels(c *cli.Context) error {
 		if ch.Private {
 			access = "private"
 		}
-		if _, err := fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\n", ch.ID, ch.Name, access); err != nil {
+		if _, err := fmt.Fprintf(c.App.Writer, "%s\t%s\t%s\n", ch.ID, terminalText(ch.Name), access); err != nil {
 			return err
 		}
 	}

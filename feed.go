@@ -90,15 +90,17 @@ func feed(c *cli.Context) error {
 		}
 	}
 	for _, ev := range evs {
-		if err := printFeedRow(c.App.Writer, feedRowOf(ev, me), c.Bool("json")); err != nil {
+		if err := printFeedRow(c.App.Writer, feedRowOf(ev, me, types), c.Bool("json")); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// feedRowOf is ev as the feed of the reader me (hex; "" anonymous) shows it.
-func feedRowOf(ev *nostr.Event, me string) feedRow {
+// feedRowOf is ev as the feed of the reader me (hex; "" anonymous) asked
+// for types shows it: the relay serves the types in the order asked and an
+// event once, so its type is the first asked that it belongs to (RL-35).
+func feedRowOf(ev *nostr.Event, me string, types []string) feedRow {
 	row := feedRow{
 		windowRow: windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content,
 			ReplyTo: buzz.ParseThreadTags(ev.Tags).Parent},
@@ -111,11 +113,15 @@ func feedRowOf(ev *nostr.Event, me string) feedRow {
 		row.Channel = ch
 	}
 	named := me != "" && slices.ContainsFunc(ev.Tags, func(tag nostr.Tag) bool { return len(tag) >= 2 && tag[0] == "p" && tag[1] == me })
-	switch {
-	case named && slices.Contains(buzz.NeedsActionKinds, ev.Kind):
-		row.Type = nipcw.FeedNeedsAction
-	case named && slices.Contains(buzz.MentionKinds, ev.Kind):
-		row.Type = nipcw.FeedMentions
+	for _, name := range types {
+		t, _ := nipcw.FeedType(name)
+		switch {
+		case t == nipcw.FeedMentions && named && slices.Contains(buzz.MentionKinds, ev.Kind),
+			t == nipcw.FeedNeedsAction && named && slices.Contains(buzz.NeedsActionKinds, ev.Kind),
+			t == nipcw.FeedActivity && row.Channel != "" && slices.Contains(buzz.ActivityKinds, ev.Kind):
+			row.Type = t
+			return row
+		}
 	}
 	return row
 }

@@ -62,8 +62,10 @@ func TestFeedCommand(t *testing.T) {
 	}{
 		{[]string{"--key", keyFile}, []line{
 			{"mentions", "private, to me", priv}, {"needs_action", "approve?", ""}, {"activity", "open talk", open}}},
+		// RL-35: activity asked first serves the mention in a channel as
+		// activity, and it is marked so.
 		{[]string{"--key", keyFile, "--types", "agent_activity,mentions", "--limit", "2"}, []line{
-			{"mentions", "private, to me", priv}, {"activity", "open talk", open}}},
+			{"activity", "private, to me", priv}, {"activity", "open talk", open}}},
 		{[]string{"--key", keyFile, "--types", "needs_action"}, []line{{"needs_action", "approve?", ""}}},
 		{nil, []line{{"activity", "open talk", open}}},
 	} {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/nbd-wtf/go-nostr/nip19"
@@ -261,13 +262,14 @@ func thread(c *cli.Context) error {
 	for _, r := range t.Replies {
 		replies[r.Parent]++
 	}
-	row := auxRow(t.Root, t.Aux)
+	aux := auxByTarget(t.Aux)
+	row := auxRow(t.Root, aux[t.Root.ID])
 	row.Replies = replies[t.Root.ID]
 	if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
 		return err
 	}
 	for _, r := range t.Replies {
-		row := auxRow(r.Event, t.Aux)
+		row := auxRow(r.Event, aux[r.Event.ID])
 		row.Replies, row.ReplyTo, row.Depth = replies[r.Event.ID], r.Parent, r.Depth
 		if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
 			return err
@@ -309,8 +311,9 @@ func printThread(w io.Writer, u threadUpdate, asJSON bool) error {
 // overlays are metadata, not messages).
 func pageRows(p *nipcw.Page) []windowRow {
 	rows := make([]windowRow, 0, len(p.Rows))
+	aux := auxByTarget(p.Aux)
 	for _, ev := range p.Rows {
-		row := auxRow(ev, p.Aux)
+		row := auxRow(ev, aux[strings.ToLower(ev.ID)])
 		if sm, ok := p.Summaries[ev.ID]; ok {
 			row.Replies = sm.ReplyCount
 		}
@@ -319,8 +322,28 @@ func pageRows(p *nipcw.Page) []windowRow {
 	return rows
 }
 
-// auxRow is ev as a row, with what aux does to it: the newest edit by the
-// author replaces the content, reactions are counted, a deletion marks it.
+// auxByTarget indexes aux events by the ids they may act on (every `e`
+// tag's, lowercase), so that rows read only their own: a page or a thread
+// costs its events plus its aux events, not their product.
+func auxByTarget(aux []*nostr.Event) map[string][]*nostr.Event {
+	by := map[string][]*nostr.Event{}
+	for _, a := range aux {
+		seen := map[string]bool{}
+		for _, tag := range a.Tags {
+			if len(tag) >= 2 && tag[0] == "e" {
+				if id := strings.ToLower(tag[1]); !seen[id] {
+					seen[id] = true
+					by[id] = append(by[id], a)
+				}
+			}
+		}
+	}
+	return by
+}
+
+// auxRow is ev as a row, with what aux (the aux events naming it) does to
+// it: the newest edit by the author replaces the content, reactions are
+// counted, a deletion marks it.
 func auxRow(ev *nostr.Event, aux []*nostr.Event) windowRow {
 	row := windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content}
 	var edit *nostr.Event
@@ -390,12 +413,29 @@ func printRow(w io.Writer, row windowRow, asJSON bool) error {
 		marks = append(marks, "reply to "+row.ReplyTo[:8])
 	}
 	line := fmt.Sprintf("%s%s  %s  %s", strings.Repeat("  ", row.Depth), time.Unix(row.CreatedAt, 0).UTC().Format("2006-01-02 15:04:05"), author,
-		strings.ReplaceAll(row.Content, "\n", " "))
+		terminalText(row.Content))
 	if len(marks) > 0 {
 		line += "  [" + strings.Join(marks, ", ") + "]"
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err
+}
+
+// terminalText is untrusted text made fit for one line of a terminal:
+// line breaks and tabs become spaces, and control and format characters
+// (escape sequences, carriage returns, bidi overrides) become U+FFFD, so
+// that an author can neither move the reader's cursor, rewrite the screen,
+// nor make the line read otherwise than it is.
+func terminalText(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			return unicode.ReplacementChar
+		}
+		return r
+	}, s)
 }
 
 // secretKey reads --key: an nsec, 64 hex characters, or a file holding

@@ -523,3 +523,23 @@ func TestWindowThread(t *testing.T) {
 		t.Errorf("unknown thread: %v", err)
 	}
 }
+
+// Untrusted text printed on a terminal (window, window --thread, feed,
+// channels) cannot drive it: escape sequences, carriage returns, C1
+// controls and bidi overrides are replaced, line breaks become spaces.
+func TestTerminalText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, ünïcødé 🐝":        "plain text, ünïcødé 🐝",
+		"two\nlines\tand a tab":        "two lines and a tab",
+		"\x1b[2J\x1b[Hcleared":         "\uFFFD[2J\uFFFD[Hcleared",
+		"over\rwrite":                  "over\uFFFDwrite",
+		"c1 \u009b31m csi":             "c1 \uFFFD31m csi",
+		"bidi \u202egnp.exe\u202c":     "bidi \uFFFDgnp.exe\uFFFD",
+		"isolate \u2066x\u2069 \u200f": "isolate \uFFFDx\uFFFD \uFFFD",
+		"bad utf-8 \xff":               "bad utf-8 \uFFFD",
+	} {
+		if got := terminalText(in); got != want {
+			t.Errorf("terminalText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

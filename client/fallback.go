@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -211,7 +212,7 @@ func (w *wsConn) fetchAll(ctx context.Context, base nostr.Filter, batch int, int
 			into[ev.ID] = ev
 			oldest = min(oldest, ev.CreatedAt)
 		}
-		newest := slices.MaxFunc(evs, func(a, b *nostr.Event) int { return int(a.CreatedAt - b.CreatedAt) }).CreatedAt
+		newest := slices.MaxFunc(evs, func(a, b *nostr.Event) int { return cmp.Compare(a.CreatedAt, b.CreatedAt) }).CreatedAt
 		if oldest < newest || (until != nil && oldest < *until) {
 			// The page left second `oldest` possibly half read: continue
 			// there, inclusive; what was seen is deduplicated.

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,10 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
+
+// maxThreadEvents bounds what Thread holds of one thread, replies and aux
+// events together: a relay that keeps answering cannot grow it for ever.
+const maxThreadEvents = 100_000
 
 // ErrNoThread is a root the relay does not serve: unknown, or in a channel
 // the reader may not read (RL-13 answers both alike).
@@ -111,8 +116,18 @@ func (c *Client) threadByQuery(ctx context.Context, root string) (map[string]*no
 				last = ev
 			}
 		}
+		if len(got) > maxThreadEvents {
+			return nil, fmt.Errorf("client: thread %s: more than %d events", root, maxThreadEvents)
+		}
 		if replies < c.threadLimit || last == nil {
 			return got, nil
+		}
+		// The next page starts strictly after this one's last reply: a
+		// relay that answers a page not past the cursor sent would be
+		// asked the same page for ever.
+		if prev, ok := filter["thread_cursor"].(nostr.Timestamp); ok &&
+			(last.CreatedAt < prev || (last.CreatedAt == prev && last.ID <= filter["thread_cursor_id"].(string))) {
+			return nil, fmt.Errorf("client: thread %s: the relay's page does not go past thread_cursor %d", root, prev)
 		}
 		filter["thread_cursor"], filter["thread_cursor_id"] = last.CreatedAt, last.ID
 	}
@@ -169,6 +184,9 @@ func (c *Client) threadByREQ(ctx context.Context, root string) (map[string]*nost
 				frontier = append(frontier, id)
 			}
 		}
+		if len(got) > maxThreadEvents {
+			return nil, fmt.Errorf("client: thread %s: more than %d events", root, maxThreadEvents)
+		}
 	}
 	return got, nil
 }
@@ -202,10 +220,7 @@ func assembleThread(root string, evs map[string]*nostr.Event) *Thread {
 	}
 	for _, kids := range children {
 		slices.SortFunc(kids, func(a, b *nostr.Event) int {
-			if a.CreatedAt != b.CreatedAt {
-				return int(a.CreatedAt - b.CreatedAt)
-			}
-			return strings.Compare(a.ID, b.ID)
+			return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
 		})
 	}
 	// Depth first from the root; an event is placed once, so a cycle of

@@ -2,9 +2,12 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,5 +208,30 @@ func TestAssembleThreadLeavesOutWhatDoesNotHang(t *testing.T) {
 	}
 	if assembleThread(x.ID, map[string]*nostr.Event{}) != nil {
 		t.Error("a thread without its root")
+	}
+}
+
+// RL-20: a relay whose thread pages do not move past the thread_cursor
+// sent is an error, not a loop: the client would ask it the same page for
+// ever.
+func TestThreadCursorMustAdvance(t *testing.T) {
+	d := newThreadData(t)
+	page := []*nostr.Event{d.want[0].Event, d.want[1].Event} // two replies, whatever the cursor
+	url := startPlain(t, func(w http.ResponseWriter, r *http.Request) {
+		var filters []map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&filters); err != nil || len(filters) != 1 {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		out := page
+		if _, byID := filters[0]["ids"]; byID {
+			out = []*nostr.Event{d.root}
+		}
+		json.NewEncoder(w).Encode(out)
+	})
+	c := newClient(t, Options{Relay: url})
+	c.threadLimit = 2
+	if _, err := readThread(t, c, d.root.ID); err == nil || !strings.Contains(err.Error(), "does not go past thread_cursor") {
+		t.Errorf("a relay ignoring thread_cursor: %v", err)
 	}
 }
