@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 4
+-- schema_version: 5
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -121,6 +121,11 @@ CREATE INDEX events_root ON events(root, created_at, id)
   WHERE root IS NOT NULL;
 CREATE INDEX events_parent ON events(parent)
   WHERE parent IS NOT NULL;
+-- A thread's authors, each with its newest live reply: a deletion that
+-- changes a root's participants reads one entry per author, however long
+-- the thread (threadRecent).
+CREATE INDEX events_root_authors ON events(root, pubkey, created_at)
+  WHERE root IS NOT NULL AND deleted_at IS NULL;
 -- Channel messages stored without classification (CW-12), for Backfill.
 CREATE INDEX events_unclassified ON events(created_at, id)
   WHERE depth IS NULL AND row_class = 2;

@@ -122,3 +122,51 @@ func BenchmarkDeepDelete(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDeleteInLongThread is the deletion of the newest reply of a
+// thread of n replies written by two authors (issue 13, left from finding
+// 1): the root's participants are recounted, and must cost the same at
+// 1,000 and 20,000 replies. Each iteration first adds a fresh newest reply
+// (outside the timer).
+func BenchmarkDeleteInLongThread(b *testing.B) {
+	ctx := context.Background()
+	s := qtOpen(b, nil)
+	authors := []testutil.Signer{testutil.NewSigner(b), testutil.NewSigner(b)}
+	const ch = "6b1d2c3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
+	at := int64(1_800_000_000)
+	for _, n := range []int{1000, 20000} {
+		b.Run(fmt.Sprintf("replies=%d", n), func(b *testing.B) {
+			root := authors[0].Event(b, 9, at, "root", nostr.Tag{"h", ch})
+			evs := []*nostr.Event{root}
+			for i := range n {
+				at++
+				evs = append(evs, authors[i%2].Event(b, 9, at, "reply", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "root"}))
+			}
+			for batch := range slices.Chunk(evs, 500) {
+				outcomes, err := s.ImportBatch(ctx, batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, o := range outcomes {
+					if o != nil {
+						b.Fatal(o)
+					}
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				at++
+				leaf := authors[i%2].Event(b, 9, at, "newest", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "root"})
+				if err := s.Ingest(ctx, leaf); err != nil {
+					b.Fatal(err)
+				}
+				del := authors[i%2].Event(b, 5, at, "", nostr.Tag{"e", leaf.ID})
+				b.StartTimer()
+				if err := s.Ingest(ctx, del); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -132,6 +132,11 @@ var migrations = map[int]string{
 		    SELECT channel, 1 FROM events WHERE seq = NEW.seq AND channel IS NOT NULL
 		    ON CONFLICT (channel) DO UPDATE SET version = version + 1;
 		END;`,
+	// A thread's authors with their newest live reply: deleting a reply
+	// reads one entry per author to find a root's participants, not the
+	// whole thread.
+	4: `CREATE INDEX events_root_authors ON events(root, pubkey, created_at)
+		  WHERE root IS NOT NULL AND deleted_at IS NULL;`,
 }
 
 var versionLine = regexp.MustCompile(`(?m)^-- schema_version: (\d+)$`)

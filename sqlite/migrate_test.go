@@ -114,8 +114,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 4 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 4", v, err)
+	if err != nil || v != 5 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 5", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -412,10 +412,11 @@ func TestMigrateForward(t *testing.T) {
 	}
 }
 
-// mgDowngradeToV3 takes a database of version 4 back to version 3: no
+// mgDowngradeToV3 takes a database of version 5 back to version 3: no
 // page versions and their triggers, no aux index, but write_version.
 func mgDowngradeToV3(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV4(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP TRIGGER events_page_update;
@@ -428,7 +429,18 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV2 takes a database of version 4 back to version 2: no
+// mgDowngradeToV4 takes a database of version 5 back to version 4: no
+// index of a thread's authors.
+func mgDowngradeToV4(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP INDEX events_root_authors; PRAGMA user_version = 4`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV2 takes a database of version 5 back to version 2: no
 // channel state, no members, no settings, no event scope.
 func mgDowngradeToV2(t testing.TB, path string) {
 	t.Helper()
@@ -613,5 +625,24 @@ func TestMigrateFromVersion3(t *testing.T) {
 	qtIngest(t, s, a.Event(t, 9, qtT0+1, "after", nostr.Tag{"h", ch}))
 	if after := version(); after <= before {
 		t.Errorf("page version of the channel %d before a write, %d after", before, after)
+	}
+}
+
+// Issue 13 (deletion cost): a version 4 database gets the index of a
+// thread's authors, as a fresh one has it.
+func TestMigrateFromVersion4(t *testing.T) {
+	a := testutil.NewSigner(t)
+	msg := a.Event(t, 9, qtT0, "before", nostr.Tag{"h", "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a"})
+	path := mgNewDB(t, msg)
+	mgDowngradeToV4(t, path)
+	s, err := mgOpen(t, path, testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM sqlite_schema WHERE name = 'events_root_authors'`); n != 1 {
+		t.Error("no events_root_authors after migration")
+	}
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 5 {
+		t.Errorf("user_version %d, want 5", n)
 	}
 }

@@ -18,7 +18,7 @@ type writeStmts struct {
 	channelSeq, insertChannel                  *sql.Stmt
 	threadRow, upsertThread                    *sql.Stmt
 	markDeleted, hasChildren, hardDelete       *sql.Stmt
-	liveChildren, subtreeAuthors, threadNewest *sql.Stmt
+	liveChildren, subtreeAuthors, threadNewest, threadAuthors *sql.Stmt
 	expired, clearExpiry                       *sql.Stmt
 	unclassified, setThread, deleteExtraTag    *sql.Stmt
 	accessVersion, putSetting, setScope        *sql.Stmt
@@ -114,7 +114,11 @@ func (s *writeStmts) list() []writeStmt {
 		{&s.subtreeAuthors, subtreeAuthorsSQL},
 		// A thread's non-deleted replies, newest first, from events_root.
 		{&s.threadNewest, `SELECT pubkey, created_at FROM events INDEXED BY events_root
-			WHERE root = ? AND deleted_at IS NULL ORDER BY created_at DESC`},
+			WHERE root = ? AND deleted_at IS NULL ORDER BY created_at DESC LIMIT ?`},
+		// Every author of a thread's live replies with its newest: one
+		// step of events_root_authors per author, skipping the others'
+		// replies (threadRecent).
+		{&s.threadAuthors, threadAuthorsSQL},
 		{&s.expired, `SELECT seq FROM events WHERE expires_at <= ? LIMIT ?`},
 		{&s.clearExpiry, `UPDATE events SET expires_at = NULL WHERE seq = ?`},
 		{&s.unclassified, unclassifiedAfter},

@@ -199,28 +199,72 @@ func wasNewestOf(parts, pubkey []byte, at int64) bool {
 	return false
 }
 
+// recentRows is how many of a thread's newest replies threadRecent reads
+// before it turns to the thread's authors.
+const recentRows = 256
+
+// threadAuthorsSQL lists the authors of root ?1's live replies with the
+// newest of each, one index step an author: a loose scan of
+// events_root_authors, each author found as the first entry past the one
+// before.
+const threadAuthorsSQL = `WITH RECURSIVE authors(pubkey) AS (
+	SELECT (SELECT pubkey FROM events INDEXED BY events_root_authors
+		WHERE root = ?1 AND deleted_at IS NULL ORDER BY pubkey LIMIT 1)
+	UNION ALL
+	SELECT (SELECT e.pubkey FROM events e INDEXED BY events_root_authors
+		WHERE e.root = ?1 AND e.deleted_at IS NULL AND e.pubkey > authors.pubkey ORDER BY e.pubkey LIMIT 1)
+	FROM authors WHERE authors.pubkey IS NOT NULL
+)
+SELECT authors.pubkey, (SELECT max(e.created_at) FROM events e INDEXED BY events_root_authors
+	WHERE e.root = ?1 AND e.deleted_at IS NULL AND e.pubkey = authors.pubkey)
+FROM authors WHERE authors.pubkey IS NOT NULL`
+
 // threadRecent computes last_reply_at and participants of thread root
-// seq from its non-deleted replies, newest first, reading only until the
-// ten newest authors (and every author tied with the tenth) are known.
+// seq from its non-deleted replies: from the newest recentRows, when the
+// ten newest authors (and every author tied with the tenth) are among
+// them, else from every author's newest reply. So a root's recount costs
+// at most recentRows rows plus an index step per author of the thread,
+// never the whole of a long thread written by a few (issue 13).
 func (tx *writeTx) threadRecent(seq int64) (sql.NullInt64, []byte, error) {
-	var last sql.NullInt64
-	rows, err := tx.threadNewest.QueryContext(tx.ctx, seq)
+	last, ps, complete, err := tx.newestAuthors(seq)
 	if err != nil {
-		return last, nil, fmt.Errorf("read thread #%d: %w", seq, err)
+		return last, nil, err
+	}
+	if !complete {
+		if ps, err = tx.everyAuthor(seq); err != nil {
+			return last, nil, err
+		}
+	}
+	sortParticipants(ps)
+	if len(ps) > maxParticipants {
+		ps = ps[:maxParticipants]
+	}
+	return last, encodeParticipants(ps), nil
+}
+
+// newestAuthors reads the newest recentRows live replies of root seq until
+// the ten newest authors (and every author tied with the tenth) are known;
+// complete is false when the rows ran out first with more unread.
+func (tx *writeTx) newestAuthors(seq int64) (last sql.NullInt64, ps []Participant, complete bool, err error) {
+	rows, err := tx.threadNewest.QueryContext(tx.ctx, seq, recentRows)
+	if err != nil {
+		return last, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
 	}
 	defer rows.Close()
-	var ps []Participant
 	seen := map[string]bool{}
+	n := 0
+	complete = true
 	for rows.Next() {
 		var p Participant
 		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
-			return last, nil, fmt.Errorf("read thread #%d: %w", seq, err)
+			return last, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
 		}
+		n++
 		if !last.Valid {
 			last = sql.NullInt64{Int64: p.At, Valid: true}
 		}
 		if len(ps) >= maxParticipants && p.At < ps[len(ps)-1].At {
-			break
+			return last, ps, true, nil
 		}
 		if !seen[string(p.PubKey)] {
 			seen[string(p.PubKey)] = true
@@ -228,13 +272,32 @@ func (tx *writeTx) threadRecent(seq int64) (sql.NullInt64, []byte, error) {
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return last, nil, fmt.Errorf("read thread #%d: %w", seq, err)
+		return last, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
 	}
-	sortParticipants(ps)
-	if len(ps) > maxParticipants {
-		ps = ps[:maxParticipants]
+	// All of the thread was read unless the limit stopped the rows.
+	return last, ps, n < recentRows, nil
+}
+
+// everyAuthor is every author of root seq's live replies with the newest
+// of each.
+func (tx *writeTx) everyAuthor(seq int64) ([]Participant, error) {
+	rows, err := tx.threadAuthors.QueryContext(tx.ctx, seq)
+	if err != nil {
+		return nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
 	}
-	return last, encodeParticipants(ps), nil
+	defer rows.Close()
+	var ps []Participant
+	for rows.Next() {
+		var p Participant
+		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
+			return nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
+		}
+		ps = append(ps, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
+	}
+	return ps, nil
 }
 
 // Counters are the subtree counters of one event (RL-5).
