@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -229,34 +230,34 @@ func FuzzNegEnvelope(f *testing.F) {
 	})
 }
 
-// RL-34: what sync sessions hold is bounded in bytes across the relay: a
-// set larger than sync_memory_bytes is refused busy, and a session's
-// memory is given back when its connection closes, so that another
-// connection's session then fits.
+// RL-34: what sync sessions hold is bounded in bytes across the relay:
+// with every connection's share held, a set on another connection is
+// refused busy, and a session's memory is given back when its connection
+// closes, so that the other connection's session then fits.
 func TestNegentropyMemory(t *testing.T) {
-	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = 3 * syncItemBytes })
+	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncConnectionShare * 3 * syncItemBytes })
 	start := publishNotes(t, s, 4)
 
+	var holders []*rawClient
+	for i := range syncConnectionShare {
+		holder := s.client(t)
+		holder.send("NEG-OPEN", "held", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
+		if got := negAnswer(holder, "held"); label(got) != "NEG-MSG" {
+			t.Fatalf("holder %d, 3 events: %s", i, joinRaw(got))
+		}
+		holders = append(holders, holder)
+	}
 	c := s.client(t)
-	c.send("NEG-OPEN", "all", nostr.Filter{Kinds: []int{1}}, start)
-	if got := negAnswer(c, "all"); label(got) != "NEG-ERR" || str(got, 2) != errBusy {
-		t.Fatalf("4 events in a budget of 3: %s, want NEG-ERR %q", joinRaw(got), errBusy)
-	}
-	holder := s.client(t)
-	holder.send("NEG-OPEN", "held", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
-	if got := negAnswer(holder, "held"); label(got) != "NEG-MSG" {
-		t.Fatalf("3 events: %s", joinRaw(got))
-	}
 	c.send("NEG-OPEN", "one", nostr.Filter{Kinds: []int{1}, Limit: 1}, start)
 	if got := negAnswer(c, "one"); label(got) != "NEG-ERR" || str(got, 2) != errBusy {
-		t.Fatalf("1 more event while 3 are held: %s, want NEG-ERR %q", joinRaw(got), errBusy)
+		t.Fatalf("1 more event while the whole budget is held: %s, want NEG-ERR %q", joinRaw(got), errBusy)
 	}
-	holder.conn.Close()
+	holders[0].conn.Close()
 	// The relay hears of the hang-up in its own time; the budget's wait
 	// (2 s) covers it.
 	c.send("NEG-OPEN", "after", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
 	if got := negAnswer(c, "after"); label(got) != "NEG-MSG" {
-		t.Fatalf("after the holder hung up: %s, want its memory given back", joinRaw(got))
+		t.Fatalf("after a holder hung up: %s, want its memory given back", joinRaw(got))
 	}
 }
 
@@ -331,5 +332,137 @@ func BenchmarkNegentropySync(b *testing.B) {
 		if got.refused != "" || len(got.haveNots) != missing {
 			b.Fatalf("refused %q, %d missing found, want %d", got.refused, len(got.haveNots), missing)
 		}
+	}
+}
+
+// RL-27, RL-34: each NEG-MSG takes a token of the connection's request
+// rate, as NEG-OPEN, REQ and COUNT do; past it the session is answered
+// NEG-ERR with the rate message and closed.
+func TestNegentropyMessageRate(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.Limits.Rates = &Rates{ReqsPerConnection: Rate{PerSecond: never, Burst: 2}}
+	})
+	start := publishNotes(t, s, 2)
+	c := s.client(t)
+	c.send("NEG-OPEN", "rate", nostr.Filter{Kinds: []int{1}}, start)
+	if got := negAnswer(c, "rate"); label(got) != "NEG-MSG" {
+		t.Fatalf("NEG-OPEN, the first token: %s", joinRaw(got))
+	}
+	// The client's first message again asks for the whole set again: a
+	// round that does not finish the reconciliation.
+	c.send("NEG-MSG", "rate", start)
+	if got := negAnswer(c, "rate"); label(got) != "NEG-MSG" {
+		t.Fatalf("NEG-MSG, the second token: %s", joinRaw(got))
+	}
+	c.send("NEG-MSG", "rate", start)
+	if got := negAnswer(c, "rate"); label(got) != "NEG-ERR" || str(got, 2) != tooManyRequests {
+		t.Fatalf("NEG-MSG past the rate: %s, want NEG-ERR %q", joinRaw(got), tooManyRequests)
+	}
+	c.send("NEG-MSG", "rate", start)
+	if got := negAnswer(c, "rate"); str(got, 2) != "closed: no open sync session with this id" {
+		t.Fatalf("NEG-MSG after the rate closed the session: %s", joinRaw(got))
+	}
+}
+
+// RL-34, RL-27a: a session reconciles at most maxSyncRounds messages, and
+// each round runs in the relay's read slots: with the client IP's slots
+// taken, a NEG-MSG is refused busy rather than run beside them.
+func TestNegentropyRoundsBounded(t *testing.T) {
+	if got := maxSyncRounds(DefaultLimits.MaxSyncItems); got != 66 {
+		t.Fatalf("rounds of a default session: %d, want 66 (2 x 25 frames of ids + 16)", got)
+	}
+	s := startServer(t, func(c *Config) { c.Limits.MaxConcurrentQueriesPerIP = 1 })
+	s.relay.maxSyncRounds = 2 // before any connection reads it
+	start := publishNotes(t, s, 2)
+	c := s.client(t)
+	c.send("NEG-OPEN", "rounds", nostr.Filter{Kinds: []int{1}}, start)
+	if got := negAnswer(c, "rounds"); label(got) != "NEG-MSG" {
+		t.Fatalf("round 1: %s", joinRaw(got))
+	}
+	c.send("NEG-MSG", "rounds", start)
+	if got := negAnswer(c, "rounds"); label(got) != "NEG-MSG" {
+		t.Fatalf("round 2: %s", joinRaw(got))
+	}
+	c.send("NEG-MSG", "rounds", start)
+	if got, want := str(negAnswer(c, "rounds"), 2), "blocked: too many sync rounds (limit 2)"; got != want {
+		t.Fatalf("round 3: %q, want %q", got, want)
+	}
+
+	c.send("NEG-OPEN", "busy", nostr.Filter{Kinds: []int{1}}, start)
+	if got := negAnswer(c, "busy"); label(got) != "NEG-MSG" {
+		t.Fatalf("NEG-OPEN: %s", joinRaw(got))
+	}
+	ip := netip.MustParseAddr("127.0.0.1")
+	if !s.relay.reads.acquire(context.Background(), ip) {
+		t.Fatal("the client IP's one read slot was not free")
+	}
+	c.send("NEG-MSG", "busy", start)
+	got := negAnswer(c, "busy")
+	s.relay.reads.release(ip)
+	if label(got) != "NEG-ERR" || str(got, 2) != errBusy {
+		t.Fatalf("NEG-MSG with the IP's read slot taken: %s, want NEG-ERR %q", joinRaw(got), errBusy)
+	}
+}
+
+// RL-34: one connection's sessions hold at most its share of
+// sync_memory_bytes, while another connection still syncs; a session is
+// closed syncLifetime after it opened however often it is used; and a
+// finished reconciliation frees its memory at once, without NEG-CLOSE.
+func TestNegentropyConnectionShare(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncConnectionShare * 2 * syncItemBytes })
+	start := publishNotes(t, s, 3)
+	all, err := s.store.Query(context.Background(), nostr.Filter{Kinds: []int{1}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.client(t)
+	c.send("NEG-OPEN", "two", nostr.Filter{Kinds: []int{1}, Limit: 2}, start)
+	if got := negAnswer(c, "two"); label(got) != "NEG-MSG" {
+		t.Fatalf("2 events, a share of 2: %s", joinRaw(got))
+	}
+	c.send("NEG-OPEN", "one", nostr.Filter{Kinds: []int{1}, Limit: 1}, start)
+	want := "blocked: this connection's sync sessions hold too many events (limit 2), close one or narrow the filter"
+	if got := negAnswer(c, "one"); str(got, 2) != want {
+		t.Fatalf("1 more event on the same connection: %s, want NEG-ERR %q", joinRaw(got), want)
+	}
+	other := s.client(t)
+	other.send("NEG-OPEN", "two", nostr.Filter{Kinds: []int{1}, Limit: 2}, start)
+	if got := negAnswer(other, "two"); label(got) != "NEG-MSG" {
+		t.Fatalf("another connection's 2 events: %s", joinRaw(got))
+	}
+	c.send("NEG-CLOSE", "two")
+
+	// A client holding the whole set finishes in one round: the relay's
+	// answer is the bare version byte, and the session is gone.
+	if got := negSync(t, c, "done", nostr.Filter{Kinds: []int{1}, Limit: 2}, all[:2]); got.refused != "" || len(got.haves)+len(got.haveNots) != 0 {
+		t.Fatalf("a sync of an equal set: %+v", got)
+	}
+	c.send("NEG-MSG", "done", start)
+	if got := negAnswer(c, "done"); str(got, 2) != "closed: no open sync session with this id" {
+		t.Fatalf("NEG-MSG after the reconciliation finished: %s", joinRaw(got))
+	}
+	c.send("NEG-OPEN", "again", nostr.Filter{Kinds: []int{1}, Limit: 2}, start)
+	if got := negAnswer(c, "again"); label(got) != "NEG-MSG" {
+		t.Fatalf("2 events after the finished session: %s, want its memory given back", joinRaw(got))
+	}
+}
+
+// RL-34: a session kept busy is still closed syncLifetime after it opened.
+func TestNegentropyLifetime(t *testing.T) {
+	s := startServer(t)
+	s.relay.syncLifetime = 200 * time.Millisecond // before any connection reads them
+	s.relay.maxSyncRounds = 1 << 30
+	start := publishNotes(t, s, 2)
+	c := s.client(t)
+	c.send("NEG-OPEN", "long", nostr.Filter{Kinds: []int{1}}, start)
+	for {
+		got := negAnswer(c, "long")
+		if label(got) == "NEG-ERR" {
+			if want := "closed: sync session open for 200ms"; str(got, 2) != want {
+				t.Fatalf("a session past its lifetime: %q, want %q", str(got, 2), want)
+			}
+			return
+		}
+		c.send("NEG-MSG", "long", start)
 	}
 }
