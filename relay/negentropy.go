@@ -20,8 +20,10 @@ import (
 // is answered with the set of events the same filter would give a REQ of
 // the connection: the same refusals (auth-required for a channel only an
 // authenticated connection might read), the same store query and viewer
-// scoping, read in chunks in the connection's turn and the relay's read
-// slots as a REQ's are. The set is then held, as (created_at, id) pairs,
+// scoping, read as (created_at, id) pairs only, in chunks of
+// Limits.MaxLimit in the connection's turn and the relay's read slots as a
+// REQ's are, each chunk taking a token of the connection's request rate as
+// a REQ does. The set is then held,
 // for the session's NEG-MSG rounds: at most Limits.MaxSyncItems of them,
 // in at most Limits.MaxSyncSessions sessions per connection, the sessions
 // of one connection within its share of Limits.SyncMemoryBytes
@@ -351,23 +353,28 @@ func (r *Relay) syncSet(s *syncSession, conn *connState, f nostr.Filter) (*vecto
 	}
 	vec := vector.New()
 	c := &chunkCursor{filter: f, viewer: viewer(ctx)}
-	for !c.done {
-		evs, err := r.syncChunk(ctx, conn, c)
+	for first := true; !c.done; first = false {
+		// The NEG-OPEN took the first chunk's token.
+		if !first && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
+			r.metrics.limited(limitRequests)
+			return nil, errTooManyRequests
+		}
+		ps, err := r.syncChunk(ctx, conn, c)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, "closed: sync session closed"
 			}
 			return nil, err.Error()
 		}
-		if vec.Size()+len(evs) > maxItems {
+		if vec.Size()+len(ps) > maxItems {
 			r.metrics.limited(limitSyncItems)
 			return nil, fmt.Sprintf("blocked: too many events to sync (limit %d), narrow the filter", maxItems)
 		}
-		if msg := r.holdSyncItems(s, conn, len(evs)); msg != "" {
+		if msg := r.holdSyncItems(s, conn, len(ps)); msg != "" {
 			return nil, msg
 		}
-		for _, ev := range evs {
-			vec.Insert(ev.CreatedAt, ev.ID)
+		for _, p := range ps {
+			vec.Insert(nostr.Timestamp(p.CreatedAt), p.ID)
 		}
 	}
 	vec.Seal()
@@ -401,27 +408,43 @@ func (r *Relay) holdSyncItems(s *syncSession, conn *connState, n int) (refused s
 	return ""
 }
 
-// syncChunk reads the next chunk of c in the connection's turn, as a REQ
-// does, and moves c past it.
-func (r *Relay) syncChunk(ctx context.Context, conn *connState, c *chunkCursor) ([]*nostr.Event, error) {
+// syncChunk reads the positions of the next chunk of c, at most
+// Limits.MaxLimit, in the connection's turn and one of the relay's read
+// slots, as a REQ's chunk is read (RL-27a), and moves c past it.
+func (r *Relay) syncChunk(ctx context.Context, conn *connState, c *chunkCursor) ([]buzz.Position, error) {
 	if !conn.readTurn(ctx) {
 		return nil, ctx.Err()
 	}
 	defer conn.endTurn()
-	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedIP(conn.ip), c)
+	ip := r.cfg.Limits.limitedIP(conn.ip)
+	if !r.reads.acquire(ctx, ip) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.metrics.limited(limitBusy)
+		return nil, errQueryBusy
+	}
+	defer r.reads.release(ip)
+	f := c.filter
+	f.Limit = min(f.Limit, r.cfg.Limits.MaxLimit)
+	ps, err := r.store.Positions(ctx, f, c.viewer, c.beforeID)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.log.Error("sync query failed", "filter", logFilter(f), "err", err)
+		return nil, errors.New("error: could not query events")
 	}
-	c.filter.Limit -= len(evs)
-	if !more || c.filter.Limit <= 0 {
+	c.filter.Limit -= len(ps)
+	if len(ps) < f.Limit || c.filter.Limit <= 0 {
 		c.done = true
-		return evs, nil
+		return ps, nil
 	}
-	last := evs[len(evs)-1]
-	until := last.CreatedAt
+	last := ps[len(ps)-1]
+	until := nostr.Timestamp(last.CreatedAt)
 	c.filter.Until = &until
 	c.beforeID = last.ID
-	return evs, nil
+	return ps, nil
 }
 
 // reconcile answers one negentropy message of session s (id) and

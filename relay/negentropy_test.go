@@ -457,12 +457,39 @@ func TestNegentropyLifetime(t *testing.T) {
 	c.send("NEG-OPEN", "long", nostr.Filter{Kinds: []int{1}}, start)
 	for {
 		got := negAnswer(c, "long")
-		if label(got) == "NEG-ERR" {
-			if want := "closed: sync session open for 200ms"; str(got, 2) != want {
-				t.Fatalf("a session past its lifetime: %q, want %q", str(got, 2), want)
-			}
+		switch {
+		case label(got) == "NEG-MSG":
+			c.send("NEG-MSG", "long", start)
+		case str(got, 2) == "closed: sync session open for 200ms":
 			return
+		case str(got, 2) != "closed: no open sync session with this id":
+			// That one answers a NEG-MSG that crossed the close.
+			t.Fatalf("a session past its lifetime: %s", joinRaw(got))
 		}
-		c.send("NEG-MSG", "long", start)
+	}
+}
+
+// RL-34, RL-27: a NEG-OPEN reads its set in chunks of max_limit ids, each
+// past the first taking a token of the connection's request rate as a REQ
+// would: the set is whole across chunks, and a set of more chunks than
+// the rate has tokens left is refused with the rate message.
+func TestNegentropyOpenChunksTakeTokens(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.Limits.MaxLimit = 2
+		c.Limits.Rates = &Rates{ReqsPerConnection: Rate{PerSecond: never, Burst: 4}}
+	})
+	publishNotes(t, s, 5)
+	all, err := s.store.Query(context.Background(), nostr.Filter{Kinds: []int{1}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.client(t)
+	// 3 chunks of 2, 2 and 1 ids: 3 tokens.
+	got := negSync(t, c, "whole", nostr.Filter{Kinds: []int{1}}, nil)
+	if got.refused != "" || !slices.Equal(got.haveNots, sorted(ids(all))) {
+		t.Fatalf("a set of 3 chunks: %+v, want the 5 ids", got)
+	}
+	if got := negSync(t, c, "past", nostr.Filter{Kinds: []int{1}}, nil); got.refused != tooManyRequests {
+		t.Fatalf("a set of 3 chunks with 1 token left: %+v, want NEG-ERR %q", got, tooManyRequests)
 	}
 }

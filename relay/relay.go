@@ -49,6 +49,9 @@ type Store interface {
 	// beforeID) of RL-19, reading no more than maxBytes of events (0: no
 	// bound); truncated says it stopped there (RL-27a).
 	QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []*nostr.Event, truncated bool, err error)
+	// Positions is QueryBounded reading only each event's (created_at,
+	// id), within f's limit: the set of a NIP-77 sync (RL-34).
+	Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]buzz.Position, error)
 	// Window serves one channel window page from one snapshot (CW-9..CW-19).
 	Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error)
 	// Thread serves the replies below an event (RL-20).

@@ -24,7 +24,7 @@ func queryPlan(t *testing.T, s *Store, f nostr.Filter) string {
 	err := s.readTx(context.Background(), func(tx *sql.Tx) error {
 		var ok bool
 		var err error
-		q, ok, err = s.translate(context.Background(), tx, f, buzz.Anonymous, nil, false)
+		q, ok, err = s.translate(context.Background(), tx, f, buzz.Anonymous, nil, eventSelect)
 		if err != nil || !ok {
 			t.Fatalf("filter %v translated to nothing (%v)", f, err)
 		}
