@@ -335,33 +335,37 @@ func BenchmarkNegentropySync(b *testing.B) {
 	}
 }
 
+// negExpect sends msg, a NIP-77 message of session id, and checks the
+// relay's answer: a NEG-MSG when want is "NEG-MSG", else a NEG-ERR of
+// reason want.
+func negExpect(c *rawClient, id, want string, msg ...any) {
+	c.t.Helper()
+	c.send(msg...)
+	got := negAnswer(c, id)
+	if label(got) == want && want == "NEG-MSG" || label(got) == "NEG-ERR" && str(got, 2) == want {
+		return
+	}
+	c.t.Fatalf("%v of %s: answered %s, want %s", msg[0], id, joinRaw(got), want)
+}
+
+// noSession answers a NEG-MSG of a session the relay does not hold.
+const noSession = "closed: no open sync session with this id"
+
 // RL-27, RL-34: each NEG-MSG takes a token of the connection's request
 // rate, as NEG-OPEN, REQ and COUNT do; past it the session is answered
-// NEG-ERR with the rate message and closed.
+// NEG-ERR with the rate message and closed. The client's first message
+// sent again asks for the whole set again: a round that does not finish
+// the reconciliation.
 func TestNegentropyMessageRate(t *testing.T) {
 	s := startServer(t, func(c *Config) {
 		c.Limits.Rates = &Rates{ReqsPerConnection: Rate{PerSecond: never, Burst: 2}}
 	})
 	start := publishNotes(t, s, 2)
 	c := s.client(t)
-	c.send("NEG-OPEN", "rate", nostr.Filter{Kinds: []int{1}}, start)
-	if got := negAnswer(c, "rate"); label(got) != "NEG-MSG" {
-		t.Fatalf("NEG-OPEN, the first token: %s", joinRaw(got))
-	}
-	// The client's first message again asks for the whole set again: a
-	// round that does not finish the reconciliation.
-	c.send("NEG-MSG", "rate", start)
-	if got := negAnswer(c, "rate"); label(got) != "NEG-MSG" {
-		t.Fatalf("NEG-MSG, the second token: %s", joinRaw(got))
-	}
-	c.send("NEG-MSG", "rate", start)
-	if got := negAnswer(c, "rate"); label(got) != "NEG-ERR" || str(got, 2) != tooManyRequests {
-		t.Fatalf("NEG-MSG past the rate: %s, want NEG-ERR %q", joinRaw(got), tooManyRequests)
-	}
-	c.send("NEG-MSG", "rate", start)
-	if got := negAnswer(c, "rate"); str(got, 2) != "closed: no open sync session with this id" {
-		t.Fatalf("NEG-MSG after the rate closed the session: %s", joinRaw(got))
-	}
+	negExpect(c, "rate", "NEG-MSG", "NEG-OPEN", "rate", nostr.Filter{Kinds: []int{1}}, start)
+	negExpect(c, "rate", "NEG-MSG", "NEG-MSG", "rate", start)
+	negExpect(c, "rate", tooManyRequests, "NEG-MSG", "rate", start)
+	negExpect(c, "rate", noSession, "NEG-MSG", "rate", start)
 }
 
 // RL-34, RL-27a: a session reconciles at most maxSyncRounds messages, and
@@ -375,39 +379,22 @@ func TestNegentropyRoundsBounded(t *testing.T) {
 	s.relay.maxSyncRounds = 2 // before any connection reads it
 	start := publishNotes(t, s, 2)
 	c := s.client(t)
-	c.send("NEG-OPEN", "rounds", nostr.Filter{Kinds: []int{1}}, start)
-	if got := negAnswer(c, "rounds"); label(got) != "NEG-MSG" {
-		t.Fatalf("round 1: %s", joinRaw(got))
-	}
-	c.send("NEG-MSG", "rounds", start)
-	if got := negAnswer(c, "rounds"); label(got) != "NEG-MSG" {
-		t.Fatalf("round 2: %s", joinRaw(got))
-	}
-	c.send("NEG-MSG", "rounds", start)
-	if got, want := str(negAnswer(c, "rounds"), 2), "blocked: too many sync rounds (limit 2)"; got != want {
-		t.Fatalf("round 3: %q, want %q", got, want)
-	}
+	negExpect(c, "rounds", "NEG-MSG", "NEG-OPEN", "rounds", nostr.Filter{Kinds: []int{1}}, start)
+	negExpect(c, "rounds", "NEG-MSG", "NEG-MSG", "rounds", start)
+	negExpect(c, "rounds", "blocked: too many sync rounds (limit 2)", "NEG-MSG", "rounds", start)
 
-	c.send("NEG-OPEN", "busy", nostr.Filter{Kinds: []int{1}}, start)
-	if got := negAnswer(c, "busy"); label(got) != "NEG-MSG" {
-		t.Fatalf("NEG-OPEN: %s", joinRaw(got))
-	}
+	negExpect(c, "busy", "NEG-MSG", "NEG-OPEN", "busy", nostr.Filter{Kinds: []int{1}}, start)
 	ip := netip.MustParseAddr("127.0.0.1")
 	if !s.relay.reads.acquire(context.Background(), ip) {
 		t.Fatal("the client IP's one read slot was not free")
 	}
-	c.send("NEG-MSG", "busy", start)
-	got := negAnswer(c, "busy")
-	s.relay.reads.release(ip)
-	if label(got) != "NEG-ERR" || str(got, 2) != errBusy {
-		t.Fatalf("NEG-MSG with the IP's read slot taken: %s, want NEG-ERR %q", joinRaw(got), errBusy)
-	}
+	defer s.relay.reads.release(ip)
+	negExpect(c, "busy", errBusy, "NEG-MSG", "busy", start)
 }
 
 // RL-34: one connection's sessions hold at most its share of
-// sync_memory_bytes, while another connection still syncs; a session is
-// closed syncLifetime after it opened however often it is used; and a
-// finished reconciliation frees its memory at once, without NEG-CLOSE.
+// sync_memory_bytes, while another connection still syncs; and a finished
+// reconciliation frees its memory at once, without NEG-CLOSE.
 func TestNegentropyConnectionShare(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncConnectionShare * 2 * syncItemBytes })
 	start := publishNotes(t, s, 3)
@@ -415,36 +402,21 @@ func TestNegentropyConnectionShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := s.client(t)
-	c.send("NEG-OPEN", "two", nostr.Filter{Kinds: []int{1}, Limit: 2}, start)
-	if got := negAnswer(c, "two"); label(got) != "NEG-MSG" {
-		t.Fatalf("2 events, a share of 2: %s", joinRaw(got))
-	}
-	c.send("NEG-OPEN", "one", nostr.Filter{Kinds: []int{1}, Limit: 1}, start)
-	want := "blocked: this connection's sync sessions hold too many events (limit 2), close one or narrow the filter"
-	if got := negAnswer(c, "one"); str(got, 2) != want {
-		t.Fatalf("1 more event on the same connection: %s, want NEG-ERR %q", joinRaw(got), want)
-	}
-	other := s.client(t)
-	other.send("NEG-OPEN", "two", nostr.Filter{Kinds: []int{1}, Limit: 2}, start)
-	if got := negAnswer(other, "two"); label(got) != "NEG-MSG" {
-		t.Fatalf("another connection's 2 events: %s", joinRaw(got))
-	}
+	two, one := nostr.Filter{Kinds: []int{1}, Limit: 2}, nostr.Filter{Kinds: []int{1}, Limit: 1}
+	c, other := s.client(t), s.client(t)
+	negExpect(c, "two", "NEG-MSG", "NEG-OPEN", "two", two, start)
+	negExpect(c, "one", "blocked: this connection's sync sessions hold too many events (limit 2), close one or narrow the filter",
+		"NEG-OPEN", "one", one, start)
+	negExpect(other, "two", "NEG-MSG", "NEG-OPEN", "two", two, start)
 	c.send("NEG-CLOSE", "two")
 
 	// A client holding the whole set finishes in one round: the relay's
 	// answer is the bare version byte, and the session is gone.
-	if got := negSync(t, c, "done", nostr.Filter{Kinds: []int{1}, Limit: 2}, all[:2]); got.refused != "" || len(got.haves)+len(got.haveNots) != 0 {
+	if got := negSync(t, c, "done", two, all[:2]); got.refused != "" || len(got.haves)+len(got.haveNots) != 0 {
 		t.Fatalf("a sync of an equal set: %+v", got)
 	}
-	c.send("NEG-MSG", "done", start)
-	if got := negAnswer(c, "done"); str(got, 2) != "closed: no open sync session with this id" {
-		t.Fatalf("NEG-MSG after the reconciliation finished: %s", joinRaw(got))
-	}
-	c.send("NEG-OPEN", "again", nostr.Filter{Kinds: []int{1}, Limit: 2}, start)
-	if got := negAnswer(c, "again"); label(got) != "NEG-MSG" {
-		t.Fatalf("2 events after the finished session: %s, want its memory given back", joinRaw(got))
-	}
+	negExpect(c, "done", noSession, "NEG-MSG", "done", start)
+	negExpect(c, "again", "NEG-MSG", "NEG-OPEN", "again", two, start)
 }
 
 // RL-34: a session kept busy is still closed syncLifetime after it opened.
@@ -462,7 +434,7 @@ func TestNegentropyLifetime(t *testing.T) {
 			c.send("NEG-MSG", "long", start)
 		case str(got, 2) == "closed: sync session open for 200ms":
 			return
-		case str(got, 2) != "closed: no open sync session with this id":
+		case str(got, 2) != noSession:
 			// That one answers a NEG-MSG that crossed the close.
 			t.Fatalf("a session past its lifetime: %s", joinRaw(got))
 		}
