@@ -338,6 +338,18 @@ func syncToData(ctx context.Context, c *cli.Context, src *client.Syncer, f nostr
 	if err != nil {
 		return "", sum, err
 	}
+	// --from is any relay: what it sends is checked as an import checks
+	// a file's lines (RL-9, CW-22) before the store takes it. The client
+	// verified ids and signatures already, and refuses a relay that
+	// forges one (nipcw.VerifyEvents).
+	now := time.Now()
+	evs = slices.DeleteFunc(evs, func(ev *nostr.Event) bool {
+		refused := importer.Refusal(ev, nil, true, now)
+		if refused != "" {
+			sum.Rejected[refused]++
+		}
+		return refused != ""
+	})
 	for batch := range slices.Chunk(evs, syncBatch) {
 		outcomes, err := store.ImportBatch(ctx, batch)
 		if err != nil {

@@ -238,3 +238,57 @@ func TestSyncSplitsLargeSets(t *testing.T) {
 		t.Fatalf("second sync: %v, printed %q, want nothing missing", err, out)
 	}
 }
+
+// RL-34, RL-9: `sync --data` checks what --from sends as an import checks
+// a file: a hostile relay's future-dated event and bare ["d"] tag are
+// refused, each counted by its reason, and not stored; the honest event
+// beside them is. An event with a forged id or signature fails the sync
+// before anything is stored.
+func TestSyncToDataChecksEvents(t *testing.T) {
+	url, src := wnServe(t)
+	author := testutil.NewSigner(t)
+	at := time.Now().Unix() - 50
+	honest := author.Event(t, 1, at, "honest")
+	future := author.Event(t, 1, time.Now().Add(buzz.MaxFuture+time.Hour).Unix(), "from the future")
+	bareD := author.Event(t, 30023, at+1, "bare d", nostr.Tag{"d"})
+	plant(t, src, honest, future, bareD)
+	dir := t.TempDir()
+	out, err := runApp("sync", "--from", url, "--data", dir)
+	if err == nil || !strings.Contains(err.Error(), "2 events refused") {
+		t.Fatalf("sync of 2 hostile events: %v, want it to fail counting them\n%s", err, out)
+	}
+	for _, reason := range []string{buzz.ErrTooFarInFuture.Error(), buzz.ErrMalformedDTag.Error()} {
+		if !strings.Contains(out, "     1  "+reason) {
+			t.Errorf("the summary lacks the refusal %q:\n%s", reason, out)
+		}
+	}
+	stored := storedIDs(t, openData(t, dir), nostr.Filter{Limit: 100}, buzz.Anonymous)
+	if !slices.Equal(stored, []string{honest.ID}) {
+		t.Fatalf("the data directory holds %v, want only the honest %s", stored, honest.ID)
+	}
+
+	forged := author.Event(t, 1, at+2, "forged signature")
+	forged.Sig = strings.Repeat("1", 128)
+	plant(t, src, forged, author.Event(t, 1, at+3, "honest too"))
+	if out, err := runApp("sync", "--from", url, "--data", dir); err == nil || !strings.Contains(err.Error(), "signature is invalid") {
+		t.Fatalf("sync with a forged signature: %v, want it refused\n%s", err, out)
+	}
+	if stored := storedIDs(t, openData(t, dir), nostr.Filter{Limit: 100}, buzz.Anonymous); !slices.Equal(stored, []string{honest.ID}) {
+		t.Fatalf("after the forged sync the data directory holds %v", stored)
+	}
+}
+
+// plant stores evs through the import path, which takes them unchecked:
+// what a hostile relay may serve.
+func plant(t *testing.T, store *sqlite.Store, evs ...*nostr.Event) {
+	t.Helper()
+	outcomes, err := store.ImportBatch(context.Background(), evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range outcomes {
+		if err != nil {
+			t.Fatalf("planting event %d: %v", i, err)
+		}
+	}
+}

@@ -260,21 +260,30 @@ func parse(l line, verifier *verify.Verifier, noVerify bool, now time.Time) pars
 		p.err = "invalid: not a JSON event"
 		return p
 	}
-	if err := buzz.CheckSubmission(ev, now); err != nil {
-		p.err = err.Error()
+	if p.err = Refusal(ev, verifier, noVerify, now); p.err != "" {
 		return p
-	}
-	if !noVerify {
-		if err := verifier.Event(ev); errors.Is(err, verify.ErrID) {
-			p.err = "invalid: id is computed incorrectly"
-			return p
-		} else if err != nil {
-			p.err = "invalid: signature is invalid"
-			return p
-		}
 	}
 	p.ev = ev
 	return p
+}
+
+// Refusal is why an event from outside (a file, another relay) is not
+// stored, or "" when it may be: the submission rules every surface applies
+// (CW-22, RL-9), then, unless noVerify, its id and signature (verifier is
+// not used when noVerify).
+func Refusal(ev *nostr.Event, verifier *verify.Verifier, noVerify bool, now time.Time) string {
+	if err := buzz.CheckSubmission(ev, now); err != nil {
+		return err.Error()
+	}
+	if noVerify {
+		return ""
+	}
+	if err := verifier.Event(ev); errors.Is(err, verify.ErrID) {
+		return "invalid: id is computed incorrectly"
+	} else if err != nil {
+		return "invalid: signature is invalid"
+	}
+	return ""
 }
 
 // readLine reads one line; a line over maxLine is skipped and reported

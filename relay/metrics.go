@@ -46,6 +46,8 @@ const (
 	limitBusy          = "busy"
 	limitSyncSessions  = "sync_sessions"
 	limitSyncItems     = "sync_items"
+	limitSyncMemory    = "sync_connection_memory"
+	limitSyncRounds    = "sync_rounds"
 )
 
 // reasonPrefixes are the machine-readable prefixes of NIP-01 OK and CLOSED

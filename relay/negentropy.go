@@ -20,12 +20,20 @@ import (
 // is answered with the set of events the same filter would give a REQ of
 // the connection: the same refusals (auth-required for a channel only an
 // authenticated connection might read), the same store query and viewer
-// scoping, read in chunks in the connection's turn and the relay's read
-// slots as a REQ's are. The set is then held, as (created_at, id) pairs,
+// scoping, read as (created_at, id) pairs only, in chunks of
+// Limits.MaxLimit in the connection's turn and the relay's read slots as a
+// REQ's are, each chunk taking a token of the connection's request rate as
+// a REQ does. The set is then held,
 // for the session's NEG-MSG rounds: at most Limits.MaxSyncItems of them,
-// in at most Limits.MaxSyncSessions sessions per connection, all sessions
-// of the relay within Limits.SyncMemoryBytes, and a session idle for
-// syncIdle is closed. go-nostr's negentropy package does the
+// in at most Limits.MaxSyncSessions sessions per connection, the sessions
+// of one connection within its share of Limits.SyncMemoryBytes
+// (syncConnectionShare) and all sessions of the relay within the whole of
+// it. Each NEG-MSG takes a token of the connection's request rate and runs
+// in the connection's turn and the relay's read slots, as a chunk of a REQ
+// does, so that one client IP reconciles with no more than its share of
+// the CPU (RL-27a); a session is closed after maxSyncRounds(items) rounds,
+// syncLifetime after it opened, syncIdle without a message, and as soon as
+// its reconciliation is finished. go-nostr's negentropy package does the
 // reconciliation; its envelopes are parsed here (go-nostr's
 // nip77.ParseNegMessage recognises none, and answers NEG-ERROR where
 // NIP-77 says NEG-ERR).
@@ -34,9 +42,40 @@ import (
 // relay's syncIdle, which tests shorten).
 const syncIdle = 30 * time.Second
 
-// syncItemBytes is what one (created_at, id) pair of a session holds: the
-// vector's item and its 64-character id.
-const syncItemBytes = 96
+// syncLifetime is how long a sync session is kept at all (the relay's
+// syncLifetime, which tests shorten): a sync that moves sync_items ids in
+// maxSyncRounds rounds takes seconds, and a session kept alive by a
+// NEG-MSG within every syncIdle would otherwise hold its memory forever.
+const syncLifetime = 5 * time.Minute
+
+// syncItemBytes is what one (created_at, id) pair of a session holds at
+// worst: its 64-character id string (one 64-byte allocation) and the
+// vector's 24-byte item, three times over, since the vector's slice grows
+// by append, which leaves up to half of it unused and, while it grows,
+// keeps the old array beside the new one twice its size.
+const syncItemBytes = 64 + 3*24
+
+// syncConnectionShare is the part of Limits.SyncMemoryBytes the sessions
+// of one connection may hold together: a quarter, so that one connection
+// still syncs a whole set of the default sync_items (100,000 x 136 B, 13
+// MB, of a 16 MiB share) while four connections at least hold sets that
+// large at once, and no one client holds the relay's whole sync memory.
+const syncConnectionShare = 4
+
+// syncDone is the negentropy message of a finished reconciliation: the
+// protocol version byte with no ranges after it.
+const syncDone = "61"
+
+// maxSyncRounds is how many NEG-MSG rounds a session of a set of at most
+// items ids may take. An honest reconciliation moves ids 32 bytes each in
+// frames of syncFrameBytes, both ways in the worst case, and descends the
+// ranges of the set 16 at a time, about log16(items) rounds (5 for
+// 100,000); the 16 rounds beyond the ids' rounds are that descent three
+// times over. Past it, a client is making the relay fingerprint the set
+// for nothing.
+func maxSyncRounds(items int) int {
+	return 2*(items*32/syncFrameBytes+1) + 16
+}
 
 // syncFrameBytes bounds one NEG-MSG the relay sends (the negentropy frame
 // size limit, in bytes before hex encoding).
@@ -101,21 +140,31 @@ func parseNegEnvelope(message string) (negEnvelope, error) {
 // syncSession is one NEG-OPEN's reconciliation.
 type syncSession struct {
 	// mu is held while the session reads its set and while it reconciles
-	// a message: one at a time, in the order they arrived.
+	// a message: one at a time. NIP-77 is lockstep (a client sends its
+	// next message once it has the relay's answer), and each message runs
+	// in its own goroutine, so the order of messages a client sends
+	// without waiting is not kept.
 	mu  sync.Mutex
 	neg *negentropy.Negentropy
+	// rounds counts the messages reconciled.
+	rounds int
 	// ctx ends when the session is closed; cancel closes it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// held is what the session took from the relay's sync memory.
+	// held is what the session took from the relay's sync memory and its
+	// connection's share of it.
 	held int64
-	idle *time.Timer
+	// idle closes the session after syncIdle without a message, lifetime
+	// syncLifetime after it opened.
+	idle, lifetime *time.Timer
 }
 
 // syncSessions are the open sync sessions of one connection.
 type syncSessions struct {
 	mu   sync.Mutex
 	byID map[string]*syncSession
+	// held is what they hold together, within the connection's share.
+	held int64
 }
 
 // negentropyMessage is khatru's NegentropyMessage hook, in the
@@ -156,6 +205,12 @@ func (r *Relay) negentropyMessage(ctx context.Context, message string) (func(), 
 		if s == nil {
 			return func() { negError(ws, env.id, "closed: no open sync session with this id") }, true
 		}
+		if conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
+			r.metrics.limited(limitRequests)
+			r.refusedRequest(ctx, "NEG-MSG", errTooManyRequests)
+			r.dropSync(conn, env.id, s)
+			return func() { negError(ws, env.id, errTooManyRequests) }, true
+		}
 		return func() { r.reconcile(conn, ws, s, env.id, env.message) }, true
 	default: // NEG-CLOSE
 		r.closeSync(conn, env.id)
@@ -191,6 +246,12 @@ func (r *Relay) openSync(ctx context.Context, conn *connState, id string) (*sync
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	s.mu.Lock() // until startSync has read the set
 	conn.sync.byID[id] = s
+	ws := khatru.GetConnection(ctx)
+	s.lifetime = time.AfterFunc(r.syncLifetime, func() {
+		if r.dropSync(conn, id, s) {
+			negError(ws, id, fmt.Sprintf("closed: sync session open for %s", r.syncLifetime))
+		}
+	})
 	return s, ""
 }
 
@@ -201,7 +262,7 @@ func (r *Relay) closeSync(conn *connState, id string) {
 	delete(conn.sync.byID, id)
 	conn.sync.mu.Unlock()
 	if s != nil {
-		r.endSync(s)
+		r.endSync(conn, s)
 	}
 }
 
@@ -215,7 +276,7 @@ func (r *Relay) dropSync(conn *connState, id string, s *syncSession) bool {
 		delete(conn.sync.byID, id)
 	}
 	conn.sync.mu.Unlock()
-	r.endSync(s)
+	r.endSync(conn, s)
 	return current
 }
 
@@ -226,21 +287,27 @@ func (r *Relay) closeAllSync(conn *connState) {
 	conn.sync.byID = map[string]*syncSession{}
 	conn.sync.mu.Unlock()
 	for _, s := range sessions {
-		r.endSync(s)
+		r.endSync(conn, s)
 	}
 }
 
-// endSync cancels a session removed from its connection's sessions and,
-// once it is not reading or reconciling, gives back its memory.
-func (r *Relay) endSync(s *syncSession) {
+// endSync cancels a session removed from conn's sessions and, once it is
+// not reading or reconciling, gives back its memory.
+func (r *Relay) endSync(conn *connState, s *syncSession) {
 	s.cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.idle != nil {
 		s.idle.Stop()
 	}
+	if s.lifetime != nil {
+		s.lifetime.Stop()
+	}
 	s.neg = nil
 	r.syncMemory.give(s.held)
+	conn.sync.mu.Lock()
+	conn.sync.held -= s.held
+	conn.sync.mu.Unlock()
 	s.held = 0
 }
 
@@ -286,77 +353,156 @@ func (r *Relay) syncSet(s *syncSession, conn *connState, f nostr.Filter) (*vecto
 	}
 	vec := vector.New()
 	c := &chunkCursor{filter: f, viewer: viewer(ctx)}
-	for !c.done {
-		evs, err := r.syncChunk(ctx, conn, c)
+	for first := true; !c.done; first = false {
+		// The NEG-OPEN took the first chunk's token.
+		if !first && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
+			r.metrics.limited(limitRequests)
+			return nil, errTooManyRequests
+		}
+		ps, err := r.syncChunk(ctx, conn, c)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, "closed: sync session closed"
 			}
 			return nil, err.Error()
 		}
-		if vec.Size()+len(evs) > maxItems {
+		if vec.Size()+len(ps) > maxItems {
 			r.metrics.limited(limitSyncItems)
 			return nil, fmt.Sprintf("blocked: too many events to sync (limit %d), narrow the filter", maxItems)
 		}
-		n := int64(len(evs)) * syncItemBytes
-		if !r.syncMemory.take(ctx, n) {
-			r.metrics.limited(limitBusy)
-			return nil, errBusy
+		if msg := r.holdSyncItems(s, conn, len(ps)); msg != "" {
+			return nil, msg
 		}
-		s.held += n
-		for _, ev := range evs {
-			vec.Insert(ev.CreatedAt, ev.ID)
+		for _, p := range ps {
+			vec.Insert(nostr.Timestamp(p.CreatedAt), p.ID)
 		}
 	}
 	vec.Seal()
 	return vec, ""
 }
 
-// syncChunk reads the next chunk of c in the connection's turn, as a REQ
-// does, and moves c past it.
-func (r *Relay) syncChunk(ctx context.Context, conn *connState, c *chunkCursor) ([]*nostr.Event, error) {
+// holdSyncItems takes the memory of n more items of session s from its
+// connection's share and the relay's sync memory; refused is the NEG-ERR
+// reason when either has no room.
+func (r *Relay) holdSyncItems(s *syncSession, conn *connState, n int) (refused string) {
+	bytes := int64(n) * syncItemBytes
+	share := r.cfg.Limits.SyncMemoryBytes / syncConnectionShare
+	conn.sync.mu.Lock()
+	fits := conn.sync.held+bytes <= share
+	if fits {
+		conn.sync.held += bytes
+	}
+	conn.sync.mu.Unlock()
+	if !fits {
+		r.metrics.limited(limitSyncMemory)
+		return fmt.Sprintf("blocked: this connection's sync sessions hold too many events (limit %d), close one or narrow the filter", share/syncItemBytes)
+	}
+	if !r.syncMemory.take(s.ctx, bytes) {
+		conn.sync.mu.Lock()
+		conn.sync.held -= bytes
+		conn.sync.mu.Unlock()
+		r.metrics.limited(limitBusy)
+		return errBusy
+	}
+	s.held += bytes
+	return ""
+}
+
+// syncChunk reads the positions of the next chunk of c, at most
+// Limits.MaxLimit, in the connection's turn and one of the relay's read
+// slots, as a REQ's chunk is read (RL-27a), and moves c past it.
+func (r *Relay) syncChunk(ctx context.Context, conn *connState, c *chunkCursor) ([]buzz.Position, error) {
 	if !conn.readTurn(ctx) {
 		return nil, ctx.Err()
 	}
 	defer conn.endTurn()
-	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedIP(conn.ip), c)
+	ip := r.cfg.Limits.limitedIP(conn.ip)
+	if !r.reads.acquire(ctx, ip) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r.metrics.limited(limitBusy)
+		return nil, errQueryBusy
+	}
+	defer r.reads.release(ip)
+	f := c.filter
+	f.Limit = min(f.Limit, r.cfg.Limits.MaxLimit)
+	ps, err := r.store.Positions(ctx, f, c.viewer, c.beforeID)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r.log.Error("sync query failed", "filter", logFilter(f), "err", err)
+		return nil, errors.New("error: could not query events")
 	}
-	c.filter.Limit -= len(evs)
-	if !more || c.filter.Limit <= 0 {
+	c.filter.Limit -= len(ps)
+	if len(ps) < f.Limit || c.filter.Limit <= 0 {
 		c.done = true
-		return evs, nil
+		return ps, nil
 	}
-	last := evs[len(evs)-1]
-	until := last.CreatedAt
+	last := ps[len(ps)-1]
+	until := nostr.Timestamp(last.CreatedAt)
 	c.filter.Until = &until
 	c.beforeID = last.ID
-	return evs, nil
+	return ps, nil
 }
 
-// reconcile answers one negentropy message of session s (id) and restarts
-// its idle timer; a message the reconciliation refuses closes it.
+// reconcile answers one negentropy message of session s (id) and
+// restarts its idle timer. A message the reconciliation refuses, one past
+// the session's rounds, and one that finds no read slot in time close the
+// session with NEG-ERR; an answer that finishes the reconciliation closes
+// it too, so that its memory is free at once.
 func (r *Relay) reconcile(conn *connState, ws *khatru.WebSocket, s *syncSession, id, message string) {
+	out, refused := r.reconcileRound(conn, ws, s, id, message)
+	switch {
+	case refused != "":
+		if r.dropSync(conn, id, s) {
+			negError(ws, id, refused)
+		}
+	case out != "":
+		if out == syncDone {
+			r.dropSync(conn, id, s)
+		}
+		ws.WriteJSON([]any{"NEG-MSG", id, out})
+	}
+}
+
+// reconcileRound reconciles one message of session s in the connection's
+// turn and one of the relay's read slots (RL-27a): out is the answer,
+// refused the NEG-ERR reason, both empty when the session was closed
+// meanwhile.
+func (r *Relay) reconcileRound(conn *connState, ws *khatru.WebSocket, s *syncSession, id, message string) (out, refused string) {
+	if !conn.readTurn(s.ctx) {
+		return "", ""
+	}
+	defer conn.endTurn()
+	ip := r.cfg.Limits.limitedIP(conn.ip)
+	if !r.reads.acquire(s.ctx, ip) {
+		if s.ctx.Err() != nil {
+			return "", ""
+		}
+		r.metrics.limited(limitBusy)
+		return "", errBusy
+	}
+	defer r.reads.release(ip)
 	s.mu.Lock()
-	if s.neg == nil { // closed meanwhile
-		s.mu.Unlock()
-		return
+	defer s.mu.Unlock()
+	if s.neg == nil {
+		return "", ""
+	}
+	if s.rounds++; s.rounds > r.maxSyncRounds {
+		r.metrics.limited(limitSyncRounds)
+		return "", fmt.Sprintf("blocked: too many sync rounds (limit %d)", r.maxSyncRounds)
 	}
 	out, err := s.neg.Reconcile(message)
-	if err == nil {
-		if s.idle != nil {
-			s.idle.Stop()
-		}
-		s.idle = time.AfterFunc(r.syncIdle, func() { r.expireSync(conn, ws, id, s) })
-	}
-	s.mu.Unlock()
 	if err != nil {
-		r.dropSync(conn, id, s)
-		negError(ws, id, "invalid: "+err.Error())
-		return
+		return "", "invalid: " + err.Error()
 	}
-	ws.WriteJSON([]any{"NEG-MSG", id, out})
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.idle = time.AfterFunc(r.syncIdle, func() { r.expireSync(conn, ws, id, s) })
+	return out, ""
 }
 
 // expireSync closes session s (id) after r.syncIdle without a message,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -229,34 +230,34 @@ func FuzzNegEnvelope(f *testing.F) {
 	})
 }
 
-// RL-34: what sync sessions hold is bounded in bytes across the relay: a
-// set larger than sync_memory_bytes is refused busy, and a session's
-// memory is given back when its connection closes, so that another
-// connection's session then fits.
+// RL-34: what sync sessions hold is bounded in bytes across the relay:
+// with every connection's share held, a set on another connection is
+// refused busy, and a session's memory is given back when its connection
+// closes, so that the other connection's session then fits.
 func TestNegentropyMemory(t *testing.T) {
-	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = 3 * syncItemBytes })
+	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncConnectionShare * 3 * syncItemBytes })
 	start := publishNotes(t, s, 4)
 
+	var holders []*rawClient
+	for i := range syncConnectionShare {
+		holder := s.client(t)
+		holder.send("NEG-OPEN", "held", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
+		if got := negAnswer(holder, "held"); label(got) != "NEG-MSG" {
+			t.Fatalf("holder %d, 3 events: %s", i, joinRaw(got))
+		}
+		holders = append(holders, holder)
+	}
 	c := s.client(t)
-	c.send("NEG-OPEN", "all", nostr.Filter{Kinds: []int{1}}, start)
-	if got := negAnswer(c, "all"); label(got) != "NEG-ERR" || str(got, 2) != errBusy {
-		t.Fatalf("4 events in a budget of 3: %s, want NEG-ERR %q", joinRaw(got), errBusy)
-	}
-	holder := s.client(t)
-	holder.send("NEG-OPEN", "held", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
-	if got := negAnswer(holder, "held"); label(got) != "NEG-MSG" {
-		t.Fatalf("3 events: %s", joinRaw(got))
-	}
 	c.send("NEG-OPEN", "one", nostr.Filter{Kinds: []int{1}, Limit: 1}, start)
 	if got := negAnswer(c, "one"); label(got) != "NEG-ERR" || str(got, 2) != errBusy {
-		t.Fatalf("1 more event while 3 are held: %s, want NEG-ERR %q", joinRaw(got), errBusy)
+		t.Fatalf("1 more event while the whole budget is held: %s, want NEG-ERR %q", joinRaw(got), errBusy)
 	}
-	holder.conn.Close()
+	holders[0].conn.Close()
 	// The relay hears of the hang-up in its own time; the budget's wait
 	// (2 s) covers it.
 	c.send("NEG-OPEN", "after", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
 	if got := negAnswer(c, "after"); label(got) != "NEG-MSG" {
-		t.Fatalf("after the holder hung up: %s, want its memory given back", joinRaw(got))
+		t.Fatalf("after a holder hung up: %s, want its memory given back", joinRaw(got))
 	}
 }
 
@@ -331,5 +332,136 @@ func BenchmarkNegentropySync(b *testing.B) {
 		if got.refused != "" || len(got.haveNots) != missing {
 			b.Fatalf("refused %q, %d missing found, want %d", got.refused, len(got.haveNots), missing)
 		}
+	}
+}
+
+// negExpect sends msg, a NIP-77 message of session id, and checks the
+// relay's answer: a NEG-MSG when want is "NEG-MSG", else a NEG-ERR of
+// reason want.
+func negExpect(c *rawClient, id, want string, msg ...any) {
+	c.t.Helper()
+	c.send(msg...)
+	got := negAnswer(c, id)
+	if label(got) == want && want == "NEG-MSG" || label(got) == "NEG-ERR" && str(got, 2) == want {
+		return
+	}
+	c.t.Fatalf("%v of %s: answered %s, want %s", msg[0], id, joinRaw(got), want)
+}
+
+// noSession answers a NEG-MSG of a session the relay does not hold.
+const noSession = "closed: no open sync session with this id"
+
+// RL-27, RL-34: each NEG-MSG takes a token of the connection's request
+// rate, as NEG-OPEN, REQ and COUNT do; past it the session is answered
+// NEG-ERR with the rate message and closed. The client's first message
+// sent again asks for the whole set again: a round that does not finish
+// the reconciliation.
+func TestNegentropyMessageRate(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.Limits.Rates = &Rates{ReqsPerConnection: Rate{PerSecond: never, Burst: 2}}
+	})
+	start := publishNotes(t, s, 2)
+	c := s.client(t)
+	negExpect(c, "rate", "NEG-MSG", "NEG-OPEN", "rate", nostr.Filter{Kinds: []int{1}}, start)
+	negExpect(c, "rate", "NEG-MSG", "NEG-MSG", "rate", start)
+	negExpect(c, "rate", tooManyRequests, "NEG-MSG", "rate", start)
+	negExpect(c, "rate", noSession, "NEG-MSG", "rate", start)
+}
+
+// RL-34, RL-27a: a session reconciles at most maxSyncRounds messages, and
+// each round runs in the relay's read slots: with the client IP's slots
+// taken, a NEG-MSG is refused busy rather than run beside them.
+func TestNegentropyRoundsBounded(t *testing.T) {
+	if got := maxSyncRounds(DefaultLimits.MaxSyncItems); got != 66 {
+		t.Fatalf("rounds of a default session: %d, want 66 (2 x 25 frames of ids + 16)", got)
+	}
+	s := startServer(t, func(c *Config) { c.Limits.MaxConcurrentQueriesPerIP = 1 })
+	s.relay.maxSyncRounds = 2 // before any connection reads it
+	start := publishNotes(t, s, 2)
+	c := s.client(t)
+	negExpect(c, "rounds", "NEG-MSG", "NEG-OPEN", "rounds", nostr.Filter{Kinds: []int{1}}, start)
+	negExpect(c, "rounds", "NEG-MSG", "NEG-MSG", "rounds", start)
+	negExpect(c, "rounds", "blocked: too many sync rounds (limit 2)", "NEG-MSG", "rounds", start)
+
+	negExpect(c, "busy", "NEG-MSG", "NEG-OPEN", "busy", nostr.Filter{Kinds: []int{1}}, start)
+	ip := netip.MustParseAddr("127.0.0.1")
+	if !s.relay.reads.acquire(context.Background(), ip) {
+		t.Fatal("the client IP's one read slot was not free")
+	}
+	defer s.relay.reads.release(ip)
+	negExpect(c, "busy", errBusy, "NEG-MSG", "busy", start)
+}
+
+// RL-34: one connection's sessions hold at most its share of
+// sync_memory_bytes, while another connection still syncs; and a finished
+// reconciliation frees its memory at once, without NEG-CLOSE.
+func TestNegentropyConnectionShare(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncConnectionShare * 2 * syncItemBytes })
+	start := publishNotes(t, s, 3)
+	all, err := s.store.Query(context.Background(), nostr.Filter{Kinds: []int{1}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, one := nostr.Filter{Kinds: []int{1}, Limit: 2}, nostr.Filter{Kinds: []int{1}, Limit: 1}
+	c, other := s.client(t), s.client(t)
+	negExpect(c, "two", "NEG-MSG", "NEG-OPEN", "two", two, start)
+	negExpect(c, "one", "blocked: this connection's sync sessions hold too many events (limit 2), close one or narrow the filter",
+		"NEG-OPEN", "one", one, start)
+	negExpect(other, "two", "NEG-MSG", "NEG-OPEN", "two", two, start)
+	c.send("NEG-CLOSE", "two")
+
+	// A client holding the whole set finishes in one round: the relay's
+	// answer is the bare version byte, and the session is gone.
+	if got := negSync(t, c, "done", two, all[:2]); got.refused != "" || len(got.haves)+len(got.haveNots) != 0 {
+		t.Fatalf("a sync of an equal set: %+v", got)
+	}
+	negExpect(c, "done", noSession, "NEG-MSG", "done", start)
+	negExpect(c, "again", "NEG-MSG", "NEG-OPEN", "again", two, start)
+}
+
+// RL-34: a session kept busy is still closed syncLifetime after it opened.
+func TestNegentropyLifetime(t *testing.T) {
+	s := startServer(t)
+	s.relay.syncLifetime = 200 * time.Millisecond // before any connection reads them
+	s.relay.maxSyncRounds = 1 << 30
+	start := publishNotes(t, s, 2)
+	c := s.client(t)
+	c.send("NEG-OPEN", "long", nostr.Filter{Kinds: []int{1}}, start)
+	for {
+		got := negAnswer(c, "long")
+		switch {
+		case label(got) == "NEG-MSG":
+			c.send("NEG-MSG", "long", start)
+		case str(got, 2) == "closed: sync session open for 200ms":
+			return
+		case str(got, 2) != noSession:
+			// That one answers a NEG-MSG that crossed the close.
+			t.Fatalf("a session past its lifetime: %s", joinRaw(got))
+		}
+	}
+}
+
+// RL-34, RL-27: a NEG-OPEN reads its set in chunks of max_limit ids, each
+// past the first taking a token of the connection's request rate as a REQ
+// would: the set is whole across chunks, and a set of more chunks than
+// the rate has tokens left is refused with the rate message.
+func TestNegentropyOpenChunksTakeTokens(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.Limits.MaxLimit = 2
+		c.Limits.Rates = &Rates{ReqsPerConnection: Rate{PerSecond: never, Burst: 4}}
+	})
+	publishNotes(t, s, 5)
+	all, err := s.store.Query(context.Background(), nostr.Filter{Kinds: []int{1}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.client(t)
+	// 3 chunks of 2, 2 and 1 ids: 3 tokens.
+	got := negSync(t, c, "whole", nostr.Filter{Kinds: []int{1}}, nil)
+	if got.refused != "" || !slices.Equal(got.haveNots, sorted(ids(all))) {
+		t.Fatalf("a set of 3 chunks: %+v, want the 5 ids", got)
+	}
+	if got := negSync(t, c, "past", nostr.Filter{Kinds: []int{1}}, nil); got.refused != tooManyRequests {
+		t.Fatalf("a set of 3 chunks with 1 token left: %+v, want NEG-ERR %q", got, tooManyRequests)
 	}
 }

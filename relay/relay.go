@@ -49,6 +49,9 @@ type Store interface {
 	// beforeID) of RL-19, reading no more than maxBytes of events (0: no
 	// bound); truncated says it stopped there (RL-27a).
 	QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []*nostr.Event, truncated bool, err error)
+	// Positions is QueryBounded reading only each event's (created_at,
+	// id), within f's limit: the set of a NIP-77 sync (RL-34).
+	Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]buzz.Position, error)
 	// Window serves one channel window page from one snapshot (CW-9..CW-19).
 	Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error)
 	// Thread serves the replies below an event (RL-20).
@@ -136,10 +139,15 @@ type Relay struct {
 	// are off (RL-27a, RL-27).
 	queryMemory *byteBudget
 	queryRate   *keyedLimiter
-	// syncMemory is what the NIP-77 sync sessions hold together, and
-	// syncIdle how long one is kept without a message (RL-34).
-	syncMemory *byteBudget
-	syncIdle   time.Duration
+	// syncMemory is what the NIP-77 sync sessions hold together, syncIdle
+	// how long one is kept without a message and syncLifetime how long
+	// one is kept at all (RL-34).
+	syncMemory   *byteBudget
+	syncIdle     time.Duration
+	syncLifetime time.Duration
+	// maxSyncRounds is how many messages one session reconciles, from
+	// Limits.MaxSyncItems; tests lower it.
+	maxSyncRounds int
 
 	// metrics are what `/metrics` reports (RL-30).
 	metrics *metrics
@@ -171,9 +179,11 @@ func New(cfg Config, store Store) (*Relay, error) {
 		reads:  newReadSlots(cfg.Limits.MaxConcurrentQueries, cfg.Limits.MaxConcurrentQueriesPerIP),
 		events: newEventRates(cfg.Limits.Rates),
 
-		queryMemory: newByteBudget(cfg.Limits.QueryMemoryBytes),
-		syncMemory:  newByteBudget(cfg.Limits.SyncMemoryBytes),
-		syncIdle:    syncIdle,
+		queryMemory:   newByteBudget(cfg.Limits.QueryMemoryBytes),
+		syncMemory:    newByteBudget(cfg.Limits.SyncMemoryBytes),
+		syncIdle:      syncIdle,
+		syncLifetime:  syncLifetime,
+		maxSyncRounds: maxSyncRounds(cfg.Limits.MaxSyncItems),
 	}
 	if cfg.Limits.Rates != nil {
 		r.queryRate = newKeyedLimiter(cfg.Limits.Rates.QueriesPerIP)
@@ -452,9 +462,9 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 	return n, nil
 }
 
-// errTooManyRequests refuses a REQ, COUNT or NEG-OPEN past the
+// errTooManyRequests refuses a REQ, COUNT, NEG-OPEN or NEG-MSG past the
 // connection's rate (RL-27).
-const errTooManyRequests = "rate-limited: too many REQ and COUNT messages, slow down"
+const errTooManyRequests = "rate-limited: too many requests, slow down"
 
 // rejectRequest applies RL-27's limits to a whole REQ or COUNT: the REQ
 // and COUNT rate of the connection, the filters one message may carry and
@@ -601,8 +611,8 @@ type connState struct {
 	// opened is when the connection was registered; the log tells how
 	// long it lasted (RL-30).
 	opened time.Time
-	// reqs is the bucket of the connection's REQs and COUNTs together;
-	// nil when rates are off or ip is exempt (RL-27).
+	// reqs is the bucket of the connection's REQs, COUNTs, NEG-OPENs and
+	// NEG-MSGs together; nil when rates are off or ip is exempt (RL-27).
 	reqs *rate.Limiter
 	// turn is held by the one store read of the connection (readTurn).
 	turn chan struct{}

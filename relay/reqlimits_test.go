@@ -17,7 +17,7 @@ import (
 const (
 	tooManyFilters       = "invalid: too many filters (limit 10)"
 	tooManySubscriptions = "rate-limited: too many open subscriptions (limit 50)"
-	tooManyRequests      = "rate-limited: too many REQ and COUNT messages, slow down"
+	tooManyRequests      = "rate-limited: too many requests, slow down"
 	relayBusy            = "rate-limited: the relay is busy, try again shortly"
 )
 

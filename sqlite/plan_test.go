@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -24,7 +25,7 @@ func queryPlan(t *testing.T, s *Store, f nostr.Filter) string {
 	err := s.readTx(context.Background(), func(tx *sql.Tx) error {
 		var ok bool
 		var err error
-		q, ok, err = s.translate(context.Background(), tx, f, buzz.Anonymous, nil, false)
+		q, ok, err = s.translate(context.Background(), tx, f, buzz.Anonymous, nil, eventSelect)
 		if err != nil || !ok {
 			t.Fatalf("filter %v translated to nothing (%v)", f, err)
 		}
@@ -34,6 +35,24 @@ func queryPlan(t *testing.T, s *Store, f nostr.Filter) string {
 		t.Fatal(err)
 	}
 	return explain(t, s, q.sql, q.args...)
+}
+
+// checkPlan fails t unless plan (of what) contains every substring of want,
+// none of those marked "!x", and does not scan events.
+func checkPlan(t *testing.T, what, plan string, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if neg, ok := strings.CutPrefix(w, "!"); ok {
+			if strings.Contains(plan, neg) {
+				t.Errorf("plan of %s contains %q:\n%s", what, neg, plan)
+			}
+		} else if !strings.Contains(plan, w) {
+			t.Errorf("plan of %s lacks %q:\n%s", what, w, plan)
+		}
+	}
+	if planScansEvents(plan) {
+		t.Errorf("plan of %s scans events:\n%s", what, plan)
+	}
 }
 
 // planLines splits a plan into its lines.
@@ -114,19 +133,7 @@ func TestQueryPlans(t *testing.T) {
 		{"until", nostr.Filter{Until: &until}, []string{"SEARCH e USING INDEX events_created (created_at<?)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := queryPlan(t, s, tc.f)
-			for _, w := range tc.want {
-				if neg, ok := strings.CutPrefix(w, "!"); ok {
-					if strings.Contains(plan, neg) {
-						t.Errorf("plan of %v contains %q:\n%s", tc.f, neg, plan)
-					}
-				} else if !strings.Contains(plan, w) {
-					t.Errorf("plan of %v lacks %q:\n%s", tc.f, w, plan)
-				}
-			}
-			if planScansEvents(plan) {
-				t.Errorf("plan of %v scans events:\n%s", tc.f, plan)
-			}
+			checkPlan(t, fmt.Sprint(tc.f), queryPlan(t, s, tc.f), tc.want)
 		})
 	}
 

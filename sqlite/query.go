@@ -45,17 +45,14 @@ func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer,
 	if matchesNothing(f) {
 		return nil, false, nil
 	}
-	var before []byte
-	if beforeID != "" {
-		var ok bool
-		if before, ok = idKey(beforeID); !ok || f.Until == nil {
-			return nil, false, fmt.Errorf("before_id %q needs a 64-hex id and until", beforeID)
-		}
+	before, err := cursorKey(f, beforeID)
+	if err != nil {
+		return nil, false, err
 	}
 	var out []*nostr.Event
 	size := 0
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, v, before, false)
+		q, ok, err := s.translate(ctx, tx, f, v, before, eventSelect)
 		if err != nil || !ok {
 			return err
 		}
@@ -84,6 +81,58 @@ func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer,
 	return out, truncated, err
 }
 
+// Positions is QueryBefore reading only the (created_at, id) of each
+// event: the set of a NIP-77 sync (RL-34), with the same statement, index
+// and read rule as Query, without reading or decoding tags and content.
+func (s *Store) Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]buzz.Position, error) {
+	if matchesNothing(f) {
+		return nil, nil
+	}
+	before, err := cursorKey(f, beforeID)
+	if err != nil {
+		return nil, err
+	}
+	var out []buzz.Position
+	err = s.readTx(ctx, func(tx *sql.Tx) error {
+		q, ok, err := s.translate(ctx, tx, f, v, before, positionSelect)
+		if err != nil || !ok {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, q.sql, q.args...)
+		if err != nil {
+			return fmt.Errorf("query event positions: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p buzz.Position
+			var id []byte
+			if err := rows.Scan(&p.CreatedAt, &id); err != nil {
+				return fmt.Errorf("read event position: %w", err)
+			}
+			p.ID = hex.EncodeToString(id)
+			out = append(out, p)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("query event positions: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// cursorKey is the stored form of the composite cursor (f.Until,
+// beforeID) of RL-19; nil for no beforeID.
+func cursorKey(f nostr.Filter, beforeID string) ([]byte, error) {
+	if beforeID == "" {
+		return nil, nil
+	}
+	before, ok := idKey(beforeID)
+	if !ok || f.Until == nil {
+		return nil, fmt.Errorf("before_id %q needs a 64-hex id and until", beforeID)
+	}
+	return before, nil
+}
+
 // Count returns how many stored events match f, with the semantics of Query
 // and no limit (NIP-45), counting only events v may read (RL-13).
 func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64, error) {
@@ -92,7 +141,7 @@ func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64
 	}
 	var n int64
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, v, nil, true)
+		q, ok, err := s.translate(ctx, tx, f, v, nil, countSelect)
 		if err != nil || !ok {
 			return err
 		}
@@ -125,12 +174,20 @@ type sqlQuery struct {
 	args []any
 }
 
+// The projections translate selects: a count, whole events, positions.
+const (
+	countSelect    = "count(*)"
+	positionSelect = "e.created_at, e.id"
+)
+
 // translate turns a NIP-01 filter into one SQL statement driven by an index:
 // ids by events_id, channels by events_channel, tags by the tags table,
 // authors by events_pubkey, kinds by events_kind, time by events_created
-// (SQLite picks among those present). ok is false when the filter can match
+// (SQLite picks among those present), selecting projection (countSelect,
+// eventSelect or positionSelect); all but the count are in Query's order
+// within the filter's limit. ok is false when the filter can match
 // nothing, so no statement is needed.
-func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buzz.Viewer, before []byte, count bool) (q sqlQuery, ok bool, err error) {
+func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buzz.Viewer, before []byte, projection string) (q sqlQuery, ok bool, err error) {
 	if f.Search != "" {
 		return q, false, nil
 	}
@@ -260,13 +317,9 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buz
 	}
 
 	var b strings.Builder
-	if count {
-		b.WriteString("SELECT count(*) FROM " + from + " WHERE ")
-	} else {
-		b.WriteString("SELECT " + eventSelect + " FROM " + from + " WHERE ")
-	}
+	b.WriteString("SELECT " + projection + " FROM " + from + " WHERE ")
 	b.WriteString(strings.Join(where, " AND "))
-	if !count {
+	if projection != countSelect {
 		limit := f.Limit
 		if limit <= 0 {
 			limit = DefaultLimit
