@@ -10,23 +10,23 @@ import (
 // writeStmts are the statements of the write path, prepared once on the
 // writer connection.
 type writeStmts struct {
-	begin, commit, rollback                    *sql.Stmt
-	insertEvent, insertTag, deleteTag          *sql.Stmt
-	eventByID, eventBySeq                      *sql.Stmt
-	seen, deletedAddress                       *sql.Stmt
-	replaceableVersions, addressableVersion    *sql.Stmt
-	channelSeq, insertChannel                  *sql.Stmt
-	threadRow, upsertThread                    *sql.Stmt
-	markDeleted, hasChildren, hardDelete       *sql.Stmt
+	begin, commit, rollback                                   *sql.Stmt
+	insertEvent, insertTag, deleteTag                         *sql.Stmt
+	eventByID, eventBySeq                                     *sql.Stmt
+	seen, deletedAddress                                      *sql.Stmt
+	replaceableVersions, addressableVersion                   *sql.Stmt
+	channelSeq, insertChannel                                 *sql.Stmt
+	threadRow, upsertThread                                   *sql.Stmt
+	markDeleted, hasChildren, hardDelete                      *sql.Stmt
 	liveChildren, subtreeAuthors, threadNewest, threadAuthors *sql.Stmt
-	expired, clearExpiry                       *sql.Stmt
-	unclassified, setThread, deleteExtraTag    *sql.Stmt
-	accessVersion, putSetting, setScope        *sql.Stmt
-	updateChannel, putMember, deleteMember     *sql.Stmt
-	reactionsTo, summaryTarget, bumpPages      *sql.Stmt
-	shortWait, longWait, checkpoint, busyWait  *sql.Stmt
-	foreignGroupState                          *sql.Stmt
-	topLevelAfter, subtree, moveSubtree        *sql.Stmt
+	expired, clearExpiry                                      *sql.Stmt
+	unclassified, setThread, deleteExtraTag                   *sql.Stmt
+	accessVersion, putSetting, setScope                       *sql.Stmt
+	updateChannel, putMember, deleteMember                    *sql.Stmt
+	reactionsTo, summaryTarget, bumpPages                     *sql.Stmt
+	shortWait, longWait, checkpoint, busyWait                 *sql.Stmt
+	foreignGroupState                                         *sql.Stmt
+	topLevelAfter, subtree, moveSubtree                       *sql.Stmt
 
 	all []*sql.Stmt
 }
