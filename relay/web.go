@@ -253,30 +253,12 @@ func (r *Relay) serveWeb(w http.ResponseWriter, req *http.Request) {
 }
 
 // webMemory is what one page holds of the memory budget the answers
-// share (RL-27a): the bound of each of its reads, the events decoded from
+// share (RL-27a): what each of its reads holds, the events decoded from
 // them and the rendered page, each reserved before it is held, and none
 // given back before the page is written, since the page shows them all.
-type webMemory struct {
-	budget   *byteBudget
-	reserved int64
-}
-
-// reserve takes n bytes of the budget for the page; errQueryBusy when
-// they do not come free in time.
-func (m *webMemory) reserve(ctx context.Context, n int64) error {
-	if !m.budget.take(ctx, n) {
-		return errQueryBusy
-	}
-	m.reserved += n
-	return nil
-}
-
-// release gives the whole reservation back, once the page is written or
-// refused.
-func (m *webMemory) release() {
-	m.budget.give(m.reserved)
-	m.reserved = 0
-}
+// It is a response that never settles: a page writes nothing to its
+// buffer, and settling would give back all it holds.
+type webMemory = response
 
 // webRead is readBounded for a page: the read is bounded by a response of
 // its own, whose settling after a page too large gives back only that
