@@ -450,16 +450,6 @@ func (s *spyStore) saw(n int) {
 	s.largest = max(s.largest, n)
 }
 
-func rawSize(evs ...[]buzz.RawEvent) int {
-	n := 0
-	for _, list := range evs {
-		for _, ev := range list {
-			n += len(ev.JSON)
-		}
-	}
-	return n
-}
-
 func (s *spyStore) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	page, err := s.Store.Window(ctx, q)
 	if page != nil {

@@ -762,7 +762,7 @@ func (r *Relay) Handler() http.Handler {
 			r.serveReady(w, req)
 		case strings.Contains(req.Header.Get("Accept"), "application/nostr+json"):
 			r.serveInfo(w, req)
-		case r.cfg.Web && isWebPath(req.URL.Path):
+		case r.cfg.Web && isWebRequest(req):
 			r.serveWeb(w, req)
 		case req.URL.Path == "/" && (req.Method == http.MethodGet || req.Method == http.MethodHead):
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

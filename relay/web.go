@@ -3,13 +3,19 @@ package relay
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -71,6 +77,12 @@ const (
 	// webThreadDepth is how deep below its root a thread page reads:
 	// deeper replies are refused at ingest (RL-5).
 	webThreadDepth = 100
+	// webRowTextBytes bounds the text a row shows of its content, and
+	// webRootTextBytes what a thread page shows of its own message; past
+	// them the content is clipped, which bounds a page's HTML
+	// (webPageMaxBytes) whatever max_event_bytes is.
+	webRowTextBytes  = 8 << 10
+	webRootTextBytes = 64 << 10
 	// webNameRunes and webAboutRunes bound what a page shows of a display
 	// name and a channel's about.
 	webNameRunes  = 48
@@ -92,9 +104,16 @@ var (
 	errWebBadCursor = errors.New("bad cursor")
 )
 
-// isWebPath reports whether path is one of the web view's.
-func isWebPath(path string) bool {
-	return path == "/" || path == webCSSPath || strings.HasPrefix(path, "/c/")
+// isWebRequest reports whether req asks for one of the web view's pages:
+// `/` only from a browser (`Accept: text/html`, CW-25), so that a client
+// asking for anything (curl's `*/*`) still gets the line of text.
+func isWebRequest(req *http.Request) bool {
+	switch path := req.URL.Path; {
+	case path == "/":
+		return strings.Contains(strings.ToLower(req.Header.Get("Accept")), "text/html")
+	default:
+		return path == webCSSPath || strings.HasPrefix(path, "/c/")
+	}
 }
 
 type webRouteKind int
@@ -194,14 +213,14 @@ func (r *Relay) serveWeb(w http.ResponseWriter, req *http.Request) {
 	defer leave()
 	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
 	defer cancel()
-	out := &response{budget: r.queryMemory}
-	defer out.release()
+	mem := &webMemory{budget: r.queryMemory}
+	defer mem.release()
 	start := time.Now()
-	name, page, err := r.webPageInSlot(ctx, limited, route, req.URL.Query(), out)
+	name, page, err := r.webPageInSlot(ctx, limited, route, req.URL.Query(), mem)
 	since(r.metrics.queryHTTP, start)
-	var body bytes.Buffer
+	body := &webPageWriter{ctx: ctx, mem: mem}
 	if err == nil {
-		err = webTemplates.ExecuteTemplate(&body, name, page)
+		err = webTemplates.ExecuteTemplate(body, name, page)
 	}
 	switch {
 	case err == nil:
@@ -228,33 +247,127 @@ func (r *Relay) serveWeb(w http.ResponseWriter, req *http.Request) {
 	if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(queryWriteTimeout)); err != nil {
 		r.log.Warn("bounding the time to write a web page", "err", err)
 	}
-	if _, err := w.Write(body.Bytes()); err != nil {
+	if err := body.writeTo(w); err != nil {
 		r.log.Debug("writing web page", "err", err)
 	}
+}
+
+// webMemory is what one page holds of the memory budget the answers
+// share (RL-27a): what each of its reads holds, the events decoded from
+// them and the rendered page, each reserved before it is held, and none
+// given back before the page is written, since the page shows them all.
+// It is a response that never settles: a page writes nothing to its
+// buffer, and settling would give back all it holds.
+type webMemory = response
+
+// webRead is readBounded for a page: the read is bounded by a response of
+// its own, whose settling after a page too large gives back only that
+// read's own bound, never what the page's earlier reads hold. Once read,
+// the reservation is made what the read holds (size) and stays with the
+// page.
+func webRead[T any](ctx context.Context, mem *webMemory, read func(maxBytes int) (T, error), size func(T) int) (T, error) {
+	one := &response{budget: mem.budget}
+	defer func() { mem.reserved += one.reserved }()
+	page, err := readBounded(ctx, one, read)
+	if err != nil {
+		return page, err
+	}
+	// The store read no more than the bound: what it read is at most
+	// what is reserved.
+	if spare := one.reserved - int64(size(page)); spare > 0 {
+		mem.budget.give(spare)
+		one.reserved -= spare
+	}
+	return page, nil
+}
+
+// rawSize is the bytes of the JSON of evs.
+func rawSize(evs ...[]buzz.RawEvent) int {
+	n := 0
+	for _, list := range evs {
+		for _, ev := range list {
+			n += len(ev.JSON)
+		}
+	}
+	return n
+}
+
+const (
+	// webPageChunk is the unit in which a rendered page is reserved and
+	// held: a page is not copied as it grows.
+	webPageChunk = 32 << 10
+	// webPageMaxBytes bounds a rendered page. Content is clipped
+	// (webRowTextBytes, webRootTextBytes) and html/template writes a byte
+	// of it as at most 5 (&amp; &#34; ...), twice for a URL (its text and
+	// its href), so the largest thread page, 50 replies and a root, is
+	// under 5 MiB (TestWebPageBounded builds it).
+	webPageMaxBytes = 6 << 20
+)
+
+var errWebPageTooLarge = errors.New("web page: rendered page exceeds its bound")
+
+// webPageWriter is the rendered page, held in chunks of webPageChunk
+// bytes, each reserved from the page's memory before it is filled.
+type webPageWriter struct {
+	ctx    context.Context
+	mem    *webMemory
+	chunks [][]byte
+}
+
+func (p *webPageWriter) Write(b []byte) (int, error) {
+	written := 0
+	for len(b) > 0 {
+		last := len(p.chunks) - 1
+		if last < 0 || len(p.chunks[last]) == webPageChunk {
+			if (last+2)*webPageChunk > webPageMaxBytes {
+				return written, errWebPageTooLarge
+			}
+			if err := p.mem.reserve(p.ctx, webPageChunk); err != nil {
+				return written, err
+			}
+			p.chunks = append(p.chunks, make([]byte, 0, webPageChunk))
+			last++
+		}
+		n := min(len(b), webPageChunk-len(p.chunks[last]))
+		p.chunks[last] = append(p.chunks[last], b[:n]...)
+		b = b[n:]
+		written += n
+	}
+	return written, nil
+}
+
+// writeTo writes the page to w.
+func (p *webPageWriter) writeTo(w io.Writer) error {
+	for _, c := range p.chunks {
+		if _, err := w.Write(c); err != nil {
+			return fmt.Errorf("write web page: %w", err)
+		}
+	}
+	return nil
 }
 
 // webPageInSlot is webPage in one of the relay's read slots, shared with
 // REQ, COUNT and `/query`; errQueryBusy when none comes free in time
 // (RL-27a).
-func (r *Relay) webPageInSlot(ctx context.Context, ip netip.Addr, route webRoute, q url.Values, out *response) (string, *webView, error) {
+func (r *Relay) webPageInSlot(ctx context.Context, ip netip.Addr, route webRoute, q url.Values, mem *webMemory) (string, *webView, error) {
 	if !r.reads.acquire(ctx, ip) {
 		return "", nil, errQueryBusy
 	}
 	defer r.reads.release(ip)
-	return r.webPage(ctx, route, q, out)
+	return r.webPage(ctx, route, q, mem)
 }
 
 // webPage reads what route shows and names its template.
-func (r *Relay) webPage(ctx context.Context, route webRoute, q url.Values, out *response) (string, *webView, error) {
+func (r *Relay) webPage(ctx context.Context, route webRoute, q url.Values, mem *webMemory) (string, *webView, error) {
 	v := &webView{Relay: r.cfg.Info.Name, Description: r.cfg.Info.Description, CSS: webCSSURL}
 	switch route.kind {
 	case routeIndex:
 		v.Title = r.cfg.Info.Name
 		return "index.html", v, r.webIndex(ctx, q, v)
 	case routeChannel:
-		return "channel.html", v, r.webChannel(ctx, route, q, out, v)
+		return "channel.html", v, r.webChannel(ctx, route, q, mem, v)
 	default:
-		return "thread.html", v, r.webThread(ctx, route, q, out, v)
+		return "thread.html", v, r.webThread(ctx, route, q, mem, v)
 	}
 }
 
@@ -315,10 +428,18 @@ type webTime struct {
 }
 
 type webRow struct {
-	ID        string
-	Author    webAuthor
-	At        webTime
-	Content   []contentPart
+	ID      string
+	Author  webAuthor
+	At      webTime
+	Content []contentPart
+	// Clipped says Content is the start of a longer content, and Whole
+	// links to the page that shows more of it, the row's thread page
+	// ("" on that page).
+	Clipped bool
+	Whole   string
+	// Deleted stands for a thread's deleted root, of which nothing is
+	// shown but the place.
+	Deleted   bool
 	Edited    bool
 	Reactions int
 	Replies   int64
@@ -337,20 +458,32 @@ type webAuthor struct {
 }
 
 // webIndex lists the channels an anonymous reader can read, in store
-// order, from where the link of the page before ended (`after`).
+// order, from where the link of the page before ended (`after`). It
+// reads one channel past a full page, so that a page links on only when
+// something follows; when webChannelScan ends the page first, it links
+// on from the last channel examined, which may be a hidden one: the
+// link's position is sealed (webIndexSeal), so that no link shows a
+// channel's store number, whose gaps would count the hidden channels. A
+// page that ends short with a link still tells that the rest of the
+// webChannelScan channels it examined are ones it does not show (private
+// or deleted): any scan bounded per page tells that much. A full page's
+// link tells nothing of the channels among or after those it shows.
 func (r *Relay) webIndex(ctx context.Context, q url.Values, v *webView) error {
+	seal, err := r.indexSeal()
+	if err != nil {
+		return err
+	}
 	var after int64
 	if s := q.Get("after"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return errWebBadCursor
+		if after, err = seal.open(s); err != nil {
+			return err
 		}
-		after = n
 	}
 	c := r.store.Community()
 	now := r.now()
-	more := true
-	for examined := 0; more && examined < webChannelScan && len(v.Channels) < webPageRows; {
+	var lastShown int64
+	more, full := true, false
+	for examined := 0; more && !full && examined < webChannelScan; {
 		batch, err := r.store.ChannelsAfter(ctx, after, webChannelBatch)
 		if err != nil {
 			return err
@@ -363,22 +496,65 @@ func (r *Relay) webIndex(ctx context.Context, q url.Values, v *webView) error {
 			if !c.CanRead(buzz.Anonymous, ch) {
 				continue
 			}
+			if len(v.Channels) == webPageRows {
+				// One past the page: the page links on after its last.
+				full, more, after = true, true, lastShown
+				break
+			}
 			item := webChannelItem{Name: webChannelName(ch), About: clip(ch.About, webAboutRunes), URL: "/c/" + ch.H}
 			if a.LastEventAt > 0 {
 				t := newWebTime(a.LastEventAt, now)
 				item.LastActive = &t
 			}
 			v.Channels = append(v.Channels, item)
-			if len(v.Channels) == webPageRows {
-				more = true
-				break
-			}
+			lastShown = a.Seq
 		}
 	}
 	if more {
-		v.More = "/?after=" + strconv.FormatInt(after, 10)
+		v.More = "/?after=" + seal.seal(after)
 	}
 	return nil
+}
+
+// webIndexSeal turns an index position into the `after` of a link and
+// back: the position in a block of AES under a key derived from the
+// relay's key, half of it zeros that a forged or altered link fails to
+// decrypt to. The same position gives the same link, which a cache may
+// keep.
+type webIndexSeal struct{ block cipher.Block }
+
+// indexSeal is the relay's index seal.
+func (r *Relay) indexSeal() (webIndexSeal, error) {
+	mac := hmac.New(sha256.New, []byte(r.cfg.Key))
+	mac.Write([]byte("buzz-lite web index cursor")) // a hash's Write never fails
+	block, err := aes.NewCipher(mac.Sum(nil)[:16])
+	if err != nil {
+		return webIndexSeal{}, fmt.Errorf("web index cursor key: %w", err)
+	}
+	return webIndexSeal{block: block}, nil
+}
+
+func (s webIndexSeal) seal(pos int64) string {
+	var plain, sealed [aes.BlockSize]byte
+	binary.BigEndian.PutUint64(plain[:8], uint64(pos))
+	s.block.Encrypt(sealed[:], plain[:])
+	return base64.RawURLEncoding.EncodeToString(sealed[:])
+}
+
+// open is the position sealed in after; errWebBadCursor when after is
+// not a link the relay made.
+func (s webIndexSeal) open(after string) (int64, error) {
+	sealed, err := base64.RawURLEncoding.DecodeString(after)
+	if err != nil || len(sealed) != aes.BlockSize {
+		return 0, errWebBadCursor
+	}
+	var plain [aes.BlockSize]byte
+	s.block.Decrypt(plain[:], sealed)
+	pos := int64(binary.BigEndian.Uint64(plain[:8]))
+	if binary.BigEndian.Uint64(plain[8:]) != 0 || pos < 0 {
+		return 0, errWebBadCursor
+	}
+	return pos, nil
 }
 
 func webChannelName(ch *buzz.Channel) string {
@@ -401,7 +577,7 @@ func (r *Relay) webReadable(h string) (*webChannelItem, error) {
 
 // webChannel reads one window page as `/query` does (CW-9..CW-19): the
 // same store call, through the page cache, within the same byte bounds.
-func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, out *response, v *webView) error {
+func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, mem *webMemory, v *webView) error {
 	ch, err := r.webReadable(route.channel)
 	if err != nil {
 		return err
@@ -422,21 +598,21 @@ func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, ou
 		Aux:        true,
 		Viewer:     buzz.Anonymous,
 	}
-	page, err := readBounded(ctx, out, func(maxBytes int) (*buzz.WindowPage, error) {
+	page, err := webRead(ctx, mem, func(maxBytes int) (*buzz.WindowPage, error) {
 		wq.MaxBytes = maxBytes
 		return r.store.Window(ctx, wq)
-	})
+	}, func(p *buzz.WindowPage) int { return rawSize(p.Rows, p.Aux) })
 	if err != nil {
 		return err
 	}
 	if page.Unreadable {
 		return errWebNotFound // access changed since webReadable
 	}
-	rows, err := decodeRaw(page.Rows)
+	rows, err := decodeRaw(ctx, mem, page.Rows)
 	if err != nil {
 		return err
 	}
-	aux, err := decodeRaw(page.Aux)
+	aux, err := decodeRaw(ctx, mem, page.Aux)
 	if err != nil {
 		return err
 	}
@@ -444,13 +620,13 @@ func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, ou
 	for _, sm := range page.Summaries {
 		replies[sm.ID] = sm.ReplyCount
 	}
-	names, err := r.webProfiles(ctx, rows, out)
+	names, err := r.webProfiles(ctx, rows, mem)
 	if err != nil {
 		return err
 	}
 	b := webRowBuilder{channel: route.channel, now: r.now(), names: names, aux: indexAux(aux), replies: replies}
 	for _, ev := range rows {
-		v.Rows = append(v.Rows, b.row(ev))
+		v.Rows = append(v.Rows, b.row(ev, webRowTextBytes))
 	}
 	if page.HasMore && page.Next != nil {
 		v.Older = "/c/" + route.channel + webCursorQuery(page.Next)
@@ -460,8 +636,11 @@ func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, ou
 
 // webThread reads a thread as `/query` does (RL-20): its root, then the
 // replies below it oldest first, webPageRows a page, with their aux
-// closure; the replies are nested under their parents.
-func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, out *response, v *webView) error {
+// closure; the replies are nested under their parents. A deleted root's
+// replies are still served (RL-20): they are shown under a "deleted
+// message" in its place, as long as some reply of the page shows that the
+// root was in the channel of the path; otherwise the page is not found.
+func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, mem *webMemory, v *webView) error {
 	ch, err := r.webReadable(route.channel)
 	if err != nil {
 		return err
@@ -472,42 +651,66 @@ func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, out
 	if err != nil {
 		return err
 	}
-	if err := out.reserve(ctx, firstGrant); err != nil {
-		return err
-	}
-	found, _, err := r.store.QueryBounded(ctx, nostr.Filter{IDs: []string{route.event}, Limit: 1}, buzz.Anonymous, "", firstGrant)
-	if err != nil {
-		return err
-	}
-	if len(found) != 1 {
-		return errWebNotFound
-	}
-	root := found[0]
-	if h, err := buzz.ChannelOf(root.Tags); err != nil || h != route.channel {
-		return errWebNotFound
-	}
-	tq := buzz.ThreadQuery{Root: root.ID, DepthLimit: webThreadDepth, Limit: webPageRows + 1, After: after, Aux: true, Viewer: buzz.Anonymous}
-	page, err := readBounded(ctx, out, func(maxBytes int) (*buzz.ThreadPage, error) {
-		tq.MaxBytes = maxBytes
-		return r.store.Thread(ctx, tq)
+	found, err := webRead(ctx, mem, func(maxBytes int) ([]*nostr.Event, error) {
+		evs, truncated, err := r.store.QueryBounded(ctx, nostr.Filter{IDs: []string{route.event}, Limit: 1}, buzz.Anonymous, "", maxBytes)
+		if err == nil && truncated {
+			return nil, buzz.ErrTooLarge
+		}
+		return evs, err
+	}, func(evs []*nostr.Event) int {
+		n := 0
+		for _, ev := range evs {
+			n += buzz.EventSize(ev)
+		}
+		return n
 	})
 	if err != nil {
 		return err
 	}
-	replies, err := decodeRaw(page.Replies)
+	var root *nostr.Event
+	if len(found) == 1 {
+		root = found[0]
+		if h, err := buzz.ChannelOf(root.Tags); err != nil || h != route.channel {
+			return errWebNotFound
+		}
+	}
+	tq := buzz.ThreadQuery{Root: route.event, DepthLimit: webThreadDepth, Limit: webPageRows + 1, After: after, Aux: true, Viewer: buzz.Anonymous}
+	page, err := webRead(ctx, mem, func(maxBytes int) (*buzz.ThreadPage, error) {
+		tq.MaxBytes = maxBytes
+		return r.store.Thread(ctx, tq)
+	}, func(p *buzz.ThreadPage) int { return rawSize(p.Replies, p.Aux) })
 	if err != nil {
 		return err
+	}
+	replies, err := decodeRaw(ctx, mem, page.Replies)
+	if err != nil {
+		return err
+	}
+	if root == nil {
+		// Deleted, or never here: the store served its replies only if an
+		// anonymous reader may read its channel; each reply names it.
+		if len(replies) == 0 {
+			return errWebNotFound
+		}
+		for _, ev := range replies {
+			if h, err := buzz.ChannelOf(ev.Tags); err != nil || h != route.channel {
+				return errWebNotFound
+			}
+		}
 	}
 	if len(replies) > webPageRows {
 		replies = replies[:webPageRows]
 		last := replies[len(replies)-1]
-		v.Later = "/c/" + route.channel + "/t/" + root.ID + webCursorQuery(&buzz.Position{CreatedAt: int64(last.CreatedAt), ID: last.ID})
+		v.Later = "/c/" + route.channel + "/t/" + route.event + webCursorQuery(&buzz.Position{CreatedAt: int64(last.CreatedAt), ID: last.ID})
 	}
-	aux, err := decodeRaw(page.Aux)
+	aux, err := decodeRaw(ctx, mem, page.Aux)
 	if err != nil {
 		return err
 	}
-	all := append([]*nostr.Event{root}, replies...)
+	all := replies
+	if root != nil {
+		all = append([]*nostr.Event{root}, replies...)
+	}
 	ids := make([]string, len(all))
 	for i, ev := range all {
 		ids[i] = ev.ID
@@ -520,15 +723,20 @@ func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, out
 	for _, sm := range sums {
 		counts[sm.ID] = sm.ReplyCount
 	}
-	names, err := r.webProfiles(ctx, all, out)
+	names, err := r.webProfiles(ctx, all, mem)
 	if err != nil {
 		return err
 	}
 	b := webRowBuilder{channel: route.channel, now: r.now(), names: names, aux: indexAux(aux), replies: counts}
-	v.Root = b.row(root)
-	byID := map[string]*webRow{root.ID: v.Root}
+	if root != nil {
+		v.Root = b.row(root, webRootTextBytes)
+		v.Root.Whole = "" // this is its page
+	} else {
+		v.Root = &webRow{ID: route.event, Deleted: true, Thread: "/c/" + route.channel + "/t/" + route.event}
+	}
+	byID := map[string]*webRow{route.event: v.Root}
 	for _, ev := range replies {
-		row := b.row(ev)
+		row := b.row(ev, webRowTextBytes)
 		parent := byID[buzz.ParseThreadTags(ev.Tags).Parent]
 		if parent == nil {
 			// Its parent is on an earlier page: shown below the root.
@@ -542,7 +750,12 @@ func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, out
 	return nil
 }
 
-func decodeRaw(raws []buzz.RawEvent) ([]*nostr.Event, error) {
+// decodeRaw decodes stored events for a page, reserving their JSON's
+// bytes first: a decoded event holds no more text than its JSON.
+func decodeRaw(ctx context.Context, mem *webMemory, raws []buzz.RawEvent) ([]*nostr.Event, error) {
+	if err := mem.reserve(ctx, int64(rawSize(raws))); err != nil {
+		return nil, err
+	}
 	out := make([]*nostr.Event, len(raws))
 	for i, raw := range raws {
 		ev := &nostr.Event{}
@@ -557,7 +770,7 @@ func decodeRaw(raws []buzz.RawEvent) ([]*nostr.Event, error) {
 // webProfiles reads the display names of the authors of evs from their
 // kind 0 profiles: one query for the page, bounded in bytes, as an
 // anonymous reader.
-func (r *Relay) webProfiles(ctx context.Context, evs []*nostr.Event, out *response) (map[string]string, error) {
+func (r *Relay) webProfiles(ctx context.Context, evs []*nostr.Event, mem *webMemory) (map[string]string, error) {
 	seen := make(map[string]bool, len(evs))
 	authors := make([]string, 0, len(evs))
 	for _, ev := range evs {
@@ -570,7 +783,7 @@ func (r *Relay) webProfiles(ctx context.Context, evs []*nostr.Event, out *respon
 	if len(authors) == 0 {
 		return names, nil
 	}
-	if err := out.reserve(ctx, webProfileBytes); err != nil {
+	if err := mem.reserve(ctx, webProfileBytes); err != nil {
 		return nil, err
 	}
 	f := nostr.Filter{Kinds: []int{0}, Authors: authors, Limit: len(authors)}
@@ -663,21 +876,28 @@ type webRowBuilder struct {
 	replies map[string]int64
 }
 
-func (b webRowBuilder) row(ev *nostr.Event) *webRow {
+// row is ev as a page shows it, its content clipped to limit bytes of
+// text.
+func (b webRowBuilder) row(ev *nostr.Event, limit int) *webRow {
 	content := ev.Content
 	edit := b.aux.edits[[2]string{ev.ID, ev.PubKey}]
 	if edit != nil {
 		content = edit.Content
 	}
+	parts, clipped := linkify(content, limit)
 	row := &webRow{
 		ID:        ev.ID,
 		Author:    webAuthorOf(ev.PubKey, b.names),
 		At:        newWebTime(int64(ev.CreatedAt), b.now),
-		Content:   linkify(content),
+		Content:   parts,
+		Clipped:   clipped,
 		Edited:    edit != nil,
 		Reactions: b.aux.reactions[ev.ID],
 		Replies:   b.replies[ev.ID],
 		Thread:    "/c/" + b.channel + "/t/" + ev.ID,
+	}
+	if clipped {
+		row.Whole = row.Thread
 	}
 	return row
 }
@@ -727,20 +947,40 @@ func ago(d time.Duration) string {
 }
 
 // contentPart is a piece of message content: text, or an http(s) URL
-// that the page makes a link.
+// that the page makes a link, Text then the URL as shown (webLinkText).
 type contentPart struct {
 	Text string
 	URL  string
 }
 
-// linkify splits content into text and http(s) URLs. A URL starts with
-// http:// or https:// and runs to the next space or quote-like
+// linkify splits content into text and http(s) URLs, up to limit bytes
+// of text shown; clipped says content goes on past them. A URL starts
+// with http:// or https:// and runs to the next space or quote-like
 // character, without trailing punctuation; anything else (javascript:,
-// data:, ...) stays text. Linear in the content.
-func linkify(content string) []contentPart {
-	var parts []contentPart
-	text := 0
-	for i := 0; i < len(content); {
+// data:, ...) stays text. Linear in what it shows.
+func linkify(content string, limit int) (parts []contentPart, clipped bool) {
+	shown := 0
+	// text appends s as text; false when the limit cut it.
+	text := func(s string) bool {
+		if shown+len(s) > limit {
+			cut := limit - shown
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			if cut > 0 {
+				parts = append(parts, contentPart{Text: s[:cut]})
+			}
+			shown = limit
+			return false
+		}
+		if s != "" {
+			parts = append(parts, contentPart{Text: s})
+			shown += len(s)
+		}
+		return true
+	}
+	plain := 0
+	for i := 0; i < len(content) && i-plain+shown <= limit; {
 		j := nextURLStart(content[i:])
 		if j < 0 {
 			break
@@ -755,18 +995,41 @@ func linkify(content string) []contentPart {
 		}
 		candidate := content[start:end]
 		if u, err := url.Parse(candidate); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
-			if start > text {
-				parts = append(parts, contentPart{Text: content[text:start]})
+			if !text(content[plain:start]) {
+				return parts, true
 			}
-			parts = append(parts, contentPart{Text: candidate, URL: u.String()})
-			text = end
+			label := webLinkText(candidate)
+			if shown+len(label) > limit {
+				// A link cut short would lead elsewhere: the rest is text.
+				return parts, !text(content[start:])
+			}
+			parts = append(parts, contentPart{Text: label, URL: u.String()})
+			shown += len(label)
+			plain = end
 		}
 		i = max(end, start+1)
 	}
-	if text < len(content) {
-		parts = append(parts, contentPart{Text: content[text:]})
+	return parts, !text(content[plain:])
+}
+
+// webLinkText is a URL as a link shows it: every control, formatting
+// (bidi overrides and isolates, U+200E/F among them) and separator
+// character, and every byte that is not UTF-8, percent-escaped, so that
+// the text of a link reads as the address it leads to.
+func webLinkText(u string) string {
+	var b strings.Builder
+	for i := 0; i < len(u); {
+		c, size := utf8.DecodeRuneInString(u[i:])
+		if (c == utf8.RuneError && size == 1) || unicode.In(c, unicode.C, unicode.Z) {
+			for _, x := range []byte(u[i : i+size]) {
+				fmt.Fprintf(&b, "%%%02X", x)
+			}
+		} else {
+			b.WriteString(u[i : i+size])
+		}
+		i += size
 	}
-	return parts
+	return b.String()
 }
 
 // nextURLStart is the index in s of the next "http://" or "https://", -1

@@ -65,16 +65,26 @@ func FuzzWebCursor(f *testing.F) {
 	})
 }
 
-// CW-25: linkify keeps every byte of the content, in order, and makes
-// links of http(s) URLs only.
+// CW-25: linkify keeps the content, in order, up to its limit: the
+// parts, with what a link's text escapes escaped in the text parts too,
+// read as the start of the content so escaped, the whole of it unless
+// clipped; it shows at most limit bytes, and makes links of http(s) URLs
+// only, whose text holds no control, formatting or separator character.
 func FuzzLinkify(f *testing.F) {
-	for _, s := range []string{"see https://example.org/x.", "javascript:alert(1)", "http://", "https://a.b/<script>", "xhttps://a http://[::1]:80/", ""} {
-		f.Add(s)
+	for _, s := range []string{"see https://example.org/x.", "javascript:alert(1)", "http://", "https://a.b/<script>", "xhttps://a http://[::1]:80/", "",
+		"https://evil.example/\u202emoc.elgoog", "x https://a.b/\u2066\u200f\xe2\x80 y"} {
+		f.Add(s, 64)
 	}
-	f.Fuzz(func(t *testing.T, content string) {
+	f.Fuzz(func(t *testing.T, content string, limit int) {
+		if limit < 0 {
+			return
+		}
+		parts, clipped := linkify(content, limit)
 		var b strings.Builder
-		for _, p := range linkify(content) {
-			b.WriteString(p.Text)
+		shown := 0
+		for _, p := range parts {
+			b.WriteString(webLinkText(p.Text))
+			shown += len(p.Text)
 			if p.URL == "" {
 				continue
 			}
@@ -82,9 +92,43 @@ func FuzzLinkify(f *testing.F) {
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 				t.Fatalf("%q: link to %q", content, p.URL)
 			}
+			for _, c := range p.Text {
+				if c == utf8.RuneError || unicode.In(c, unicode.C, unicode.Z) {
+					t.Fatalf("%q: link text %q holds %U", content, p.Text, c)
+				}
+			}
 		}
-		if b.String() != content {
+		whole := webLinkText(content)
+		switch {
+		case shown > limit:
+			t.Fatalf("%q: %d bytes shown, limit %d", content, shown, limit)
+		case !strings.HasPrefix(whole, b.String()):
 			t.Fatalf("linkify(%q) reads %q", content, b.String())
+		case clipped == (b.String() == whole):
+			t.Fatalf("linkify(%q, %d) reads %q, clipped %v", content, limit, b.String(), clipped)
+		}
+	})
+}
+
+// CW-25: the index's `after`, whatever a client sends, opens only to a
+// non-negative position the relay seals back to one that opens the same.
+func FuzzWebIndexAfter(f *testing.F) {
+	r := &Relay{cfg: Config{Key: strings.Repeat("ab", 32)}}
+	seal, err := r.indexSeal()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seal.seal(0))
+	f.Add(seal.seal(1 << 40))
+	f.Add("AAAAAAAAAAAAAAAAAAAAAA")
+	f.Add("57")
+	f.Fuzz(func(t *testing.T, after string) {
+		pos, err := seal.open(after)
+		if err != nil {
+			return
+		}
+		if again, err := seal.open(seal.seal(pos)); pos < 0 || err != nil || again != pos {
+			t.Fatalf("%q opens to %d, whose link opens to %d (%v)", after, pos, again, err)
 		}
 	})
 }

@@ -441,7 +441,9 @@ func firstArticle(n *html.Node) *html.Node {
 }
 
 // CW-25, RL-21: `/` with the nostr Accept header is still the NIP-11
-// document; a browser's Accept gets the HTML index.
+// document; a browser's Accept (naming text/html) gets the HTML index,
+// and any other, curl's `*/*` or none, the line of text. (Review finding
+// 4: with the web view on, `*/*` got the HTML.)
 func TestWebRootNegotiates(t *testing.T) {
 	s := startServer(t, webOn)
 	doc := webGet(t, s, "/", "application/nostr+json")
@@ -454,9 +456,17 @@ func TestWebRootNegotiates(t *testing.T) {
 	if ct := doc.header.Get("Content-Type"); ct != "application/nostr+json" {
 		t.Errorf("NIP-11 Content-Type %q", ct)
 	}
-	page := webGet(t, s, "/", "text/html,application/xhtml+xml")
-	if page.status != http.StatusOK || !strings.HasPrefix(page.body, "<!doctype html>") {
-		t.Fatalf("browser: %d %q", page.status, page.body)
+	for _, accept := range []string{"text/html", "Text/HTML;q=0.9", "text/html,application/xhtml+xml,*/*;q=0.8"} {
+		if got := webGet(t, s, "/", accept); got.status != http.StatusOK || !strings.HasPrefix(got.body, "<!doctype html>") {
+			t.Errorf("GET / with Accept %q: %d %q, want the HTML index", accept, got.status, got.body)
+		}
+	}
+	for _, accept := range []string{"", "*/*", "text/plain", "application/json"} {
+		got := webGet(t, s, "/", accept)
+		if got.status != http.StatusOK || !strings.HasPrefix(got.header.Get("Content-Type"), "text/plain") ||
+			!strings.Contains(got.body, "is a nostr relay") || strings.Contains(got.body, "<") {
+			t.Errorf("GET / with Accept %q: %d %q %q, want the line of text", accept, got.status, got.header.Get("Content-Type"), got.body)
+		}
 	}
 }
 
