@@ -106,6 +106,18 @@ func relayClient(ctx context.Context, c *cli.Context, key string) (*client.Clien
 	return client.New(ctx, client.Options{Relay: relayURL, Key: key})
 }
 
+// readingClient is a client of the command's relay for a read of at most
+// five minutes within parent; cancel ends that bound.
+func readingClient(parent context.Context, c *cli.Context, key string) (context.Context, context.CancelFunc, *client.Client, error) {
+	ctx, cancel := context.WithTimeout(parent, 5*time.Minute)
+	cl, err := relayClient(ctx, c, key)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, cancel, cl, nil
+}
+
 // clientFlags are the flags every command takes (RL-25) as a client of a
 // relay takes them, not listed, since a data directory means nothing to a
 // client, and the relay, which a configuration names when --relay is not
@@ -168,12 +180,11 @@ func window(c *cli.Context) error {
 	}
 	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
-	defer cancel()
-	cl, err := relayClient(ctx, c, key)
+	ctx, cancel, cl, err := readingClient(sigCtx, c, key)
 	if err != nil {
 		return err
 	}
+	defer cancel()
 	out := c.App.Writer
 	started := time.Now().Unix()
 	projection := false // the row mode the pages were served in (CL-4)
@@ -238,12 +249,11 @@ func thread(c *cli.Context) error {
 	}
 	sigCtx, stop := signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(sigCtx, 5*time.Minute)
-	defer cancel()
-	cl, err := relayClient(ctx, c, key)
+	ctx, cancel, cl, err := readingClient(sigCtx, c, key)
 	if err != nil {
 		return err
 	}
+	defer cancel()
 	t, err := cl.Thread(ctx, root)
 	if errors.Is(err, client.ErrNoThread) {
 		if key == "" {

@@ -39,22 +39,12 @@ func (c *Client) Sync(ctx context.Context) (*Syncer, error) {
 	if !c.negentropy {
 		return nil, errors.New("client: sync: the relay does not offer NIP-77 (77 is not in its NIP-11 supported_nips)")
 	}
-	w, err := c.dial(ctx)
+	// Authenticated at once: a relay asks only when a filter names a
+	// channel the connection may not read, and answers a filter naming
+	// none with what an anonymous reader may read.
+	w, err := c.dialAuthenticated(ctx)
 	if err != nil {
 		return nil, err
-	}
-	// At once: a relay asks only when a filter names a channel the
-	// connection may not read, and answers a filter naming none with what
-	// an anonymous reader may read.
-	if c.key != "" {
-		if err := w.awaitChallenge(ctx); err != nil {
-			w.close()
-			return nil, err
-		}
-		if err := w.authenticate(ctx); err != nil {
-			w.close()
-			return nil, err
-		}
 	}
 	return &Syncer{w: w}, nil
 }
