@@ -182,9 +182,14 @@ func reconcilePart(ctx context.Context, s *client.Syncer, f nostr.Filter, local 
 // authenticates.
 var errAuthRequired = errors.New("the relay asks to authenticate to read this")
 
-// reconcile runs NIP-77 with s and says plainly when the relay wants a key.
+// reconcile runs NIP-77 with s, patiently, and says plainly when the
+// relay wants a key.
 func reconcile(ctx context.Context, s *client.Syncer, f nostr.Filter, local []negentropy.Item, which string) ([]string, error) {
-	missing, _, err := s.Reconcile(ctx, f, local)
+	var missing []string
+	err := patiently(ctx, func() (err error) {
+		missing, _, err = s.Reconcile(ctx, f, local)
+		return err
+	})
 	var closed *client.ClosedError
 	if errors.As(err, &closed) && closed.AuthRequired() {
 		return nil, fmt.Errorf("%s: %w: %s", which, errAuthRequired, closed.Reason)
@@ -199,19 +204,27 @@ func reconcile(ctx context.Context, s *client.Syncer, f nostr.Filter, local []ne
 // and returns the rest oldest first, so that a destination stores a
 // channel before its messages and a parent before its replies.
 func fetchMissing(ctx context.Context, s *client.Syncer, ids []string, sum *syncSummary) ([]*nostr.Event, error) {
-	var evs []*nostr.Event
-	err := s.Fetch(ctx, ids, func(chunk []*nostr.Event) error {
-		for _, ev := range chunk {
-			if buzz.IsRelayOnlyKind(ev.Kind) {
-				sum.RelayOnly++
-				continue
+	// By id: a fetch tried again after a rate-limited refusal hands over
+	// again what it had.
+	got := map[string]*nostr.Event{}
+	err := patiently(ctx, func() error {
+		return s.Fetch(ctx, ids, func(chunk []*nostr.Event) error {
+			for _, ev := range chunk {
+				got[ev.ID] = ev
 			}
-			evs = append(evs, ev)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--from: fetching the missing events: %w", err)
+	}
+	var evs []*nostr.Event
+	for _, ev := range got {
+		if buzz.IsRelayOnlyKind(ev.Kind) {
+			sum.RelayOnly++
+			continue
+		}
+		evs = append(evs, ev)
 	}
 	slices.SortFunc(evs, func(a, b *nostr.Event) int {
 		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
@@ -249,7 +262,7 @@ func syncToRelay(ctx context.Context, src *client.Syncer, url, key string, f nos
 		return sum, err
 	}
 	for _, ev := range evs {
-		err := publishPatiently(ctx, dst, ev)
+		err := patiently(ctx, func() error { return dst.Publish(ctx, ev) })
 		var refused *client.RefusedError
 		switch {
 		case err == nil:
@@ -265,19 +278,27 @@ func syncToRelay(ctx context.Context, src *client.Syncer, url, key string, f nos
 	return sum, nil
 }
 
-// syncRetries is how many times a publish refused as rate-limited is
-// tried again, a second apart and then longer: a relay's event rate per
-// client allows bursts and then a few events a second.
+// syncRetries is how many times a publish or a reconciliation refused as
+// rate-limited is tried again, a second apart and then longer: a relay's
+// rates per client allow bursts and then a few a second.
 const syncRetries = 8
 
-// publishPatiently publishes ev, waiting and trying again while the relay
-// refuses it as rate-limited.
-func publishPatiently(ctx context.Context, dst *client.Syncer, ev *nostr.Event) error {
-	wait := time.Second
-	for try := 0; ; try++ {
-		err := dst.Publish(ctx, ev)
+// syncFirstWait is the wait before the first retry, doubled for each next
+// one up to ten seconds (tests shorten it).
+var syncFirstWait = time.Second
+
+// patiently runs try, waiting and trying again while the relay refuses
+// it as rate-limited (an OK, a CLOSED or a NEG-ERR), at most syncRetries
+// times, a wait that doubles from syncFirstWait up to ten seconds apart.
+func patiently(ctx context.Context, try func() error) error {
+	wait := syncFirstWait
+	for n := 0; ; n++ {
+		err := try()
 		var refused *client.RefusedError
-		if !errors.As(err, &refused) || !strings.HasPrefix(refused.Message, "rate-limited:") || try == syncRetries {
+		var closed *client.ClosedError
+		limited := (errors.As(err, &refused) && strings.HasPrefix(refused.Message, "rate-limited:")) ||
+			(errors.As(err, &closed) && strings.HasPrefix(closed.Reason, "rate-limited:"))
+		if !limited || n == syncRetries {
 			return err
 		}
 		select {

@@ -292,3 +292,21 @@ func plant(t *testing.T, store *sqlite.Store, evs ...*nostr.Event) {
 		}
 	}
 }
+
+// RL-34, RL-27: a sync split in parts on a relay whose request rate is
+// tight meets rate-limited refusals, waits and tries again, and copies
+// everything.
+func TestSyncWaitsOutTheRequestRate(t *testing.T) {
+	defer func(w time.Duration) { syncFirstWait = w }(syncFirstWait)
+	syncFirstWait = 50 * time.Millisecond
+	tight := relay.Limits{MaxSyncItems: 3, Rates: &relay.Rates{ReqsPerConnection: relay.Rate{PerSecond: 40, Burst: 2}}}
+	fromURL, _ := wnServeLimited(t, tight)
+	author := testutil.NewSigner(t)
+	for i := range 8 {
+		testutil.Publish(t, fromURL, author.Event(t, 1, time.Now().Unix()-int64(1000*i), "note"))
+	}
+	out, err := runApp("sync", "--from", fromURL, "--data", t.TempDir())
+	if err != nil || !strings.Contains(out, "8 copied") {
+		t.Fatalf("sync: %v, printed %q, want all 8 copied", err, out)
+	}
+}

@@ -273,13 +273,13 @@ func thread(c *cli.Context) error {
 		replies[r.Parent]++
 	}
 	aux := auxByTarget(t.Aux)
-	row := auxRow(t.Root, aux[t.Root.ID])
+	row := auxRow(t.Root, aux[strings.ToLower(t.Root.ID)])
 	row.Replies = replies[t.Root.ID]
 	if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
 		return err
 	}
 	for _, r := range t.Replies {
-		row := auxRow(r.Event, aux[r.Event.ID])
+		row := auxRow(r.Event, aux[strings.ToLower(r.Event.ID)])
 		row.Replies, row.ReplyTo, row.Depth = replies[r.Event.ID], r.Parent, r.Depth
 		if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
 			return err

@@ -190,7 +190,7 @@ func TestAssembleThreadLeavesOutWhatDoesNotHang(t *testing.T) {
 	h := nostr.Tag{"h", testChannel}
 	root := s.Event(t, 9, 100, "root", h)
 	// y replies to an event the thread lacks; x replies to y.
-	y := s.Event(t, 9, 101, "y", h, nostr.Tag{"e", root.ID, "", "root"}, nostr.Tag{"e", "ff" + root.ID[2:], "", "reply"})
+	y := s.Event(t, 9, 101, "y", h, nostr.Tag{"e", root.ID, "", "root"}, nostr.Tag{"e", strings.Repeat("0", 64), "", "reply"})
 	x := s.Event(t, 9, 102, "x", h, nostr.Tag{"e", root.ID, "", "root"}, nostr.Tag{"e", y.ID, "", "reply"})
 	positional := s.Event(t, 9, 103, "positional", h, nostr.Tag{"e", root.ID})
 	reaction := s.Event(t, buzz.KindReaction, 104, "+", h, nostr.Tag{"e", root.ID, "", "reply"})

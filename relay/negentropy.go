@@ -22,8 +22,8 @@ import (
 // authenticated connection might read), the same store query and viewer
 // scoping, read as (created_at, id) pairs only, in chunks of
 // Limits.MaxLimit in the connection's turn and the relay's read slots as a
-// REQ's are, each chunk taking a token of the connection's request rate as
-// a REQ does. The set is then held,
+// REQ's chunks are (the NEG-OPEN took one token of the connection's
+// request rate, as a REQ does). The set is then held,
 // for the session's NEG-MSG rounds: at most Limits.MaxSyncItems of them,
 // in at most Limits.MaxSyncSessions sessions per connection, the sessions
 // of one connection within its share of Limits.SyncMemoryBytes
@@ -353,12 +353,7 @@ func (r *Relay) syncSet(s *syncSession, conn *connState, f nostr.Filter) (*vecto
 	}
 	vec := vector.New()
 	c := &chunkCursor{filter: f, viewer: viewer(ctx)}
-	for first := true; !c.done; first = false {
-		// The NEG-OPEN took the first chunk's token.
-		if !first && conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
-			r.metrics.limited(limitRequests)
-			return nil, errTooManyRequests
-		}
+	for !c.done {
 		ps, err := r.syncChunk(ctx, conn, c)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -472,6 +467,15 @@ func (r *Relay) reconcile(conn *connState, ws *khatru.WebSocket, s *syncSession,
 // refused the NEG-ERR reason, both empty when the session was closed
 // meanwhile.
 func (r *Relay) reconcileRound(conn *connState, ws *khatru.WebSocket, s *syncSession, id, message string) (out, refused string) {
+	// The session first, then the turn and a slot, in the order the
+	// reading of its set takes them (startSync holds s.mu while its chunks
+	// take turns): a NEG-MSG sent right after its NEG-OPEN waits for the
+	// set holding neither, instead of holding the turn the set waits for.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.neg == nil {
+		return "", ""
+	}
 	if !conn.readTurn(s.ctx) {
 		return "", ""
 	}
@@ -485,11 +489,6 @@ func (r *Relay) reconcileRound(conn *connState, ws *khatru.WebSocket, s *syncSes
 		return "", errBusy
 	}
 	defer r.reads.release(ip)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.neg == nil {
-		return "", ""
-	}
 	if s.rounds++; s.rounds > r.maxSyncRounds {
 		r.metrics.limited(limitSyncRounds)
 		return "", fmt.Sprintf("blocked: too many sync rounds (limit %d)", r.maxSyncRounds)

@@ -444,11 +444,14 @@ func TestNegentropyLifetime(t *testing.T) {
 // RL-34, RL-27: a NEG-OPEN reads its set in chunks of max_limit ids, each
 // past the first taking a token of the connection's request rate as a REQ
 // would: the set is whole across chunks, and a set of more chunks than
-// the rate has tokens left is refused with the rate message.
-func TestNegentropyOpenChunksTakeTokens(t *testing.T) {
+// RL-34, RL-27: a NEG-OPEN takes one token of the connection's request
+// rate however many chunks its set is read in (the chunks wait for the
+// connection's turn and the read slots, as a REQ's do), so an honest sync
+// of a large set is not refused for its size in chunks.
+func TestNegentropyOpenTakesOneToken(t *testing.T) {
 	s := startServer(t, func(c *Config) {
 		c.Limits.MaxLimit = 2
-		c.Limits.Rates = &Rates{ReqsPerConnection: Rate{PerSecond: never, Burst: 4}}
+		c.Limits.Rates = &Rates{ReqsPerConnection: Rate{PerSecond: never, Burst: 3}}
 	})
 	publishNotes(t, s, 5)
 	all, err := s.store.Query(context.Background(), nostr.Filter{Kinds: []int{1}}, "")
@@ -456,12 +459,34 @@ func TestNegentropyOpenChunksTakeTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := s.client(t)
-	// 3 chunks of 2, 2 and 1 ids: 3 tokens.
-	got := negSync(t, c, "whole", nostr.Filter{Kinds: []int{1}}, nil)
-	if got.refused != "" || !slices.Equal(got.haveNots, sorted(ids(all))) {
-		t.Fatalf("a set of 3 chunks: %+v, want the 5 ids", got)
+	for i := range 3 { // sets of 3 chunks of 2, 2 and 1 ids, a token each
+		got := negSync(t, c, fmt.Sprint("sync", i), nostr.Filter{Kinds: []int{1}}, nil)
+		if got.refused != "" || !slices.Equal(got.haveNots, sorted(ids(all))) {
+			t.Fatalf("sync %d of a set of 3 chunks: %+v, want the 5 ids", i, got)
+		}
 	}
 	if got := negSync(t, c, "past", nostr.Filter{Kinds: []int{1}}, nil); got.refused != tooManyRequests {
-		t.Fatalf("a set of 3 chunks with 1 token left: %+v, want NEG-ERR %q", got, tooManyRequests)
+		t.Fatalf("a fourth NEG-OPEN with the tokens spent: %+v, want NEG-ERR %q", got, tooManyRequests)
+	}
+}
+
+// RL-34, RL-27a: a NEG-MSG sent right after its NEG-OPEN, before the set
+// is read, waits for the set and is answered; it does not hold the
+// connection's turn the set's chunks wait for (which left the session and
+// a read slot stuck until the session's lifetime ended).
+func TestNegentropyMessageRightAfterOpen(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.MaxLimit = 2 })
+	start := publishNotes(t, s, 9)
+	c := s.client(t)
+	c.send("NEG-OPEN", "eager", nostr.Filter{Kinds: []int{1}}, start)
+	c.send("NEG-MSG", "eager", start)
+	for range 2 {
+		c.await("an answer to the NEG-OPEN and to the NEG-MSG", func(m []json.RawMessage) bool {
+			return (label(m) == "NEG-MSG" || label(m) == "NEG-ERR") && str(m, 1) == "eager"
+		})
+	}
+	// The connection's turn is free: a REQ is answered (max_limit 2).
+	if got := fetch(t, c, nostr.Filter{Kinds: []int{1}}); len(got) != 2 {
+		t.Errorf("a REQ after: %d events, want 2", len(got))
 	}
 }

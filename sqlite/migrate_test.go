@@ -639,8 +639,21 @@ func TestMigrateFromVersion4(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := qtSQLCount(t, s, `SELECT count(*) FROM sqlite_schema WHERE name = 'events_root_authors'`); n != 1 {
-		t.Error("no events_root_authors after migration")
+	fresh, err := mgOpen(t, mgNewDB(t), testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const index = `SELECT coalesce((SELECT sql FROM sqlite_schema WHERE name = 'events_root_authors'), '')`
+	var got, want string
+	if err := s.readers.QueryRow(index).Scan(&got); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.readers.QueryRow(index).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	// The same index, however indented.
+	if got == "" || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
+		t.Errorf("events_root_authors after migration:\n%s\nfresh:\n%s", got, want)
 	}
 	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 5 {
 		t.Errorf("user_version %d, want 5", n)
