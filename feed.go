@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -130,12 +129,7 @@ func feedRowOf(ev *nostr.Event, me string, types []string) feedRow {
 // channel.
 func printFeedRow(w io.Writer, row feedRow, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(row)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return printJSONLine(w, row)
 	}
 	where := "-"
 	if row.Channel != "" {

@@ -304,12 +304,7 @@ type threadUpdate struct {
 
 func printThread(w io.Writer, u threadUpdate, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(u)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return printJSONLine(w, u)
 	}
 	_, err := fmt.Fprintf(w, "  [thread %s: %s]\n", u.Thread[:8], plural(u.NewReplies, "new reply", "new replies"))
 	return err
@@ -392,14 +387,19 @@ func firstE(ev *nostr.Event) string {
 	return ""
 }
 
+// printJSONLine prints v as one line of JSON, as --json prints a row.
+func printJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
 func printRow(w io.Writer, row windowRow, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(row)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return printJSONLine(w, row)
 	}
 	author := row.PubKey
 	if npub, err := nip19.EncodePublicKey(row.PubKey); err == nil {
