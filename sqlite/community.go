@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -52,8 +53,7 @@ func (s *Store) communityIn(ctx context.Context, tx *sql.Tx) (*buzz.Community, e
 	cur := s.Community()
 	var version int64
 	var stamp sql.NullInt64
-	st, err := s.prepared(ctx, tx, `SELECT (SELECT value FROM settings WHERE key = 'access_version'),
-		(SELECT value FROM settings WHERE key = 'access_stamp')`)
+	st, err := s.prepared(ctx, tx, accessVersionSQL)
 	if err != nil {
 		return nil, fmt.Errorf("read access version: %w", err)
 	}
@@ -72,6 +72,43 @@ func (s *Store) communityIn(ctx context.Context, tx *sql.Tx) (*buzz.Community, e
 	}
 	s.writer.publishCommunity(fresh)
 	return fresh, nil
+}
+
+// accessVersionSQL reads the access version and stamp of a snapshot.
+const accessVersionSQL = `SELECT (SELECT value FROM settings WHERE key = 'access_version'),
+		(SELECT value FROM settings WHERE key = 'access_stamp')`
+
+// communityDirect is communityIn for a page read on a direct connection.
+// A change made by another process is read afresh through the read pool,
+// after tx's snapshot began: a state at least as new as tx's, which judges
+// nothing tx sees by an older one.
+func (s *Store) communityDirect(ctx context.Context, tx directTx) (*buzz.Community, error) {
+	cur := s.Community()
+	st, err := tx.query(accessVersionSQL)
+	if err != nil {
+		return nil, fmt.Errorf("read access version: %w", err)
+	}
+	found, err := st.step()
+	if err != nil || !found {
+		st.reset()
+		return nil, fmt.Errorf("read access version: %w", cmp.Or(err, errors.New("no row")))
+	}
+	version := st.int64(0)
+	stamp, hasStamp := st.nullInt64(1)
+	st.reset()
+	if version <= cur.Version {
+		return cur, nil
+	}
+	if p := s.writer.committing.Load(); p != nil && hasStamp && p.stamp == stamp && p.state.Version == version {
+		return p.state, nil
+	}
+	if err := s.refreshCommunity(ctx); err != nil {
+		return nil, err
+	}
+	if cur = s.Community(); cur.Version < version {
+		return nil, fmt.Errorf("access state %d behind the snapshot's %d", cur.Version, version)
+	}
+	return cur, nil
 }
 
 // committingState is an access state the writer committed, or is about to

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -72,16 +73,15 @@ func TestPreparedCachesForThePool(t *testing.T) {
 		s := qtOpenWith(t, Options{ReadConns: conns})
 		sg := testutil.NewSigner(t)
 		ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
-		q := buzz.WindowQuery{Channel: ttChan, Limit: 10, Summaries: true, Aux: true}
 		deadline := time.Now().Add(deadlockGuard)
 		for {
-			if _, err := s.Window(context.Background(), q); err != nil {
+			if _, err := s.ChannelsAfter(context.Background(), 0, 10); err != nil {
 				t.Fatal(err)
 			}
 			s.readStmtsMu.Lock()
 			cached, preparing := len(s.readStmts), len(s.preparing)
 			s.readStmtsMu.Unlock()
-			if cached >= 3 && preparing == 0 { // rows, summaries, aux hop 1 at least
+			if cached >= 2 && preparing == 0 { // the access version, the channel list
 				break
 			}
 			if time.Now().After(deadline) {
@@ -89,5 +89,39 @@ func TestPreparedCachesForThePool(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// Issue 15: the window and thread pages prepare their statements once per
+// direct connection and reuse them: the second page runs the very
+// statements the first one prepared.
+func TestDirectStatementsPreparedOnce(t *testing.T) {
+	s := qtOpenWith(t, Options{ReadConns: 1, PageCache: -1})
+	sg := testutil.NewSigner(t)
+	root := ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
+	ttIngest(t, s, sg.Event(t, 9, ttBase+1, "reply", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(root.ID)))
+	q := buzz.WindowQuery{Channel: ttChan, Limit: 10, Summaries: true, Aux: true}
+	prepared := func() map[string]*directStmt {
+		if _, err := s.Window(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Thread(context.Background(), buzz.ThreadQuery{Root: root.ID, DepthLimit: 4, Limit: 10, Aux: true}); err != nil {
+			t.Fatal(err)
+		}
+		s.direct.mu.Lock()
+		defer s.direct.mu.Unlock()
+		if len(s.direct.idle) != 1 {
+			t.Fatalf("%d idle direct connections, want the one", len(s.direct.idle))
+		}
+		return maps.Clone(s.direct.idle[0].stmts)
+	}
+	first, second := prepared(), prepared()
+	for _, query := range []string{windowRowsSQL(false, false, 0, true), hop1SQL, pageVersionSQL} {
+		if first[query] == nil || first[query] != second[query] {
+			t.Errorf("statement %.60q: prepared %p then %p", query, first[query], second[query])
+		}
+	}
+	if len(first) != len(second) {
+		t.Errorf("%d statements after one page, %d after two", len(first), len(second))
 	}
 }

@@ -36,16 +36,18 @@ func FuzzRawEvent(f *testing.F) {
 	f.Add("quote \" backslash \\ newline \n tab \t nul \x00 é 🙂", "t", "\x7f\x1f", int64(0), 0)
 	f.Fuzz(func(t *testing.T, content, name, value string, createdAt int64, kind int) {
 		tags := nostr.Tags{{name, value}, {"h", "x"}, {}}
-		rest := eventRest{
-			pubkey:  make([]byte, 32),
-			sig:     make([]byte, 64),
-			kind:    kind,
-			tags:    string(appendTags(nil, tags)),
-			content: content,
-		}
 		id := make([]byte, 32)
 		id[0] = 0xab
-		raw, err := rest.raw(id, createdAt)
+		rest := storedColumns{
+			id:        id,
+			createdAt: createdAt,
+			pubkey:    make([]byte, 32),
+			sig:       make([]byte, 64),
+			kind:      kind,
+			tags:      appendTags(nil, tags),
+			content:   []byte(content),
+		}
+		raw, err := rest.raw()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 // Package sqlite is buzz-lite's store: one SQLite file in WAL mode, written
 // by a single writer connection that commits events in batches, read through
-// a pool of read-only connections. It knows SQL and nostr events and nothing
+// a pool of read-only connections (the window and thread pages through
+// connections of their own, without database/sql: direct.go). It knows SQL
+// and nostr events and nothing
 // of HTTP or khatru. Thread metadata and channel state are computed inside
 // the ingest transaction (RL-4, RL-5, RL-10); window pages, thread pages and
 // aux closures are read in one snapshot each (issue 4).
@@ -61,10 +63,12 @@ type Store struct {
 	path    string
 	writer  *writer
 	readers *sql.DB
-	log     *slog.Logger
-	now     func() time.Time
-	key     string // relay identity secret key, hex; "" signs nothing
-	pubkey  string
+	// direct serves the window and thread pages (direct.go).
+	direct *directPool
+	log    *slog.Logger
+	now    func() time.Time
+	key    string // relay identity secret key, hex; "" signs nothing
+	pubkey string
 
 	// readStmts caches the statements of the hot read paths (window, aux
 	// closure, summaries), prepared once per pool connection.
@@ -221,6 +225,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.readers.SetMaxOpenConns(n)
 	s.readers.SetMaxIdleConns(n)
+	s.direct = newDirectPool(opts.Path, n)
 
 	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish, s.nowUnix, opts.Path+"-wal", walLimit)
 	if err != nil {
@@ -272,6 +277,7 @@ func (s *Store) Close() error {
 		s.readStmts = nil
 		s.readStmtsMu.Unlock()
 		rerr := errors.Join(append(serr, s.readers.Close())...)
+		s.direct.close()
 		werr := s.writer.close()
 		s.closeErr = errors.Join(rerr, werr)
 	})

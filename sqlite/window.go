@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
@@ -19,11 +21,11 @@ import (
 // is shared: callers must not modify it.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	page := &buzz.WindowPage{}
-	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) (err error) {
+	err := s.directRead(ctx, func(tx directTx) (err error) {
 		// Access once more, in the snapshot the page is read from: a
 		// removal or a 9002 private committed since the caller asked must
 		// not let this page through (CW-3).
-		c, err := s.communityIn(sctx, tx)
+		c, err := s.communityDirect(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -33,11 +35,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			return nil
 		}
 		cur := pageVersions{access: c.Version}
-		st, err := s.prepared(sctx, tx, pageVersionSQL)
-		if err != nil {
-			return fmt.Errorf("window: %w", err)
-		}
-		if err := st.QueryRowContext(sctx, ch.Seq).Scan(&cur.channel); err != nil {
+		if cur.channel, err = tx.int64(pageVersionSQL, ch.Seq); err != nil {
 			return fmt.Errorf("window: read page version: %w", err)
 		}
 		key := pageKey(q)
@@ -56,28 +54,18 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			}
 		}()
 		bound := newPageBound(q.MaxBytes)
-		seqs, err := s.windowRows(sctx, tx, ch.Seq, q, page, bound, &expires)
-		if err != nil {
+		if err := s.windowRows(tx, ch.Seq, q, page, bound, &expires); err != nil {
 			return err
 		}
-		if q.Summaries && len(seqs) > 0 {
+		if q.Aux && len(page.Rows) > 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			ids := make([]string, len(page.Rows))
-			for i, ev := range page.Rows {
-				ids[i] = ev.ID
-			}
-			if page.Summaries, err = s.summaries(sctx, tx, seqs, ids); err != nil {
-				return err
-			}
-		}
-		if q.Aux && len(page.Rows) > 0 {
 			ids := make([][]byte, len(page.Rows))
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, ids, q.Viewer, bound, &expires, auxJudged(ch.Seq, &read.foreign)); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound, &expires, auxJudged(ch.Seq, &read.foreign)); err != nil {
 				return err
 			}
 		}
@@ -107,15 +95,26 @@ func auxJudged(seq int64, foreign *bool) func(scope int64) {
 // order, so that a page costs the same in any channel, however many
 // replies and aux events it holds (CW-9, CW-13, CW-15). The cursor keeps
 // ?2 in both terms: written with separate parameters, the planner loses the
-// created_at bound and deep pages scan from the head.
-func windowRowsSQL(projection, cursor bool, kinds int) string {
+// created_at bound and deep pages scan from the head. With summaries, each
+// row's counters come with it, one lookup by its number (CW-19): a
+// statement of their own cost a sixth of a page, most of it turning the
+// page's numbers into a list and back.
+func windowRowsSQL(projection, cursor bool, kinds int, summaries bool) string {
 	var b strings.Builder
-	b.WriteString(`SELECT e.seq, e.created_at, e.id, e.pubkey, e.kind, e.tags, e.content, e.sig, e.expires_at FROM events e `)
-	if projection {
-		b.WriteString(`INDEXED BY events_projection WHERE e.channel = ?1 AND e.row_class >= 1 AND e.deleted_at IS NULL`)
-	} else {
-		b.WriteString(`INDEXED BY events_toplevel WHERE e.channel = ?1 AND e.row_class = 2 AND e.deleted_at IS NULL`)
+	b.WriteString(`SELECT e.seq, e.created_at, e.id, ` + eventSQL + `, e.expires_at`)
+	if summaries {
+		b.WriteString(`, t.reply_count, t.descendant_count, t.last_reply_at, t.participants, coalesce(t.updated_at, 0)`)
 	}
+	b.WriteString(` FROM events e `)
+	index, class := "events_toplevel", "e.row_class = 2"
+	if projection {
+		index, class = "events_projection", "e.row_class >= 1"
+	}
+	b.WriteString(`INDEXED BY ` + index)
+	if summaries {
+		b.WriteString(` LEFT JOIN thread_metadata t ON t.seq = e.seq AND t.descendant_count > 0`)
+	}
+	b.WriteString(` WHERE e.channel = ?1 AND ` + class + ` AND e.deleted_at IS NULL`)
 	if cursor {
 		b.WriteString(` AND e.created_at <= ?2 AND (e.created_at < ?2 OR e.id > ?3)`)
 	}
@@ -131,68 +130,67 @@ func windowRowsSQL(projection, cursor bool, kinds int) string {
 	return b.String()
 }
 
-// windowRows fills the rows of page and returns their event numbers. It
-// reads limit+1 rows: the extra one only says whether more follow (CW-16).
-// The next cursor is the last row taken, decoded or not: a stored event
-// that cannot be rebuilt is skipped without stalling the paging (CW-17).
-func (s *Store) windowRows(ctx context.Context, tx *sql.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, bound *pageBound, expires *int64) ([]int64, error) {
+// windowRows fills the rows of page, and their summaries when q asks for
+// them: one per row with a non-deleted reply below, in row order (CW-19).
+// It reads limit+1 rows: the extra one only says whether more follow
+// (CW-16). The next cursor is the last row taken, decoded or not: a stored
+// event that cannot be rebuilt is skipped without stalling the paging
+// (CW-17).
+func (s *Store) windowRows(tx directTx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, bound *pageBound, expires *int64) error {
 	args := []any{channel, nil, nil, s.nowUnix(), q.Limit + 1} // ?1..?5, then the kinds
 	if q.Before != nil {
 		id, err := hex.DecodeString(q.Before.ID)
 		if err != nil {
-			return nil, fmt.Errorf("window cursor id: %w", err)
+			return fmt.Errorf("window cursor id: %w", err)
 		}
 		args[1], args[2] = q.Before.CreatedAt, id
 	}
 	for _, k := range q.Kinds {
 		args = append(args, k)
 	}
-	st, err := s.prepared(ctx, tx, windowRowsSQL(q.Projection, q.Before != nil, len(q.Kinds)))
+	st, err := tx.query(windowRowsSQL(q.Projection, q.Before != nil, len(q.Kinds), q.Summaries), args...)
 	if err != nil {
-		return nil, fmt.Errorf("window rows: %w", err)
+		return fmt.Errorf("window rows: %w", err)
 	}
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, fmt.Errorf("window rows: %w", err)
-	}
-	defer rows.Close()
-	var seqs []int64
+	defer st.reset()
 	taken := 0
-	for rows.Next() {
+	for {
+		more, err := st.step()
+		if err != nil {
+			return fmt.Errorf("window rows: %w", err)
+		}
+		if !more {
+			break
+		}
 		if taken == q.Limit {
 			page.HasMore = true
 			break
 		}
-		var seq, createdAt int64
-		var id sql.RawBytes
-		var rest eventRest
-		var exp sql.NullInt64
-		if err := rows.Scan(&seq, &createdAt, &id, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig, &exp); err != nil {
-			return nil, fmt.Errorf("window rows: %w", err)
-		}
-		if exp.Valid {
-			*expires = min(*expires, exp.Int64)
+		seq, createdAt, id := st.int64(0), st.int64(1), st.bytes(2)
+		if exp, ok := st.nullInt64(8); ok {
+			*expires = min(*expires, exp)
 		}
 		taken++
 		page.Next = &buzz.Position{CreatedAt: createdAt, ID: hex.EncodeToString(id)}
-		ev, err := rest.raw(id, createdAt)
+		ev, err := storedEvent(st, 2, 1, 3).raw()
 		if err != nil {
 			s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
 			continue
 		}
 		if err := bound.take(len(ev.JSON)); err != nil {
-			return nil, err
+			return err
 		}
 		page.Rows = append(page.Rows, ev)
-		seqs = append(seqs, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("window rows: %w", err)
+		if q.Summaries {
+			if sm, ok := summaryAt(st, 9, ev.ID); ok {
+				page.Summaries = append(page.Summaries, sm)
+			}
+		}
 	}
 	if !page.HasMore {
 		page.Next = nil
 	}
-	return seqs, nil
+	return nil
 }
 
 // pageBound is what a window or thread page may still read of its
@@ -218,93 +216,76 @@ func (b *pageBound) take(n int) error {
 	return nil
 }
 
-// eventRest are the columns of a stored event besides id and created_at.
-// The keys are scanned as sql.RawBytes, valid until the next row: they are
-// hex-encoded at once, and a copy of each would be garbage (the collector's
-// work was a fifth of a page's).
-type eventRest struct {
-	pubkey, sig   sql.RawBytes
-	kind          int
-	tags, content string
+// storedColumns are the columns of a stored event as SQLite holds them for
+// the current row of a statement: valid until it steps.
+type storedColumns struct {
+	id, pubkey, sig []byte
+	createdAt       int64
+	kind            int
+	tags, content   []byte
 }
+
+// storedEvent reads an event's columns from st: id at col, created_at at
+// createdAt, then pubkey, kind, tags, content and sig from rest on.
+func storedEvent(st *directStmt, col, createdAt, rest int) storedColumns {
+	return storedColumns{
+		id: st.bytes(col), createdAt: st.int64(createdAt),
+		pubkey: st.bytes(rest), kind: int(st.int64(rest + 1)), tags: st.bytes(rest + 2),
+		content: st.bytes(rest + 3), sig: st.bytes(rest + 4),
+	}
+}
+
+// eventSQL are the columns storedEvent reads from rest on.
+const eventSQL = `e.pubkey, e.kind, e.tags, e.content, e.sig`
 
 // raw serves a stored event as its signed JSON, written straight from its
 // columns: decoding it into a nostr.Event only to encode it again was a
 // third of a page's time. Columns that cannot make a sound event are an
 // error: the caller skips the event (CW-17).
-func (r eventRest) raw(id []byte, createdAt int64) (buzz.RawEvent, error) {
-	if len(id) != 32 || len(r.pubkey) != 32 || len(r.sig) != 64 {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x has malformed keys", id)
+func (r storedColumns) raw() (buzz.RawEvent, error) {
+	if len(r.id) != 32 || len(r.pubkey) != 32 || len(r.sig) != 64 {
+		return buzz.RawEvent{}, fmt.Errorf("stored event %x has malformed keys", r.id)
 	}
-	if !validTags(r.tags) {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", id, errTagsJSON)
+	if !validTags(transient(r.tags)) {
+		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", r.id, errTagsJSON)
 	}
 	b := make([]byte, 0, 300+len(r.tags)+len(r.content)+len(r.content)/8)
 	b = append(b, `{"id":"`...)
-	b = hex.AppendEncode(b, id)
+	b = hex.AppendEncode(b, r.id)
 	hexID := string(b[len(b)-64:])
 	b = append(b, `","pubkey":"`...)
 	b = hex.AppendEncode(b, r.pubkey)
 	b = append(b, `","created_at":`...)
-	b = strconv.AppendInt(b, createdAt, 10)
+	b = strconv.AppendInt(b, r.createdAt, 10)
 	b = append(b, `,"kind":`...)
 	b = strconv.AppendInt(b, int64(r.kind), 10)
 	b = append(b, `,"tags":`...)
 	b = append(b, r.tags...)
 	b = append(b, `,"content":`...)
-	b = appendString(b, r.content)
+	b = appendString(b, transient(r.content))
 	b = append(b, `,"sig":"`...)
 	b = hex.AppendEncode(b, r.sig)
 	b = append(b, `"}`...)
-	return buzz.RawEvent{ID: hexID, CreatedAt: createdAt, Kind: r.kind, JSON: b}, nil
+	return buzz.RawEvent{ID: hexID, CreatedAt: r.createdAt, Kind: r.kind, JSON: b}, nil
 }
 
-// summariesSQL reads the counters of the rows in a JSON list of event
-// numbers: one statement text, so prepared once, for any page.
-const summariesSQL = `SELECT t.seq, t.reply_count, t.descendant_count, t.last_reply_at, t.participants,
-	coalesce(t.updated_at, 0)
-	FROM thread_metadata t
-	WHERE t.seq IN (SELECT value FROM json_each(?)) AND t.descendant_count > 0`
+// transient views b as a string for a call that does not keep it: b may be
+// SQLite's memory, which changes once the statement steps.
+func transient(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
 
-// summaries reads the thread summaries of rows, numbered seqs with hex ids
-// ids, in their order, in one batched query (CW-19); rows without a
-// non-deleted reply below get none.
-func (s *Store) summaries(ctx context.Context, tx *sql.Tx, seqs []int64, ids []string) ([]buzz.Summary, error) {
-	list, err := json.Marshal(seqs)
-	if err != nil {
-		return nil, fmt.Errorf("summaries: %w", err)
+// summaryAt is the summary of row id from the counters windowRowsSQL reads
+// from column col on: none when they are NULL, the row having no
+// non-deleted reply below.
+func summaryAt(st *directStmt, col int, id string) (buzz.Summary, bool) {
+	if st.isNull(col + 1) {
+		return buzz.Summary{}, false
 	}
-	st, err := s.prepared(ctx, tx, summariesSQL)
-	if err != nil {
-		return nil, fmt.Errorf("summaries: %w", err)
-	}
-	rows, err := st.QueryContext(ctx, string(list))
-	if err != nil {
-		return nil, fmt.Errorf("summaries: %w", err)
-	}
-	defer rows.Close()
-	bySeq := make(map[int64]buzz.Summary, len(seqs))
-	for rows.Next() {
-		var seq int64
-		var parts sql.RawBytes
-		var sm buzz.Summary
-		if err := rows.Scan(&seq, &sm.ReplyCount, &sm.DescendantCount, &sm.LastReplyAt, &parts, &sm.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("summaries: %w", err)
-		}
-		sm.Participants = participantKeys(parts)
-		bySeq[seq] = sm
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("summaries: %w", err)
-	}
-	out := make([]buzz.Summary, 0, len(bySeq))
-	for i, seq := range seqs {
-		if sm, ok := bySeq[seq]; ok {
-			sm.ID = ids[i]
-			out = append(out, sm)
-		}
-	}
-	return out, nil
+	sm := buzz.Summary{ID: id, ReplyCount: st.int64(col), DescendantCount: st.int64(col + 1),
+		Participants: participantKeys(st.bytes(col + 3)), UpdatedAt: st.int64(col + 4)}
+	sm.LastReplyAt.Int64, sm.LastReplyAt.Valid = st.nullInt64(col + 2)
+	return sm, true
 }
 
 // Aux closure bounds (CW-18).
@@ -325,7 +306,7 @@ func auxSQL(kinds []int) string {
 		list[i] = strconv.Itoa(k)
 	}
 	return `SELECT e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1), e.scope,
-		e.pubkey, e.kind, e.tags, e.content, e.sig, e.created_at, e.expires_at, t.value, t.created_at
+		e.created_at, e.expires_at, t.value, t.created_at, ` + eventSQL + `
 		FROM tags t INDEXED BY tags_aux JOIN events e ON e.seq = t.seq
 		WHERE t.name = 'e' AND t.kind IN (5, 7, 9005, 40003) AND t.value IN (SELECT unhex(value) FROM json_each(?2))
 		AND t.kind IN (` + strings.Join(list, ",") + `) AND (t.value, t.created_at, t.seq) > (?3, ?4, ?5)
@@ -345,7 +326,7 @@ var (
 // client to drop a reaction or edit it shows. c is the access state of
 // tx's snapshot; the events served count against bound. judged, unless
 // nil, hears of the scope of every event judged by c's access rules.
-func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Community, targets [][]byte, v buzz.Viewer, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
+func (s *Store) auxClosure(ctx context.Context, tx directTx, c *buzz.Community, targets [][]byte, v buzz.Viewer, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
 	var hop1 [][]byte
@@ -357,7 +338,7 @@ func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Commun
 				break
 			}
 		}
-		err := s.drainAux(ctx, sctx, tx, query, names, hop+1, func(a auxRow) error {
+		err := s.drainAux(ctx, tx, query, names, hop+1, func(a auxRow) error {
 			if a.scope.Valid {
 				if judged != nil {
 					judged(a.scope.Int64)
@@ -367,7 +348,7 @@ func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Commun
 				}
 			}
 			if hop == 0 {
-				hop1 = append(hop1, a.id)
+				hop1 = append(hop1, bytes.Clone(a.id))
 			}
 			if a.live && !served[a.seq] {
 				if err := bound.take(len(a.ev.JSON)); err != nil {
@@ -391,7 +372,7 @@ func (s *Store) auxClosure(ctx, sctx context.Context, tx *sql.Tx, c *buzz.Commun
 // auxRow is an event found by an aux hop.
 type auxRow struct {
 	seq     int64
-	id      []byte
+	id      []byte // SQLite's memory: valid during the call it is passed to
 	live    bool
 	scope   sql.NullInt64
 	expires sql.NullInt64
@@ -412,7 +393,7 @@ var auxStart = auxKey{value: []byte{0}, createdAt: math.MinInt64}
 // pages of auxPageSize, never "the newest N", at most auxMaxPages pages
 // per hop; a hop that reaches the cap is logged and served as drained. An
 // error of fn stops the draining and is returned.
-func (s *Store) drainAux(ctx, sctx context.Context, tx *sql.Tx, query string, names [][]byte, hop int, fn func(auxRow) error) error {
+func (s *Store) drainAux(ctx context.Context, tx directTx, query string, names [][]byte, hop int, fn func(auxRow) error) error {
 	hexNames := make([]string, len(names))
 	for i, n := range names {
 		hexNames[i] = hex.EncodeToString(n)
@@ -421,12 +402,8 @@ func (s *Store) drainAux(ctx, sctx context.Context, tx *sql.Tx, query string, na
 	if err != nil {
 		return fmt.Errorf("aux closure: %w", err)
 	}
-	st, err := s.prepared(sctx, tx, query)
-	if err != nil {
-		return fmt.Errorf("aux closure: %w", err)
-	}
 	now := s.nowUnix()
-	after := auxStart
+	after := auxKey{value: bytes.Clone(auxStart.value), createdAt: auxStart.createdAt, seq: auxStart.seq}
 	for pages := 0; ; pages++ {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -435,47 +412,48 @@ func (s *Store) drainAux(ctx, sctx context.Context, tx *sql.Tx, query string, na
 			s.log.Warn("aux closure reached its page cap; served what it drained", "hop", hop, "pages", pages)
 			return nil
 		}
-		n, last, err := s.auxPage(sctx, st, []any{now, string(list), after.value, after.createdAt, after.seq}, fn)
+		n, err := s.auxPage(tx, query, []any{now, string(list), after.value, after.createdAt, after.seq}, &after, fn)
 		if err != nil {
 			return err
 		}
 		if n < auxPageSize {
 			return nil
 		}
-		after = last
 	}
 }
 
-func (s *Store) auxPage(ctx context.Context, st *sql.Stmt, args []any, fn func(auxRow) error) (n int, last auxKey, err error) {
-	rows, err := st.QueryContext(ctx, args...)
+// auxPage reads one keyset page of query, calls fn with each event and
+// leaves last at the page's last position.
+func (s *Store) auxPage(tx directTx, query string, args []any, last *auxKey, fn func(auxRow) error) (n int, err error) {
+	st, err := tx.query(query, args...)
 	if err != nil {
-		return 0, last, fmt.Errorf("aux closure: %w", err)
+		return 0, fmt.Errorf("aux closure: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var a auxRow
-		var rest eventRest
-		var createdAt int64
-		if err := rows.Scan(&a.seq, &a.id, &a.live, &a.scope, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig, &createdAt,
-			&a.expires, &last.value, &last.createdAt); err != nil {
-			return 0, last, fmt.Errorf("aux closure: %w", err)
+	defer st.reset()
+	for {
+		more, err := st.step()
+		if err != nil {
+			return 0, fmt.Errorf("aux closure: %w", err)
 		}
+		if !more {
+			return n, nil
+		}
+		a := auxRow{seq: st.int64(0), id: st.bytes(1), live: st.int64(2) != 0}
+		a.scope.Int64, a.scope.Valid = st.nullInt64(3)
+		a.expires.Int64, a.expires.Valid = st.nullInt64(5)
 		n++
-		last.seq = a.seq
+		last.value = append(last.value[:0], st.bytes(6)...)
+		last.createdAt, last.seq = st.int64(7), a.seq
 		if a.live {
-			if a.ev, err = rest.raw(a.id, createdAt); err != nil {
+			if a.ev, err = storedEvent(st, 1, 4, 8).raw(); err != nil {
 				s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.seq, "err", err)
 				a.live = false
 			}
 		}
 		if err := fn(a); err != nil {
-			return 0, last, err
+			return 0, err
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return 0, last, fmt.Errorf("aux closure: %w", err)
-	}
-	return n, last, nil
 }
 
 // Thread serves the replies below q.Root, down to q.DepthLimit levels,
@@ -489,64 +467,47 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 		return page, nil
 	}
 	bound := newPageBound(q.MaxBytes)
-	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) error {
-		var seq int64
-		var depth, scope sql.NullInt64
-		err := tx.QueryRowContext(sctx, `SELECT seq, depth, scope FROM events WHERE id = ?`, id).Scan(&seq, &depth, &scope)
-		switch {
-		case err == sql.ErrNoRows:
-			return nil
-		case err != nil:
+	err := s.directRead(ctx, func(tx directTx) error {
+		root, err := tx.query(`SELECT seq, depth, scope FROM events WHERE id = ?`, id)
+		if err != nil {
 			return fmt.Errorf("thread root: %w", err)
 		}
-		c, err := s.communityIn(sctx, tx)
+		found, err := root.step()
+		if err != nil || !found {
+			root.reset()
+			if err != nil {
+				return fmt.Errorf("thread root: %w", err)
+			}
+			return nil
+		}
+		seq := root.int64(0)
+		depth, hasDepth := root.nullInt64(1)
+		scope, hasScope := root.nullInt64(2)
+		root.reset()
+		c, err := s.communityDirect(ctx, tx)
 		if err != nil {
 			return err
 		}
-		if scope.Valid && !c.CanReadSeq(q.Viewer, scope.Int64) {
+		if hasScope && !c.CanReadSeq(q.Viewer, scope) {
 			return nil
 		}
 		// A channel-less event has no replies (CW-10), but aux it may have.
-		if scope.Valid && depth.Valid && q.Limit > 0 && q.DepthLimit > 0 {
-			query, args := threadSQL(seq, depth.Int64, q, s.nowUnix())
-			st, err := s.prepared(sctx, tx, query)
-			if err != nil {
-				return fmt.Errorf("thread replies: %w", err)
-			}
-			rows, err := st.QueryContext(sctx, args...)
-			if err != nil {
-				return fmt.Errorf("thread replies: %w", err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var rseq, createdAt int64
-				var rid sql.RawBytes
-				var rest eventRest
-				if err := rows.Scan(&rseq, &createdAt, &rid, &rest.pubkey, &rest.kind, &rest.tags, &rest.content, &rest.sig); err != nil {
-					return fmt.Errorf("thread replies: %w", err)
-				}
-				ev, err := rest.raw(rid, createdAt)
-				if err != nil {
-					s.log.Warn("thread: skipping unreadable stored event", "seq", rseq, "err", err)
-					continue
-				}
-				if err := bound.take(len(ev.JSON)); err != nil {
-					return err
-				}
-				page.Replies = append(page.Replies, ev)
-			}
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("thread replies: %w", err)
+		if hasScope && hasDepth && q.Limit > 0 && q.DepthLimit > 0 {
+			if err := s.threadReplies(tx, seq, depth, q, page, bound); err != nil {
+				return err
 			}
 		}
 		if q.Aux {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			targets := [][]byte{id}
 			for _, ev := range page.Replies {
 				rid, _ := hex.DecodeString(ev.ID)
 				targets = append(targets, rid)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, sctx, tx, c, targets, q.Viewer, bound, &expires, nil); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, q.Viewer, bound, &expires, nil); err != nil {
 				return err
 			}
 		}
@@ -558,11 +519,39 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 	return page, nil
 }
 
+// threadReplies fills page with the replies below event seq at depth.
+func (s *Store) threadReplies(tx directTx, seq, depth int64, q buzz.ThreadQuery, page *buzz.ThreadPage, bound *pageBound) error {
+	query, args := threadSQL(seq, depth, q, s.nowUnix())
+	st, err := tx.query(query, args...)
+	if err != nil {
+		return fmt.Errorf("thread replies: %w", err)
+	}
+	defer st.reset()
+	for {
+		more, err := st.step()
+		if err != nil {
+			return fmt.Errorf("thread replies: %w", err)
+		}
+		if !more {
+			return nil
+		}
+		ev, err := storedEvent(st, 2, 1, 3).raw()
+		if err != nil {
+			s.log.Warn("thread: skipping unreadable stored event", "seq", st.int64(0), "err", err)
+			continue
+		}
+		if err := bound.take(len(ev.JSON)); err != nil {
+			return err
+		}
+		page.Replies = append(page.Replies, ev)
+	}
+}
+
 // threadSQL selects the replies below event seq at depth: a thread root's
 // from events_root, whose order is the thread order; an inner event's by
 // walking its subtree, bounded by the depth limit.
 func threadSQL(seq, depth int64, q buzz.ThreadQuery, now int64) (string, []any) {
-	cols := `e.seq, e.created_at, e.id, e.pubkey, e.kind, e.tags, e.content, e.sig`
+	cols := `e.seq, e.created_at, e.id, ` + eventSQL
 	var b strings.Builder
 	args := []any{seq, depth + int64(q.DepthLimit), now}
 	if depth == 0 {

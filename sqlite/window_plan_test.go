@@ -36,7 +36,7 @@ func explain(t *testing.T, s *Store, query string, args ...any) string {
 }
 
 // Issue 4, CW-9, CW-13, CW-15: the window rows of both row modes, head and
-// deep pages, with and without kinds, are an index range search in window
+// deep pages, with and without kinds and summaries, are an index range search in window
 // order: no scan, no sort, so a page costs the same however many replies
 // and events the channel holds.
 func TestWindowQueryPlan(t *testing.T) {
@@ -51,20 +51,26 @@ func TestWindowQueryPlan(t *testing.T) {
 	} {
 		for _, cursor := range []bool{false, true} {
 			for _, kinds := range []int{0, 2} {
-				query := windowRowsSQL(c.projection, cursor, kinds)
-				args := []any{int64(1), int64(1700000000), make([]byte, 32), int64(1700000000), 51}
-				for k := range kinds {
-					args = append(args, 9+k)
-				}
-				plan := explain(t, s, query, args...)
-				want := "SEARCH e USING INDEX " + c.index + " (channel=?"
-				if cursor {
-					want += " AND created_at<?)"
-				} else {
-					want += ")"
-				}
-				if !strings.Contains(plan, want) || strings.Contains(plan, "TEMP B-TREE") || planScansEvents(plan) {
-					t.Errorf("%s, cursor %v, %d kinds: plan\n%s\nwant %q and no sort", c.name, cursor, kinds, plan, want)
+				for _, summaries := range []bool{false, true} {
+					query := windowRowsSQL(c.projection, cursor, kinds, summaries)
+					args := []any{int64(1), int64(1700000000), make([]byte, 32), int64(1700000000), 51}
+					for k := range kinds {
+						args = append(args, 9+k)
+					}
+					plan := explain(t, s, query, args...)
+					want := "SEARCH e USING INDEX " + c.index + " (channel=?"
+					if cursor {
+						want += " AND created_at<?)"
+					} else {
+						want += ")"
+					}
+					// CW-19: each row's counters by its number, never a scan.
+					if summaries && !strings.Contains(plan, "SEARCH t USING INTEGER PRIMARY KEY (rowid=?)") {
+						t.Errorf("%s, cursor %v, %d kinds: summaries not read by row number:\n%s", c.name, cursor, kinds, plan)
+					}
+					if !strings.Contains(plan, want) || strings.Contains(plan, "TEMP B-TREE") || planScansEvents(plan) || strings.Contains(plan, "SCAN t") {
+						t.Errorf("%s, cursor %v, %d kinds, summaries %v: plan\n%s\nwant %q and no sort", c.name, cursor, kinds, summaries, plan, want)
+					}
 				}
 			}
 		}

@@ -1,0 +1,388 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"unsafe"
+
+	"modernc.org/libc"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// The window and thread pages read through connections of their own,
+// opened on modernc's SQLite engine without its database/sql driver (issue
+// 15). A page is some 180 events of a dozen values each, and through the
+// driver every value cost a lock (the driver opens connections
+// full-mutex), a type lookup, a copy into a fresh Go value boxed in an
+// interface, and database/sql's conversion into the scan target: two
+// fifths of a page's time went to reading values, not finding them. Here a
+// connection is opened without SQLite's mutex (one goroutine uses it at a
+// time), values are read where SQLite keeps them, and an event's JSON is
+// written straight from them.
+
+// cMem is the address p of memory the engine allocated (outside Go's
+// heap, so the collector neither moves nor frees it) as a pointer.
+func cMem(p uintptr) unsafe.Pointer {
+	return *(*unsafe.Pointer)(unsafe.Pointer(&p))
+}
+
+// directConn is one read-only connection used by one goroutine at a time.
+type directConn struct {
+	tls   *libc.TLS
+	db    uintptr
+	stmts map[string]*directStmt
+}
+
+// directStmt is a statement prepared once per connection and reused.
+type directStmt struct {
+	c *directConn
+	p uintptr
+}
+
+// sqliteTransient makes SQLite copy a bound value during the bind call.
+const sqliteTransient = ^uintptr(0)
+
+// openDirect opens path read-only, with the pragmas of the read pool
+// (dsn): busy_timeout, query_only, no memory-mapped reads.
+func openDirect(path string) (*directConn, error) {
+	c := &directConn{tls: libc.NewTLS(), stmts: map[string]*directStmt{}}
+	name, err := libc.CString("file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro")
+	if err != nil {
+		c.tls.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer libc.Xfree(c.tls, name)
+	pdb := libc.Xmalloc(c.tls, 8)
+	if pdb == 0 {
+		c.tls.Close()
+		return nil, fmt.Errorf("open %s: out of memory", path)
+	}
+	defer libc.Xfree(c.tls, pdb)
+	rc := sqlite3.Xsqlite3_open_v2(c.tls, name, pdb, sqlite3.SQLITE_OPEN_READONLY|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
+	c.db = *(*uintptr)(cMem(pdb))
+	if rc != sqlite3.SQLITE_OK {
+		err := c.errorOf(rc)
+		c.close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	sqlite3.Xsqlite3_extended_result_codes(c.tls, c.db, 1)
+	for _, pragma := range []string{
+		fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS),
+		"PRAGMA query_only = 1",
+		"PRAGMA mmap_size = 0",
+	} {
+		if err := c.exec(pragma); err != nil {
+			c.close()
+			return nil, fmt.Errorf("open %s: %s: %w", path, pragma, err)
+		}
+	}
+	return c, nil
+}
+
+// errorOf is the error of result code rc, with the connection's message.
+func (c *directConn) errorOf(rc int32) error {
+	msg := "out of memory"
+	if c.db != 0 {
+		msg = libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db))
+	}
+	if rc&0xff == sqlite3.SQLITE_INTERRUPT {
+		return fmt.Errorf("%s (%d): %w", msg, rc, errInterrupted)
+	}
+	return fmt.Errorf("%s (%d)", msg, rc)
+}
+
+// errInterrupted is a statement ended by its read's context.
+var errInterrupted = errors.New("interrupted")
+
+// exec runs a statement that returns no rows.
+func (c *directConn) exec(query string) error {
+	st, err := c.prepare(query)
+	if err != nil {
+		return err
+	}
+	defer st.reset()
+	_, err = st.step()
+	return err
+}
+
+// prepare returns query prepared on c, once per connection.
+func (c *directConn) prepare(query string) (*directStmt, error) {
+	if st, ok := c.stmts[query]; ok {
+		return st, nil
+	}
+	z, err := libc.CString(query)
+	if err != nil {
+		return nil, err
+	}
+	defer libc.Xfree(c.tls, z)
+	pp := libc.Xmalloc(c.tls, 8)
+	if pp == 0 {
+		return nil, errors.New("prepare: out of memory")
+	}
+	defer libc.Xfree(c.tls, pp)
+	if rc := sqlite3.Xsqlite3_prepare_v3(c.tls, c.db, z, -1, sqlite3.SQLITE_PREPARE_PERSISTENT, pp, 0); rc != sqlite3.SQLITE_OK {
+		return nil, fmt.Errorf("prepare: %w", c.errorOf(rc))
+	}
+	st := &directStmt{c: c, p: *(*uintptr)(cMem(pp))}
+	if len(c.stmts) >= maxReadStmts { // statement texts vary with a filter's kinds
+		for q, old := range c.stmts {
+			sqlite3.Xsqlite3_finalize(c.tls, old.p)
+			delete(c.stmts, q)
+			break
+		}
+	}
+	c.stmts[query] = st
+	return st, nil
+}
+
+// close finalizes c's statements and closes it.
+func (c *directConn) close() {
+	for _, st := range c.stmts {
+		sqlite3.Xsqlite3_finalize(c.tls, st.p)
+	}
+	if c.db != 0 {
+		sqlite3.Xsqlite3_close_v2(c.tls, c.db)
+	}
+	c.tls.Close()
+}
+
+// bind binds args to ?1, ?2, ...: int, int64, []byte (nil binds NULL),
+// string and nil.
+func (st *directStmt) bind(args ...any) error {
+	tls := st.c.tls
+	for i, a := range args {
+		n := int32(i + 1)
+		var rc int32
+		switch v := a.(type) {
+		case nil:
+			rc = sqlite3.Xsqlite3_bind_null(tls, st.p, n)
+		case int:
+			rc = sqlite3.Xsqlite3_bind_int64(tls, st.p, n, int64(v))
+		case int64:
+			rc = sqlite3.Xsqlite3_bind_int64(tls, st.p, n, v)
+		case []byte:
+			if v == nil {
+				rc = sqlite3.Xsqlite3_bind_null(tls, st.p, n)
+				break
+			}
+			rc = st.bindCopy(n, v, sqlite3.Xsqlite3_bind_blob)
+		case string:
+			rc = st.bindCopy(n, []byte(v), sqlite3.Xsqlite3_bind_text)
+		default:
+			return fmt.Errorf("bind ?%d: unsupported type %T", n, a)
+		}
+		if rc != sqlite3.SQLITE_OK {
+			return fmt.Errorf("bind ?%d: %w", n, st.c.errorOf(rc))
+		}
+	}
+	return nil
+}
+
+// bindCopy binds v through C memory that SQLite copies at once.
+func (st *directStmt) bindCopy(n int32, v []byte, bind func(*libc.TLS, uintptr, int32, uintptr, int32, uintptr) int32) int32 {
+	tls := st.c.tls
+	p := libc.Xmalloc(tls, uint64(max(len(v), 1)))
+	if p == 0 {
+		return sqlite3.SQLITE_NOMEM
+	}
+	defer libc.Xfree(tls, p)
+	copy(unsafe.Slice((*byte)(cMem(p)), len(v)), v)
+	return bind(tls, st.p, n, p, int32(len(v)), sqliteTransient)
+}
+
+// step moves to the next row: false once there is none.
+func (st *directStmt) step() (bool, error) {
+	switch rc := sqlite3.Xsqlite3_step(st.c.tls, st.p); rc {
+	case sqlite3.SQLITE_ROW:
+		return true, nil
+	case sqlite3.SQLITE_DONE:
+		return false, nil
+	default:
+		return false, st.c.errorOf(rc)
+	}
+}
+
+// reset makes the statement ready to bind and run again.
+func (st *directStmt) reset() {
+	sqlite3.Xsqlite3_reset(st.c.tls, st.p)
+}
+
+func (st *directStmt) int64(col int) int64 {
+	return sqlite3.Xsqlite3_column_int64(st.c.tls, st.p, int32(col))
+}
+
+func (st *directStmt) isNull(col int) bool {
+	return sqlite3.Xsqlite3_column_type(st.c.tls, st.p, int32(col)) == sqlite3.SQLITE_NULL
+}
+
+// nullInt64 is column col, or ok false when it is NULL.
+func (st *directStmt) nullInt64(col int) (v int64, ok bool) {
+	if st.isNull(col) {
+		return 0, false
+	}
+	return st.int64(col), true
+}
+
+// bytes is column col where SQLite keeps it: valid until the statement
+// steps or resets. Text comes as its UTF-8 bytes.
+func (st *directStmt) bytes(col int) []byte {
+	p := sqlite3.Xsqlite3_column_blob(st.c.tls, st.p, int32(col))
+	n := sqlite3.Xsqlite3_column_bytes(st.c.tls, st.p, int32(col))
+	if p == 0 || n <= 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(cMem(p)), n)
+}
+
+// directPool holds up to size direct connections to one database.
+type directPool struct {
+	path  string
+	slots chan struct{} // one per connection open or being opened
+	mu    sync.Mutex
+	idle  []*directConn
+	shut  bool
+}
+
+func newDirectPool(path string, size int) *directPool {
+	return &directPool{path: path, slots: make(chan struct{}, size)}
+}
+
+// get returns an idle connection, or opens one while fewer than size are
+// open, or waits for one until ctx ends.
+func (p *directPool) get(ctx context.Context) (*directConn, error) {
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p.mu.Lock()
+	if p.shut {
+		p.mu.Unlock()
+		<-p.slots
+		return nil, errors.New("store closed")
+	}
+	if n := len(p.idle); n > 0 {
+		c := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return c, nil
+	}
+	p.mu.Unlock()
+	c, err := openDirect(p.path)
+	if err != nil {
+		<-p.slots
+		return nil, err
+	}
+	return c, nil
+}
+
+// put returns c to the pool; broken, c is closed instead.
+func (p *directPool) put(c *directConn, broken bool) {
+	p.mu.Lock()
+	if p.shut || broken {
+		p.mu.Unlock()
+		c.close()
+	} else {
+		p.idle = append(p.idle, c)
+		p.mu.Unlock()
+	}
+	<-p.slots
+}
+
+// close closes the idle connections, and each busy one once it is put back.
+func (p *directPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.shut = true
+	for _, c := range p.idle {
+		c.close()
+	}
+	p.idle = nil
+}
+
+// directTx is one read transaction on a direct connection: one snapshot
+// for every statement run in it.
+type directTx struct {
+	c *directConn
+}
+
+// directRead runs fn in one read transaction on a direct connection,
+// bounded by queryTimeout and by ctx: when either ends, the statement
+// running is interrupted.
+func (s *Store) directRead(ctx context.Context, fn func(tx directTx) error) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	c, err := s.direct.get(ctx)
+	if err != nil {
+		return fmt.Errorf("begin read: %w", err)
+	}
+	broken := false
+	defer func() { s.direct.put(c, broken) }()
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(interrupted)
+		// Another goroutine's TLS must not be used: a fresh one, as the
+		// driver does for its own interrupts.
+		tls := libc.NewTLS()
+		sqlite3.Xsqlite3_interrupt(tls, c.db)
+		tls.Close()
+	})
+	defer func() {
+		if !stop() {
+			// The interrupt ran or is running: the connection must not
+			// go back to the pool before it is done with it, and is
+			// closed rather than trusted with a pending interrupt.
+			<-interrupted
+			broken = true
+		}
+	}()
+	if err := c.exec("BEGIN"); err != nil {
+		broken = true
+		return fmt.Errorf("begin read: %w", err)
+	}
+	err = fn(directTx{c: c})
+	if rerr := c.exec("ROLLBACK"); rerr != nil {
+		broken = true
+		if err == nil {
+			err = fmt.Errorf("end read: %w", rerr)
+		}
+	}
+	if errors.Is(err, errInterrupted) && ctx.Err() != nil {
+		err = fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return err
+}
+
+// query returns query prepared in tx with args bound, ready to step. The
+// caller resets it once done.
+func (tx directTx) query(query string, args ...any) (*directStmt, error) {
+	st, err := tx.c.prepare(query)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.bind(args...); err != nil {
+		st.reset()
+		return nil, err
+	}
+	return st, nil
+}
+
+// int64 runs a query of one integer value in tx.
+func (tx directTx) int64(query string, args ...any) (int64, error) {
+	st, err := tx.query(query, args...)
+	if err != nil {
+		return 0, err
+	}
+	defer st.reset()
+	found, err := st.step()
+	switch {
+	case err != nil:
+		return 0, err
+	case !found:
+		return 0, errors.New("no row")
+	}
+	return st.int64(0), nil
+}
