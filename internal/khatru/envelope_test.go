@@ -54,3 +54,49 @@ func TestBroadcastEnvelopePerSubscriber(t *testing.T) {
 		}
 	}
 }
+
+// buzz-lite patch 24: a stored event answering a REQ is encoded by the
+// event's own encoder and wrapped with the subscription id quoted, however
+// hostile the id and content: each answer decodes, names its subscription
+// and verifies, and every event reaches the peer (written in batches).
+func TestReqAnswerEnvelopes(t *testing.T) {
+	signer := testutil.NewSigner(t)
+	var stored []*nostr.Event
+	for i := range 40 {
+		stored = append(stored, signer.Event(t, 1, time.Now().Unix()-int64(i), "<b>\"hostile\"</b> & \u2028 \\ 🐝", nostr.Tag{"t", "</script>"}))
+	}
+	rl := NewRelay()
+	rl.StreamEvents = append(rl.StreamEvents, func(_ context.Context, _ nostr.Filter, send func(*nostr.Event) error) error {
+		for _, ev := range stored {
+			if err := send(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	c := dialRelay(t, rl)
+	for _, sub := range []string{`plain`, `quote " and \ back`, "<script>&\u2028\x01", "ünïcødé 🐝"} {
+		c.send("REQ", sub, nostr.Filter{Kinds: []int{1}})
+		for i := 0; ; i++ {
+			label, rest := c.read()
+			if label == "EOSE" {
+				if i != len(stored) {
+					t.Fatalf("subscription %q: %d events before EOSE, want %d", sub, i, len(stored))
+				}
+				break
+			}
+			var of string
+			var got nostr.Event
+			if label != "EVENT" || json.Unmarshal(rest[0], &of) != nil || json.Unmarshal(rest[1], &got) != nil {
+				t.Fatalf("subscription %q: got %s %s", sub, label, rest)
+			}
+			if of != sub || got.ID != stored[i].ID || got.Content != stored[i].Content {
+				t.Fatalf("subscription %q: event %d is %q of %q", sub, i, got.ID, of)
+			}
+			if ok, err := got.CheckSignature(); !ok || err != nil {
+				t.Fatalf("subscription %q: event %d does not verify: %v", sub, i, err)
+			}
+		}
+		c.send("CLOSE", sub)
+	}
+}

@@ -58,7 +58,9 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	conn, err := rl.upgrader.Upgrade(w, r, nil)
+	// buzz-lite patch 24: writes go through a batchConn.
+	bw := &batchingWriter{ResponseWriter: w}
+	conn, err := rl.upgrader.Upgrade(bw, r, nil)
 	if err != nil {
 		rl.Log.Printf("failed to upgrade websocket: %v\n", err)
 		return
@@ -77,6 +79,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 		budget:    rl.QueueBytes,
 		ready:     make(chan struct{}, 1),
 		writeWait: rl.WriteWait,
+		batch:     bw.conn,
 	}
 	ws.Context, ws.cancel = context.WithCancel(context.Background())
 	go ws.writeLoop()

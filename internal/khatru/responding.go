@@ -2,7 +2,6 @@ package khatru
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 
@@ -77,11 +76,14 @@ func (rl *Relay) handleRequest(ctx context.Context, sub *subscription, eose *syn
 				for _, ovw := range rl.OverwriteResponseEvent {
 					ovw(ctx, event)
 				}
-				b, err := json.Marshal(nostr.EventEnvelope{SubscriptionID: &id, Event: *event})
+				// buzz-lite patch 24: encoded by the event's own encoder;
+				// json.Marshal compacted its output once more, a third of
+				// a REQ's encoding.
+				encoded, err := event.MarshalJSON()
 				if err != nil {
 					return err
 				}
-				return ws.queueAnswer(ctx, b)
+				return ws.queueAnswer(ctx, eventEnvelope(id, encoded))
 			})
 			if err != nil && ctx.Err() == nil && ws.Context.Err() == nil {
 				sub.cancel(closedError{nostr.NormalizeOKMessage(err.Error(), "error")})

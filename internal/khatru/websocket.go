@@ -50,6 +50,10 @@ type WebSocket struct {
 
 	writeWait time.Duration
 	closeOnce sync.Once
+
+	// buzz-lite patch 24: the network side, which writeLoop holds while it
+	// writes the messages it finds queued together.
+	batch *batchConn
 }
 
 // Subscriptions is how many subscriptions the connection holds open.
@@ -149,21 +153,28 @@ func (ws *WebSocket) push(b []byte) {
 // next is the message writeLoop writes next, nil once the connection ended.
 func (ws *WebSocket) next() []byte {
 	for {
-		ws.qmu.Lock()
-		if len(ws.queue) > 0 {
-			b := ws.queue[0]
-			ws.queue[0] = nil
-			ws.queue = ws.queue[1:]
-			ws.qmu.Unlock()
+		if b := ws.queuedNext(); b != nil {
 			return b
 		}
-		ws.qmu.Unlock()
 		select {
 		case <-ws.ready:
 		case <-ws.Context.Done():
 			return nil
 		}
 	}
+}
+
+// queuedNext takes the next queued message, nil when none is queued.
+func (ws *WebSocket) queuedNext() []byte {
+	ws.qmu.Lock()
+	defer ws.qmu.Unlock()
+	if len(ws.queue) == 0 {
+		return nil
+	}
+	b := ws.queue[0]
+	ws.queue[0] = nil
+	ws.queue = ws.queue[1:]
+	return b
 }
 
 // written takes n bytes written out of the queue's count, and lets the
@@ -203,6 +214,9 @@ func (ws *WebSocket) Close(code int, reason string) {
 // writeLoop writes the queued messages until the connection ends. A write
 // that cannot finish within writeWait ends the connection: a peer whose
 // queue stays full is closed.
+//
+// buzz-lite patch 24: the messages found queued together, up to a batch
+// of batchBytes, are written to the network in one call.
 func (ws *WebSocket) writeLoop() {
 	defer func() {
 		ws.qmu.Lock()
@@ -216,9 +230,24 @@ func (ws *WebSocket) writeLoop() {
 		}
 		ws.mutex.Lock()
 		ws.conn.SetWriteDeadline(time.Now().Add(ws.writeWait))
-		err := ws.conn.WriteMessage(websocket.TextMessage, b)
+		if ws.batch != nil {
+			ws.batch.hold()
+		}
+		n := 0
+		var err error
+		for b != nil && err == nil {
+			err = ws.conn.WriteMessage(websocket.TextMessage, b)
+			n += len(b)
+			if n >= batchBytes {
+				break
+			}
+			b = ws.queuedNext()
+		}
+		if ws.batch != nil {
+			err = errors.Join(err, ws.batch.release())
+		}
 		ws.mutex.Unlock()
-		ws.written(len(b))
+		ws.written(n)
 		if err != nil {
 			ws.Close(websocket.CloseGoingAway, "write failed")
 			return
