@@ -56,7 +56,11 @@ func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer,
 		if err != nil || !ok {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, q.sql, q.args...)
+		st, err := s.prepared(ctx, tx, q.sql)
+		if err != nil {
+			return fmt.Errorf("query events: %w", err)
+		}
+		rows, err := st.QueryContext(ctx, q.args...)
 		if err != nil {
 			return fmt.Errorf("query events: %w", err)
 		}
@@ -98,7 +102,11 @@ func (s *Store) Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, be
 		if err != nil || !ok {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, q.sql, q.args...)
+		st, err := s.prepared(ctx, tx, q.sql)
+		if err != nil {
+			return fmt.Errorf("query event positions: %w", err)
+		}
+		rows, err := st.QueryContext(ctx, q.args...)
 		if err != nil {
 			return fmt.Errorf("query event positions: %w", err)
 		}
@@ -145,7 +153,11 @@ func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64
 		if err != nil || !ok {
 			return err
 		}
-		if err := tx.QueryRowContext(ctx, q.sql, q.args...).Scan(&n); err != nil {
+		st, err := s.prepared(ctx, tx, q.sql)
+		if err != nil {
+			return fmt.Errorf("count events: %w", err)
+		}
+		if err := st.QueryRowContext(ctx, q.args...).Scan(&n); err != nil {
 			return fmt.Errorf("count events: %w", err)
 		}
 		return nil
