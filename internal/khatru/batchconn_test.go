@@ -75,7 +75,6 @@ func asStrings(b [][]byte) []string {
 	return out
 }
 
-
 // buzz-lite patch 24: closing while a write is blocked on a peer that
 // stopped reading does not wait for the write: it ends it (RL-24, a
 // stalled client must not hold up the shutdown).
