@@ -49,4 +49,3 @@ type Store interface {
 	// too, in store order after number after (the web view, CW-25).
 	ChannelsAfter(ctx context.Context, after int64, limit int) ([]ChannelActivity, error)
 }
-
