@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // This file holds the rules of ingest that read stored events: a reply's
@@ -153,7 +155,7 @@ func knownByID(l Lookup, author, id string) (*StoredEvent, error) {
 func Classify(l Lookup, ev *nostr.Event, thread ThreadTags, h string, ch *Channel, now int64, importing bool) (Classification, error) {
 	c := Classification{Broadcast: thread.Broadcast}
 	channel := seqOf(ch)
-	if h == "" || !IsClassifiedKind(ev.Kind) {
+	if h == "" || !nipcw.IsClassifiedKind(ev.Kind) {
 		return c, nil
 	}
 	c.Row = RowTopLevel
@@ -174,7 +176,7 @@ func Classify(l Lookup, ev *nostr.Event, thread ThreadTags, h string, ch *Channe
 		return c, ErrParentNoChannel
 	case p.Channel != channel:
 		return c, ErrParentOtherChannel
-	case !IsClassifiedKind(p.Kind):
+	case !nipcw.IsClassifiedKind(p.Kind):
 		// A reaction, edit, deletion or moderation event is no thread
 		// message: nothing can be a reply to it.
 		return c, ErrParentNotFound

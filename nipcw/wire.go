@@ -6,12 +6,6 @@ import (
 	"strings"
 )
 
-// Overlay kinds (CW-19, CW-20).
-const (
-	KindThreadSummary = 39005
-	KindWindowBounds  = 39006
-)
-
 // Cursor is a position in the window order `created_at DESC, id ASC`
 // (CW-15): a page continues strictly after it.
 type Cursor struct {
