@@ -61,7 +61,6 @@ const (
 	seqPrivate = 2
 )
 
-
 // ruleCommunity has an open channel (1) and a private one (2), both staffed.
 func ruleCommunity() *Community {
 	open := openChannel()
