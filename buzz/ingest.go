@@ -138,7 +138,7 @@ func Knows(c *Community, author string, t *StoredEvent) bool {
 // knownByID is the stored event with id (hex of either case) that
 // author may know of; nil when there is none.
 func knownByID(l Lookup, author, id string) (*StoredEvent, error) {
-	if !IsHex64(id) {
+	if !nipcw.IsHex64(id) {
 		return nil, nil
 	}
 	t, err := l.EventByID(strings.ToLower(id))
@@ -232,7 +232,7 @@ func DeletionTargets(l Lookup, ev *nostr.Event) ([]*StoredEvent, error) {
 		case "e":
 			// Only the canonical (lowercase) spelling deletes: it is the one
 			// the check for deletions that arrive first looks up.
-			if !IsLowerHex64(tag[1]) {
+			if !nipcw.IsLowerHex64(tag[1]) {
 				continue
 			}
 			t, err := l.EventByID(tag[1])
@@ -289,7 +289,7 @@ func GroupDeleteTarget(l Lookup, ev *nostr.Event, h string, ch *Channel, now int
 	}
 	var t *StoredEvent
 	if ref[0] == "e" {
-		if IsLowerHex64(ref[1]) {
+		if nipcw.IsLowerHex64(ref[1]) {
 			var err error
 			if t, err = knownByID(l, ev.PubKey, ref[1]); err != nil {
 				return nil, err
@@ -328,7 +328,7 @@ func CheckEdit(l Lookup, ev *nostr.Event, h string, ch *Channel, now int64) erro
 	if ref == nil {
 		return ErrEditTarget
 	}
-	if !IsHex64(ref[1]) {
+	if !nipcw.IsHex64(ref[1]) {
 		return ErrTargetNotFound
 	}
 	t, err := knownByID(l, ev.PubKey, ref[1])
@@ -352,7 +352,7 @@ func CheckEdit(l Lookup, ev *nostr.Event, h string, ch *Channel, now int64) erro
 // arrive before their target.
 func addressed(l Lookup, a string) ([]*StoredEvent, error) {
 	parts := strings.SplitN(a, ":", 3)
-	if len(parts) != 3 || !IsLowerHex64(parts[1]) {
+	if len(parts) != 3 || !nipcw.IsLowerHex64(parts[1]) {
 		return nil, nil
 	}
 	kind, err := strconv.Atoi(parts[0])

@@ -149,12 +149,12 @@ func validatePage(evs []*nostr.Event, channel string, sent *Cursor, relay string
 		return nil, fmt.Errorf("nipcw: channel %q is not a channel id", channel)
 	}
 	if sent != nil {
-		if sent.CreatedAt < 0 || !isHex64(sent.ID) {
+		if sent.CreatedAt < 0 || !IsHex64(sent.ID) {
 			return nil, errors.New("nipcw: the sent cursor needs a non-negative created_at and a 64-hex id")
 		}
 		sent = &Cursor{CreatedAt: sent.CreatedAt, ID: strings.ToLower(sent.ID)}
 	}
-	if relay != "" && !isHex64(relay) {
+	if relay != "" && !IsHex64(relay) {
 		return nil, fmt.Errorf("nipcw: relay pubkey %q is not 64 hex characters", relay)
 	}
 
@@ -342,7 +342,7 @@ func checkBounds(b indexed, ch string, sent *Cursor, out *Bounds) *PageError {
 		if !ok {
 			return unusable(b.i, "bounds content: next_cursor.id is missing")
 		}
-		if json.Unmarshal(idRaw, &c.ID) != nil || !isHex64(c.ID) {
+		if json.Unmarshal(idRaw, &c.ID) != nil || !IsHex64(c.ID) {
 			return unusable(b.i, "bounds content: next_cursor.id is not a 64-hex string")
 		}
 		c.ID = strings.ToLower(c.ID)
@@ -371,7 +371,7 @@ func checkSummary(s indexed, ch string, rows map[string]bool) (string, Summary, 
 	if !equalFold(tags["e"], tags["d"]) {
 		return "", sm, unusable(s.i, "summary e and d tags differ")
 	}
-	if !isHex64(tags["d"]) {
+	if !IsHex64(tags["d"]) {
 		return "", sm, unusable(s.i, "summary d tag is not a 64-hex id")
 	}
 	id := strings.ToLower(tags["d"])
@@ -423,7 +423,7 @@ func checkSummary(s indexed, ch string, rows map[string]bool) (string, Summary, 
 	}
 	distinct := make(map[string]bool, len(sm.Participants))
 	for i, pk := range sm.Participants {
-		if !isHex64(pk) {
+		if !IsHex64(pk) {
 			return "", sm, unusable(s.i, "summary content: participants is not a list of 64-hex pubkeys")
 		}
 		pk = strings.ToLower(pk)
