@@ -67,11 +67,27 @@ var suite = []struct {
 	name string
 	test func(t *testing.T, open Opener)
 }{
+	{"ExpireRefusedOnArrival", testExpireRefusedOnArrival},
+	{"ExpireLifecycle", testExpireLifecycle},
+	{"ExpireRootWithReplies", testExpireRootWithReplies},
+	{"ExpiredTargetsAreGone", testExpiredTargetsAreGone},
 	{"QueryFilters", testQueryFilters},
 	{"QueryTagValuesExactNotNumeric", testQueryTagValuesExactNotNumeric},
 	{"QueryOrderSameSecond", testQueryOrderSameSecond},
 	{"QueryDefaultLimit", testQueryDefaultLimit},
 	{"QueryBounded", testQueryBounded},
+	{"ReplaceNewerReplacesOlder", testReplaceNewerReplacesOlder},
+	{"ReplaceRegularKindsKeepAll", testReplaceRegularKindsKeepAll},
+	{"ReplaceSameSecondLowerIDWins", testReplaceSameSecondLowerIDWins},
+	{"ReplaceAddressKeys", testReplaceAddressKeys},
+	{"ReplaceAddressDeletion", testReplaceAddressDeletion},
+	{"ReplaceAddressDeletionScope", testReplaceAddressDeletionScope},
+	{"ReplaceAddressDeletionOtherAuthor", testReplaceAddressDeletionOtherAuthor},
+	{"ReplaceEDeletedResubmitted", testReplaceEDeletedResubmitted},
+	{"ReplaceConcurrentVersions", testReplaceConcurrentVersions},
+	{"ReplaceAddressDeletionSpellings", testReplaceAddressDeletionSpellings},
+	{"ReplaceEDeletionSpellings", testReplaceEDeletionSpellings},
+	{"ReplaceDeletedVersionStaysNewest", testReplaceDeletedVersionStaysNewest},
 }
 
 // Run runs the whole suite on the stores open opens, each test on a fresh
