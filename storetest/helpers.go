@@ -6,6 +6,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -195,4 +196,71 @@ func qtMixedCase(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// Two channels, as NIP-29 group ids (UUIDs).
+const (
+	ttChan  = "0b5d2f0e-8a4b-4f43-9a4e-6a1c4b3e2d11"
+	ttChan2 = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+)
+
+// ttBase is the created_at of the first event of a test; the store does not
+// check dates (that is buzz.CheckSubmission), so a fixed past date keeps the
+// tests deterministic.
+const ttBase int64 = 1_700_000_000
+
+// ttOpen opens a fresh store with the given relay admins.
+func ttOpen(t testing.TB, open Opener, admins ...string) Store {
+	t.Helper()
+	return open(t, Config{Admins: admins})
+}
+
+func ttH(ch string) nostr.Tag        { return nostr.Tag{"h", ch} }
+func ttReplyTag(id string) nostr.Tag { return nostr.Tag{"e", id, "", "reply"} }
+func ttRootTag(id string) nostr.Tag  { return nostr.Tag{"e", id, "", "root"} }
+func ttE(id string) nostr.Tag        { return nostr.Tag{"e", id} }
+
+// ttIngest stores ev and fails the test on any error.
+func ttIngest(t testing.TB, s Store, ev *nostr.Event) *nostr.Event {
+	t.Helper()
+	if err := ingest(s, context.Background(), ev); err != nil {
+		t.Fatalf("ingest kind %d %s (tags %v): %v", ev.Kind, ev.ID, ev.Tags, err)
+	}
+	return ev
+}
+
+// ttReject ingests ev and requires the exact rejection want: same wire text
+// (err.Error()) and errors.Is the buzz sentinel.
+func ttReject(t testing.TB, s Store, ev *nostr.Event, want error) {
+	t.Helper()
+	err := ingest(s, context.Background(), ev)
+	if err == nil {
+		t.Fatalf("ingest kind %d (tags %v) accepted, want %q", ev.Kind, ev.Tags, want.Error())
+	}
+	if err.Error() != want.Error() {
+		t.Fatalf("ingest kind %d (tags %v): error %q, want %q", ev.Kind, ev.Tags, err.Error(), want.Error())
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("error %q is not the sentinel %q", err, want)
+	}
+	if _, ok := buzz.AsRejection(err); !ok {
+		t.Fatalf("error %q is not a *buzz.Rejection", err)
+	}
+}
+
+// ttSigners makes n signers sorted by pubkey, so that tests can reason about
+// the pubkey ASC tie-break of participants.
+func ttSigners(t testing.TB, n int) []testutil.Signer {
+	t.Helper()
+	ss := make([]testutil.Signer, n)
+	for i := range ss {
+		ss[i] = testutil.NewSigner(t)
+	}
+	slices.SortFunc(ss, func(a, b testutil.Signer) int { return strings.Compare(a.PK, b.PK) })
+	for i := 1; i < n; i++ {
+		if ss[i].PK == ss[i-1].PK {
+			t.Fatal("duplicate key")
+		}
+	}
+	return ss
 }

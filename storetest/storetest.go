@@ -67,10 +67,18 @@ var suite = []struct {
 	name string
 	test func(t *testing.T, open Opener)
 }{
+	{"ChannelsAfter", testChannelsAfter},
+	{"CountersProperty", testCountersProperty},
 	{"ExpireRefusedOnArrival", testExpireRefusedOnArrival},
 	{"ExpireLifecycle", testExpireLifecycle},
 	{"ExpireRootWithReplies", testExpireRootWithReplies},
 	{"ExpiredTargetsAreGone", testExpiredTargetsAreGone},
+	{"FeedModel", testFeedModel},
+	{"FeedRemovedMember", testFeedRemovedMember},
+	{"FeedByteBound", testFeedByteBound},
+	{"FeedNoPublicRead", testFeedNoPublicRead},
+	{"PageMaxBytes", testPageMaxBytes},
+	{"PositionsMatchQuery", testPositionsMatchQuery},
 	{"QueryFilters", testQueryFilters},
 	{"QueryTagValuesExactNotNumeric", testQueryTagValuesExactNotNumeric},
 	{"QueryOrderSameSecond", testQueryOrderSameSecond},
