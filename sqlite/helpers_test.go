@@ -201,8 +201,6 @@ func qtIDs(evs ...*nostr.Event) []string {
 	return ids
 }
 
-func qtTS(v int64) *nostr.Timestamp { ts := nostr.Timestamp(v); return &ts }
-
 // qtMixedCase upper-cases every other character of a hex string.
 func qtMixedCase(s string) string {
 	b := []byte(s)

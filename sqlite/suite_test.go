@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -53,4 +55,39 @@ func (s suiteStore) Verify(ctx context.Context) error {
 		return fmt.Errorf("check: %+v", rep)
 	}
 	return nil
+}
+
+func (s suiteStore) Dump(ctx context.Context) (string, error) {
+	return dumpRows(ctx, s.Store, snapshotQueries...)
+}
+
+func (s suiteStore) Placement(ctx context.Context, id string) (storetest.Placement, bool, error) {
+	key, err := hex.DecodeString(id)
+	if err != nil {
+		return storetest.Placement{}, false, fmt.Errorf("event id %q: %w", id, err)
+	}
+	var p storetest.Placement
+	var depth sql.NullInt64
+	var parent, root []byte
+	var channel sql.NullString
+	err = s.readers.QueryRowContext(ctx, `SELECT e.depth, p.id, r.id, e.broadcast, e.row_class, c.h, e.deleted_at IS NOT NULL
+		FROM events e
+		LEFT JOIN events p ON p.seq = e.parent
+		LEFT JOIN events r ON r.seq = e.root
+		LEFT JOIN channels c ON c.seq = e.channel
+		WHERE e.id = ?`, key).Scan(&depth, &parent, &root, &p.Broadcast, &p.Row, &channel, &p.Deleted)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return p, false, nil
+	case err != nil:
+		return p, false, fmt.Errorf("placement of %s: %w", id, err)
+	}
+	p.Classified, p.Depth, p.Channel = depth.Valid, depth.Int64, channel.String
+	if parent != nil {
+		p.Parent = hex.EncodeToString(parent)
+	}
+	if root != nil {
+		p.Root = hex.EncodeToString(root)
+	}
+	return p, true, nil
 }

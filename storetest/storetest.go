@@ -57,6 +57,27 @@ type Store interface {
 	// Verify is the store's own consistency check: every thread counter
 	// agrees with its subtree and every index with its events.
 	Verify(ctx context.Context) error
+	// Placement is what the store keeps of event id's place (lowercase
+	// hex): its channel and thread classification (CW-10..CW-12), deleted
+	// or not; found is false when it holds no such event.
+	Placement(ctx context.Context, id string) (p Placement, found bool, err error)
+	// Dump is everything the store holds, as text in a stable order: a
+	// refused event must leave it as it was (RL-4).
+	Dump(ctx context.Context) (string, error)
+}
+
+// Placement is an event's channel and place in its thread.
+type Placement struct {
+	// Channel is the h of its channel, "" for none.
+	Channel string
+	// Classified says it has a place: Depth below Root, Parent its parent
+	// (hex ids, "" for a root).
+	Classified   bool
+	Depth        int64
+	Parent, Root string
+	Broadcast    bool
+	Row          buzz.RowClass
+	Deleted      bool
 }
 
 // Opener opens a fresh, empty store as cfg says, closed when t ends.
@@ -69,6 +90,14 @@ var suite = []struct {
 }{
 	{"ChannelsAfter", testChannelsAfter},
 	{"CountersProperty", testCountersProperty},
+	{"DeleteKind5Counters", testDeleteKind5Counters},
+	{"DeleteParticipantsRefill", testDeleteParticipantsRefill},
+	{"DeleteRandom", testDeleteRandom},
+	{"DeleteKind5Rules", testDeleteKind5Rules},
+	{"DeleteByAddressCounters", testDeleteByAddressCounters},
+	{"DeleteKind9005", testDeleteKind9005},
+	{"Edit", testEdit},
+	{"Reactions", testReactions},
 	{"ExpireRefusedOnArrival", testExpireRefusedOnArrival},
 	{"ExpireLifecycle", testExpireLifecycle},
 	{"ExpireRootWithReplies", testExpireRootWithReplies},
@@ -96,6 +125,15 @@ var suite = []struct {
 	{"ReplaceAddressDeletionSpellings", testReplaceAddressDeletionSpellings},
 	{"ReplaceEDeletionSpellings", testReplaceEDeletionSpellings},
 	{"ReplaceDeletedVersionStaysNewest", testReplaceDeletedVersionStaysNewest},
+	{"ThreadClassification", testThreadClassification},
+	{"ThreadClassificationNoChannel", testThreadClassificationNoChannel},
+	{"ThreadNIP29KindsNotClassified", testThreadNIP29KindsNotClassified},
+	{"ThreadDepthLimit", testThreadDepthLimit},
+	{"ThreadCountersTree", testThreadCountersTree},
+	{"ThreadParticipantsTwelveAuthors", testThreadParticipantsTwelveAuthors},
+	{"ThreadCountersRandom", testThreadCountersRandom},
+	{"ThreadRejectedLeavesNothing", testThreadRejectedLeavesNothing},
+	{"ThreadConcurrentIngest", testThreadConcurrentIngest},
 }
 
 // Run runs the whole suite on the stores open opens, each test on a fresh
