@@ -106,6 +106,8 @@ var suite = []struct {
 	{"FeedRemovedMember", testFeedRemovedMember},
 	{"FeedByteBound", testFeedByteBound},
 	{"FeedNoPublicRead", testFeedNoPublicRead},
+	{"ImportOutOfOrderThenBackfill", testImportOutOfOrderThenBackfill},
+	{"ImportMissingParent", testImportMissingParent},
 	{"PageMaxBytes", testPageMaxBytes},
 	{"PositionsMatchQuery", testPositionsMatchQuery},
 	{"QueryFilters", testQueryFilters},
