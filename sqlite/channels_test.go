@@ -103,14 +103,18 @@ func chExpect(t testing.TB, s *Store, h, want string) {
 	}
 }
 
-// chTables dumps the access state tables (channels, members, settings).
+// accessQueries select every row of the access state tables (channels,
+// members, settings).
+var accessQueries = []string{
+	`SELECT seq, h, created_at, name, about, private, deleted_at FROM channels ORDER BY seq`,
+	`SELECT channel, pubkey, role FROM members ORDER BY channel, pubkey`,
+	`SELECT key, value FROM settings ORDER BY key`,
+}
+
+// chTables dumps the access state tables.
 func chTables(t testing.TB, s *Store) string {
 	t.Helper()
-	return ttDump(t, s,
-		`SELECT seq, h, created_at, name, about, private, deleted_at FROM channels ORDER BY seq`,
-		`SELECT channel, pubkey, role FROM members ORDER BY channel, pubkey`,
-		`SELECT key, value FROM settings ORDER BY key`,
-	)
+	return ttDump(t, s, accessQueries...)
 }
 
 // chReject requires ev to be refused with exactly want, and to leave

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/buzz-lite/buzz-lite/storetest"
@@ -58,7 +59,7 @@ func (s suiteStore) Verify(ctx context.Context) error {
 }
 
 func (s suiteStore) Dump(ctx context.Context) (string, error) {
-	return dumpRows(ctx, s.Store, snapshotQueries...)
+	return dumpRows(ctx, s.Store, append(slices.Clone(snapshotQueries), accessQueries...)...)
 }
 
 func (s suiteStore) Placement(ctx context.Context, id string) (storetest.Placement, bool, error) {

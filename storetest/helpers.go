@@ -264,3 +264,82 @@ func ttSigners(t testing.TB, n int) []testutil.Signer {
 	}
 	return ss
 }
+
+// chT is the date of the events of the channel and scope tests.
+const chT int64 = 1_700_000_000
+
+// chQuery runs Query as v and returns the ids.
+func chQuery(t testing.TB, s Store, f nostr.Filter, v buzz.Viewer) []string {
+	t.Helper()
+	evs, err := s.Query(context.Background(), f, v)
+	if err != nil {
+		t.Fatalf("query %v as %q: %v", f, v, err)
+	}
+	return qtIDs(evs...)
+}
+
+// chCount runs Count as v.
+func chCount(t testing.TB, s Store, f nostr.Filter, v buzz.Viewer) int64 {
+	t.Helper()
+	n, err := s.Count(context.Background(), f, v)
+	if err != nil {
+		t.Fatalf("count %v as %q: %v", f, v, err)
+	}
+	return n
+}
+
+// chSees reports whether v reads event id, by Query and by Count, which
+// must agree.
+func chSees(t testing.TB, s Store, v buzz.Viewer, id string) bool {
+	t.Helper()
+	f := nostr.Filter{IDs: []string{id}}
+	q := len(chQuery(t, s, f, v))
+	n := chCount(t, s, f, v)
+	if int64(q) != n {
+		t.Fatalf("event %s as %q: Query returns %d, Count %d", id[:8], v, q, n)
+	}
+	return q == 1
+}
+
+// chChannel renders the state of one channel, members sorted, Seq left out.
+func chChannel(ch *buzz.Channel) string {
+	if ch == nil {
+		return "<nil>"
+	}
+	members := make([]string, 0, len(ch.Members))
+	for pk, role := range ch.Members {
+		members = append(members, pk[:12]+":"+role.String())
+	}
+	slices.Sort(members)
+	return fmt.Sprintf("{created:%v name:%q about:%q private:%v deleted:%v members:%v}",
+		ch.Created, ch.Name, ch.About, ch.Private, ch.Deleted, members)
+}
+
+// chState renders a whole community: version, setting, every channel by h
+// with its number.
+func chState(c *buzz.Community) string {
+	chs := c.Channels()
+	slices.SortFunc(chs, func(a, b *buzz.Channel) int { return strings.Compare(a.H, b.H) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "version=%d replies=%v\n", c.Version, c.ThreadRepliesInChannel)
+	for _, ch := range chs {
+		fmt.Fprintf(&b, "%s #%d %s\n", ch.H, ch.Seq, chChannel(ch))
+	}
+	return b.String()
+}
+
+// chReject requires ev to be refused with exactly want, and to leave
+// everything as it was: the store's whole state (Dump), the published
+// community, and no trace of the event.
+func chReject(t testing.TB, s Store, ev *nostr.Event, want error) {
+	t.Helper()
+	rows, state := ttSnapshot(t, s), chState(s.Community())
+	ttReject(t, s, ev, want)
+	ttSameSnapshot(t, rows, ttSnapshot(t, s))
+	if got := chState(s.Community()); got != state {
+		t.Fatalf("community changed by a rejected event:\n before %s\n after  %s", state, got)
+	}
+	if held, err := s.Holds(context.Background(), ev.ID); err != nil || held {
+		t.Fatalf("rejected event stored: %v, %v", held, err)
+	}
+}
