@@ -109,6 +109,7 @@ var suite = []struct {
 	{"ImportOutOfOrderThenBackfill", testImportOutOfOrderThenBackfill},
 	{"ImportMissingParent", testImportMissingParent},
 	{"PageMaxBytes", testPageMaxBytes},
+	{"ImportAppliesWritePolicy", testImportAppliesWritePolicy},
 	{"PositionsMatchQuery", testPositionsMatchQuery},
 	{"QueryFilters", testQueryFilters},
 	{"QueryTagValuesExactNotNumeric", testQueryTagValuesExactNotNumeric},
