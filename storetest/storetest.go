@@ -89,6 +89,9 @@ var suite = []struct {
 	test func(t *testing.T, open Opener)
 }{
 	{"ChannelsAfter", testChannelsAfter},
+	{"ChannelLifecycleRejections", testChannelLifecycleRejections},
+	{"ChannelCreatePolicy", testChannelCreatePolicy},
+	{"GroupDeleteByChannelAdmin", testGroupDeleteByChannelAdmin},
 	{"CountersProperty", testCountersProperty},
 	{"DeleteKind5Counters", testDeleteKind5Counters},
 	{"DeleteParticipantsRefill", testDeleteParticipantsRefill},
