@@ -132,8 +132,11 @@ func Supersedes(ev *nostr.Event, versions []*StoredEvent) ([]*StoredEvent, error
 // other would tell them that it exists, so every rule that looks up an
 // event an author names treats it as not stored (RL-29).
 func Knows(c *Community, author string, t *StoredEvent) bool {
-	return t.PubKey == author || t.Scope == 0 || c.CanReadSeq(Viewer(author), t.Scope)
+	return t.wroteBy(author) || t.Scope == 0 || c.CanReadSeq(Viewer(author), t.Scope)
 }
+
+// wroteBy reports whether pubkey, hex of either case, signed the event.
+func (e *StoredEvent) wroteBy(pubkey string) bool { return e.PubKey == strings.ToLower(pubkey) }
 
 // knownByID is the stored event with id (hex of either case) that
 // author may know of; nil when there is none.
@@ -257,7 +260,7 @@ func DeletionTargets(l Lookup, ev *nostr.Event) ([]*StoredEvent, error) {
 			if !Knows(l.Community(), ev.PubKey, t) {
 				continue
 			}
-			if t.PubKey != ev.PubKey {
+			if !t.wroteBy(ev.PubKey) {
 				return nil, ErrNotAuthor
 			}
 			if t.Kind != KindDeletion {
@@ -311,7 +314,7 @@ func GroupDeleteTarget(l Lookup, ev *nostr.Event, h string, ch *Channel, now int
 		// A reaction without an h tag belongs to its target's channel
 		// (RL-8), and a channel admin may delete it there.
 		return nil, ErrTargetOtherChannel
-	case t.PubKey != ev.PubKey && l.Community().RoleOf(ev.PubKey, ch) < RoleAdmin:
+	case !t.wroteBy(ev.PubKey) && l.Community().RoleOf(ev.PubKey, ch) < RoleAdmin:
 		return nil, ErrNotAuthorOrAdmin
 	}
 	return []*StoredEvent{t}, nil
@@ -339,7 +342,7 @@ func CheckEdit(l Lookup, ev *nostr.Event, h string, ch *Channel, now int64) erro
 		return ErrTargetNotFound
 	case t.Channel == 0 || t.Channel != seqOf(ch):
 		return ErrTargetOtherChannel
-	case t.PubKey != ev.PubKey:
+	case !t.wroteBy(ev.PubKey):
 		return ErrNotAuthor
 	}
 	return nil

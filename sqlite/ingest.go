@@ -109,7 +109,7 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 		return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
 	}
 
-	lk := &lookup{tx: tx, found: map[int64]*stored{}}
+	lk := &lookup{tx: tx}
 	// A channel seen for the first time gets its row with the event's
 	// writes below; until then it is number 0, which no stored event has.
 	var channel sql.NullInt64
@@ -327,7 +327,7 @@ func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64, importi
 		ch = tx.channelState(channel.Int64, r.channel)
 		h = ch.H
 	}
-	lk := &lookup{tx: tx, found: map[int64]*stored{}}
+	lk := &lookup{tx: tx}
 	c, err := buzz.Classify(lk, r.ev, r.thread, h, ch, now, importing)
 	return columnsOf(c), err
 }
@@ -358,6 +358,9 @@ type lookup struct {
 func (l *lookup) fact(s *stored) *buzz.StoredEvent {
 	if s == nil {
 		return nil
+	}
+	if l.found == nil {
+		l.found = map[int64]*stored{}
 	}
 	l.found[s.seq] = s
 	return &buzz.StoredEvent{
