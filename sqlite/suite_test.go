@@ -6,9 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
@@ -16,14 +20,32 @@ import (
 // fresh database file in t.TempDir() for each test.
 func TestSuite(t *testing.T) {
 	storetest.Run(t, func(t testing.TB, cfg storetest.Config) storetest.Store {
-		return suiteStore{qtOpenWith(t, Options{
-			Admins:                 cfg.Admins,
-			Policy:                 cfg.Policy,
-			ThreadRepliesInChannel: cfg.ThreadRepliesInChannel,
-			RelayKey:               cfg.RelayKey,
-			Now:                    cfg.Now,
-		})}
+		return suiteOpen(t, filepath.Join(t.TempDir(), "buzz.db"), cfg)
 	})
+}
+
+// suiteOpen opens the database at path as cfg says and closes it when the
+// test ends: a failing Close fails the test.
+func suiteOpen(t testing.TB, path string, cfg storetest.Config) suiteStore {
+	t.Helper()
+	s, err := Open(context.Background(), Options{
+		Path:                   path,
+		Schema:                 testutil.Schema(t),
+		Admins:                 cfg.Admins,
+		Policy:                 cfg.Policy,
+		ThreadRepliesInChannel: cfg.ThreadRepliesInChannel,
+		RelayKey:               cfg.RelayKey,
+		Now:                    cfg.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return suiteStore{s}
 }
 
 // suiteStore is a Store with what the suite asks beyond the relay's
@@ -35,16 +57,34 @@ func (s suiteStore) Backfill(ctx context.Context) (classified, waiting int, err 
 	return r.Classified, r.Waiting, err
 }
 
-func (s suiteStore) Holds(ctx context.Context, id string) (bool, error) {
-	key, err := hex.DecodeString(id)
+func (s suiteStore) Held(ctx context.Context, f nostr.Filter) (int, error) {
+	rows, err := s.readers.QueryContext(ctx, `SELECT `+eventSelect+` FROM events e`)
 	if err != nil {
-		return false, fmt.Errorf("event id %q: %w", id, err)
+		return 0, fmt.Errorf("read events: %w", err)
 	}
-	var n int
-	if err := s.readers.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE id = ?`, key).Scan(&n); err != nil {
-		return false, fmt.Errorf("look up %s: %w", id, err)
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		ev, err := scanEvent(rows)
+		if err != nil {
+			return 0, fmt.Errorf("read events: %w", err)
+		}
+		if f.Matches(ev) {
+			n++
+		}
 	}
-	return n > 0, nil
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("read events: %w", err)
+	}
+	return n, nil
+}
+
+func (s suiteStore) Reopen(t testing.TB, cfg storetest.Config) storetest.Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	return suiteOpen(t, s.path, cfg)
 }
 
 func (s suiteStore) Verify(ctx context.Context) error {

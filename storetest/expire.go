@@ -32,11 +32,7 @@ func exOpen(t testing.TB, open Opener) (Store, *qtClock) {
 // exHeld reports whether the store keeps ev in any form.
 func exHeld(t testing.TB, s Store, ev *nostr.Event) bool {
 	t.Helper()
-	held, err := s.Holds(context.Background(), ev.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return held
+	return holds(t, s, ev.ID)
 }
 
 // exVerify runs the store's consistency check: no index entry outlives

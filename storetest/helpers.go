@@ -339,7 +339,30 @@ func chReject(t testing.TB, s Store, ev *nostr.Event, want error) {
 	if got := chState(s.Community()); got != state {
 		t.Fatalf("community changed by a rejected event:\n before %s\n after  %s", state, got)
 	}
-	if held, err := s.Holds(context.Background(), ev.ID); err != nil || held {
-		t.Fatalf("rejected event stored: %v, %v", held, err)
+	if holds(t, s, ev.ID) {
+		t.Fatal("rejected event stored")
 	}
+}
+
+// held counts the events matching f that s keeps, deleted ones too.
+func held(t testing.TB, s Store, f nostr.Filter) int {
+	t.Helper()
+	n, err := s.Held(context.Background(), f)
+	if err != nil {
+		t.Fatalf("held %v: %v", f, err)
+	}
+	return n
+}
+
+// holds reports whether s keeps event id in any form.
+func holds(t testing.TB, s Store, id string) bool {
+	t.Helper()
+	return held(t, s, nostr.Filter{IDs: []string{id}}) > 0
+}
+
+// chGroupStateRows counts every stored event (deleted or not) of the group
+// state kinds whose d tag is h.
+func chGroupStateRows(t testing.TB, s Store, h string) int {
+	t.Helper()
+	return held(t, s, nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}, Tags: nostr.TagMap{"d": {h}}})
 }

@@ -63,8 +63,7 @@ func testImportAppliesWritePolicy(t *testing.T, open Opener) {
 	if err := s.RenewGroupState(context.Background()); err != nil {
 		t.Fatalf("group state under allowed_kinds: %v", err)
 	}
-	state := nostr.Filter{Kinds: []int{buzz.KindGroupMetadata, buzz.KindGroupAdmins, buzz.KindGroupMembers}, Tags: nostr.TagMap{"d": {ch}}}
-	if n := chCount(t, s, state, buzz.Anonymous); n != 3 {
+	if n := chGroupStateRows(t, s, ch); n != 3 {
 		t.Fatalf("%d group state events after the import, want 3", n)
 	}
 	ttIngest(t, s, ev(owner, buzz.KindPutUser, ttH(ch), nostr.Tag{"p", stranger.PK}))

@@ -48,11 +48,7 @@ func rpCheckIndex(t testing.TB, s Store, gone ...*nostr.Event) {
 		t.Errorf("verify: %v", err)
 	}
 	for _, ev := range gone {
-		held, err := s.Holds(ctx, ev.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if held {
+		if holds(t, s, ev.ID) {
 			t.Errorf("replaced version %s is still stored", ev.ID)
 		}
 	}
@@ -110,6 +106,9 @@ func testReplaceNewerReplacesOlder(t *testing.T, open Opener) {
 				t.Errorf("other author's version: got %v, want it untouched", got)
 			}
 			rpCheckIndex(t, s, v1, older)
+			if n := held(t, s, nostr.Filter{}); n != 2 {
+				t.Errorf("%d events stored, want 2 (v2 and the other author's)", n)
+			}
 		})
 	}
 }
@@ -371,6 +370,9 @@ func testReplaceConcurrentVersions(t *testing.T, open Opener) {
 	}
 	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, qtIDs(evs[len(evs)-1])) {
 		t.Errorf("got %v, want only the newest version", got)
+	}
+	if n := held(t, s, nostr.Filter{}); n != 1 {
+		t.Errorf("%d events stored, want 1", n)
 	}
 	rpCheckIndex(t, s, evs[:len(evs)-1]...)
 }

@@ -2,9 +2,10 @@
 // written once against buzz.Store: a store package runs it with Run on a
 // store of its own, so that SQLite today and a second store later answer
 // alike. What the suite needs beyond the relay's interface (an import, a
-// backfill, the purge of expired events, what the store still holds and
-// its own consistency check) is the small Store interface here; how a
-// store is opened is the store package's business (Opener).
+// backfill, the purge of expired events, a restart, and for the checks
+// what the store holds, an event's place, its whole state as text and its
+// own consistency check) is the small Store interface here; how a store
+// is opened is the store package's business (Opener).
 package storetest
 
 import (
@@ -51,9 +52,14 @@ type Store interface {
 	// PurgeExpired removes the events whose NIP-40 expiration passed,
 	// saying how many.
 	PurgeExpired(ctx context.Context) (int, error)
-	// Holds reports whether the store still keeps event id (lowercase
-	// hex) in any form, deleted or not: a replaced or purged event is gone.
-	Holds(ctx context.Context, id string) (bool, error)
+	// Held counts the events matching f (its limit aside) that the store
+	// still keeps in any form, deleted and expired ones too, whoever may
+	// read them: a replaced or purged event is no longer held.
+	Held(ctx context.Context, f nostr.Filter) (int, error)
+	// Reopen closes the store and opens its database again as cfg says,
+	// as a restart of the relay does; the store returned is closed when
+	// the test ends.
+	Reopen(t testing.TB, cfg Config) Store
 	// Verify is the store's own consistency check: every thread counter
 	// agrees with its subtree and every index with its events.
 	Verify(ctx context.Context) error
