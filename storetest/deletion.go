@@ -110,7 +110,7 @@ func testDeleteKind5Counters(t *testing.T, open Opener) {
 	before := ttSnapshot(t, s)
 	ttReject(t, s, sg[3].Event(t, 9, ttBase+102, "late", ttH(ttChan), ttReplyTag(id("A1"))), buzz.ErrParentNotFound)
 	ttReject(t, s, sg[3].Event(t, 9, ttBase+102, "late", ttH(ttChan), ttRootTag(id("R")), ttReplyTag(id("B"))), buzz.ErrParentNotFound)
-	ttSameSnapshot(t, before, ttSnapshot(t, s))
+	ttSameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
 	late := ttIngestAdd(t, s, m, sg[4].Event(t, 9, ttBase+103, "late", ttH(ttChan), ttRootTag(id("R")), ttReplyTag(id("A1a"))), id("A1a"))
 	ttCheckModel(t, s, m)
 

@@ -335,7 +335,7 @@ func chReject(t testing.TB, s Store, ev *nostr.Event, want error) {
 	t.Helper()
 	rows, state := ttSnapshot(t, s), chState(s.Community())
 	ttReject(t, s, ev, want)
-	ttSameSnapshot(t, rows, ttSnapshot(t, s))
+	ttSameSnapshot(t, "a rejected event", rows, ttSnapshot(t, s))
 	if got := chState(s.Community()); got != state {
 		t.Fatalf("community changed by a rejected event:\n before %s\n after  %s", state, got)
 	}

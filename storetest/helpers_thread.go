@@ -297,8 +297,9 @@ func ttSnapshot(t testing.TB, s Store) string {
 	return d
 }
 
-// ttSameSnapshot fails the test with the first differing line.
-func ttSameSnapshot(t testing.TB, before, after string) {
+// ttSameSnapshot fails the test with the first differing line, saying
+// what changed the store.
+func ttSameSnapshot(t testing.TB, by, before, after string) {
 	t.Helper()
 	if before == after {
 		return
@@ -313,10 +314,10 @@ func ttSameSnapshot(t testing.TB, before, after string) {
 			y = al[i]
 		}
 		if x != y {
-			t.Fatalf("store changed by a rejected event; first difference at line %d:\n before %q\n after  %q", i, x, y)
+			t.Fatalf("store changed by %s; first difference at line %d:\n before %q\n after  %q", by, i, x, y)
 		}
 	}
-	t.Fatal("store changed by a rejected event")
+	t.Fatalf("store changed by %s", by)
 }
 
 // ttRejectLeavesNothing requires that ev is rejected with exactly want
@@ -325,7 +326,7 @@ func ttRejectLeavesNothing(t testing.TB, s Store, ev *nostr.Event, want error) {
 	t.Helper()
 	before := ttSnapshot(t, s)
 	ttReject(t, s, ev, want)
-	ttSameSnapshot(t, before, ttSnapshot(t, s))
+	ttSameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
 }
 
 // ttVisible reports whether Query by id finds the event.

@@ -361,7 +361,7 @@ func testThreadDepthLimit(t *testing.T, open Opener) {
 	before := ttSnapshot(t, s)
 	ttReject(t, s, a.Event(t, 9, ttBase+101, "101", ttH(ttChan), ttReplyTag(parent.ID)), buzz.ErrDepthExceeded)
 	ttReject(t, s, a.Event(t, 9, ttBase+101, "101 broadcast", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(parent.ID), nostr.Tag{"broadcast", "1"}), buzz.ErrDepthExceeded)
-	ttSameSnapshot(t, before, ttSnapshot(t, s))
+	ttSameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
 
 	if in := ttMustRead(t, s, root.ID); in.ReplyCount != 1 || in.DescendantCount != 100 || in.LastReplyAt.Int64 != ttBase+100 {
 		t.Errorf("root counters %v", in.ttCounters)
