@@ -151,6 +151,7 @@ var suite = []struct {
 	{"ReactionScope", testReactionScope},
 	{"DeletionScope", testDeletionScope},
 	{"QueryScopeFilters", testQueryScopeFilters},
+	{"Smoke", testSmoke},
 	{"ThreadClassification", testThreadClassification},
 	{"ThreadClassificationNoChannel", testThreadClassificationNoChannel},
 	{"ThreadNIP29KindsNotClassified", testThreadNIP29KindsNotClassified},
