@@ -44,8 +44,8 @@ func chExpect(t testing.TB, s Store, h, want string) {
 }
 
 // RL-10: lifecycle events that the rules refuse come back with the exact
-// rejection and leave nothing: no event, no channel or member row, the
-// community as it was.
+// rejection and leave nothing: the store's whole Dump and the community
+// as they were.
 func testChannelLifecycleRejections(t *testing.T, open Opener) {
 	relayAdmin := testutil.NewSigner(t)
 	s := open(t, Config{Admins: []string{relayAdmin.PK}})

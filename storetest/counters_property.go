@@ -2,8 +2,8 @@ package storetest
 
 // A property test of the thread counters (RL-5, RL-6, CW-19): random
 // sequences of replies, replacements, kind 5 and 9005 deletions and expiry
-// purges, submitted one by one, concurrently (so that the writer batches
-// them) or as one import batch, after which the store's Verify, which
+// purges, submitted one by one, concurrently (so that a store that batches
+// writes batches them) or as one import batch, after which the store's Verify, which
 // recomputes every counter from what is stored, must find nothing wrong.
 
 import (

@@ -2,7 +2,7 @@ package storetest
 
 // NIP-40 expiration (RL-22): refused when already expired, readable until it
 // expires, hidden from every read from that second on, removed by
-// PurgeExpired. The store's clock is Options.Now, moved by the test.
+// PurgeExpired. The store's clock is Config.Now, moved by the test.
 
 import (
 	"context"
@@ -78,7 +78,8 @@ func testExpireRefusedOnArrival(t *testing.T, open Opener) {
 
 // NIP-40 (RL-22): an event that expires later is returned by every read
 // until the clock reaches its expiration, then hidden from Query and Count
-// while its row remains, then removed with its tag rows by PurgeExpired.
+// while the store keeps it, then removed, index entries too, by
+// PurgeExpired.
 // Malformed expiration tags are ignored.
 func testExpireLifecycle(t *testing.T, open Opener) {
 	ctx := context.Background()

@@ -1,8 +1,8 @@
 package storetest
 
 // Helpers of the suite: opening a store, ingesting, reading back, a clock
-// the test moves. Names start with "qt" where the tests came from
-// sqlite's query tests.
+// the test moves, the channels of the tests and what they check of a
+// channel's state.
 
 import (
 	"context"
@@ -26,8 +26,8 @@ import (
 // check dates (buzz.CheckSubmission does), so fixed dates keep tests exact.
 const qtT0 int64 = 1_700_000_000
 
-// qtClock is a store clock the test moves (Options.Now). The writer and the
-// purge loop read it from their own goroutines, hence the atomic.
+// qtClock is a store clock the test moves (Config.Now). A store may read
+// it from goroutines of its own, hence the atomic.
 type qtClock struct{ unix atomic.Int64 }
 
 func qtNewClock(unix int64) *qtClock {
@@ -72,8 +72,8 @@ func qtIngest(t testing.TB, s Store, evs ...*nostr.Event) {
 	}
 }
 
-// qtIngestConcurrently stores evs from several goroutines, so that the
-// writer batches them (a fast way to load many events).
+// qtIngestConcurrently stores evs from several goroutines, so that a store
+// that batches writes batches them (a fast way to load many events).
 func qtIngestConcurrently(t testing.TB, s Store, evs []*nostr.Event) {
 	t.Helper()
 	const workers = 16

@@ -2,9 +2,7 @@ package storetest
 
 // NIP-01 filter semantics of Store.Query and Store.Count (RL-3), their order
 // (RL-19: created_at DESC, id ASC, ties included) and the visibility rules
-// (RL-6 deleted, NIP-40 expired). Helpers shared by query_test.go,
-// replace_test.go, expire_test.go, migrate_test.go, tagcodec_test.go and
-// helpers_thread_test.go start with "qt".
+// (RL-6 deleted, NIP-40 expired). Helpers start with "qt".
 
 import (
 	"context"

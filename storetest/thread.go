@@ -329,7 +329,7 @@ func testThreadNIP29KindsNotClassified(t *testing.T, open Opener) {
 	f := newTTFixture(t, open)
 	for kind := 9000; kind <= 9030; kind++ {
 		if kind == buzz.KindGroupDelete || buzz.IsLifecycleKind(kind) {
-			continue // need a stored target, or a channel state: deletion_test.go, channels_test.go
+			continue // need a stored target, or a channel state: deletion.go, channels.go
 		}
 		t.Run(fmt.Sprint(kind), func(t *testing.T) {
 			ev := ttIngest(t, f.s, f.a.Event(t, kind, ttBase+3000, "mod",
@@ -492,8 +492,8 @@ func testThreadCountersRandom(t *testing.T, open Opener) {
 	ttCheckModel(t, s, m)
 }
 
-// RL-4: a rejected event leaves no rows at all: events, tags, channels and
-// thread_metadata are byte-for-byte unchanged.
+// RL-4: a rejected event leaves nothing at all: the store's whole Dump is
+// unchanged.
 func testThreadRejectedLeavesNothing(t *testing.T, open Opener) {
 	f := newTTFixture(t, open)
 	newCh := "9a0f3c4e-2b1d-4e5f-8a7b-6c5d4e3f2a1b" // no event names it yet
