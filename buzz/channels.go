@@ -172,7 +172,7 @@ func userTags(tags nostr.Tags) ([]nostr.Tag, error) {
 		if len(tag) < 2 || tag[0] != "p" {
 			continue
 		}
-		if !IsLowerHex64(tag[1]) {
+		if !nipcw.IsLowerHex64(tag[1]) {
 			return nil, ErrUserTag
 		}
 		users = append(users, tag)

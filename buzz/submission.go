@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // MaxFuture is how far ahead of the relay's clock an event may be dated
@@ -18,8 +20,8 @@ func CheckSubmission(ev *nostr.Event, now time.Time) error {
 	// go-nostr verifies an uppercase pubkey too, but NIP-01 spells ids,
 	// pubkeys and signatures in lowercase, and that is how they are stored
 	// and served: an event spelled otherwise would be served unverifiable.
-	if !IsLowerHex64(ev.ID) || !IsLowerHex64(ev.PubKey) || len(ev.Sig) != 128 ||
-		!IsLowerHex64(ev.Sig[:64]) || !IsLowerHex64(ev.Sig[64:]) {
+	if !nipcw.IsLowerHex64(ev.ID) || !nipcw.IsLowerHex64(ev.PubKey) || len(ev.Sig) != 128 ||
+		!nipcw.IsLowerHex64(ev.Sig[:64]) || !nipcw.IsLowerHex64(ev.Sig[64:]) {
 		return ErrNotLowerHex
 	}
 	if IsRelayOnlyKind(ev.Kind) {

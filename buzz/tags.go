@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // ThreadTags is what an event's NIP-10 marked tags say about its place in a
@@ -34,7 +36,7 @@ func ParseThreadTags(tags nostr.Tags) ThreadTags {
 			t.Broadcast = true
 			continue
 		}
-		if len(tag) < 4 || tag[0] != "e" || !IsHex64(tag[1]) {
+		if len(tag) < 4 || tag[0] != "e" || !nipcw.IsHex64(tag[1]) {
 			continue
 		}
 		switch tag[3] {
@@ -69,33 +71,4 @@ func ChannelOf(tags nostr.Tags) (string, error) {
 		}
 	}
 	return channel, nil
-}
-
-// IsHex64 reports whether s is 64 hexadecimal characters, in either case.
-func IsHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// IsLowerHex64 reports whether s is 64 lowercase hexadecimal characters, the
-// form of every event id and pubkey on the wire.
-func IsLowerHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 var (
@@ -161,7 +163,7 @@ func FuzzParseThreadTags(f *testing.F) {
 		tags := nostr.Tags{{a, b, c, d}, {e, g}, {a}, {}, {e, g, a, d}}
 		tt := ParseThreadTags(tags)
 		for _, id := range []string{tt.Parent, tt.Root} {
-			if id != "" && !IsLowerHex64(id) {
+			if id != "" && !nipcw.IsLowerHex64(id) {
 				t.Fatalf("parsed id %q is not 64 lowercase hex", id)
 			}
 		}

@@ -1,8 +1,9 @@
 package buzz
 
 import (
-	"database/sql"
 	"errors"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // ErrTooLarge says that a page would hold more than its query's MaxBytes:
@@ -10,11 +11,8 @@ import (
 var ErrTooLarge = errors.New("page exceeds its byte bound")
 
 // Position is a place in an event order: (created_at, id), id in lowercase
-// hex.
-type Position struct {
-	CreatedAt int64
-	ID        string
-}
+// hex; the wire's cursor (CW-15), one type wherever it goes.
+type Position = nipcw.Cursor
 
 // WindowQuery asks for one page of a channel window (CW-9..CW-19). The
 // caller has checked that Viewer may read the channel (CW-3).
@@ -38,14 +36,13 @@ type WindowQuery struct {
 	MaxBytes int
 }
 
-// Summary is the thread summary of a row (CW-19).
+// Summary is the thread summary of a row (CW-19): the counters as the
+// overlay carries them (Participants up to 10 hex pubkeys, newest author
+// first; LastReplyAt nil without a reply), and what the overlay is dated
+// and tagged by.
 type Summary struct {
-	ID              string
-	ReplyCount      int64
-	DescendantCount int64
-	LastReplyAt     sql.NullInt64
-	// Participants are up to 10 hex pubkeys, newest author first.
-	Participants []string
+	ID string
+	nipcw.Summary
 	// UpdatedAt is when the counters last changed, 0 if unknown: the date
 	// of the summary, so that it keeps its id while nothing changes.
 	UpdatedAt int64

@@ -24,9 +24,6 @@ import (
 // (CL-3), and the top-level timeline assembled client-side by the row rule
 // of CW-9..CW-14.
 
-// maxDepth is the deepest reply the relay accepts (CW-10, RL-5).
-const maxDepth = 100
-
 // burstLimit is the limit of the query of one second whose events do not
 // fit in one batch; more than that in one second is an error rather than
 // a silently short timeline.
@@ -301,7 +298,7 @@ func (c *Client) fallbackRows(ctx context.Context, ch string, projection bool) (
 	}
 	// Reply parents that were not among them, level by level.
 	asked := map[string]bool{}
-	for range maxDepth + 1 {
+	for range buzz.MaxDepth + 1 {
 		var missing []string
 		for _, ev := range all {
 			p := buzz.ParseThreadTags(ev.Tags).Parent
@@ -363,7 +360,7 @@ func assemble(ch string, candidates, all map[string]*nostr.Event, deleted map[st
 		defer delete(visiting, ev.ID)
 		p := place{depth: 0, root: ev.ID, known: true}
 		h, _ := buzz.ChannelOf(ev.Tags)
-		if classified(ev.Kind) && h != "" {
+		if nipcw.IsClassifiedKind(ev.Kind) && h != "" {
 			tt := buzz.ParseThreadTags(ev.Tags)
 			if tt.Parent != "" {
 				// Fail-open (CW-12): a parent not fetched, in another
@@ -373,7 +370,7 @@ func assemble(ch string, candidates, all map[string]*nostr.Event, deleted map[st
 				p = place{}
 				if parent := all[tt.Parent]; parent != nil {
 					ph, _ := buzz.ChannelOf(parent.Tags)
-					if pp := classify(parent); pp.known && ph == h && pp.depth < maxDepth &&
+					if pp := classify(parent); pp.known && ph == h && pp.depth < buzz.MaxDepth &&
 						(tt.Root == "" || tt.Root == pp.root) {
 						p = place{depth: pp.depth + 1, root: pp.root, known: true}
 					}
@@ -405,13 +402,6 @@ func assemble(ch string, candidates, all map[string]*nostr.Event, deleted map[st
 		return strings.Compare(a.ID, b.ID)
 	})
 	return rows
-}
-
-// classified reports whether the thread tags of kind k make it a reply:
-// every kind but the aux kinds and the NIP-29 kinds 9000-9030, whose e tags
-// name targets (CW-10).
-func classified(k int) bool {
-	return !nipcw.IsAuxKind(k) && !(k >= 9000 && k <= 9030)
 }
 
 // inChannel reports whether ev's h tags name ch: a UUID in any spelling,

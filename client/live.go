@@ -127,7 +127,7 @@ func (p *placer) place(ctx context.Context, ch string, ev *nostr.Event) (LiveEve
 	// Up to the thread's root, as far as the ancestors can be had: one
 	// that cannot leaves the message unclassified, a row (CW-12).
 	root := ev
-	for range maxDepth + 1 {
+	for range buzz.MaxDepth + 1 {
 		id := buzz.ParseThreadTags(root.Tags).Parent
 		if id == "" || p.missing[id] {
 			break

@@ -94,7 +94,7 @@ func (c *Client) threadByQuery(ctx context.Context, root string) (map[string]*no
 	if got[root] == nil {
 		return nil, ErrNoThread
 	}
-	filter := map[string]any{"#e": []string{root}, "depth_limit": maxDepth, "limit": c.threadLimit, "include_aux": true}
+	filter := map[string]any{"#e": []string{root}, "depth_limit": buzz.MaxDepth, "limit": c.threadLimit, "include_aux": true}
 	for {
 		body, err := json.Marshal([]any{filter})
 		if err != nil {
@@ -108,7 +108,7 @@ func (c *Client) threadByQuery(ctx context.Context, root string) (map[string]*no
 		replies := 0
 		for id, ev := range page {
 			got[id] = ev
-			if !classified(ev.Kind) || id == root {
+			if !nipcw.IsClassifiedKind(ev.Kind) || id == root {
 				continue
 			}
 			replies++
@@ -167,7 +167,7 @@ func (c *Client) threadByREQ(ctx context.Context, root string) (map[string]*nost
 		return nil, ErrNoThread
 	}
 	frontier := []string{root}
-	for depth := 0; depth < maxDepth && len(frontier) > 0; depth++ {
+	for depth := 0; depth < buzz.MaxDepth && len(frontier) > 0; depth++ {
 		found := map[string]*nostr.Event{}
 		for chunk := range slices.Chunk(frontier, idChunk) {
 			if err := w.fetchAll(ctx, nostr.Filter{Tags: nostr.TagMap{"e": chunk}}, c.batch, found); err != nil {
@@ -180,7 +180,7 @@ func (c *Client) threadByREQ(ctx context.Context, root string) (map[string]*nost
 				continue
 			}
 			got[id] = ev
-			if classified(ev.Kind) {
+			if nipcw.IsClassifiedKind(ev.Kind) {
 				frontier = append(frontier, id)
 			}
 		}
@@ -207,7 +207,7 @@ func assembleThread(root string, evs map[string]*nostr.Event) *Thread {
 		if id == root {
 			continue
 		}
-		if !classified(ev.Kind) {
+		if !nipcw.IsClassifiedKind(ev.Kind) {
 			t.Aux = append(t.Aux, ev)
 			continue
 		}
@@ -242,7 +242,7 @@ func assembleThread(root string, evs map[string]*nostr.Event) *Thread {
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if placed[it.ev.ID] || it.depth > maxDepth {
+		if placed[it.ev.ID] || it.depth > buzz.MaxDepth {
 			continue
 		}
 		placed[it.ev.ID] = true

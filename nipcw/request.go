@@ -134,7 +134,7 @@ func (w *WindowRequest) cursor() (*Cursor, error) {
 	hasUntil, hasBefore := present(w.until), present(w.beforeID)
 	var id string
 	if hasBefore {
-		if json.Unmarshal(w.beforeID, &id) != nil || !isHex64(id) {
+		if json.Unmarshal(w.beforeID, &id) != nil || !IsHex64(id) {
 			return nil, ErrWindowBeforeID
 		}
 	}
@@ -265,7 +265,7 @@ func isThread(obj map[string]json.RawMessage) bool {
 		return false
 	}
 	var es []string
-	return json.Unmarshal(obj["#e"], &es) == nil && len(es) == 1 && isHex64(es[0])
+	return json.Unmarshal(obj["#e"], &es) == nil && len(es) == 1 && IsHex64(es[0])
 }
 
 func parseThread(obj map[string]json.RawMessage) (*ThreadRequest, error) {
@@ -281,7 +281,7 @@ func parseThread(obj map[string]json.RawMessage) (*ThreadRequest, error) {
 	cursor, cursorID := either(obj, "thread_cursor", "threadCursor"), either(obj, "thread_cursor_id", "threadCursorId")
 	if present(cursorID) {
 		var id string
-		if json.Unmarshal(cursorID, &id) != nil || !isHex64(id) {
+		if json.Unmarshal(cursorID, &id) != nil || !IsHex64(id) {
 			return nil, ErrThreadCursorID
 		}
 		if !present(cursor) {
@@ -335,7 +335,7 @@ func either(obj map[string]json.RawMessage, names ...string) json.RawMessage {
 func parseGeneric(raw json.RawMessage, obj map[string]json.RawMessage) (*GenericRequest, error) {
 	g := &GenericRequest{}
 	if present(obj["before_id"]) {
-		if json.Unmarshal(obj["before_id"], &g.BeforeID) != nil || !isHex64(g.BeforeID) {
+		if json.Unmarshal(obj["before_id"], &g.BeforeID) != nil || !IsHex64(g.BeforeID) {
 			return nil, ErrBeforeID
 		}
 		g.BeforeID = strings.ToLower(g.BeforeID)

@@ -18,32 +18,6 @@ import (
 // MaxParticipants bounds the participants of a thread summary (CW-19).
 const MaxParticipants = 10
 
-// Aux kinds: they travel in a window's aux closure, never as rows (CW-6,
-// CW-18).
-const (
-	kindDeletion    = 5
-	kindReaction    = 7
-	kindGroupDelete = 9005
-	kindEdit        = 40003
-)
-
-// IsAuxKind reports whether events of kind k are aux events of a window
-// page: deletions, reactions, group deletions and edits (CW-6, CW-18).
-func IsAuxKind(k int) bool {
-	return k == kindDeletion || k == kindReaction || k == kindGroupDelete || k == kindEdit
-}
-
-// IsOverlayKind reports whether events of kind k are window overlays: thread
-// summaries and window bounds, metadata that is never a message (CL-6).
-func IsOverlayKind(k int) bool { return k == KindThreadSummary || k == KindWindowBounds }
-
-// neverRow reports whether kind k can never be a row (CW-6): the NIP-29
-// moderation and lifecycle kinds (9000-9030) and the relay-only kinds
-// (39000-39003; the overlays 39005 and 39006 are partitioned before).
-func neverRow(k int) bool {
-	return (k >= 9000 && k <= 9030) || (k >= 39000 && k <= 39003)
-}
-
 // Page is a validated window page, partitioned by kind (CL-6): rows, aux
 // events and overlays kept apart.
 type Page struct {
@@ -175,12 +149,12 @@ func validatePage(evs []*nostr.Event, channel string, sent *Cursor, relay string
 		return nil, fmt.Errorf("nipcw: channel %q is not a channel id", channel)
 	}
 	if sent != nil {
-		if sent.CreatedAt < 0 || !isHex64(sent.ID) {
+		if sent.CreatedAt < 0 || !IsHex64(sent.ID) {
 			return nil, errors.New("nipcw: the sent cursor needs a non-negative created_at and a 64-hex id")
 		}
 		sent = &Cursor{CreatedAt: sent.CreatedAt, ID: strings.ToLower(sent.ID)}
 	}
-	if relay != "" && !isHex64(relay) {
+	if relay != "" && !IsHex64(relay) {
 		return nil, fmt.Errorf("nipcw: relay pubkey %q is not 64 hex characters", relay)
 	}
 
@@ -237,7 +211,7 @@ func validatePage(evs []*nostr.Event, channel string, sent *Cursor, relay string
 	rowIDs := make(map[string]bool, len(rows))
 	for n, r := range rows {
 		ev := r.ev
-		if neverRow(ev.Kind) {
+		if !IsClassifiedKind(ev.Kind) {
 			return nil, unusable(r.i, "kind %d is never a row", ev.Kind)
 		}
 		if !ev.CheckID() {
@@ -291,7 +265,7 @@ func validatePage(evs []*nostr.Event, channel string, sent *Cursor, relay string
 		if verify && !validSig(ev) {
 			return nil, unusable(a.i, "aux event signature is invalid")
 		}
-		if (ev.Kind == kindReaction || ev.Kind == kindEdit) && !namesRow(ev, rowIDs) {
+		if (ev.Kind == KindReaction || ev.Kind == KindEdit) && !namesRow(ev, rowIDs) {
 			return nil, unusable(a.i, "aux event names no row of the page")
 		}
 		p.Aux = append(p.Aux, ev)
@@ -368,7 +342,7 @@ func checkBounds(b indexed, ch string, sent *Cursor, out *Bounds) *PageError {
 		if !ok {
 			return unusable(b.i, "bounds content: next_cursor.id is missing")
 		}
-		if json.Unmarshal(idRaw, &c.ID) != nil || !isHex64(c.ID) {
+		if json.Unmarshal(idRaw, &c.ID) != nil || !IsHex64(c.ID) {
 			return unusable(b.i, "bounds content: next_cursor.id is not a 64-hex string")
 		}
 		c.ID = strings.ToLower(c.ID)
@@ -397,7 +371,7 @@ func checkSummary(s indexed, ch string, rows map[string]bool) (string, Summary, 
 	if !equalFold(tags["e"], tags["d"]) {
 		return "", sm, unusable(s.i, "summary e and d tags differ")
 	}
-	if !isHex64(tags["d"]) {
+	if !IsHex64(tags["d"]) {
 		return "", sm, unusable(s.i, "summary d tag is not a 64-hex id")
 	}
 	id := strings.ToLower(tags["d"])
@@ -449,7 +423,7 @@ func checkSummary(s indexed, ch string, rows map[string]bool) (string, Summary, 
 	}
 	distinct := make(map[string]bool, len(sm.Participants))
 	for i, pk := range sm.Participants {
-		if !isHex64(pk) {
+		if !IsHex64(pk) {
 			return "", sm, unusable(s.i, "summary content: participants is not a list of 64-hex pubkeys")
 		}
 		pk = strings.ToLower(pk)

@@ -796,7 +796,7 @@ func FuzzValidatePage(f *testing.F) {
 			if (p.Next() != nil) != p.Bounds.HasMore {
 				t.Fatalf("accepted has_more %v with next cursor %+v", p.Bounds.HasMore, p.Next())
 			}
-			if n := p.Next(); n != nil && (n.CreatedAt < 0 || !isHex64(n.ID) || n.ID != strings.ToLower(n.ID)) {
+			if n := p.Next(); n != nil && (n.CreatedAt < 0 || !IsHex64(n.ID) || n.ID != strings.ToLower(n.ID)) {
 				t.Fatalf("accepted next cursor %+v", n)
 			}
 			if len(p.Rows) != len(rows) || len(p.Overlays) != 2 || len(p.Summaries) != 1 {

@@ -6,12 +6,6 @@ import (
 	"strings"
 )
 
-// Overlay kinds (CW-19, CW-20).
-const (
-	KindThreadSummary = 39005
-	KindWindowBounds  = 39006
-)
-
 // Cursor is a position in the window order `created_at DESC, id ASC`
 // (CW-15): a page continues strictly after it.
 type Cursor struct {
@@ -95,11 +89,31 @@ func ParseChannelID(s string) (string, bool) {
 	return s, true
 }
 
-// isHex64 reports whether s is 64 hexadecimal digits of either case.
-func isHex64(s string) bool {
+// IsHex64 reports whether s is 64 hexadecimal digits of either case.
+func IsHex64(s string) bool {
 	if len(s) != 64 {
 		return false
 	}
-	_, err := hex.DecodeString(s)
-	return err == nil
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// IsLowerHex64 reports whether s is 64 lowercase hexadecimal digits, the
+// form of every event id and pubkey on the wire.
+func IsLowerHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -57,7 +57,7 @@ func (m *memoryMeter) readEvents(evs []*nostr.Event) {
 // meteredStore is the store as the relay sees it, counting what its
 // queries hand over.
 type meteredStore struct {
-	Store
+	buzz.Store
 	m *memoryMeter
 }
 
@@ -113,7 +113,7 @@ func startMetered(t *testing.T, budget int64, writeWait time.Duration) (*testSer
 	t.Helper()
 	m := &memoryMeter{}
 	s := startHooked(t, serverHooks{
-		wrap:   func(st *sqlite.Store) Store { return meteredStore{Store: st, m: m} },
+		wrap:   func(st *sqlite.Store) buzz.Store { return meteredStore{Store: st, m: m} },
 		listen: func(ln net.Listener) net.Listener { return meteredListener{Listener: ln, m: m} },
 		relay:  func(r *Relay) { r.kh.WriteWait = writeWait },
 	}, func(c *Config) { c.Limits.ConnectionBufferBytes = budget })
@@ -301,7 +301,7 @@ func TestReqAndCountRefusedWhenRelayBusy(t *testing.T) {
 
 // gatedStore holds every COUNT of kind gatedKind until gate is closed.
 type gatedStore struct {
-	Store
+	buzz.Store
 	gate    chan struct{}
 	waiting atomic.Int64
 }
@@ -323,7 +323,7 @@ func (s *gatedStore) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (
 func TestOneConnectionTakesOneReadSlot(t *testing.T) {
 	gated := &gatedStore{gate: make(chan struct{})}
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+		wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated },
 	}, func(c *Config) { c.Limits.MaxConcurrentQueries = 2 })
 	flood := s.raw(t)
 	for i := range 10 {
@@ -362,7 +362,7 @@ func TestMessagesHandledAtOncePerConnectionBounded(t *testing.T) {
 	const handlers = 32 // khatru's maxHandlers
 	gated := &gatedStore{gate: make(chan struct{})}
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+		wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated },
 	})
 	c := s.raw(t)
 	c.await("AUTH", func(m []json.RawMessage) bool { return label(m) == "AUTH" })
@@ -393,7 +393,7 @@ func TestMessagesHandledAtOncePerConnectionBounded(t *testing.T) {
 func TestReadSlotsSharePerIP(t *testing.T) {
 	gated := &gatedStore{gate: make(chan struct{})}
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+		wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated },
 	}, func(c *Config) {
 		c.Limits.MaxConcurrentQueriesPerIP = 2
 		c.Limits.Exempt = []netip.Prefix{netip.MustParsePrefix("127.0.0.4/32")}
@@ -446,7 +446,7 @@ func TestReadSlotsSharePerIP(t *testing.T) {
 func TestMessageBytesHandledAtOncePerConnectionBounded(t *testing.T) {
 	gated := &gatedStore{gate: make(chan struct{})}
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated },
+		wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated },
 	})
 	c := s.raw(t)
 	c.await("AUTH", func(m []json.RawMessage) bool { return label(m) == "AUTH" })
@@ -505,7 +505,7 @@ func (s blockingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.
 func TestReplacedSubscriptionSendsNoEOSE(t *testing.T) {
 	st := blockingStore{entered: make(chan struct{}, 1)}
 	s := startHooked(t, serverHooks{
-		wrap: func(sq *sqlite.Store) Store { st.Store = sq; return st },
+		wrap: func(sq *sqlite.Store) buzz.Store { st.Store = sq; return st },
 	})
 	c := s.raw(t)
 	c.sendText(fmt.Sprintf(`["REQ","a",{"kinds":[%d]}]`, gatedKind))

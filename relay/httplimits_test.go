@@ -374,7 +374,7 @@ func (s panickingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz
 // one slot stays usable.
 func TestQueryPanicGivesSlotBack(t *testing.T) {
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) Store { return panickingStore{st} },
+		wrap: func(st *sqlite.Store) buzz.Store { return panickingStore{st} },
 	}, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
 	req, err := http.NewRequest(http.MethodPost, qyURL(s), strings.NewReader(fmt.Sprintf(`[{"kinds":[%d]}]`, gatedKind)))
 	if err != nil {
@@ -504,7 +504,7 @@ func reactedRoot(t *testing.T, s *testServer, n, size int) (string, *nostr.Event
 func TestQueryBoundedWhileReading(t *testing.T) {
 	spy := &spyStore{}
 	const budget = 33 << 20
-	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) Store { spy.Store = st; return spy }},
+	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) buzz.Store { spy.Store = st; return spy }},
 		func(c *Config) { c.Limits.QueryMemoryBytes = budget })
 	h, root, _ := reactedRoot(t, s, 300, 120<<10)
 	for name, body := range map[string]string{

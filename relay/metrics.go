@@ -149,7 +149,7 @@ func (m *metrics) limited(limit string) { m.rateLimited.WithLabelValues(limit).I
 func since(h prometheus.Observer, start time.Time) { h.Observe(time.Since(start).Seconds()) }
 
 // storeCollector reports the store's numbers (Store.Stats) at each scrape.
-type storeCollector struct{ store Store }
+type storeCollector struct{ store buzz.Store }
 
 var (
 	descWriterQueue = prometheus.NewDesc("buzz_lite_writer_queue",

@@ -229,7 +229,7 @@ func TestReadyWhenTheWriterIsStuck(t *testing.T) {
 
 // heldStore holds every Admit until release is closed.
 type heldStore struct {
-	Store
+	buzz.Store
 	held    atomic.Int64
 	release chan struct{}
 }
@@ -245,7 +245,7 @@ func (s *heldStore) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, 
 // relay's handler is asked directly.
 func TestNotReadyWhileDraining(t *testing.T) {
 	held := &heldStore{release: make(chan struct{})}
-	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) Store { held.Store = st; return held }})
+	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) buzz.Store { held.Store = st; return held }})
 	h := s.relay.Handler()
 	if got := getStatus(h, "/readyz"); got != http.StatusOK {
 		t.Fatalf("/readyz before shutdown: %d", got)
@@ -349,7 +349,7 @@ func TestConnectionAndRefusalLog(t *testing.T) {
 
 // pingGate holds every Ping until gate is closed, counting them.
 type pingGate struct {
-	Store
+	buzz.Store
 	gate  chan struct{}
 	pings atomic.Int64
 }
@@ -365,7 +365,7 @@ func (p *pingGate) Ping(ctx context.Context) error {
 // one each.
 func TestReadyRoundTripsShared(t *testing.T) {
 	gated := &pingGate{gate: make(chan struct{})}
-	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) Store { gated.Store = st; return gated }})
+	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated }})
 	const n = 20
 	codes := make(chan int, n)
 	for range n {

@@ -66,16 +66,9 @@ func summaryEvent(channel string, sm buzz.Summary, now int64) (*nostr.Event, err
 	if sm.UpdatedAt > 0 {
 		at = sm.UpdatedAt
 	}
-	content := nipcw.Summary{
-		ReplyCount:      sm.ReplyCount,
-		DescendantCount: sm.DescendantCount,
-		Participants:    sm.Participants,
-	}
+	content := sm.Summary
 	if content.Participants == nil {
 		content.Participants = []string{}
-	}
-	if sm.LastReplyAt.Valid {
-		content.LastReplyAt = &sm.LastReplyAt.Int64
 	}
 	b, err := json.Marshal(content)
 	if err != nil {

@@ -4,7 +4,7 @@
 // `POST /query` surface with NIP-98 and the channel window, the overlays
 // signed with the relay key, the NIP-11 document, and a graceful shutdown.
 // It knows khatru and HTTP and asks the store (sqlite/) for data through
-// the Store interface.
+// buzz.Store.
 package relay
 
 import (
@@ -30,46 +30,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/khatru"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
-
-// Store is what the relay needs of a database.
-type Store interface {
-	// Admit stores a verified event in one transaction and says what
-	// became of it; a *buzz.Rejection carries the client's message.
-	Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, error)
-	// Query returns the matching stored events v may read, newest first.
-	Query(ctx context.Context, f nostr.Filter, v buzz.Viewer) ([]*nostr.Event, error)
-	// Count counts the matching stored events v may read.
-	Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64, error)
-	// Community is the access state now: channels, members, settings.
-	Community() *buzz.Community
-	// OnPublish sets what hears of the group state events the store signed
-	// and stored, once committed.
-	OnPublish(fn func([]*nostr.Event))
-	// QueryBounded is Query continuing after the composite cursor (until,
-	// beforeID) of RL-19, reading no more than maxBytes of events (0: no
-	// bound); truncated says it stopped there (RL-27a).
-	QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []*nostr.Event, truncated bool, err error)
-	// Positions is QueryBounded reading only each event's (created_at,
-	// id), within f's limit: the set of a NIP-77 sync (RL-34).
-	Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]buzz.Position, error)
-	// Window serves one channel window page from one snapshot (CW-9..CW-19).
-	Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error)
-	// Thread serves the replies below an event (RL-20).
-	Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error)
-	// Feed serves the home feed of a requester from one snapshot (RL-35).
-	Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, error)
-	// Summaries reads the thread summaries of events, zero counts too.
-	Summaries(ctx context.Context, ids []string) ([]buzz.Summary, error)
-	// Ping is a write round trip through the store's writer that writes
-	// nothing; it fails when the store is closed or its writer cannot
-	// commit before ctx ends (RL-30 readiness).
-	Ping(ctx context.Context) error
-	// Stats are the store's numbers for the metrics (RL-30).
-	Stats() (buzz.StoreStats, error)
-	// ChannelsAfter lists up to limit channels, private and deleted ones
-	// too, in store order after number after (the web view, CW-25).
-	ChannelsAfter(ctx context.Context, after int64, limit int) ([]buzz.ChannelActivity, error)
-}
 
 // Config is what the relay is told at start.
 type Config struct {
@@ -101,7 +61,7 @@ type Config struct {
 // Relay is a running buzz-lite relay.
 type Relay struct {
 	cfg    Config
-	store  Store
+	store  buzz.Store
 	kh     *khatru.Relay
 	log    *slog.Logger
 	now    func() time.Time
@@ -159,7 +119,7 @@ type Relay struct {
 }
 
 // New builds a relay on store.
-func New(cfg Config, store Store) (*Relay, error) {
+func New(cfg Config, store buzz.Store) (*Relay, error) {
 	if !nostr.IsValid32ByteHex(cfg.Key) {
 		return nil, errors.New("relay identity key: want 64 hex characters")
 	}

@@ -65,7 +65,7 @@ func startServerWith(t *testing.T, storeEdit func(*sqlite.Options), edit ...func
 type serverHooks struct {
 	store func(*sqlite.Options) // the store's options
 	// wrap is the store as the relay sees it.
-	wrap func(*sqlite.Store) Store
+	wrap func(*sqlite.Store) buzz.Store
 	// listen is the listener the relay serves on.
 	listen func(net.Listener) net.Listener
 	// relay adjusts the relay before it serves.
@@ -90,7 +90,7 @@ func startHooked(t *testing.T, h serverHooks, edit ...func(*Config)) *testServer
 	for _, e := range edit {
 		e(&cfg)
 	}
-	var relayStore Store = store
+	var relayStore buzz.Store = store
 	if h.wrap != nil {
 		relayStore = h.wrap(store)
 	}

@@ -153,7 +153,7 @@ func parseWebPath(path string) (webRoute, bool) {
 	if !isThread {
 		return webRoute{kind: routeChannel, channel: ch}, true
 	}
-	if !buzz.IsHex64(eventPart) {
+	if !nipcw.IsHex64(eventPart) {
 		return webRoute{}, false
 	}
 	return webRoute{kind: routeThread, channel: ch, event: strings.ToLower(eventPart)}, true
@@ -167,7 +167,7 @@ func parseWebCursor(q url.Values) (*buzz.Position, error) {
 		return nil, nil
 	}
 	n, err := strconv.ParseInt(at, 10, 64)
-	if err != nil || n < 0 || !buzz.IsHex64(id) {
+	if err != nil || n < 0 || !nipcw.IsHex64(id) {
 		return nil, errWebBadCursor
 	}
 	return &buzz.Position{CreatedAt: n, ID: strings.ToLower(id)}, nil

@@ -7,7 +7,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -30,7 +29,7 @@ func FuzzWebPath(f *testing.F) {
 				t.Fatalf("%q: channel %q is not a canonical channel id", path, route.channel)
 			}
 		}
-		if route.kind == routeThread && !buzz.IsLowerHex64(route.event) {
+		if route.kind == routeThread && !nipcw.IsLowerHex64(route.event) {
 			t.Fatalf("%q: event %q is not lowercase 64 hex", path, route.event)
 		}
 	})
@@ -52,7 +51,7 @@ func FuzzWebCursor(f *testing.F) {
 		if err != nil || p == nil {
 			return
 		}
-		if p.CreatedAt < 0 || !buzz.IsLowerHex64(p.ID) {
+		if p.CreatedAt < 0 || !nipcw.IsLowerHex64(p.ID) {
 			t.Fatalf("%q: cursor %+v", query, *p)
 		}
 		back, err := url.ParseQuery(strings.TrimPrefix(webCursorQuery(p), "?"))

@@ -175,7 +175,7 @@ func TestWebReadsStayReserved(t *testing.T) {
 	const budget = 8 << 20
 	meter := &meterStore{}
 	s := startHooked(t, serverHooks{
-		wrap:  func(st *sqlite.Store) Store { meter.Store = st; return meter },
+		wrap:  func(st *sqlite.Store) buzz.Store { meter.Store = st; return meter },
 		relay: func(r *Relay) { meter.budget = func() *byteBudget { return r.queryMemory } },
 	}, webOn, func(c *Config) { c.Limits.QueryMemoryBytes = budget })
 	a := testutil.NewSigner(t)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -393,7 +394,7 @@ func cwSelf(t testing.TB, s *testServer) string {
 	var doc struct {
 		Self string `json:"self"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || !buzz.IsLowerHex64(doc.Self) {
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || !nipcw.IsLowerHex64(doc.Self) {
 		t.Fatalf("NIP-11: no self (%v)", err)
 	}
 	cwSelfKeys.Store(s, doc.Self)
@@ -555,7 +556,7 @@ func cwParseSummary(t testing.TB, content string) cwSummary {
 		t.Fatalf("39005 participants = %s, want a list", obj["participants"])
 	}
 	for _, pk := range s.Parts {
-		if !buzz.IsLowerHex64(pk) {
+		if !nipcw.IsLowerHex64(pk) {
 			t.Fatalf("39005 participant %q is not a hex pubkey", pk)
 		}
 	}
@@ -587,7 +588,7 @@ func cwParseBounds(t testing.TB, content string) (hasMore bool, next *cwCursor, 
 		cwField(t, obj, "next_cursor", &c)
 		next = &cwCursor{CreatedAt: cwInteger(t, c["created_at"], "next_cursor.created_at")}
 		cwField(t, c, "id", &next.ID)
-		if !buzz.IsLowerHex64(next.ID) {
+		if !nipcw.IsLowerHex64(next.ID) {
 			t.Fatalf("next_cursor.id %q is not 64 lowercase hex", next.ID)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // record is an event prepared for the write path: decoded once, outside the
@@ -95,7 +96,7 @@ func isTagName(name string) bool {
 // characters (ids and pubkeys, the bulk of all values), the text otherwise.
 // An uppercase hex value stays text, so it matches only itself.
 func tagValue(v string) any {
-	if buzz.IsLowerHex64(v) {
+	if nipcw.IsLowerHex64(v) {
 		b, _ := hex.DecodeString(v)
 		return b
 	}
@@ -111,7 +112,7 @@ func decodeHex(s string, n int) ([]byte, error) {
 
 // idKey is the stored form of an event id given in hex of either case.
 func idKey(s string) ([]byte, bool) {
-	if !buzz.IsHex64(s) {
+	if !nipcw.IsHex64(s) {
 		return nil, false
 	}
 	b, _ := hex.DecodeString(strings.ToLower(s))

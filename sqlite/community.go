@@ -10,7 +10,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -243,7 +242,7 @@ func (tx *writeTx) channelState(seq int64, h string) *buzz.Channel {
 // saveChannel writes the change from old (nil for a new channel) to next,
 // and marks its group state for renewal.
 func (tx *writeTx) saveChannel(old, next *buzz.Channel, createdAt, now int64) error {
-	if sameChannel(old, next) {
+	if buzz.SameState(old, next) {
 		return nil
 	}
 	if old == nil {
@@ -282,21 +281,6 @@ func (tx *writeTx) saveChannel(old, next *buzz.Channel, createdAt, now int64) er
 	return nil
 }
 
-// sameChannel reports whether a transition changed nothing: a repeated
-// join, for one, which must not cost a new signed group state.
-func sameChannel(a, b *buzz.Channel) bool {
-	if a == nil || a.Created != b.Created || a.Name != b.Name || a.About != b.About ||
-		a.Private != b.Private || a.Deleted != b.Deleted || len(a.Members) != len(b.Members) {
-		return false
-	}
-	for pk, role := range b.Members {
-		if a.Members[pk] != role {
-			return false
-		}
-	}
-	return true
-}
-
 // stateChanged marks the group state of channel seq for renewal before the
 // commit; an import's jobs leave it to RenewGroupState.
 func (tx *writeTx) stateChanged(seq int64) {
@@ -312,10 +296,7 @@ func (tx *writeTx) stateChanged(seq int64) {
 // applySetting carries out a kind 9033 (RL-15): a relay admin sets
 // thread_replies_in_channel. It is persisted, not stored as an event.
 func (tx *writeTx) applySetting(r *record, now int64) error {
-	if !tx.community().IsRelayAdmin(r.ev.PubKey) {
-		return buzz.ErrNotRelayAdmin
-	}
-	v, err := buzz.ThreadRepliesSetting(r.ev, time.Unix(now, 0))
+	v, err := tx.community().ApplySetting(r.ev, now)
 	if err != nil {
 		return err
 	}
@@ -382,7 +363,7 @@ func (s *Store) finish(tx *writeTx) error {
 func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
 	pubkey, _ := hex.DecodeString(s.pubkey)
 	now := s.nowUnix()
-	for _, kind := range []int{buzz.KindGroupMetadata, buzz.KindGroupAdmins, buzz.KindGroupMembers} {
+	for _, kind := range buzz.GroupStateKinds {
 		versions, err := tx.versions(kind, pubkey, ch.H)
 		if err != nil {
 			return err
@@ -395,13 +376,11 @@ func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
 			}
 			continue
 		}
-		// A newer state must replace the older even within one second:
-		// one second later than the newest stored version at least.
-		at := now
-		for _, v := range versions {
-			at = max(at, v.createdAt+1)
+		dates := make([]int64, len(versions))
+		for i, v := range versions {
+			dates[i] = v.createdAt
 		}
-		ev := groupStateEvent(ch, kind, at)
+		ev := buzz.GroupState(ch, kind, buzz.GroupStateAt(now, dates))
 		if err := ev.Sign(s.key); err != nil {
 			return fmt.Errorf("sign group state: %w", err)
 		}
@@ -415,41 +394,6 @@ func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
 		tx.published = append(tx.published, ev)
 	}
 	return nil
-}
-
-// groupStateEvent builds one unsigned group state event of ch (RL-11).
-func groupStateEvent(ch *buzz.Channel, kind int, at int64) *nostr.Event {
-	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: nostr.Tags{{"d", ch.H}}}
-	switch kind {
-	case buzz.KindGroupMetadata:
-		visibility := "public"
-		if ch.Private {
-			visibility = "private"
-		}
-		ev.Tags = append(ev.Tags, nostr.Tag{"name", ch.Name}, nostr.Tag{"about", ch.About}, nostr.Tag{visibility})
-	case buzz.KindGroupAdmins, buzz.KindGroupMembers:
-		pubkeys := make([]string, 0, len(ch.Members))
-		for pk, role := range ch.Members {
-			if kind == buzz.KindGroupMembers || role >= buzz.RoleAdmin {
-				pubkeys = append(pubkeys, pk)
-			}
-		}
-		// Owners first, then admins, then members; by pubkey within a role.
-		slices.SortFunc(pubkeys, func(a, b string) int {
-			if ra, rb := ch.Members[a], ch.Members[b]; ra != rb {
-				return int(rb) - int(ra)
-			}
-			return strings.Compare(a, b)
-		})
-		for _, pk := range pubkeys {
-			tag := nostr.Tag{"p", pk}
-			if kind == buzz.KindGroupAdmins {
-				tag = append(tag, ch.Members[pk].String())
-			}
-			ev.Tags = append(ev.Tags, tag)
-		}
-	}
-	return ev
 }
 
 // RenewGroupState signs and stores the group state of every channel afresh,

@@ -428,30 +428,46 @@ func ttBuildTree(t testing.TB, s *Store, signers []testutil.Signer, nodes []ttTr
 	return evs
 }
 
-// ttSnapshot dumps every row of the tables ingest writes, in a stable
-// order, so that a rejected event can be shown to have left nothing (RL-4).
-func ttSnapshot(t testing.TB, s *Store) string {
-	t.Helper()
-	return ttDump(t, s,
-		`SELECT seq, h FROM channels ORDER BY seq`,
-		`SELECT seq, id, pubkey, created_at, kind, tags, content, sig, channel, dtag, expires_at,
-			deleted_at, parent, root, depth, broadcast, row_class FROM events ORDER BY seq`,
-		`SELECT name, value, created_at, seq, kind FROM tags ORDER BY seq, name, value`,
-		`SELECT seq, reply_count, descendant_count, last_reply_at, participants FROM thread_metadata ORDER BY seq`,
-	)
+// snapshotQueries select every row of the tables ingest writes, in a
+// stable order, so that a rejected event can be shown to have left
+// nothing (RL-4).
+var snapshotQueries = []string{
+	`SELECT seq, h FROM channels ORDER BY seq`,
+	`SELECT seq, id, pubkey, created_at, kind, tags, content, sig, channel, dtag, expires_at,
+		deleted_at, parent, root, depth, broadcast, row_class FROM events ORDER BY seq`,
+	`SELECT name, value, created_at, seq, kind FROM tags ORDER BY seq, name, value`,
+	`SELECT seq, reply_count, descendant_count, last_reply_at, participants FROM thread_metadata ORDER BY seq`,
 }
 
-// ttDump runs queries and writes every row of each, blobs in hex, the
-// results separated by "--" lines.
+// ttSnapshot dumps every row of the tables ingest writes.
+func ttSnapshot(t testing.TB, s *Store) string {
+	t.Helper()
+	return ttDump(t, s, snapshotQueries...)
+}
+
+// ttDump runs queries and writes every row of each (dumpRows).
 func ttDump(t testing.TB, s *Store, queries ...string) string {
 	t.Helper()
+	d, err := dumpRows(context.Background(), s, queries...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// dumpRows runs queries on the read pool and writes every row of each,
+// blobs in hex, the results separated by "--" lines.
+func dumpRows(ctx context.Context, s *Store, queries ...string) (string, error) {
 	var b strings.Builder
 	for _, q := range queries {
-		rows, err := s.readers.Query(q)
+		rows, err := s.readers.QueryContext(ctx, q)
 		if err != nil {
-			t.Fatal(err)
+			return "", fmt.Errorf("%s: %w", q, err)
 		}
-		cols, _ := rows.Columns()
+		cols, err := rows.Columns()
+		if err != nil {
+			return "", errors.Join(err, rows.Close())
+		}
 		for rows.Next() {
 			vals := make([]any, len(cols))
 			ptrs := make([]any, len(cols))
@@ -459,7 +475,7 @@ func ttDump(t testing.TB, s *Store, queries ...string) string {
 				ptrs[i] = &vals[i]
 			}
 			if err := rows.Scan(ptrs...); err != nil {
-				t.Fatal(err)
+				return "", errors.Join(err, rows.Close())
 			}
 			for _, v := range vals {
 				if bs, ok := v.([]byte); ok {
@@ -471,11 +487,11 @@ func ttDump(t testing.TB, s *Store, queries ...string) string {
 			b.WriteByte('\n')
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			t.Fatal(err)
+			return "", fmt.Errorf("%s: %w", q, err)
 		}
 		b.WriteString("--\n")
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // ttSameSnapshot fails the test with the first differing line.

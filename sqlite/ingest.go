@@ -1,12 +1,10 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -14,8 +12,8 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
-// maxDepth is the deepest reply live ingest accepts (CW-10).
-const maxDepth = 100
+// maxDepth bounds the walks up a thread's ancestry (CW-10).
+const maxDepth = buzz.MaxDepth
 
 // Ingest stores ev, whose id and signature the caller has verified, in one
 // transaction (RL-4): the event row, its tag index rows, its thread
@@ -111,6 +109,7 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 		return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
 	}
 
+	lk := &lookup{tx: tx}
 	// A channel seen for the first time gets its row with the event's
 	// writes below; until then it is number 0, which no stored event has.
 	var channel sql.NullInt64
@@ -129,7 +128,7 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	}
 
 	var superseded []*stored
-	if addr, ok := address(ev); ok {
+	if addr, ok := buzz.Address(ev); ok {
 		deleted, err := tx.exists(tx.deletedAddress, addr, ev.CreatedAt, r.pubkey)
 		if err != nil {
 			return buzz.Admitted{}, err
@@ -137,51 +136,43 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 		if deleted {
 			return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
 		}
-		versions, err := tx.versions(ev.Kind, r.pubkey, ev.Tags.GetD())
+		versions, err := lk.Versions(ev.Kind, ev.PubKey, ev.Tags.GetD())
 		if err != nil {
 			return buzz.Admitted{}, err
 		}
-		for _, v := range versions {
-			if v.createdAt > int64(ev.CreatedAt) || (v.createdAt == int64(ev.CreatedAt) && bytes.Compare(v.id, r.id) < 0) {
-				return buzz.Admitted{}, buzz.ErrNewerVersionStored
-			}
-			if !v.deletedAt.Valid { // deleted versions stay, as deleted
-				superseded = append(superseded, v)
-			}
+		replaced, err := buzz.Supersedes(ev, versions)
+		if err != nil {
+			return buzz.Admitted{}, err
 		}
+		superseded = lk.records(replaced)
 	}
 
-	var targets []*stored
+	var deletes []*buzz.StoredEvent
 	var err error
 	switch ev.Kind {
 	case buzz.KindDeletion:
-		targets, err = tx.nip09Targets(r)
+		deletes, err = buzz.DeletionTargets(lk, ev)
 	case buzz.KindGroupDelete:
-		targets, err = tx.groupDeleteTarget(r, channel, chState, now)
+		deletes, err = buzz.GroupDeleteTarget(lk, ev, r.channel, chState, now)
 	case buzz.KindEdit:
-		err = tx.checkEdit(r, channel, now)
+		err = buzz.CheckEdit(lk, ev, r.channel, chState, now)
 	}
 	if err != nil {
 		return buzz.Admitted{}, err
 	}
+	targets := lk.records(deletes)
 
-	scope, next, err := tx.access(r, channel, chState, targets)
+	scopeSeq, next, err := buzz.Access(lk, ev, r.channel, chState, deletes, relaySigned)
 	if err != nil {
 		return buzz.Admitted{}, err
 	}
-	// A reaction or deletion of no channel, its targets' included, is an
-	// event of no channel (RL-29), except a deletion of its author's own
-	// events: an author may always delete what they wrote (RL-6).
-	if !scope.Valid && !relaySigned && (ev.Kind == buzz.KindReaction || (ev.Kind == buzz.KindDeletion && len(targets) == 0)) {
-		if err := tx.community().CheckNoChannel(ev.PubKey); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
+	scope := sql.NullInt64{Int64: scopeSeq, Valid: scopeSeq != 0 || channel.Valid}
 
-	cls, err := tx.classify(r, channel, now, importing)
+	placed, err := buzz.Classify(lk, ev, r.thread, r.channel, chState, now, importing)
 	if err != nil {
 		return buzz.Admitted{}, err
 	}
+	cls := columnsOf(placed)
 
 	// Everything above only reads; every rejection is decided by now (see
 	// writer.run: a job writes nothing before it can no longer be rejected).
@@ -253,117 +244,6 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	return a, nil
 }
 
-// access decides whether r may be written (RL-10, RL-14) and which channel
-// it belongs to for reading (its scope: RL-8, RL-13). For a lifecycle
-// event, next is the channel's state after it.
-func (tx *writeTx) access(r *record, channel sql.NullInt64, ch *buzz.Channel, targets []*stored) (scope sql.NullInt64, next *buzz.Channel, err error) {
-	ev := r.ev
-	c := tx.community()
-	switch {
-	case buzz.IsLifecycleKind(ev.Kind):
-		if !channel.Valid {
-			return scope, nil, buzz.ErrMissingH
-		}
-		next, err = c.Transition(ev, r.channel, ch)
-		return channel, next, err
-	case channel.Valid:
-		switch {
-		case (ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete) && deletesOnlyIn(ch, targets):
-			// A deletion of events of its own channel has rules of its
-			// own: an author may always delete what they wrote (RL-6), a
-			// removed member too. Any other is an ordinary post.
-		case ev.Kind == buzz.KindReaction:
-			// A reaction belongs to its target's channel too (RL-8): an h
-			// tag of another channel does not carry it past that
-			// channel's write rule.
-			if err = c.CheckWrite(ev.PubKey, ch); err == nil {
-				err = tx.checkTargetWrite(r, channel)
-			}
-		default:
-			err = c.CheckWrite(ev.PubKey, ch)
-		}
-		return channel, nil, err
-	case ev.Kind == buzz.KindReaction:
-		t, err := tx.reactionTarget(r)
-		if err != nil || t == nil || !t.scope.Valid {
-			return scope, nil, err
-		}
-		return t.scope, nil, c.CheckWrite(ev.PubKey, tx.channelState(t.scope.Int64, ""))
-	case ev.Kind == buzz.KindDeletion:
-		for _, t := range targets {
-			switch {
-			case !t.scope.Valid:
-			case !scope.Valid:
-				scope = t.scope
-			case scope.Int64 != t.scope.Int64:
-				return scope, nil, buzz.ErrCrossChannelDeletion
-			}
-		}
-		return scope, nil, nil
-	case buzz.IsRelayOnlyKind(ev.Kind) && r.dtag.Valid:
-		// The relay's own group state belongs to the channel it describes.
-		seq, found, err := tx.lookupChannel(r.dtag.String)
-		return sql.NullInt64{Int64: seq, Valid: found}, nil, err
-	}
-	return scope, nil, nil
-}
-
-// deletesOnlyIn reports whether every target of a deletion is an event of
-// channel ch, which exists and was not deleted.
-func deletesOnlyIn(ch *buzz.Channel, targets []*stored) bool {
-	if ch == nil || ch.Deleted || len(targets) == 0 {
-		return false
-	}
-	for _, t := range targets {
-		if !t.scope.Valid || t.scope.Int64 != ch.Seq {
-			return false
-		}
-	}
-	return true
-}
-
-// checkTargetWrite applies the write rule of the channel of a reaction's
-// stored target when it is not the reaction's own.
-func (tx *writeTx) checkTargetWrite(r *record, channel sql.NullInt64) error {
-	t, err := tx.reactionTarget(r)
-	if err != nil || t == nil || !t.scope.Valid || t.scope == channel {
-		return err
-	}
-	return tx.community().CheckWrite(r.ev.PubKey, tx.channelState(t.scope.Int64, ""))
-}
-
-// reactionTarget is the stored target of reaction r as its author may know
-// of it (see known): nil when there is none.
-func (tx *writeTx) reactionTarget(r *record) (*stored, error) {
-	id, ok := idKey(buzz.ScopeTarget(r.ev))
-	if !ok {
-		return nil, nil
-	}
-	return tx.knownByID(r, id)
-}
-
-// known reports whether the author of r may know of stored event t: it is
-// their own, of no channel, or of a channel they may read (RL-13; a relay
-// admin reads every channel that was not deleted). A refusal that names
-// any other would tell them that it exists, so every rule that looks up
-// an event r names treats it as not stored (RL-29).
-func (tx *writeTx) known(r *record, t *stored) bool {
-	if bytes.Equal(t.pubkey, r.pubkey) || !t.scope.Valid {
-		return true
-	}
-	return tx.community().CanReadSeq(buzz.Viewer(r.ev.PubKey), t.scope.Int64)
-}
-
-// knownByID is byID for an event r names: nil when none is stored that
-// r's author may know of.
-func (tx *writeTx) knownByID(r *record, id []byte) (*stored, error) {
-	t, err := tx.byID(id)
-	if err != nil || t == nil || !tx.known(r, t) {
-		return nil, err
-	}
-	return t, nil
-}
-
 // recountedThreads describes the events whose thread counters this ingest
 // changed, for the live summary push of CW-21.
 func (tx *writeTx) recountedThreads() ([]buzz.ThreadChange, error) {
@@ -424,18 +304,6 @@ func (tx *writeTx) adoptReactions(id []byte, scope int64) error {
 	return nil
 }
 
-// address is the NIP-01 address ("kind:pubkey:d") of a replaceable or
-// addressable event, as deletions name it in `a` tags.
-func address(ev *nostr.Event) (string, bool) {
-	switch {
-	case buzz.IsReplaceableKind(ev.Kind):
-		return strconv.Itoa(ev.Kind) + ":" + ev.PubKey + ":", true
-	case buzz.IsAddressableKind(ev.Kind):
-		return strconv.Itoa(ev.Kind) + ":" + ev.PubKey + ":" + ev.Tags.GetD(), true
-	}
-	return "", false
-}
-
 // classification is an event's place in a thread (CW-10, CW-11, CW-12).
 type classification struct {
 	parent, root, depth sql.NullInt64
@@ -445,205 +313,111 @@ type classification struct {
 
 // Row classes of events.row_class: see schema.sql.
 const (
-	rowNever    = 0
-	rowReply    = 1
-	rowTopLevel = 2
+	rowNever    = int(buzz.RowNever)
+	rowReply    = int(buzz.RowReply)
+	rowTopLevel = int(buzz.RowTopLevel)
 )
 
+// classify places a stored event of channel number channel in its thread
+// again, as Backfill and Reclassify do, by the rules of ingest.
 func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64, importing bool) (classification, error) {
-	c := classification{broadcast: r.thread.Broadcast}
-	if !channel.Valid || !buzz.IsClassifiedKind(r.ev.Kind) {
-		return c, nil
+	var h string
+	var ch *buzz.Channel
+	if channel.Valid {
+		ch = tx.channelState(channel.Int64, r.channel)
+		h = ch.H
 	}
-	c.rowClass = rowTopLevel
-	if r.thread.Parent == "" {
-		c.depth = sql.NullInt64{Valid: true}
-		return c, nil
+	lk := &lookup{tx: tx}
+	c, err := buzz.Classify(lk, r.ev, r.thread, h, ch, now, importing)
+	return columnsOf(c), err
+}
+
+// columnsOf is a classification as the events table stores it.
+func columnsOf(c buzz.Classification) classification {
+	cls := classification{broadcast: c.Broadcast, rowClass: int(c.Row)}
+	if c.Classified {
+		cls.depth = sql.NullInt64{Int64: c.Depth, Valid: true}
+		if c.Depth > 0 {
+			cls.parent = sql.NullInt64{Int64: c.ParentRef, Valid: true}
+			cls.root = sql.NullInt64{Int64: c.RootRef, Valid: true}
+		}
 	}
-	pid, _ := idKey(r.thread.Parent)
-	p, err := tx.knownByID(r, pid)
+	return cls
+}
+
+// lookup is what the rules of ingest (buzz.Lookup) read in the writer's
+// transaction. It keeps the records it found, so that the writes carrying
+// out the rules' decisions take them back by number without reading them
+// again.
+type lookup struct {
+	tx    *writeTx
+	found map[int64]*stored
+}
+
+// fact is what the rules know of s, which it keeps.
+func (l *lookup) fact(s *stored) *buzz.StoredEvent {
+	if s == nil {
+		return nil
+	}
+	if l.found == nil {
+		l.found = map[int64]*stored{}
+	}
+	l.found[s.seq] = s
+	return &buzz.StoredEvent{
+		Ref:        s.seq,
+		ID:         hex.EncodeToString(s.id),
+		PubKey:     hex.EncodeToString(s.pubkey),
+		Kind:       s.kind,
+		CreatedAt:  s.createdAt,
+		Channel:    s.channel.Int64,
+		Scope:      s.scope.Int64,
+		Classified: s.depth.Valid,
+		Depth:      s.depth.Int64,
+		RootRef:    s.root.Int64,
+		Deleted:    s.deletedAt.Valid,
+		ExpiresAt:  s.expiresAt.Int64,
+	}
+}
+
+// records are the stored records of events the rules chose.
+func (l *lookup) records(evs []*buzz.StoredEvent) []*stored {
+	out := make([]*stored, len(evs))
+	for i, e := range evs {
+		out[i] = l.found[e.Ref]
+	}
+	return out
+}
+
+func (l *lookup) EventByID(id string) (*buzz.StoredEvent, error) {
+	key, _ := idKey(id)
+	s, err := l.tx.byID(key)
+	return l.fact(s), err
+}
+
+func (l *lookup) EventByRef(ref int64) (*buzz.StoredEvent, error) {
+	s, err := l.tx.bySeq(ref)
+	return l.fact(s), err
+}
+
+func (l *lookup) Versions(kind int, pubkey, d string) ([]*buzz.StoredEvent, error) {
+	key, err := decodeHex(pubkey, 32)
 	if err != nil {
-		return c, err
+		return nil, fmt.Errorf("versions of %d:%s: %w", kind, pubkey, err)
 	}
-	switch {
-	case (p == nil || !p.live(now)) && importing:
-		return c, nil // CW-12: kept unclassified until Backfill finds the parent
-	case p == nil || !p.live(now):
-		return c, buzz.ErrParentNotFound
-	case !p.channel.Valid:
-		return c, buzz.ErrParentNoChannel
-	case p.channel.Int64 != channel.Int64:
-		return c, buzz.ErrParentOtherChannel
-	case !buzz.IsClassifiedKind(p.kind):
-		// A reaction, edit, deletion or moderation event is no thread
-		// message: nothing can be a reply to it.
-		return c, buzz.ErrParentNotFound
-	case !p.depth.Valid:
-		// The parent is unclassified itself (legacy, or not a thread kind):
-		// so is this reply, and it stays visible as a row until a backfill
-		// classifies both (CW-12).
-		return c, nil
+	vs, err := l.tx.versions(kind, key, d)
+	if err != nil {
+		return nil, err
 	}
-	rootSeq, rootID := p.seq, p.id
-	if p.depth.Int64 > 0 {
-		rootSeq = p.root.Int64
-		if r.thread.Root != "" {
-			root, err := tx.bySeq(rootSeq)
-			if err != nil {
-				return c, err
-			}
-			if root == nil {
-				return c, fmt.Errorf("thread root %d of %x is missing", rootSeq, p.id)
-			}
-			rootID = root.id
-		}
+	out := make([]*buzz.StoredEvent, len(vs))
+	for i, v := range vs {
+		out[i] = l.fact(v)
 	}
-	if r.thread.Root != "" && r.thread.Root != hex.EncodeToString(rootID) {
-		return c, buzz.ErrRootMismatch
-	}
-	depth := p.depth.Int64 + 1
-	if depth > maxDepth {
-		return c, buzz.ErrDepthExceeded
-	}
-	c.parent = sql.NullInt64{Int64: p.seq, Valid: true}
-	c.root = sql.NullInt64{Int64: rootSeq, Valid: true}
-	c.depth = sql.NullInt64{Int64: depth, Valid: true}
-	if depth > 1 || !c.broadcast {
-		c.rowClass = rowReply
-	}
-	return c, nil
+	return out, nil
 }
 
-// nip09Targets resolves the targets of a kind 5 deletion (RL-6): every
-// stored event its `e` tags name and every version up to its date of the
-// addresses its `a` tags name. One target of another author refuses the
-// whole deletion, unless its author may not know of it: that one is
-// ignored, as a target not stored is (RL-29). A deletion deletes no
-// deletion (NIP-09).
-func (tx *writeTx) nip09Targets(r *record) ([]*stored, error) {
-	var targets []*stored
-	for _, tag := range r.ev.Tags {
-		if len(tag) < 2 {
-			continue
-		}
-		var found []*stored
-		switch tag[0] {
-		case "e":
-			// Only the canonical (lowercase) spelling deletes: it is the one
-			// the check for deletions that arrive first looks up.
-			if !buzz.IsLowerHex64(tag[1]) {
-				continue
-			}
-			id, _ := idKey(tag[1])
-			t, err := tx.byID(id)
-			if err != nil {
-				return nil, err
-			}
-			if t != nil {
-				found = append(found, t)
-			}
-		case "a":
-			vs, err := tx.addressed(tag[1])
-			if err != nil {
-				return nil, err
-			}
-			for _, v := range vs {
-				if v.createdAt <= int64(r.ev.CreatedAt) {
-					found = append(found, v)
-				}
-			}
-		}
-		for _, t := range found {
-			if !tx.known(r, t) {
-				continue
-			}
-			if !bytes.Equal(t.pubkey, r.pubkey) {
-				return nil, buzz.ErrNotAuthor
-			}
-			if t.kind != buzz.KindDeletion {
-				targets = append(targets, t)
-			}
-		}
-	}
-	return targets, nil
-}
+func (l *lookup) ChannelNumber(h string) (int64, bool, error) { return l.tx.lookupChannel(h) }
 
-// groupDeleteTarget resolves the one target of a NIP-29 kind 9005 deletion
-// (RL-6), checked in the order of the contract: by the target's author or
-// an owner or admin of the channel.
-func (tx *writeTx) groupDeleteTarget(r *record, channel sql.NullInt64, ch *buzz.Channel, now int64) ([]*stored, error) {
-	var ref nostr.Tag
-	n := 0
-	for _, tag := range r.ev.Tags {
-		if len(tag) >= 2 && (tag[0] == "e" || tag[0] == "a") {
-			ref = tag
-			n++
-		}
-	}
-	if n != 1 {
-		return nil, buzz.ErrDeletionTargets
-	}
-	if !channel.Valid {
-		return nil, buzz.ErrMissingH
-	}
-	var t *stored
-	if ref[0] == "e" {
-		if buzz.IsLowerHex64(ref[1]) {
-			id, _ := idKey(ref[1])
-			var err error
-			if t, err = tx.knownByID(r, id); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		vs, err := tx.addressed(ref[1])
-		if err != nil {
-			return nil, err
-		}
-		if len(vs) > 0 && tx.known(r, vs[0]) {
-			t = vs[0]
-		}
-	}
-	switch {
-	case t == nil || (!t.deletedAt.Valid && !t.live(now)): // deleting a deleted event again is harmless
-		return nil, buzz.ErrTargetNotFound
-	case t.scope != channel:
-		// A reaction without an h tag belongs to its target's channel
-		// (RL-8), and a channel admin may delete it there.
-		return nil, buzz.ErrTargetOtherChannel
-	case !bytes.Equal(t.pubkey, r.pubkey) && tx.community().RoleOf(r.ev.PubKey, ch) < buzz.RoleAdmin:
-		return nil, buzz.ErrNotAuthorOrAdmin
-	}
-	return []*stored{t}, nil
-}
-
-// checkEdit enforces RL-7: an edit names its target with its first `e` tag,
-// in its own channel, and only the target's author may edit it.
-func (tx *writeTx) checkEdit(r *record, channel sql.NullInt64, now int64) error {
-	if !channel.Valid {
-		return buzz.ErrMissingH
-	}
-	ref := r.ev.Tags.Find("e")
-	if ref == nil {
-		return buzz.ErrEditTarget
-	}
-	id, ok := idKey(ref[1])
-	if !ok {
-		return buzz.ErrTargetNotFound
-	}
-	t, err := tx.knownByID(r, id)
-	switch {
-	case err != nil:
-		return err
-	case t == nil || !t.live(now):
-		return buzz.ErrTargetNotFound
-	case t.channel != channel:
-		return buzz.ErrTargetOtherChannel
-	case !bytes.Equal(t.pubkey, r.pubkey):
-		return buzz.ErrNotAuthor
-	}
-	return nil
-}
+func (l *lookup) Community() *buzz.Community { return l.tx.community() }
 
 func (tx *writeTx) byID(id []byte) (*stored, error) {
 	s, err := scanStored(tx.eventByID.QueryRowContext(tx.ctx, id))
@@ -701,36 +475,6 @@ func (tx *writeTx) versions(kind int, pubkey []byte, d string) ([]*stored, error
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// addressed resolves an `a` tag value ("kind:pubkey:d") to the stored
-// versions at that address, newest first. Only the canonical spelling (the
-// one address() writes: lowercase pubkey, empty d for replaceable kinds)
-// names anything, as only it is found by the check for deletions that
-// arrive before their target.
-func (tx *writeTx) addressed(a string) ([]*stored, error) {
-	parts := strings.SplitN(a, ":", 3)
-	if len(parts) != 3 || !buzz.IsLowerHex64(parts[1]) {
-		return nil, nil
-	}
-	kind, err := strconv.Atoi(parts[0])
-	if err != nil || strconv.Itoa(kind) != parts[0] {
-		return nil, nil
-	}
-	if !buzz.IsAddressableKind(kind) && !(buzz.IsReplaceableKind(kind) && parts[2] == "") {
-		return nil, nil
-	}
-	pubkey, _ := idKey(parts[1])
-	vs, err := tx.versions(kind, pubkey, parts[2])
-	if err != nil {
-		return nil, err
-	}
-	for i := 1; i < len(vs); i++ {
-		for j := i; j > 0 && vs[j].createdAt > vs[j-1].createdAt; j-- {
-			vs[j], vs[j-1] = vs[j-1], vs[j]
-		}
-	}
-	return vs, nil
 }
 
 // lookupChannel returns the number of channel h, if it has one.

@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // ReclassifyResult says what a Reclassify did.
@@ -101,7 +102,7 @@ func (s *Store) Reclassify(ctx context.Context) (ReclassifyResult, error) {
 // tags say so, moved whether it became a reply.
 func (tx *writeTx) reclassifyOne(seq, now int64) (candidate, moved bool, err error) {
 	t, err := tx.bySeq(seq)
-	if err != nil || t == nil || !t.channel.Valid || !t.depth.Valid || t.depth.Int64 != 0 || !buzz.IsClassifiedKind(t.kind) {
+	if err != nil || t == nil || !t.channel.Valid || !t.depth.Valid || t.depth.Int64 != 0 || !nipcw.IsClassifiedKind(t.kind) {
 		return false, false, err
 	}
 	tags, err := parseTags(t.tagsJSON)

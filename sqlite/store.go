@@ -380,3 +380,6 @@ func isFull(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL
 }
+
+// The store implements the interface the relay reads and writes through.
+var _ buzz.Store = (*Store)(nil)

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // Window serves one window page from one read transaction, so that rows,
@@ -282,9 +283,11 @@ func summaryAt(st *directStmt, col int, id string) (buzz.Summary, bool) {
 	if st.isNull(col + 1) {
 		return buzz.Summary{}, false
 	}
-	sm := buzz.Summary{ID: id, ReplyCount: st.int64(col), DescendantCount: st.int64(col + 1),
-		Participants: participantKeys(st.bytes(col + 3)), UpdatedAt: st.int64(col + 4)}
-	sm.LastReplyAt.Int64, sm.LastReplyAt.Valid = st.nullInt64(col + 2)
+	sm := buzz.Summary{ID: id, UpdatedAt: st.int64(col + 4), Summary: nipcw.Summary{
+		ReplyCount: st.int64(col), DescendantCount: st.int64(col + 1), Participants: participantKeys(st.bytes(col + 3))}}
+	if at, ok := st.nullInt64(col + 2); ok {
+		sm.LastReplyAt = &at
+	}
 	return sm, true
 }
 

@@ -1,8 +1,7 @@
-package sqlite
+package storetest
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,27 +11,19 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
-func openTest(t testing.TB) *Store {
-	t.Helper()
-	s, err := Open(context.Background(), Options{Path: filepath.Join(t.TempDir(), "buzz.db"), Schema: testutil.Schema(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func TestSmoke(t *testing.T) {
-	s := openTest(t)
+// RL-3, RL-19: a root and its reply are stored and served signed,
+// newest first, by their channel and by the e tag of the reply.
+func testSmoke(t *testing.T, open Opener) {
+	s := ttOpen(t, open)
 	a := testutil.NewSigner(t)
 	ch := "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"
 	now := time.Now().Unix()
 	root := a.Event(t, 9, now, "hello", nostr.Tag{"h", ch})
-	if err := s.Ingest(context.Background(), root); err != nil {
+	if err := ingest(s, context.Background(), root); err != nil {
 		t.Fatal(err)
 	}
 	reply := a.Event(t, 9, now+1, "re", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
-	if err := s.Ingest(context.Background(), reply); err != nil {
+	if err := ingest(s, context.Background(), reply); err != nil {
 		t.Fatal(err)
 	}
 	evs, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous)

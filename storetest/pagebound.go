@@ -1,4 +1,4 @@
-package sqlite
+package storetest
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 // RL-27a: a window or thread page whose rows, replies and aux events would
 // pass the query's MaxBytes is refused with buzz.ErrTooLarge, not read
 // whole and not cached; within the bound, or without one, it is served.
-func TestPageMaxBytes(t *testing.T) {
+func testPageMaxBytes(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := ttOpen(t)
+	s := ttOpen(t, open)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 	const ch = "0b6c1e2f-5d74-4f90-8b32-4e6d8c0a2f35"
 	big := strings.Repeat("x", 10<<10)

@@ -1,4 +1,4 @@
-package sqlite
+package storetest
 
 import (
 	"context"
@@ -46,32 +46,34 @@ func imThreads(t *testing.T, n int) []*nostr.Event {
 	return evs
 }
 
-// imState is every event's classification and counters, by event id: what
+// imState is the classification and counters of evs, by event id: what
 // two stores holding the same events must agree on.
-func imState(t *testing.T, s *Store) []string {
+func imState(t *testing.T, s Store, evs []*nostr.Event) []string {
 	t.Helper()
-	rows, err := s.readers.Query(`SELECT hex(e.id), coalesce(e.depth, -1), coalesce(hex(p.id), ''), coalesce(hex(r.id), ''),
-		e.broadcast, e.row_class, coalesce(m.reply_count, 0), coalesce(m.descendant_count, 0),
-		coalesce(m.last_reply_at, 0), coalesce(hex(m.participants), '')
-		FROM events e LEFT JOIN events p ON p.seq = e.parent LEFT JOIN events r ON r.seq = e.root
-		LEFT JOIN thread_metadata m ON m.seq = e.seq ORDER BY e.id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
-		var id, parent, root, parts string
-		var depth, bc, rc, replies, desc, last int64
-		if err := rows.Scan(&id, &depth, &parent, &root, &bc, &rc, &replies, &desc, &last, &parts); err != nil {
-			t.Fatal(err)
+	for _, ev := range evs {
+		in, ok := ttRead(t, s, ev.ID)
+		if !ok {
+			t.Fatalf("event %s is not stored", ev.ID)
 		}
-		out = append(out, fmt.Sprint(id, depth, parent, root, bc, rc, replies, desc, last, parts))
+		out = append(out, fmt.Sprint(in.ID, in.Depth, in.Parent, in.Root, in.Broadcast, in.RowClass, in.ttCounters))
 	}
 	return out
 }
 
-func imImport(t *testing.T, s *Store, evs []*nostr.Event) []error {
+// imUnclassified counts the events of evs without a place in a thread.
+func imUnclassified(t *testing.T, s Store, evs []*nostr.Event) int {
+	t.Helper()
+	n := 0
+	for _, ev := range evs {
+		if !ttMustRead(t, s, ev.ID).Depth.Valid {
+			n++
+		}
+	}
+	return n
+}
+
+func imImport(t *testing.T, s Store, evs []*nostr.Event) []error {
 	t.Helper()
 	out, err := s.ImportBatch(context.Background(), evs)
 	if err != nil {
@@ -84,17 +86,17 @@ func imImport(t *testing.T, s *Store, evs []*nostr.Event) []error {
 // them unclassified instead of refusing them, and Backfill then classifies
 // every one exactly as live ingest would have, counters included. A second
 // Backfill does nothing; a second import is all duplicates.
-func TestImportOutOfOrderThenBackfill(t *testing.T) {
+func testImportOutOfOrderThenBackfill(t *testing.T, open Opener) {
 	evs := imThreads(t, 120)
 
-	live := openTest(t)
+	live := ttOpen(t, open)
 	for _, ev := range evs {
-		if err := live.Ingest(context.Background(), ev); err != nil {
+		if err := ingest(live, context.Background(), ev); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	imported := openTest(t)
+	imported := ttOpen(t, open)
 	reversed := slices.Clone(evs)
 	slices.Reverse(reversed)
 	for _, err := range imImport(t, imported, reversed) {
@@ -102,28 +104,28 @@ func TestImportOutOfOrderThenBackfill(t *testing.T) {
 			t.Fatalf("import refused an event: %v", err)
 		}
 	}
-	if n := qtSQLCount(t, imported, `SELECT count(*) FROM events WHERE depth IS NULL`); n == 0 {
+	if imUnclassified(t, imported, evs) == 0 {
 		t.Fatal("reversed import classified replies whose parents it had not seen")
 	}
-	res, err := imported.Backfill(context.Background())
+	classified, waiting, err := imported.Backfill(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Waiting != 0 || res.Classified == 0 {
-		t.Fatalf("backfill: %+v", res)
+	if waiting != 0 || classified == 0 {
+		t.Fatalf("backfill: %d classified, %d waiting", classified, waiting)
 	}
-	if got, want := imState(t, imported), imState(t, live); !slices.Equal(got, want) {
+	if got, want := imState(t, imported, evs), imState(t, live, evs); !slices.Equal(got, want) {
 		t.Fatalf("after backfill the import differs from live ingest:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if res, err := imported.Backfill(context.Background()); err != nil || res.Classified != 0 {
-		t.Fatalf("second backfill: %+v %v", res, err)
+	if classified, _, err := imported.Backfill(context.Background()); err != nil || classified != 0 {
+		t.Fatalf("second backfill: %d classified, %v", classified, err)
 	}
 	for _, err := range imImport(t, imported, evs) {
 		if !errors.Is(err, buzz.ErrDuplicate) {
 			t.Fatalf("second import: %v, want duplicate", err)
 		}
 	}
-	if got, want := imState(t, imported), imState(t, live); !slices.Equal(got, want) {
+	if got, want := imState(t, imported, evs), imState(t, live, evs); !slices.Equal(got, want) {
 		t.Fatal("a second import changed the store")
 	}
 }
@@ -131,8 +133,8 @@ func TestImportOutOfOrderThenBackfill(t *testing.T) {
 // CW-12: a reply whose parent never arrives stays unclassified, a row of
 // its channel, and Backfill says it is waiting; the thread rules still
 // refuse what live ingest refuses.
-func TestImportMissingParent(t *testing.T) {
-	s := openTest(t)
+func testImportMissingParent(t *testing.T, open Opener) {
+	s := ttOpen(t, open)
 	a := testutil.NewSigner(t)
 	ch, other := "44444444-4444-4444-8444-444444444444", "55555555-5555-4555-8555-555555555555"
 	elsewhere := a.Event(t, 9, 1000, "elsewhere", nostr.Tag{"h", other})
@@ -142,15 +144,15 @@ func TestImportMissingParent(t *testing.T) {
 	if out[0] != nil || out[1] != nil || !errors.Is(out[2], buzz.ErrParentOtherChannel) {
 		t.Fatalf("outcomes %v", out)
 	}
-	res, err := s.Backfill(context.Background())
-	if err != nil || res.Classified != 0 || res.Waiting != 1 {
-		t.Fatalf("backfill: %+v %v", res, err)
+	classified, waiting, err := s.Backfill(context.Background())
+	if err != nil || classified != 0 || waiting != 1 {
+		t.Fatalf("backfill: %d classified, %d waiting, %v", classified, waiting, err)
 	}
 	got, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous)
 	if err != nil || len(got) != 1 || got[0].ID != orphan.ID {
 		t.Fatalf("the orphan is not served: %v %v", got, err)
 	}
-	if n := qtSQLCount(t, s, `SELECT count(*) FROM events WHERE depth IS NULL AND row_class = 2`); n != 1 {
-		t.Fatalf("%d unclassified rows, want the orphan", n)
+	if in := ttMustRead(t, s, orphan.ID); in.Depth.Valid || in.RowClass != rowTopLevel {
+		t.Fatalf("the orphan's place: %+v, want an unclassified row", in)
 	}
 }

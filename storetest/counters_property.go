@@ -1,10 +1,10 @@
-package sqlite
+package storetest
 
 // A property test of the thread counters (RL-5, RL-6, CW-19): random
 // sequences of replies, replacements, kind 5 and 9005 deletions and expiry
-// purges, submitted one by one, concurrently (so that the writer batches
-// them) or as one import batch, after which Check, which recomputes every
-// counter from the stored rows, must find nothing wrong.
+// purges, submitted one by one, concurrently (so that a store that batches
+// writes batches them) or as one import batch, after which the store's Verify, which
+// recomputes every counter from what is stored, must find nothing wrong.
 
 import (
 	"context"
@@ -28,18 +28,18 @@ type cpEvent struct {
 // RL-5, RL-6, CW-19: whatever the order of replies, deletions (several
 // targets at once, parents with their replies, roots, deleted events
 // again, 9005 by an admin), replacements and purges, and whether they share
-// a transaction, every counter is what Check computes from scratch.
-func TestCountersProperty(t *testing.T) {
+// a transaction, every counter is what Verify computes from scratch.
+func testCountersProperty(t *testing.T, open Opener) {
 	for seed := range uint64(4) {
-		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { cpRun(t, seed) })
+		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) { cpRun(t, open, seed) })
 	}
 }
 
-func cpRun(t *testing.T, seed uint64) {
+func cpRun(t *testing.T, open Opener, seed uint64) {
 	ctx := context.Background()
 	admin := testutil.NewSigner(t)
 	clock := qtNewClock(exStart)
-	s := qtOpenWith(t, Options{Admins: []string{admin.PK}, Now: clock.now})
+	s := qtOpenWith(t, open, Config{Admins: []string{admin.PK}, Now: clock.now})
 	// Thirteen authors: more than the ten participants a subtree lists.
 	sg := ttSigners(t, 13)
 	rng := rand.New(rand.NewPCG(seed, 17))
@@ -115,13 +115,13 @@ func cpRun(t *testing.T, seed uint64) {
 		switch mode := round % 3; mode {
 		case 0:
 			for _, e := range batch {
-				accept(e.ev, s.Ingest(ctx, e.ev))
+				accept(e.ev, ingest(s, ctx, e.ev))
 			}
 		case 1:
 			var wg sync.WaitGroup
 			errs := make([]error, len(batch))
 			for i, e := range batch {
-				wg.Go(func() { errs[i] = s.Ingest(ctx, e.ev) })
+				wg.Go(func() { errs[i] = ingest(s, ctx, e.ev) })
 			}
 			wg.Wait()
 			for i, e := range batch {
@@ -139,7 +139,7 @@ func cpRun(t *testing.T, seed uint64) {
 			for i, e := range batch {
 				accept(e.ev, outcomes[i])
 			}
-			if _, err := s.Backfill(ctx); err != nil {
+			if _, _, err := s.Backfill(ctx); err != nil {
 				t.Fatalf("backfill: %v", err)
 			}
 		}
@@ -149,12 +149,8 @@ func cpRun(t *testing.T, seed uint64) {
 				t.Fatalf("purge: %v", err)
 			}
 		}
-		rep, err := s.Check(ctx, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !rep.OK() {
-			t.Fatalf("round %d (mode %d): check found %+v", round, round%3, rep)
+		if err := s.Verify(ctx); err != nil {
+			t.Fatalf("round %d (mode %d): %v", round, round%3, err)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sqlite
+package storetest
 
 import (
 	"context"
@@ -19,11 +19,11 @@ const (
 
 // RL-6, RL-8, RL-10, RL-14: the write rules deletions, reactions and
 // self-removals cannot slip past.
-func TestWriteRuleHoles(t *testing.T) {
+func testWriteRuleHoles(t *testing.T, open Opener) {
 	owner, outsider := testutil.NewSigner(t), testutil.NewSigner(t)
 	// The outsider may post events of no channel (RL-29), not to channels.
 	closed := buzz.Policy{PublicRead: true, OpenWrite: false, Create: buzz.CreateByAnyone, Allowed: map[string]bool{outsider.PK: true}}
-	s := qtOpenWith(t, Options{Policy: &closed})
+	s := qtOpenWith(t, open, Config{Policy: &closed})
 	ttIngest(t, s, owner.Event(t, 9007, 1700000000, "", ttH(rvOpen)))
 	ttIngest(t, s, owner.Event(t, 9007, 1700000001, "", ttH(rvPrivate), nostr.Tag{"private"}))
 	secret := ttIngest(t, s, owner.Event(t, 9, 1700000002, "secret", ttH(rvPrivate)))
@@ -67,10 +67,10 @@ func TestWriteRuleHoles(t *testing.T) {
 // CW-3, CW-18, RL-20, NIP-40: the window judges access in its own snapshot;
 // a cached page stops being served when an event on it expires; a
 // channel-less root has no replies but has its aux.
-func TestWindowSnapshotAccessAndExpiry(t *testing.T) {
+func testWindowSnapshotAccessAndExpiry(t *testing.T, open Opener) {
 	ctx := context.Background()
 	clock := qtNewClock(1700000000)
-	s := qtOpen(t, clock)
+	s := qtOpen(t, open, clock)
 	owner, other := testutil.NewSigner(t), testutil.NewSigner(t)
 	ttIngest(t, s, owner.Event(t, 9007, 1700000000, "", ttH(rvPrivate), nostr.Tag{"private"}))
 	page, err := s.Window(ctx, buzz.WindowQuery{Channel: rvPrivate, Limit: 5})

@@ -1,4 +1,4 @@
-package sqlite
+package storetest
 
 // RL-9: NIP-01 replacement of replaceable (0, 3, 10000-19999) and addressable
 // (30000-39999, keyed by the d tag) events, and how NIP-09 deletions of an
@@ -19,9 +19,9 @@ import (
 )
 
 // rpExpect checks that Ingest fails with exactly want (errors.Is).
-func rpExpect(t testing.TB, s *Store, ev *nostr.Event, want error) {
+func rpExpect(t testing.TB, s Store, ev *nostr.Event, want error) {
 	t.Helper()
-	err := s.Ingest(context.Background(), ev)
+	err := ingest(s, context.Background(), ev)
 	if !errors.Is(err, want) {
 		t.Fatalf("ingest kind %d at %d: got error %v, want %v", ev.Kind, ev.CreatedAt, err, want)
 	}
@@ -29,7 +29,7 @@ func rpExpect(t testing.TB, s *Store, ev *nostr.Event, want error) {
 
 // rpVisible returns the stored versions a filter for (kind, author) sees,
 // in read order.
-func rpVisible(t testing.TB, s *Store, kind int, author string) []string {
+func rpVisible(t testing.TB, s Store, kind int, author string) []string {
 	t.Helper()
 	f := nostr.Filter{Kinds: []int{kind}, Authors: []string{author}}
 	got := qtQuery(t, s, f)
@@ -39,16 +39,16 @@ func rpVisible(t testing.TB, s *Store, kind int, author string) []string {
 	return got
 }
 
-// rpCheckIndex checks that no tag row outlives its event and that no
-// replaced version is left in the events table.
-func rpCheckIndex(t testing.TB, s *Store, gone ...*nostr.Event) {
+// rpCheckIndex checks that the store's indexes agree with its events
+// and that no replaced version is left in it.
+func rpCheckIndex(t testing.TB, s Store, gone ...*nostr.Event) {
 	t.Helper()
-	if n := qtSQLCount(t, s, `SELECT count(*) FROM tags WHERE seq NOT IN (SELECT seq FROM events)`); n != 0 {
-		t.Errorf("%d tag rows of removed events remain", n)
+	ctx := context.Background()
+	if err := s.Verify(ctx); err != nil {
+		t.Errorf("verify: %v", err)
 	}
 	for _, ev := range gone {
-		key, _ := idKey(ev.ID)
-		if n := qtSQLCount(t, s, `SELECT count(*) FROM events WHERE id = ?`, key); n != 0 {
+		if holds(t, s, ev.ID) {
 			t.Errorf("replaced version %s is still stored", ev.ID)
 		}
 	}
@@ -66,10 +66,10 @@ func rpTags(kind int, d string, extra ...nostr.Tag) []nostr.Tag {
 // arriving later is refused with ErrNewerVersionStored and changes nothing;
 // other authors' versions are untouched; a stored event again is
 // ErrDuplicate.
-func TestReplaceNewerReplacesOlder(t *testing.T) {
+func testReplaceNewerReplacesOlder(t *testing.T, open Opener) {
 	for _, kind := range []int{0, 3, 10000, 10002, 19999, 30000, 30023, 39999} {
 		t.Run("kind "+strconv.Itoa(kind), func(t *testing.T) {
-			s := qtOpen(t, nil)
+			s := qtOpen(t, open, nil)
 			a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 			v1 := a.Event(t, kind, qtT0+10, "v1", rpTags(kind, "x", nostr.Tag{"t", "v1"})...)
 			v2 := a.Event(t, kind, qtT0+20, "v2", rpTags(kind, "x", nostr.Tag{"t", "v2"})...)
@@ -96,7 +96,8 @@ func TestReplaceNewerReplacesOlder(t *testing.T) {
 
 			// The replaced version again, and a new but older one.
 			rpExpect(t, s, v1, buzz.ErrNewerVersionStored)
-			rpExpect(t, s, a.Event(t, kind, qtT0+15, "v1.5", rpTags(kind, "x")...), buzz.ErrNewerVersionStored)
+			older := a.Event(t, kind, qtT0+15, "v1.5", rpTags(kind, "x")...)
+			rpExpect(t, s, older, buzz.ErrNewerVersionStored)
 			rpExpect(t, s, v2, buzz.ErrDuplicate)
 			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(v2)) {
 				t.Fatalf("after refusals: got %v, want only v2", got)
@@ -104,18 +105,19 @@ func TestReplaceNewerReplacesOlder(t *testing.T) {
 			if got := rpVisible(t, s, kind, b.PK); !slices.Equal(got, qtIDs(other)) {
 				t.Errorf("other author's version: got %v, want it untouched", got)
 			}
-			if n := qtSQLCount(t, s, `SELECT count(*) FROM events`); n != 2 {
-				t.Errorf("%d event rows, want 2 (v2 and the other author's)", n)
+			rpCheckIndex(t, s, v1, older)
+			if n := held(t, s, nostr.Filter{}); n != 2 {
+				t.Errorf("%d events stored, want 2 (v2 and the other author's)", n)
 			}
 		})
 	}
 }
 
 // RL-9: regular kinds next to the replaceable ranges keep every version.
-func TestReplaceRegularKindsKeepAll(t *testing.T) {
+func testReplaceRegularKindsKeepAll(t *testing.T, open Opener) {
 	for _, kind := range []int{1, 2, 4, 9999, 40000} {
 		t.Run("kind "+strconv.Itoa(kind), func(t *testing.T) {
-			s := qtOpen(t, nil)
+			s := qtOpen(t, open, nil)
 			a := testutil.NewSigner(t)
 			e1 := a.Event(t, kind, qtT0+10, "one", nostr.Tag{"d", "x"})
 			e2 := a.Event(t, kind, qtT0+20, "two", nostr.Tag{"d", "x"})
@@ -131,7 +133,7 @@ func TestReplaceRegularKindsKeepAll(t *testing.T) {
 
 // RL-9: same created_at, the version with the lower id wins, whichever
 // arrives first.
-func TestReplaceSameSecondLowerIDWins(t *testing.T) {
+func testReplaceSameSecondLowerIDWins(t *testing.T, open Opener) {
 	for _, kind := range []int{0, 10002, 30023} {
 		for _, lowerFirst := range []bool{true, false} {
 			name := "kind " + strconv.Itoa(kind) + " higher id first"
@@ -139,7 +141,7 @@ func TestReplaceSameSecondLowerIDWins(t *testing.T) {
 				name = "kind " + strconv.Itoa(kind) + " lower id first"
 			}
 			t.Run(name, func(t *testing.T) {
-				s := qtOpen(t, nil)
+				s := qtOpen(t, open, nil)
 				a := testutil.NewSigner(t)
 				x := a.Event(t, kind, qtT0, "x", rpTags(kind, "d")...)
 				y := a.Event(t, kind, qtT0, "y", rpTags(kind, "d")...)
@@ -165,8 +167,8 @@ func TestReplaceSameSecondLowerIDWins(t *testing.T) {
 
 // RL-9: the d tag keys addressable events (different d tags coexist, a
 // missing d tag is the empty one); replaceable kinds ignore it.
-func TestReplaceAddressKeys(t *testing.T) {
-	s := qtOpen(t, nil)
+func testReplaceAddressKeys(t *testing.T, open Opener) {
+	s := qtOpen(t, open, nil)
 	a := testutil.NewSigner(t)
 
 	// Addressable: x and y coexist, each replaced on its own.
@@ -217,11 +219,11 @@ func TestReplaceAddressKeys(t *testing.T) {
 // RL-9, RL-6 (NIP-09): a kind 5 `a` tag deletes the versions of an address
 // up to its own created_at; versions dated up to the deletion that arrive
 // later are refused with ErrDeletedBeforeArriving, newer ones are stored.
-func TestReplaceAddressDeletion(t *testing.T) {
+func testReplaceAddressDeletion(t *testing.T, open Opener) {
 	ctx := context.Background()
 	for _, kind := range []int{0, 10002, 30023} {
 		t.Run("kind "+strconv.Itoa(kind), func(t *testing.T) {
-			s := qtOpen(t, nil)
+			s := qtOpen(t, open, nil)
 			a := testutil.NewSigner(t)
 			addr := strconv.Itoa(kind) + ":" + a.PK + ":"
 			if buzz.IsAddressableKind(kind) {
@@ -257,7 +259,7 @@ func TestReplaceAddressDeletion(t *testing.T) {
 			}
 			// And the deleted versions are still refused.
 			rpExpect(t, s, a.Event(t, kind, qtT0+6, "v0'", rpTags(kind, "x")...), buzz.ErrDeletedBeforeArriving)
-			if err := s.Ingest(ctx, v1); !errors.Is(err, buzz.ErrDuplicate) {
+			if err := ingest(s, ctx, v1); !errors.Is(err, buzz.ErrDuplicate) {
 				t.Errorf("v1 again: %v, want ErrDuplicate", err)
 			}
 		})
@@ -266,8 +268,8 @@ func TestReplaceAddressDeletion(t *testing.T) {
 
 // RL-9, RL-6: an `a` deletion dated before the stored version deletes
 // nothing; one for another d tag leaves this address alone.
-func TestReplaceAddressDeletionScope(t *testing.T) {
-	s := qtOpen(t, nil)
+func testReplaceAddressDeletionScope(t *testing.T, open Opener) {
+	s := qtOpen(t, open, nil)
 	a := testutil.NewSigner(t)
 	x := a.Event(t, 30023, qtT0+30, "x", nostr.Tag{"d", "x"})
 	y := a.Event(t, 30023, qtT0+10, "y", nostr.Tag{"d", "y"})
@@ -292,8 +294,8 @@ func TestReplaceAddressDeletionScope(t *testing.T) {
 // RL-6, RL-9: a deletion naming another author's address is refused and
 // deletes nothing; one naming an address with nothing stored is stored but
 // never blocks the address owner's own events.
-func TestReplaceAddressDeletionOtherAuthor(t *testing.T) {
-	s := qtOpen(t, nil)
+func testReplaceAddressDeletionOtherAuthor(t *testing.T, open Opener) {
+	s := qtOpen(t, open, nil)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 	x := a.Event(t, 30023, qtT0+10, "x", nostr.Tag{"d", "x"})
 	qtIngest(t, s, x)
@@ -319,8 +321,8 @@ func TestReplaceAddressDeletionOtherAuthor(t *testing.T) {
 // RL-6, RL-9: an event deleted by `e` keeps its row, so submitting it again
 // is a duplicate and it stays hidden; an event whose deletion by its author
 // arrived first is refused; another author's deletion blocks nothing.
-func TestReplaceEDeletedResubmitted(t *testing.T) {
-	s := qtOpen(t, nil)
+func testReplaceEDeletedResubmitted(t *testing.T, open Opener) {
+	s := qtOpen(t, open, nil)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 	ev := a.Event(t, 1, qtT0+10, "to delete", nostr.Tag{"t", "gone"})
 	qtIngest(t, s, ev, a.Event(t, 5, qtT0+20, "", nostr.Tag{"e", ev.ID}))
@@ -350,8 +352,8 @@ func TestReplaceEDeletedResubmitted(t *testing.T) {
 
 // RL-9, RL-4: one of two versions submitted concurrently wins, the newest;
 // never both, never none.
-func TestReplaceConcurrentVersions(t *testing.T) {
-	s := qtOpen(t, nil)
+func testReplaceConcurrentVersions(t *testing.T, open Opener) {
+	s := qtOpen(t, open, nil)
 	a := testutil.NewSigner(t)
 	evs := make([]*nostr.Event, 40)
 	for i := range evs {
@@ -359,7 +361,7 @@ func TestReplaceConcurrentVersions(t *testing.T) {
 	}
 	errs := make(chan error, len(evs))
 	for _, ev := range evs {
-		go func() { errs <- s.Ingest(context.Background(), ev) }()
+		go func() { errs <- ingest(s, context.Background(), ev) }()
 	}
 	for range evs {
 		if err := <-errs; err != nil && !errors.Is(err, buzz.ErrNewerVersionStored) {
@@ -369,10 +371,10 @@ func TestReplaceConcurrentVersions(t *testing.T) {
 	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, qtIDs(evs[len(evs)-1])) {
 		t.Errorf("got %v, want only the newest version", got)
 	}
-	if n := qtSQLCount(t, s, `SELECT count(*) FROM events`); n != 1 {
-		t.Errorf("%d rows stored, want 1", n)
+	if n := held(t, s, nostr.Filter{}); n != 1 {
+		t.Errorf("%d events stored, want 1", n)
 	}
-	rpCheckIndex(t, s)
+	rpCheckIndex(t, s, evs[:len(evs)-1]...)
 }
 
 // RL-6, RL-9 (NIP-09): an `a` deletion acts on the same versions when they
@@ -381,7 +383,7 @@ func TestReplaceConcurrentVersions(t *testing.T) {
 // replaceable kind), a deletion that removed the stored version must also
 // refuse an older version that arrives afterwards; one that removed nothing
 // leaves the address as it was.
-func TestReplaceAddressDeletionSpellings(t *testing.T) {
+func testReplaceAddressDeletionSpellings(t *testing.T, open Opener) {
 	for _, tc := range []struct {
 		name string
 		kind int
@@ -393,14 +395,14 @@ func TestReplaceAddressDeletionSpellings(t *testing.T) {
 		{"addressable, mixed-case pubkey", 30023, func(pk string) string { return "30023:" + qtMixedCase(pk) + ":x" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := qtOpen(t, nil)
+			s := qtOpen(t, open, nil)
 			a := testutil.NewSigner(t)
 			v1 := a.Event(t, tc.kind, qtT0+10, "v1", rpTags(tc.kind, "x")...)
 			qtIngest(t, s, v1, a.Event(t, 5, qtT0+20, "", nostr.Tag{"a", tc.addr(a.PK)}))
 			deleted := len(qtQuery(t, s, nostr.Filter{IDs: []string{v1.ID}})) == 0
 
 			older := a.Event(t, tc.kind, qtT0+5, "v0", rpTags(tc.kind, "x")...)
-			err := s.Ingest(context.Background(), older)
+			err := ingest(s, context.Background(), older)
 			switch {
 			case deleted && !errors.Is(err, buzz.ErrDeletedBeforeArriving):
 				t.Errorf("the deletion removed the stored version, but an older version arriving later got %v "+
@@ -416,7 +418,7 @@ func TestReplaceAddressDeletionSpellings(t *testing.T) {
 // store accepts an id in uppercase or mixed-case hex as a deletion target
 // when the event is stored; the same deletion arriving first must then
 // refuse the event when it comes.
-func TestReplaceEDeletionSpellings(t *testing.T) {
+func testReplaceEDeletionSpellings(t *testing.T, open Opener) {
 	for _, tc := range []struct {
 		name  string
 		spell func(string) string
@@ -426,7 +428,7 @@ func TestReplaceEDeletionSpellings(t *testing.T) {
 		{"mixed case", qtMixedCase},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := qtOpen(t, nil)
+			s := qtOpen(t, open, nil)
 			a := testutil.NewSigner(t)
 
 			// Stored first, then deleted.
@@ -437,7 +439,7 @@ func TestReplaceEDeletionSpellings(t *testing.T) {
 			// Deleted first, then stored.
 			second := a.Event(t, 1, qtT0+2, "deleted first")
 			qtIngest(t, s, a.Event(t, 5, qtT0+3, "", nostr.Tag{"e", tc.spell(second.ID)}))
-			err := s.Ingest(context.Background(), second)
+			err := ingest(s, context.Background(), second)
 			blocksLater := errors.Is(err, buzz.ErrDeletedBeforeArriving)
 			if !blocksLater && err != nil {
 				t.Fatalf("ingest after deletion: %v", err)
@@ -452,10 +454,10 @@ func TestReplaceEDeletionSpellings(t *testing.T) {
 
 // RL-9, RL-6: when the current version is deleted by id, an older version
 // sent again does not become current: the deleted one is still the newest.
-func TestReplaceDeletedVersionStaysNewest(t *testing.T) {
+func testReplaceDeletedVersionStaysNewest(t *testing.T, open Opener) {
 	for _, kind := range []int{0, 10002, 30023} {
 		t.Run(strconv.Itoa(kind), func(t *testing.T) {
-			s := qtOpen(t, nil)
+			s := qtOpen(t, open, nil)
 			a := testutil.NewSigner(t)
 			v1 := a.Event(t, kind, qtT0+10, "v1", rpTags(kind, "x")...)
 			v2 := a.Event(t, kind, qtT0+20, "v2", rpTags(kind, "x")...)

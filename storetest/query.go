@@ -1,221 +1,22 @@
-package sqlite
+package storetest
 
 // NIP-01 filter semantics of Store.Query and Store.Count (RL-3), their order
 // (RL-19: created_at DESC, id ASC, ties included) and the visibility rules
-// (RL-6 deleted, NIP-40 expired). Helpers shared by query_test.go,
-// replace_test.go, expire_test.go, migrate_test.go, tagcodec_test.go and
-// helpers_thread_test.go start with "qt".
+// (RL-6 deleted, NIP-40 expired). Helpers start with "qt".
 
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
-
-// qtT0 is the created_at of the first event of a fixture. The store does not
-// check dates (buzz.CheckSubmission does), so fixed dates keep tests exact.
-const qtT0 int64 = 1_700_000_000
-
-// qtClock is a store clock the test moves (Options.Now). The writer and the
-// purge loop read it from their own goroutines, hence the atomic.
-type qtClock struct{ unix atomic.Int64 }
-
-func qtNewClock(unix int64) *qtClock {
-	c := &qtClock{}
-	c.unix.Store(unix)
-	return c
-}
-
-func (c *qtClock) now() time.Time { return time.Unix(c.unix.Load(), 0) }
-func (c *qtClock) set(unix int64) { c.unix.Store(unix) }
-
-// qtOpen opens a fresh store in t.TempDir(); clock may be nil (time.Now).
-func qtOpen(t testing.TB, clock *qtClock) *Store {
-	t.Helper()
-	var opts Options
-	if clock != nil {
-		opts.Now = clock.now
-	}
-	return qtOpenWith(t, opts)
-}
-
-// qtOpenWith opens a fresh store in t.TempDir() with opts, whose Path and
-// Schema it sets, and closes it when the test ends: a failing Close fails
-// the test.
-func qtOpenWith(t testing.TB, opts Options) *Store {
-	t.Helper()
-	opts.Path = filepath.Join(t.TempDir(), "buzz.db")
-	opts.Schema = testutil.Schema(t)
-	s, err := Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return s
-}
-
-// qtIngest stores every event, failing the test on any error.
-func qtIngest(t testing.TB, s *Store, evs ...*nostr.Event) {
-	t.Helper()
-	for _, ev := range evs {
-		if err := s.Ingest(context.Background(), ev); err != nil {
-			t.Fatalf("ingest %s (kind %d, %q): %v", ev.ID, ev.Kind, ev.Content, err)
-		}
-	}
-}
-
-// qtIngestConcurrently stores evs from several goroutines, so that the
-// writer batches them (a fast way to load many events).
-func qtIngestConcurrently(t testing.TB, s *Store, evs []*nostr.Event) {
-	t.Helper()
-	const workers = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, len(evs))
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(evs); i += workers {
-				if err := s.Ingest(context.Background(), evs[i]); err != nil {
-					errs <- fmt.Errorf("ingest %s: %w", evs[i].ID, err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-}
-
-// qtSignMany signs n events built by mk, on every core (signing dominates
-// the time of large fixtures, above all under -race).
-func qtSignMany(t testing.TB, n int, mk func(i int) (testutil.Signer, *nostr.Event)) []*nostr.Event {
-	t.Helper()
-	evs := make([]*nostr.Event, n)
-	signers := make([]testutil.Signer, n)
-	for i := range evs {
-		signers[i], evs[i] = mk(i)
-		if evs[i].Tags == nil {
-			evs[i].Tags = nostr.Tags{}
-		}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				evs[i].PubKey = signers[i].PK
-				if err := evs[i].Sign(signers[i].SK); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return evs
-}
-
-// qtQuery runs Query and returns the ids in the order returned.
-func qtQuery(t testing.TB, s *Store, f nostr.Filter) []string {
-	t.Helper()
-	evs, err := s.Query(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("query %v: %v", f, err)
-	}
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtCountF runs Count.
-func qtCountF(t testing.TB, s *Store, f nostr.Filter) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("count %v: %v", f, err)
-	}
-	return n
-}
-
-// qtSQLCount runs a count(*) statement on the read pool.
-func qtSQLCount(t testing.TB, s *Store, query string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := s.readers.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-// qtOrdered returns the ids of evs in the order the contract asks for,
-// created_at DESC then id ASC, computed independently of the store.
-func qtOrdered(evs []*nostr.Event) []string {
-	sorted := slices.Clone(evs)
-	slices.SortFunc(sorted, func(a, b *nostr.Event) int {
-		if a.CreatedAt != b.CreatedAt {
-			if a.CreatedAt > b.CreatedAt {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	ids := make([]string, len(sorted))
-	for i, ev := range sorted {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtIDs lists the ids of evs in their order.
-func qtIDs(evs ...*nostr.Event) []string {
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-func qtTS(v int64) *nostr.Timestamp { ts := nostr.Timestamp(v); return &ts }
-
-// qtMixedCase upper-cases every other character of a hex string.
-func qtMixedCase(s string) string {
-	b := []byte(s)
-	for i := 0; i < len(b); i += 2 {
-		if 'a' <= b[i] && b[i] <= 'f' {
-			b[i] -= 'a' - 'A'
-		}
-	}
-	return string(b)
-}
 
 // The channels of the query fixture.
 const (
@@ -226,17 +27,17 @@ const (
 
 // qtFixture is the event set of TestQueryFilters, by name.
 type qtFixture struct {
-	s       *Store
+	s       Store
 	ev      map[string]*nostr.Event
 	visible []string // names of the events every read may return
 	A, B, C testutil.Signer
 }
 
-func qtBuildFixture(t *testing.T) *qtFixture {
+func qtBuildFixture(t *testing.T, open Opener) *qtFixture {
 	t.Helper()
 	clock := qtNewClock(qtT0 + 1000)
 	fx := &qtFixture{
-		s:  qtOpen(t, clock),
+		s:  qtOpen(t, open, clock),
 		ev: map[string]*nostr.Event{},
 		A:  testutil.NewSigner(t), B: testutil.NewSigner(t), C: testutil.NewSigner(t),
 	}
@@ -282,8 +83,8 @@ func qtBuildFixture(t *testing.T) *qtFixture {
 // RL-3: NIP-01 filters match exactly and are answered with the same result by
 // Query and Count; RL-19: in created_at DESC, id ASC order; RL-6, NIP-40:
 // deleted and expired events are never returned.
-func TestQueryFilters(t *testing.T) {
-	fx := qtBuildFixture(t)
+func testQueryFilters(t *testing.T, open Opener) {
+	fx := qtBuildFixture(t, open)
 	A, B := fx.A, fx.B
 	id := func(name string) string { return fx.ev[name].ID }
 	zeros := strings.Repeat("0", 64)
@@ -447,8 +248,8 @@ func (fx *qtFixture) names(ids []string) string {
 // RL-3: tag values are compared as the exact strings they are. Values that
 // SQLite would read as numbers ("1e3", "01", " 7 ", "1.0", 30-digit
 // integers) must neither match their numeric equals nor each other.
-func TestQueryTagValuesExactNotNumeric(t *testing.T) {
-	s := qtOpen(t, nil)
+func testQueryTagValuesExactNotNumeric(t *testing.T, open Opener) {
+	s := qtOpen(t, open, nil)
 	a := testutil.NewSigner(t)
 	values := []string{
 		"1000", "1e3", "1", "01", "1.0", "+1", "7", " 7 ",
@@ -485,8 +286,8 @@ func TestQueryTagValuesExactNotNumeric(t *testing.T) {
 
 // RL-19: order is created_at DESC, then id ASC among events of the same
 // second, whatever the insertion order.
-func TestQueryOrderSameSecond(t *testing.T) {
-	s := qtOpen(t, nil)
+func testQueryOrderSameSecond(t *testing.T, open Opener) {
+	s := qtOpen(t, open, nil)
 	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)}
 	var evs []*nostr.Event
 	for i := 0; i < 30; i++ {
@@ -528,14 +329,18 @@ func TestQueryOrderSameSecond(t *testing.T) {
 	}
 }
 
-// RL-27, RL-19: a filter without a limit gets DefaultLimit events, the
+// defaultLimit is what a filter without a limit gets: "limit default and
+// max 1000" (relay.md), a number of the contract, not of a store.
+const defaultLimit = 1000
+
+// RL-27, RL-19: a filter without a limit gets defaultLimit events, the
 // newest of the full order; a larger limit is the caller's bound to clamp,
 // and Count is never limited.
-func TestQueryDefaultLimit(t *testing.T) {
+func testQueryDefaultLimit(t *testing.T, open Opener) {
 	t.Parallel()
-	s := qtOpen(t, nil)
+	s := qtOpen(t, open, nil)
 	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t)}
-	total := DefaultLimit + 5
+	total := defaultLimit + 5
 	evs := qtSignMany(t, total, func(i int) (testutil.Signer, *nostr.Event) {
 		// Three events per second, so the limit cuts through ties.
 		return signers[i%2], &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(qtT0 + int64(i/3)), Content: strconv.Itoa(i)}
@@ -543,14 +348,14 @@ func TestQueryDefaultLimit(t *testing.T) {
 	qtIngestConcurrently(t, s, evs)
 	want := qtOrdered(evs)
 
-	if got := qtQuery(t, s, nostr.Filter{}); !slices.Equal(got, want[:DefaultLimit]) {
-		t.Errorf("no limit: got %d events, want the first %d of the order", len(got), DefaultLimit)
+	if got := qtQuery(t, s, nostr.Filter{}); !slices.Equal(got, want[:defaultLimit]) {
+		t.Errorf("no limit: got %d events, want the first %d of the order", len(got), defaultLimit)
 	}
-	if got := qtQuery(t, s, nostr.Filter{Kinds: []int{1}, Limit: 0}); len(got) != DefaultLimit {
-		t.Errorf("limit 0: got %d events, want %d", len(got), DefaultLimit)
+	if got := qtQuery(t, s, nostr.Filter{Kinds: []int{1}, Limit: 0}); len(got) != defaultLimit {
+		t.Errorf("limit 0: got %d events, want %d", len(got), defaultLimit)
 	}
-	if got := qtQuery(t, s, nostr.Filter{Limit: DefaultLimit + 3}); !slices.Equal(got, want[:DefaultLimit+3]) {
-		t.Errorf("limit %d: got %d events, want the first %d of the order", DefaultLimit+3, len(got), DefaultLimit+3)
+	if got := qtQuery(t, s, nostr.Filter{Limit: defaultLimit + 3}); !slices.Equal(got, want[:defaultLimit+3]) {
+		t.Errorf("limit %d: got %d events, want the first %d of the order", defaultLimit+3, len(got), defaultLimit+3)
 	}
 	if got := qtQuery(t, s, nostr.Filter{Limit: 7}); !slices.Equal(got, want[:7]) {
 		t.Errorf("limit 7: got %v, want %v", got, want[:7])
@@ -565,8 +370,8 @@ func TestQueryDefaultLimit(t *testing.T) {
 
 // RL-27a: QueryBounded stops reading once the events would pass its byte
 // bound and says so; without a bound, or under it, it returns everything.
-func TestQueryBounded(t *testing.T) {
-	s := qtOpen(t, nil)
+func testQueryBounded(t *testing.T, open Opener) {
+	s := qtOpen(t, open, nil)
 	a := testutil.NewSigner(t)
 	var evs []*nostr.Event
 	for i := range 5 {

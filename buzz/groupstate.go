@@ -1,0 +1,88 @@
+package buzz
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// GroupStateKinds are the kinds of a channel's relay-signed group state
+// (RL-11), in the order they are renewed.
+var GroupStateKinds = [...]int{KindGroupMetadata, KindGroupAdmins, KindGroupMembers}
+
+// GroupState is the unsigned group state event of ch of kind (one of
+// GroupStateKinds) dated at (RL-11): 39000 the name, about and visibility,
+// 39001 the owners and admins with their roles, 39002 every member; owners
+// first, then admins, then members, by pubkey within a role. The store
+// signs it with the relay key.
+func GroupState(ch *Channel, kind int, at int64) *nostr.Event {
+	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: nostr.Tags{{"d", ch.H}}}
+	switch kind {
+	case KindGroupMetadata:
+		visibility := "public"
+		if ch.Private {
+			visibility = "private"
+		}
+		ev.Tags = append(ev.Tags, nostr.Tag{"name", ch.Name}, nostr.Tag{"about", ch.About}, nostr.Tag{visibility})
+	case KindGroupAdmins, KindGroupMembers:
+		pubkeys := make([]string, 0, len(ch.Members))
+		for pk, role := range ch.Members {
+			if kind == KindGroupMembers || role >= RoleAdmin {
+				pubkeys = append(pubkeys, pk)
+			}
+		}
+		slices.SortFunc(pubkeys, func(a, b string) int {
+			if ra, rb := ch.Members[a], ch.Members[b]; ra != rb {
+				return int(rb) - int(ra)
+			}
+			return strings.Compare(a, b)
+		})
+		for _, pk := range pubkeys {
+			tag := nostr.Tag{"p", pk}
+			if kind == KindGroupAdmins {
+				tag = append(tag, ch.Members[pk].String())
+			}
+			ev.Tags = append(ev.Tags, tag)
+		}
+	}
+	return ev
+}
+
+// GroupStateAt is the date of a renewed group state event, given the
+// dates of the versions stored: now, or one second past the newest
+// version if that is later, so that a newer state replaces the older even
+// within one second (RL-9, RL-11).
+func GroupStateAt(now int64, stored []int64) int64 {
+	at := now
+	for _, t := range stored {
+		at = max(at, t+1)
+	}
+	return at
+}
+
+// SameState reports whether a transition from a (nil: no channel) to b
+// changed nothing: a repeated join, for one, which must not cost a new
+// signed group state.
+func SameState(a, b *Channel) bool {
+	if a == nil || a.Created != b.Created || a.Name != b.Name || a.About != b.About ||
+		a.Private != b.Private || a.Deleted != b.Deleted || len(a.Members) != len(b.Members) {
+		return false
+	}
+	for pk, role := range b.Members {
+		if a.Members[pk] != role {
+			return false
+		}
+	}
+	return true
+}
+
+// ApplySetting reads the value a kind 9033 by author gives
+// thread_replies_in_channel at now (RL-15): only a relay admin may set it.
+func (c *Community) ApplySetting(ev *nostr.Event, now int64) (bool, error) {
+	if !c.IsRelayAdmin(ev.PubKey) {
+		return false, ErrNotRelayAdmin
+	}
+	return ThreadRepliesSetting(ev, time.Unix(now, 0))
+}

@@ -1,0 +1,81 @@
+package sqlite
+
+// Helpers of check_test.go, export_test.go and rootonly_test.go: signed
+// threads, an import batch, and every event's stored classification and
+// counters read with SQL. Names start with "im".
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+// imThreads signs a channel's threads: roots and replies down to depth 4,
+// some broadcast, by several authors, in an order where every parent comes
+// before its replies.
+func imThreads(t *testing.T, n int) []*nostr.Event {
+	t.Helper()
+	ch := "44444444-4444-4444-8444-444444444444"
+	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var evs []*nostr.Event
+	depth := map[string]int{}
+	for i := range n {
+		sg := signers[rng.IntN(len(signers))]
+		tags := []nostr.Tag{{"h", ch}}
+		d := 0
+		if i > 0 && rng.IntN(4) > 0 {
+			p := evs[rng.IntN(len(evs))]
+			if depth[p.ID] < 4 {
+				tags = append(tags, nostr.Tag{"e", p.ID, "", "reply"})
+				d = depth[p.ID] + 1
+				if d == 1 && rng.IntN(5) == 0 {
+					tags = append(tags, nostr.Tag{"broadcast", "1"})
+				}
+			}
+		}
+		ev := sg.Event(t, 9, 1_000_000+int64(i), fmt.Sprint("message ", i), tags...)
+		depth[ev.ID] = d
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// imState is every event's classification and counters, by event id: what
+// two stores holding the same events must agree on.
+func imState(t *testing.T, s *Store) []string {
+	t.Helper()
+	rows, err := s.readers.Query(`SELECT hex(e.id), coalesce(e.depth, -1), coalesce(hex(p.id), ''), coalesce(hex(r.id), ''),
+		e.broadcast, e.row_class, coalesce(m.reply_count, 0), coalesce(m.descendant_count, 0),
+		coalesce(m.last_reply_at, 0), coalesce(hex(m.participants), '')
+		FROM events e LEFT JOIN events p ON p.seq = e.parent LEFT JOIN events r ON r.seq = e.root
+		LEFT JOIN thread_metadata m ON m.seq = e.seq ORDER BY e.id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id, parent, root, parts string
+		var depth, bc, rc, replies, desc, last int64
+		if err := rows.Scan(&id, &depth, &parent, &root, &bc, &rc, &replies, &desc, &last, &parts); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprint(id, depth, parent, root, bc, rc, replies, desc, last, parts))
+	}
+	return out
+}
+
+func imImport(t *testing.T, s *Store, evs []*nostr.Event) []error {
+	t.Helper()
+	out, err := s.ImportBatch(context.Background(), evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

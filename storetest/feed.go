@@ -1,0 +1,261 @@
+package storetest
+
+// The home feed in the store (RL-35) against a model: every type, for
+// every kind of requester, with deletions, events without a channel,
+// since, the limit shared across types in order, duplicates, and access
+// that changes. Helpers start with "fd".
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+// fdChanDead is an open channel that its owner deletes.
+const fdChanDead = "5a1b7c3e-2f4d-4e6a-8b9c-0d1e2f3a4b5c"
+
+// fdEvent is what the model knows of a stored event.
+type fdEvent struct {
+	ev      *nostr.Event
+	channel string // "" for none
+	deleted bool
+}
+
+type fdFixture struct {
+	s                 Store
+	owner, member, x  testutil.Signer
+	at                int64
+	evs               []*fdEvent
+	memberReadsPriv   bool
+	deadChannelExists bool
+}
+
+// add stores an event dated one second after the last (or at the same
+// second, tie) and records it for the model.
+func (fx *fdFixture) add(t *testing.T, sg testutil.Signer, kind int, channel string, tie bool, tags ...nostr.Tag) *fdEvent {
+	t.Helper()
+	if !tie {
+		fx.at++
+	}
+	if channel != "" {
+		tags = append(tags, ttH(channel))
+	}
+	e := &fdEvent{ev: ttIngest(t, fx.s, sg.Event(t, kind, fx.at, strconv.Itoa(len(fx.evs)), tags...)), channel: channel}
+	fx.evs = append(fx.evs, e)
+	return e
+}
+
+func (fx *fdFixture) lifecycle(t *testing.T, kind int, channel string, tags ...nostr.Tag) {
+	t.Helper()
+	fx.at++
+	ttIngest(t, fx.s, fx.owner.Event(t, kind, fx.at, "", append(tags, ttH(channel))...))
+}
+
+// newFDFixture: ttChan private (owner, member), ttChan2 open, fdChanDead
+// open and deleted; x is in no channel. Events of every feed kind and
+// others, in every channel and in none, mentioning member, x or no one,
+// some deleted, some in the same second.
+func newFDFixture(t *testing.T, open Opener) *fdFixture {
+	t.Helper()
+	sg := ttSigners(t, 3)
+	fx := &fdFixture{s: ttOpen(t, open), owner: sg[0], member: sg[1], x: sg[2], at: ttBase, memberReadsPriv: true}
+	fx.lifecycle(t, 9007, ttChan, nostr.Tag{"private"})
+	fx.lifecycle(t, 9000, ttChan, nostr.Tag{"p", fx.member.PK})
+	fx.lifecycle(t, 9007, ttChan2)
+	fx.lifecycle(t, 9007, fdChanDead)
+	pm, px := nostr.Tag{"p", fx.member.PK}, nostr.Tag{"p", fx.x.PK}
+	o, m, x := fx.owner, fx.member, fx.x
+	fx.add(t, o, 9, ttChan2, false, pm)
+	fx.add(t, x, 11, ttChan2, false)
+	fx.add(t, o, 9, ttChan, false, pm)
+	fx.add(t, m, 1111, ttChan, false, px)
+	fx.add(t, o, 1, "", false, pm, px)
+	fx.add(t, x, 9, "", false, pm)
+	fx.add(t, x, 7, ttChan2, false, pm, nostr.Tag{"e", fx.evs[0].ev.ID})
+	fx.add(t, o, 40007, ttChan2, false, pm)
+	fx.add(t, o, 46010, ttChan, false, pm)
+	fx.add(t, m, 40007, "", false, px)
+	gone := fx.add(t, o, 9, ttChan2, false, pm)
+	fx.add(t, o, 9, fdChanDead, false, pm)
+	for range 4 {
+		fx.add(t, x, 9, ttChan2, true, pm)
+	}
+	fx.add(t, o, 11, ttChan, true, pm, px)
+	fx.add(t, x, 1, ttChan2, false, pm)
+	fx.add(t, m, 11, ttChan, false)
+	fx.add(t, x, 46010, "", false, pm, nostr.Tag{"p", strings.ToUpper(fx.member.PK)})
+	fx.at++
+	ttIngest(t, fx.s, o.Event(t, 5, fx.at, "", nostr.Tag{"e", gone.ev.ID}))
+	gone.deleted = true
+	fx.lifecycle(t, 9008, fdChanDead)
+	return fx
+}
+
+// canRead is the model of RL-12/RL-13 for the fixture.
+func (fx *fdFixture) canRead(v buzz.Viewer, channel string) bool {
+	switch channel {
+	case "", ttChan2:
+		return true
+	case ttChan:
+		return v == buzz.Viewer(fx.owner.PK) || (v == buzz.Viewer(fx.member.PK) && fx.memberReadsPriv)
+	}
+	return false
+}
+
+// model is RL-35 written plainly: every event checked against every rule.
+func (fx *fdFixture) model(v buzz.Viewer, types []buzz.FeedType, since int64, limit int) []string {
+	var out []string
+	served := map[string]bool{}
+	for _, ty := range types {
+		var picked []*nostr.Event
+		for _, e := range fx.evs {
+			ev := e.ev
+			if e.deleted || int64(ev.CreatedAt) < since || !fx.canRead(v, e.channel) || served[ev.ID] {
+				continue
+			}
+			mentioned := v != buzz.Anonymous && slices.ContainsFunc(ev.Tags, func(tag nostr.Tag) bool {
+				return len(tag) >= 2 && tag[0] == "p" && tag[1] == string(v)
+			})
+			switch {
+			case ty == buzz.FeedMentions && mentioned && slices.Contains(buzz.MentionKinds, ev.Kind),
+				ty == buzz.FeedNeedsAction && mentioned && slices.Contains(buzz.NeedsActionKinds, ev.Kind),
+				ty == buzz.FeedActivity && e.channel != "" && slices.Contains(buzz.ActivityKinds, ev.Kind):
+				picked = append(picked, ev)
+			}
+		}
+		slices.SortFunc(picked, func(a, b *nostr.Event) int {
+			if a.CreatedAt != b.CreatedAt {
+				return int(b.CreatedAt - a.CreatedAt)
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		for _, ev := range picked {
+			if len(out) == limit {
+				return out
+			}
+			served[ev.ID] = true
+			out = append(out, ev.ID)
+		}
+	}
+	return out
+}
+
+func fdIDs(evs []*nostr.Event) []string {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+// check compares the store's feed with the model's for every viewer, type
+// list, since and limit.
+func (fx *fdFixture) check(t *testing.T, viewers []buzz.Viewer) {
+	t.Helper()
+	const (
+		m  = buzz.FeedMentions
+		na = buzz.FeedNeedsAction
+		a  = buzz.FeedActivity
+	)
+	for _, v := range viewers {
+		for _, types := range [][]buzz.FeedType{{m}, {na}, {a}, {m, a}, {a, m}, {na, m, a}, {a, na, m}} {
+			for _, since := range []int64{0, ttBase + 12} {
+				for _, limit := range []int{0, 1, 3, 6, 20, 100} {
+					q := buzz.FeedQuery{Viewer: v, Types: types, Limit: limit}
+					if since > 0 {
+						q.Since = &since
+					}
+					got, err := fx.s.Feed(context.Background(), q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := fx.model(v, types, since, limit)
+					if !slices.Equal(fdIDs(got), want) {
+						t.Errorf("viewer %.8s types %v since %d limit %d:\n got %v\nwant %v", v, types, since, limit,
+							short(fdIDs(got)), short(want))
+					}
+				}
+			}
+		}
+	}
+}
+
+func short(ids []string) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id[:8]
+	}
+	return out
+}
+
+// RL-35, RL-13: mentions, needs_action and activity, alone and together,
+// match the model for the owner and member of a private channel, an
+// outsider and an anonymous requester: mentions across readable channels
+// only and without a channel, no deleted event and nothing of a deleted
+// channel, since, the limit counted across types in the order given, an
+// event that is both a mention and activity served once, and nothing but
+// activity of open channels for the anonymous.
+func testFeedModel(t *testing.T, open Opener) {
+	fx := newFDFixture(t, open)
+	fx.check(t, []buzz.Viewer{buzz.Viewer(fx.owner.PK), buzz.Viewer(fx.member.PK), buzz.Viewer(fx.x.PK), buzz.Anonymous})
+	if got := fx.model(buzz.Viewer(fx.member.PK), []buzz.FeedType{buzz.FeedMentions, buzz.FeedActivity}, 0, 100); len(got) < 10 {
+		t.Fatalf("the fixture feeds the member only %d events", len(got))
+	}
+}
+
+// RL-35, RL-13: a member removed from a private channel no longer finds
+// its mentions, needs_action or messages in the feed, from the next
+// request on.
+func testFeedRemovedMember(t *testing.T, open Opener) {
+	fx := newFDFixture(t, open)
+	member := buzz.Viewer(fx.member.PK)
+	before, err := fx.s.Feed(context.Background(), buzz.FeedQuery{Viewer: member, Types: []buzz.FeedType{buzz.FeedMentions}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.lifecycle(t, 9001, ttChan, nostr.Tag{"p", fx.member.PK})
+	fx.memberReadsPriv = false
+	after, err := fx.s.Feed(context.Background(), buzz.FeedQuery{Viewer: member, Types: []buzz.FeedType{buzz.FeedMentions}, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) >= len(before) {
+		t.Fatalf("removal left %d mentions of %d", len(after), len(before))
+	}
+	fx.check(t, []buzz.Viewer{member})
+}
+
+// RL-35, RL-27a: a feed larger than its byte bound is refused whole.
+func testFeedByteBound(t *testing.T, open Opener) {
+	fx := newFDFixture(t, open)
+	q := buzz.FeedQuery{Viewer: buzz.Viewer(fx.member.PK), Types: []buzz.FeedType{buzz.FeedActivity}, Limit: 100, MaxBytes: 600}
+	if _, err := fx.s.Feed(context.Background(), q); err != buzz.ErrTooLarge {
+		t.Fatalf("err %v, want ErrTooLarge", err)
+	}
+}
+
+// RL-35, RL-12: where reads are not public, an anonymous requester reads
+// no channel, and its activity is empty without a walk.
+func testFeedNoPublicRead(t *testing.T, open Opener) {
+	closed := buzz.DefaultPolicy()
+	closed.PublicRead = false
+	s := qtOpenWith(t, open, Config{Policy: &closed})
+	o := testutil.NewSigner(t)
+	ttIngest(t, s, o.Event(t, 9, ttBase, "", ttH(ttChan2)))
+	for _, v := range []buzz.Viewer{buzz.Anonymous, buzz.Viewer(o.PK)} {
+		got, err := s.Feed(context.Background(), buzz.FeedQuery{Viewer: v, Types: []buzz.FeedType{buzz.FeedActivity}, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := v != buzz.Anonymous; (len(got) == 1) != want {
+			t.Errorf("viewer %q: %d events", v, len(got))
+		}
+	}
+}

@@ -1,0 +1,368 @@
+package storetest
+
+// Helpers of the suite: opening a store, ingesting, reading back, a clock
+// the test moves, the channels of the tests and what they check of a
+// channel's state.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+)
+
+// qtT0 is the created_at of the first event of a fixture. The store does not
+// check dates (buzz.CheckSubmission does), so fixed dates keep tests exact.
+const qtT0 int64 = 1_700_000_000
+
+// qtClock is a store clock the test moves (Config.Now). A store may read
+// it from goroutines of its own, hence the atomic.
+type qtClock struct{ unix atomic.Int64 }
+
+func qtNewClock(unix int64) *qtClock {
+	c := &qtClock{}
+	c.unix.Store(unix)
+	return c
+}
+
+func (c *qtClock) now() time.Time { return time.Unix(c.unix.Load(), 0) }
+func (c *qtClock) set(unix int64) { c.unix.Store(unix) }
+
+// qtOpen opens a fresh store; clock may be nil (time.Now).
+func qtOpen(t testing.TB, open Opener, clock *qtClock) Store {
+	t.Helper()
+	var cfg Config
+	if clock != nil {
+		cfg.Now = clock.now
+	}
+	return open(t, cfg)
+}
+
+// qtOpenWith opens a fresh store as cfg says.
+func qtOpenWith(t testing.TB, open Opener, cfg Config) Store {
+	t.Helper()
+	return open(t, cfg)
+}
+
+// ingest stores ev, whose id and signature are valid, as Admit does,
+// with only its error.
+func ingest(s Store, ctx context.Context, ev *nostr.Event) error {
+	_, err := s.Admit(ctx, ev)
+	return err
+}
+
+// qtIngest stores every event, failing the test on any error.
+func qtIngest(t testing.TB, s Store, evs ...*nostr.Event) {
+	t.Helper()
+	for _, ev := range evs {
+		if err := ingest(s, context.Background(), ev); err != nil {
+			t.Fatalf("ingest %s (kind %d, %q): %v", ev.ID, ev.Kind, ev.Content, err)
+		}
+	}
+}
+
+// qtIngestConcurrently stores evs from several goroutines, so that a store
+// that batches writes batches them (a fast way to load many events).
+func qtIngestConcurrently(t testing.TB, s Store, evs []*nostr.Event) {
+	t.Helper()
+	const workers = 16
+	var wg sync.WaitGroup
+	errs := make(chan error, len(evs))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(evs); i += workers {
+				if err := ingest(s, context.Background(), evs[i]); err != nil {
+					errs <- fmt.Errorf("ingest %s: %w", evs[i].ID, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// qtSignMany signs n events built by mk, on every core (signing dominates
+// the time of large fixtures, above all under -race).
+func qtSignMany(t testing.TB, n int, mk func(i int) (testutil.Signer, *nostr.Event)) []*nostr.Event {
+	t.Helper()
+	evs := make([]*nostr.Event, n)
+	signers := make([]testutil.Signer, n)
+	for i := range evs {
+		signers[i], evs[i] = mk(i)
+		if evs[i].Tags == nil {
+			evs[i].Tags = nostr.Tags{}
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				evs[i].PubKey = signers[i].PK
+				if err := evs[i].Sign(signers[i].SK); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// qtQuery runs Query and returns the ids in the order returned.
+func qtQuery(t testing.TB, s Store, f nostr.Filter) []string {
+	t.Helper()
+	evs, err := s.Query(context.Background(), f, buzz.Anonymous)
+	if err != nil {
+		t.Fatalf("query %v: %v", f, err)
+	}
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+// qtCountF runs Count.
+func qtCountF(t testing.TB, s Store, f nostr.Filter) int64 {
+	t.Helper()
+	n, err := s.Count(context.Background(), f, buzz.Anonymous)
+	if err != nil {
+		t.Fatalf("count %v: %v", f, err)
+	}
+	return n
+}
+
+// qtOrdered returns the ids of evs in the order the contract asks for,
+// created_at DESC then id ASC, computed independently of the store.
+func qtOrdered(evs []*nostr.Event) []string {
+	sorted := slices.Clone(evs)
+	slices.SortFunc(sorted, func(a, b *nostr.Event) int {
+		if a.CreatedAt != b.CreatedAt {
+			if a.CreatedAt > b.CreatedAt {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	ids := make([]string, len(sorted))
+	for i, ev := range sorted {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+// qtIDs lists the ids of evs in their order.
+func qtIDs(evs ...*nostr.Event) []string {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+func qtTS(v int64) *nostr.Timestamp { ts := nostr.Timestamp(v); return &ts }
+
+// qtMixedCase upper-cases every other character of a hex string.
+func qtMixedCase(s string) string {
+	b := []byte(s)
+	for i := 0; i < len(b); i += 2 {
+		if 'a' <= b[i] && b[i] <= 'f' {
+			b[i] -= 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+// Two channels, as NIP-29 group ids (UUIDs).
+const (
+	ttChan  = "0b5d2f0e-8a4b-4f43-9a4e-6a1c4b3e2d11"
+	ttChan2 = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+)
+
+// ttBase is the created_at of the first event of a test; the store does not
+// check dates (that is buzz.CheckSubmission), so a fixed past date keeps the
+// tests deterministic.
+const ttBase int64 = 1_700_000_000
+
+// ttOpen opens a fresh store with the given relay admins.
+func ttOpen(t testing.TB, open Opener, admins ...string) Store {
+	t.Helper()
+	return open(t, Config{Admins: admins})
+}
+
+func ttH(ch string) nostr.Tag        { return nostr.Tag{"h", ch} }
+func ttReplyTag(id string) nostr.Tag { return nostr.Tag{"e", id, "", "reply"} }
+func ttRootTag(id string) nostr.Tag  { return nostr.Tag{"e", id, "", "root"} }
+func ttE(id string) nostr.Tag        { return nostr.Tag{"e", id} }
+
+// ttIngest stores ev and fails the test on any error.
+func ttIngest(t testing.TB, s Store, ev *nostr.Event) *nostr.Event {
+	t.Helper()
+	if err := ingest(s, context.Background(), ev); err != nil {
+		t.Fatalf("ingest kind %d %s (tags %v): %v", ev.Kind, ev.ID, ev.Tags, err)
+	}
+	return ev
+}
+
+// ttReject ingests ev and requires the exact rejection want: same wire text
+// (err.Error()) and errors.Is the buzz sentinel.
+func ttReject(t testing.TB, s Store, ev *nostr.Event, want error) {
+	t.Helper()
+	err := ingest(s, context.Background(), ev)
+	if err == nil {
+		t.Fatalf("ingest kind %d (tags %v) accepted, want %q", ev.Kind, ev.Tags, want.Error())
+	}
+	if err.Error() != want.Error() {
+		t.Fatalf("ingest kind %d (tags %v): error %q, want %q", ev.Kind, ev.Tags, err.Error(), want.Error())
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("error %q is not the sentinel %q", err, want)
+	}
+	if _, ok := buzz.AsRejection(err); !ok {
+		t.Fatalf("error %q is not a *buzz.Rejection", err)
+	}
+}
+
+// ttSigners makes n signers sorted by pubkey, so that tests can reason about
+// the pubkey ASC tie-break of participants.
+func ttSigners(t testing.TB, n int) []testutil.Signer {
+	t.Helper()
+	ss := make([]testutil.Signer, n)
+	for i := range ss {
+		ss[i] = testutil.NewSigner(t)
+	}
+	slices.SortFunc(ss, func(a, b testutil.Signer) int { return strings.Compare(a.PK, b.PK) })
+	for i := 1; i < n; i++ {
+		if ss[i].PK == ss[i-1].PK {
+			t.Fatal("duplicate key")
+		}
+	}
+	return ss
+}
+
+// chT is the date of the events of the channel and scope tests.
+const chT int64 = 1_700_000_000
+
+// chQuery runs Query as v and returns the ids.
+func chQuery(t testing.TB, s Store, f nostr.Filter, v buzz.Viewer) []string {
+	t.Helper()
+	evs, err := s.Query(context.Background(), f, v)
+	if err != nil {
+		t.Fatalf("query %v as %q: %v", f, v, err)
+	}
+	return qtIDs(evs...)
+}
+
+// chCount runs Count as v.
+func chCount(t testing.TB, s Store, f nostr.Filter, v buzz.Viewer) int64 {
+	t.Helper()
+	n, err := s.Count(context.Background(), f, v)
+	if err != nil {
+		t.Fatalf("count %v as %q: %v", f, v, err)
+	}
+	return n
+}
+
+// chSees reports whether v reads event id, by Query and by Count, which
+// must agree.
+func chSees(t testing.TB, s Store, v buzz.Viewer, id string) bool {
+	t.Helper()
+	f := nostr.Filter{IDs: []string{id}}
+	q := len(chQuery(t, s, f, v))
+	n := chCount(t, s, f, v)
+	if int64(q) != n {
+		t.Fatalf("event %s as %q: Query returns %d, Count %d", id[:8], v, q, n)
+	}
+	return q == 1
+}
+
+// chChannel renders the state of one channel, members sorted, Seq left out.
+func chChannel(ch *buzz.Channel) string {
+	if ch == nil {
+		return "<nil>"
+	}
+	members := make([]string, 0, len(ch.Members))
+	for pk, role := range ch.Members {
+		members = append(members, pk[:12]+":"+role.String())
+	}
+	slices.Sort(members)
+	return fmt.Sprintf("{created:%v name:%q about:%q private:%v deleted:%v members:%v}",
+		ch.Created, ch.Name, ch.About, ch.Private, ch.Deleted, members)
+}
+
+// chState renders a whole community: version, setting, every channel by h
+// with its number.
+func chState(c *buzz.Community) string {
+	chs := c.Channels()
+	slices.SortFunc(chs, func(a, b *buzz.Channel) int { return strings.Compare(a.H, b.H) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "version=%d replies=%v\n", c.Version, c.ThreadRepliesInChannel)
+	for _, ch := range chs {
+		fmt.Fprintf(&b, "%s #%d %s\n", ch.H, ch.Seq, chChannel(ch))
+	}
+	return b.String()
+}
+
+// chReject requires ev to be refused with exactly want, and to leave
+// everything as it was: the store's whole state (Dump), the published
+// community, and no trace of the event.
+func chReject(t testing.TB, s Store, ev *nostr.Event, want error) {
+	t.Helper()
+	rows, state := ttSnapshot(t, s), chState(s.Community())
+	ttReject(t, s, ev, want)
+	ttSameSnapshot(t, "a rejected event", rows, ttSnapshot(t, s))
+	if got := chState(s.Community()); got != state {
+		t.Fatalf("community changed by a rejected event:\n before %s\n after  %s", state, got)
+	}
+	if holds(t, s, ev.ID) {
+		t.Fatal("rejected event stored")
+	}
+}
+
+// held counts the events matching f that s keeps, deleted ones too.
+func held(t testing.TB, s Store, f nostr.Filter) int {
+	t.Helper()
+	n, err := s.Held(context.Background(), f)
+	if err != nil {
+		t.Fatalf("held %v: %v", f, err)
+	}
+	return n
+}
+
+// holds reports whether s keeps event id in any form.
+func holds(t testing.TB, s Store, id string) bool {
+	t.Helper()
+	return held(t, s, nostr.Filter{IDs: []string{id}}) > 0
+}
+
+// chGroupStateRows counts every stored event (deleted or not) of the group
+// state kinds whose d tag is h.
+func chGroupStateRows(t testing.TB, s Store, h string) int {
+	t.Helper()
+	return held(t, s, nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}, Tags: nostr.TagMap{"d": {h}}})
+}

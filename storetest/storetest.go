@@ -1,0 +1,172 @@
+// Package storetest is the behaviour every buzz-lite store must show,
+// written once against buzz.Store: a store package runs it with Run on a
+// store of its own, so that SQLite today and a second store later answer
+// alike. What the suite needs beyond the relay's interface (an import, a
+// backfill, the purge of expired events, a restart, and for the checks
+// what the store holds, an event's place, its whole state as text and its
+// own consistency check) is the small Store interface here; how a store
+// is opened is the store package's business (Opener).
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// Config is how a test wants its fresh store.
+type Config struct {
+	// Admins are relay admins, added to Policy's.
+	Admins []string
+	// Policy is the community's access configuration; nil means
+	// buzz.DefaultPolicy().
+	Policy *buzz.Policy
+	// ThreadRepliesInChannel is the configured community setting (RL-15);
+	// nil leaves the store's as it is.
+	ThreadRepliesInChannel *bool
+	// RelayKey is the relay identity secret key (hex) that signs group
+	// state (RL-11); empty: no group state is kept.
+	RelayKey string
+	// Now is the store's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is what the suite asks of a store.
+type Store interface {
+	buzz.Store
+	// ImportBatch stores evs in order in one transaction as an import
+	// does: a reply whose parent is not served is kept unclassified
+	// (CW-12), group state waits for RenewGroupState. It returns each
+	// event's outcome; err is a failure of the batch as a whole.
+	ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes []error, err error)
+	// RenewGroupState signs and stores the group state of every channel
+	// afresh (RL-11), as an import does at its end.
+	RenewGroupState(ctx context.Context) error
+	// Backfill classifies the unclassified replies whose parents are
+	// stored now (CW-12): how many it classified, how many still wait.
+	Backfill(ctx context.Context) (classified, waiting int, err error)
+	// PurgeExpired removes the events whose NIP-40 expiration passed,
+	// saying how many.
+	PurgeExpired(ctx context.Context) (int, error)
+	// Held counts the events matching f (its limit aside) that the store
+	// still keeps in any form, deleted and expired ones too, whoever may
+	// read them: a replaced or purged event is no longer held.
+	Held(ctx context.Context, f nostr.Filter) (int, error)
+	// Reopen closes the store and opens its database again as cfg says,
+	// as a restart of the relay does; the store returned is closed when
+	// the test ends.
+	Reopen(t testing.TB, cfg Config) Store
+	// Verify is the store's own consistency check: every thread counter
+	// agrees with its subtree and every index with its events.
+	Verify(ctx context.Context) error
+	// Placement is what the store keeps of event id's place (lowercase
+	// hex): its channel and thread classification (CW-10..CW-12), deleted
+	// or not; found is false when it holds no such event.
+	Placement(ctx context.Context, id string) (p Placement, found bool, err error)
+	// Dump is everything the store holds, as text in a stable order: a
+	// refused event must leave it as it was (RL-4).
+	Dump(ctx context.Context) (string, error)
+}
+
+// Placement is an event's channel and place in its thread.
+type Placement struct {
+	// Channel is the h of its channel, "" for none.
+	Channel string
+	// Classified says it has a place: Depth below Root, Parent its parent
+	// (hex ids, "" for a root).
+	Classified   bool
+	Depth        int64
+	Parent, Root string
+	Broadcast    bool
+	Row          buzz.RowClass
+	Deleted      bool
+}
+
+// Opener opens a fresh, empty store as cfg says, closed when t ends.
+type Opener func(t testing.TB, cfg Config) Store
+
+// suite is every behaviour test, by name.
+var suite = []struct {
+	name string
+	test func(t *testing.T, open Opener)
+}{
+	{"ChannelsAfter", testChannelsAfter},
+	{"ChannelLifecycleRejections", testChannelLifecycleRejections},
+	{"ChannelCreatePolicy", testChannelCreatePolicy},
+	{"GroupDeleteByChannelAdmin", testGroupDeleteByChannelAdmin},
+	{"GroupState", testGroupState},
+	{"GroupStateNeedsRelayKey", testGroupStateNeedsRelayKey},
+	{"GroupStateImport", testGroupStateImport},
+	{"WriteAccess", testWriteAccess},
+	{"ThreadRepliesSetting", testThreadRepliesSetting},
+	{"ThreadRepliesConfigPrecedence", testThreadRepliesConfigPrecedence},
+	{"CountersProperty", testCountersProperty},
+	{"DeleteKind5Counters", testDeleteKind5Counters},
+	{"DeleteParticipantsRefill", testDeleteParticipantsRefill},
+	{"DeleteRandom", testDeleteRandom},
+	{"DeleteKind5Rules", testDeleteKind5Rules},
+	{"DeleteByAddressCounters", testDeleteByAddressCounters},
+	{"DeleteKind9005", testDeleteKind9005},
+	{"Edit", testEdit},
+	{"Reactions", testReactions},
+	{"ExpireRefusedOnArrival", testExpireRefusedOnArrival},
+	{"ExpireLifecycle", testExpireLifecycle},
+	{"ExpireRootWithReplies", testExpireRootWithReplies},
+	{"ExpiredTargetsAreGone", testExpiredTargetsAreGone},
+	{"FeedModel", testFeedModel},
+	{"FeedRemovedMember", testFeedRemovedMember},
+	{"FeedByteBound", testFeedByteBound},
+	{"FeedNoPublicRead", testFeedNoPublicRead},
+	{"ImportOutOfOrderThenBackfill", testImportOutOfOrderThenBackfill},
+	{"ImportMissingParent", testImportMissingParent},
+	{"PageMaxBytes", testPageMaxBytes},
+	{"ImportAppliesWritePolicy", testImportAppliesWritePolicy},
+	{"PositionsMatchQuery", testPositionsMatchQuery},
+	{"QueryFilters", testQueryFilters},
+	{"QueryTagValuesExactNotNumeric", testQueryTagValuesExactNotNumeric},
+	{"QueryOrderSameSecond", testQueryOrderSameSecond},
+	{"QueryDefaultLimit", testQueryDefaultLimit},
+	{"QueryBounded", testQueryBounded},
+	{"ReplaceNewerReplacesOlder", testReplaceNewerReplacesOlder},
+	{"ReplaceRegularKindsKeepAll", testReplaceRegularKindsKeepAll},
+	{"ReplaceSameSecondLowerIDWins", testReplaceSameSecondLowerIDWins},
+	{"ReplaceAddressKeys", testReplaceAddressKeys},
+	{"ReplaceAddressDeletion", testReplaceAddressDeletion},
+	{"ReplaceAddressDeletionScope", testReplaceAddressDeletionScope},
+	{"ReplaceAddressDeletionOtherAuthor", testReplaceAddressDeletionOtherAuthor},
+	{"ReplaceEDeletedResubmitted", testReplaceEDeletedResubmitted},
+	{"ReplaceConcurrentVersions", testReplaceConcurrentVersions},
+	{"ReplaceAddressDeletionSpellings", testReplaceAddressDeletionSpellings},
+	{"ReplaceEDeletionSpellings", testReplaceEDeletionSpellings},
+	{"ReplaceDeletedVersionStaysNewest", testReplaceDeletedVersionStaysNewest},
+	{"WriteRuleHoles", testWriteRuleHoles},
+	{"WindowSnapshotAccessAndExpiry", testWindowSnapshotAccessAndExpiry},
+	{"RootOnlyReplyIngest", testRootOnlyReplyIngest},
+	{"RootOnlyReplyMissingRoot", testRootOnlyReplyMissingRoot},
+	{"RootOnlyReplyImportBackfill", testRootOnlyReplyImportBackfill},
+	{"ReactionScope", testReactionScope},
+	{"DeletionScope", testDeletionScope},
+	{"QueryScopeFilters", testQueryScopeFilters},
+	{"Smoke", testSmoke},
+	{"ThreadClassification", testThreadClassification},
+	{"ThreadClassificationNoChannel", testThreadClassificationNoChannel},
+	{"ThreadNIP29KindsNotClassified", testThreadNIP29KindsNotClassified},
+	{"ThreadDepthLimit", testThreadDepthLimit},
+	{"ThreadCountersTree", testThreadCountersTree},
+	{"ThreadParticipantsTwelveAuthors", testThreadParticipantsTwelveAuthors},
+	{"ThreadCountersRandom", testThreadCountersRandom},
+	{"ThreadRejectedLeavesNothing", testThreadRejectedLeavesNothing},
+	{"ThreadConcurrentIngest", testThreadConcurrentIngest},
+}
+
+// Run runs the whole suite on the stores open opens, each test on a fresh
+// one.
+func Run(t *testing.T, open Opener) {
+	for _, tc := range suite {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, open) })
+	}
+}
