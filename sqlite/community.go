@@ -78,9 +78,9 @@ const accessVersionSQL = `SELECT (SELECT value FROM settings WHERE key = 'access
 		(SELECT value FROM settings WHERE key = 'access_stamp')`
 
 // communityDirect is communityIn for a page read on a direct connection.
-// A change made by another process is read afresh through the read pool,
-// after tx's snapshot began: a state at least as new as tx's, which judges
-// nothing tx sees by an older one.
+// A change made by another process is read afresh through the read pool
+// and published; it is tx's state unless another change came meanwhile
+// (errAccessMoved).
 func (s *Store) communityDirect(ctx context.Context, tx directTx) (*buzz.Community, error) {
 	cur := s.Community()
 	st, err := tx.query(accessVersionSQL)
@@ -104,11 +104,17 @@ func (s *Store) communityDirect(ctx context.Context, tx directTx) (*buzz.Communi
 	if err := s.refreshCommunity(ctx); err != nil {
 		return nil, err
 	}
-	if cur = s.Community(); cur.Version < version {
-		return nil, fmt.Errorf("access state %d behind the snapshot's %d", cur.Version, version)
+	if cur = s.Community(); cur.Version != version {
+		return nil, errAccessMoved
 	}
 	return cur, nil
 }
+
+// errAccessMoved is a page read whose snapshot's access state could not be
+// had: it changed again meanwhile. A page judged by a newer state than it
+// reads could serve an event deleted before its reader was let in; the
+// page is read again (pageRead).
+var errAccessMoved = errors.New("the access state changed during the read")
 
 // committingState is an access state the writer committed, or is about to
 // commit, under a random stamp: a reader that finds the stamp in its

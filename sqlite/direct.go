@@ -54,15 +54,16 @@ func openDirect(path string) (*directConn, error) {
 		c.tls.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	defer libc.Xfree(c.tls, name)
 	pdb := libc.Xmalloc(c.tls, 8)
 	if pdb == 0 {
+		libc.Xfree(c.tls, name)
 		c.tls.Close()
 		return nil, fmt.Errorf("open %s: out of memory", path)
 	}
-	defer libc.Xfree(c.tls, pdb)
 	rc := sqlite3.Xsqlite3_open_v2(c.tls, name, pdb, sqlite3.SQLITE_OPEN_READONLY|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
 	c.db = *(*uintptr)(cMem(pdb))
+	libc.Xfree(c.tls, pdb)
+	libc.Xfree(c.tls, name)
 	if rc != sqlite3.SQLITE_OK {
 		err := c.errorOf(rc)
 		c.close()
@@ -115,7 +116,7 @@ func (c *directConn) prepare(query string) (*directStmt, error) {
 	}
 	z, err := libc.CString(query)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("prepare: %w", err)
 	}
 	defer libc.Xfree(c.tls, z)
 	pp := libc.Xmalloc(c.tls, 8)
@@ -319,7 +320,10 @@ func (s *Store) directRead(ctx context.Context, fn func(tx directTx) error) (err
 	if err != nil {
 		return fmt.Errorf("begin read: %w", err)
 	}
-	broken := false
+	// Broken until the transaction ended cleanly: a panic in fn, an
+	// interrupt or a failed ROLLBACK close the connection rather than
+	// leave an open snapshot in the pool (it would hold back the WAL).
+	broken := true
 	defer func() { s.direct.put(c, broken) }()
 	interrupted := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
@@ -339,21 +343,31 @@ func (s *Store) directRead(ctx context.Context, fn func(tx directTx) error) (err
 			broken = true
 		}
 	}()
-	if err := c.exec("BEGIN"); err != nil {
-		broken = true
-		return fmt.Errorf("begin read: %w", err)
+	if err = c.exec("BEGIN"); err != nil {
+		err = fmt.Errorf("begin read: %w", err)
+	} else {
+		err = fn(directTx{c: c})
+		// A read has nothing to commit: a failed ROLLBACK after a whole
+		// page costs the connection, not the page.
+		broken = c.exec("ROLLBACK") != nil
 	}
-	err = fn(directTx{c: c})
-	if rerr := c.exec("ROLLBACK"); rerr != nil {
-		broken = true
-		if err == nil {
-			err = fmt.Errorf("end read: %w", rerr)
-		}
-	}
-	if errors.Is(err, errInterrupted) && ctx.Err() != nil {
+	if err != nil && ctx.Err() != nil {
+		// Whatever SQLite made of the interrupt (it may surface as a
+		// virtual table's failure), the reason is the context's.
 		err = fmt.Errorf("%w: %w", ctx.Err(), err)
 	}
 	return err
+}
+
+// pageRead is directRead for a window or thread page, read again (at most
+// twice more) when the access state moved during the read.
+func (s *Store) pageRead(ctx context.Context, fn func(tx directTx) error) error {
+	for try := 0; ; try++ {
+		err := s.directRead(ctx, fn)
+		if !errors.Is(err, errAccessMoved) || try == 2 {
+			return err
+		}
+	}
 }
 
 // query returns query prepared in tx with args bound, ready to step. The

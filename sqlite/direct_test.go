@@ -49,3 +49,28 @@ func TestDirectReadAfterClose(t *testing.T) {
 		t.Fatal("window on a closed store succeeded")
 	}
 }
+
+// A page whose code panics (net/http recovers a handler's panic) does not
+// put its connection back with the snapshot open: the next page on the
+// pool's one connection reads, and nothing holds the WAL back.
+func TestDirectReadPanicLeavesNoOpenSnapshot(t *testing.T) {
+	s := qtOpenWith(t, Options{ReadConns: 1})
+	sg := testutil.NewSigner(t)
+	ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("no panic")
+			}
+		}()
+		s.directRead(context.Background(), func(tx directTx) error {
+			if _, err := tx.int64(pageVersionSQL, int64(1)); err != nil {
+				return err
+			}
+			panic("a bug in a page")
+		})
+	}()
+	if page, err := s.Window(context.Background(), buzz.WindowQuery{Channel: ttChan, Limit: 10}); err != nil || len(page.Rows) != 1 {
+		t.Fatalf("window after a panicking read: %v, %+v", err, page)
+	}
+}

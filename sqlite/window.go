@@ -21,8 +21,9 @@ import (
 // from the cache while no write has happened since it was read. The page
 // is shared: callers must not modify it.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
-	page := &buzz.WindowPage{}
-	err := s.directRead(ctx, func(tx directTx) (err error) {
+	var page *buzz.WindowPage
+	err := s.pageRead(ctx, func(tx directTx) (err error) {
+		page = &buzz.WindowPage{}
 		// Access once more, in the snapshot the page is read from: a
 		// removal or a 9002 private committed since the caller asked must
 		// not let this page through (CW-3).
@@ -475,8 +476,9 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 	if !ok {
 		return page, nil
 	}
-	bound := newPageBound(q.MaxBytes)
-	err := s.directRead(ctx, func(tx directTx) error {
+	err := s.pageRead(ctx, func(tx directTx) error {
+		page = &buzz.ThreadPage{}
+		bound := newPageBound(q.MaxBytes)
 		root, err := tx.query(`SELECT seq, depth, scope FROM events WHERE id = ?`, id)
 		if err != nil {
 			return fmt.Errorf("thread root: %w", err)

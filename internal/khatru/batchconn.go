@@ -17,10 +17,10 @@ import (
 const batchBytes = 64 << 10
 
 // batchConn is the network side of a WebSocket connection. While writeLoop
-// holds a batch, the frames written (whole frames: the websocket writer
-// writes a frame in one call, under its own lock) are kept and written out
-// together at release; at any other time a write goes straight through,
-// after what is kept.
+// holds a batch, what the websocket writer writes (a frame in one or two
+// calls, under its own lock, so frames stay whole and in order) is kept
+// and written out together at release; at any other time a write goes
+// straight through, after what is kept.
 type batchConn struct {
 	net.Conn
 	mu      sync.Mutex
@@ -43,16 +43,22 @@ func (c *batchConn) release() error {
 	return c.flushLocked()
 }
 
+// batchBuffers lend the connections their batch buffers, so that an idle
+// connection holds none (10,000 connections that each once read a page
+// would hold 640 MiB).
+var batchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes); return &b }}
+
 func (c *batchConn) flushLocked() error {
-	if len(c.kept) == 0 {
+	if c.kept == nil {
 		return nil
 	}
-	_, err := c.Conn.Write(c.kept)
-	if cap(c.kept) > batchBytes { // a frame larger than a batch passed through
-		c.kept = nil
-	} else {
-		c.kept = c.kept[:0]
+	var err error
+	if len(c.kept) > 0 {
+		_, err = c.Conn.Write(c.kept)
 	}
+	b := c.kept[:0]
+	batchBuffers.Put(&b)
+	c.kept = nil
 	return err
 }
 
@@ -60,6 +66,9 @@ func (c *batchConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.holding && len(c.kept)+len(p) <= batchBytes {
+		if c.kept == nil {
+			c.kept = *batchBuffers.Get().(*[]byte)
+		}
 		c.kept = append(c.kept, p...)
 		return len(p), nil
 	}
@@ -75,7 +84,7 @@ func (c *batchConn) Write(p []byte) (int, error) {
 func (c *batchConn) Close() error {
 	if c.mu.TryLock() {
 		c.holding = false
-		if len(c.kept) > 0 {
+		if c.kept != nil {
 			c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
 			c.flushLocked()
 		}

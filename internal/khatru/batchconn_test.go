@@ -54,6 +54,9 @@ func TestBatchConn(t *testing.T) {
 	if got := asStrings(rec.writes); !slices.Equal(got, want) {
 		t.Fatalf("writes %q, want %q", got, want)
 	}
+	if c.kept != nil {
+		t.Fatal("an idle connection keeps its batch buffer")
+	}
 
 	rec.writes = nil
 	big := string(bytes.Repeat([]byte{'x'}, batchBytes+1))
