@@ -13,8 +13,9 @@ import (
 // of its own: a REQ's 50 events and its EOSE were 51, a fifth of the CPU
 // a REQ cost the relay (BenchmarkReqChannel).
 
-// batchBytes is how much a batch holds before it is written out.
-const batchBytes = 64 << 10
+// batchBytes is how much a batch holds before it is written out: a REQ page
+// of 50 events in two or three writes, and 16 KiB a connection writing.
+const batchBytes = 16 << 10
 
 // batchConn is the network side of a WebSocket connection. While writeLoop
 // holds a batch, what the websocket writer writes (a frame in one or two
@@ -45,7 +46,7 @@ func (c *batchConn) release() error {
 
 // batchBuffers lend the connections their batch buffers, so that an idle
 // connection holds none (10,000 connections that each once read a page
-// would hold 640 MiB).
+// would hold 160 MiB).
 var batchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, batchBytes); return &b }}
 
 func (c *batchConn) flushLocked() error {
