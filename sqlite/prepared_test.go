@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"maps"
 	"sync"
 	"testing"
@@ -123,5 +125,75 @@ func TestDirectStatementsPreparedOnce(t *testing.T) {
 	}
 	if len(first) != len(second) {
 		t.Errorf("%d statements after one page, %d after two", len(first), len(second))
+	}
+}
+
+// RL-27a: statement texts seen once (a client can make up a filter shape
+// per REQ) are not prepared for the pool, so they neither push the
+// repeated ones out nor keep the pool busy preparing; repeated ones are,
+// and the cache stays bounded, the least recently used going first.
+func TestPreparedCacheBoundedAndKeepsRepeated(t *testing.T) {
+	s := qtOpenWith(t, Options{ReadConns: 2})
+	ctx := context.Background()
+	run := func(query string) {
+		t.Helper()
+		err := s.readTx(ctx, func(tx *sql.Tx) error {
+			st, err := s.prepared(ctx, tx, query)
+			if err != nil {
+				return err
+			}
+			var n int
+			return st.QueryRowContext(ctx).Scan(&n)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle := func() {
+		t.Helper()
+		for deadline := time.Now().Add(deadlockGuard); ; time.Sleep(5 * time.Millisecond) {
+			s.readStmtsMu.Lock()
+			n := len(s.preparing)
+			s.readStmtsMu.Unlock()
+			if n == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("statements still being prepared")
+			}
+		}
+	}
+	cached := func(query string) bool {
+		s.readStmtsMu.Lock()
+		defer s.readStmtsMu.Unlock()
+		return s.readStmts[query] != nil
+	}
+	const hot = `SELECT 1 AS hot`
+	run(hot)
+	run(hot)
+	settle()
+	if !cached(hot) {
+		t.Fatal("a statement run twice is not prepared for the pool")
+	}
+	for i := range 3 * maxReadStmts {
+		run(fmt.Sprintf(`SELECT %d AS once`, i))
+		run(hot)
+	}
+	settle()
+	if !cached(hot) {
+		t.Fatal("one-off statements pushed the repeated one out")
+	}
+	for i := range 2 * maxReadStmts {
+		q := fmt.Sprintf(`SELECT %d AS twice`, i)
+		run(q)
+		run(q)
+		settle()
+		run(hot)
+	}
+	s.readStmtsMu.Lock()
+	n := len(s.readStmts)
+	s.readStmtsMu.Unlock()
+	if n > maxReadStmts || !cached(hot) {
+		t.Fatalf("%d statements cached (bound %d), the most used one cached: %v", n, maxReadStmts, cached(hot))
 	}
 }

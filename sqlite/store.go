@@ -70,10 +70,16 @@ type Store struct {
 	key    string // relay identity secret key, hex; "" signs nothing
 	pubkey string
 
-	// readStmts caches the statements of the hot read paths (window, aux
-	// closure, summaries), prepared once per pool connection.
+	// readStmts caches the statements of the read pool's repeated reads
+	// (a REQ's filter shape, the access version, the feed), prepared once
+	// per pool connection; the least recently used goes when it is full.
 	readStmtsMu sync.Mutex
-	readStmts   map[string]*sql.Stmt
+	readStmts   map[string]*cachedStmt
+	stmtClock   uint64
+	// seenOnce are statement texts seen once: a text is prepared for the
+	// pool when it comes again, so that one-off filter shapes neither
+	// push the repeated ones out nor keep the pool busy preparing.
+	seenOnce map[string]bool
 	// preparing are the statements being prepared for the pool.
 	preparing map[string]bool
 	// pages caches window pages while no write changes their channel
@@ -120,7 +126,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		now:       now,
 		key:       opts.RelayKey,
 		channels:  make(map[string]int64),
-		readStmts: make(map[string]*sql.Stmt),
+		readStmts: make(map[string]*cachedStmt),
+		seenOnce:  map[string]bool{},
 		preparing: map[string]bool{},
 		pages:     newPageCache(opts.PageCache),
 		stopPurge: make(chan struct{}),
@@ -271,8 +278,8 @@ func (s *Store) Close() error {
 		// Readers first: the final checkpoint must not wait for a read.
 		s.readStmtsMu.Lock()
 		var serr []error
-		for _, st := range s.readStmts {
-			serr = append(serr, st.Close())
+		for _, c := range s.readStmts {
+			serr = append(serr, c.st.Close())
 		}
 		s.readStmts = nil
 		s.readStmtsMu.Unlock()
@@ -286,34 +293,57 @@ func (s *Store) Close() error {
 
 func (s *Store) nowUnix() int64 { return s.now().Unix() }
 
-// maxReadStmts bounds the cache of prepared read statements: the window's
-// statement text varies with the number of kinds a client lists.
+// maxReadStmts bounds the cache of prepared read statements: a filter's
+// statement text varies with its shape (how many ids, kinds, tags).
 const maxReadStmts = 64
+
+// cachedStmt is a statement prepared for the read pool and when it was
+// last used (stmtClock).
+type cachedStmt struct {
+	st   *sql.Stmt
+	used uint64
+}
 
 // prepared returns query as a statement of tx, prepared once per pool
 // connection rather than parsed at every call (the parser was a tenth of a
-// window page's time). A statement new to the pool is prepared for it in
-// the background and on tx for this call: preparing for the pool takes a
-// connection of its own, and waiting for one while tx holds one can wait
-// forever (every connection held by a transaction waiting so; a pool of
-// one always).
+// window page's time, and of a REQ's). A statement seen a second time is
+// prepared for the pool in the background, and on tx for this call:
+// preparing for the pool takes a connection of its own, and waiting for
+// one while tx holds one can wait forever (every connection held by a
+// transaction waiting so; a pool of one always).
 func (s *Store) prepared(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
 	s.readStmtsMu.Lock()
-	st, ok := s.readStmts[query]
-	if !ok && s.readStmts != nil && !s.preparing[query] && len(s.readStmts)+len(s.preparing) < maxReadStmts {
+	c, ok := s.readStmts[query]
+	switch {
+	case ok:
+		s.stmtClock++
+		c.used = s.stmtClock
+	case s.readStmts == nil || s.preparing[query]:
+	case !s.seenOnce[query]:
+		if len(s.seenOnce) >= 4*maxReadStmts {
+			clear(s.seenOnce)
+		}
+		s.seenOnce[query] = true
+	case len(s.preparing) < maxPreparing:
+		delete(s.seenOnce, query)
 		s.preparing[query] = true
 		go s.prepareForPool(query)
 	}
 	s.readStmtsMu.Unlock()
 	if ok {
-		return tx.StmtContext(ctx, st), nil
+		return tx.StmtContext(ctx, c.st), nil
 	}
 	return tx.PrepareContext(ctx, query)
 }
 
+// maxPreparing bounds the statements being prepared for the pool at once.
+const maxPreparing = 4
+
 // prepareForPool prepares query for the read pool and caches it, holding
-// no connection while it waits for one. A failure leaves the next call
-// to try again; that call's own preparation reports the error.
+// no connection while it waits for one; a full cache lets its least
+// recently used statement go (closed once no transaction uses it). A
+// failure leaves a later call to try again; that call's own preparation
+// reports the error.
 func (s *Store) prepareForPool(query string) {
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()
@@ -329,7 +359,18 @@ func (s *Store) prepareForPool(query string) {
 		st.Close()
 		return
 	}
-	s.readStmts[query] = st
+	if len(s.readStmts) >= maxReadStmts {
+		var oldest string
+		for q, c := range s.readStmts {
+			if oldest == "" || c.used < s.readStmts[oldest].used {
+				oldest = q
+			}
+		}
+		s.readStmts[oldest].st.Close()
+		delete(s.readStmts, oldest)
+	}
+	s.stmtClock++
+	s.readStmts[query] = &cachedStmt{st: st, used: s.stmtClock}
 }
 
 // readTx runs fn in one read transaction: one snapshot for everything fn
