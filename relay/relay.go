@@ -313,7 +313,7 @@ func (r *Relay) streamEvents(ctx context.Context, f nostr.Filter, send func(*nos
 	c := &chunkCursor{filter: f, viewer: viewer(ctx)}
 	for !c.done {
 		if err := r.streamChunk(ctx, conn, c, send); err != nil {
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || errors.Is(err, errConnectionClosed) {
 				return nil // the subscription or connection is gone
 			}
 			r.refusedRequest(ctx, "REQ", err.Error())
@@ -341,6 +341,13 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 		return ctx.Err()
 	}
 	defer conn.endTurn()
+	if ws := khatru.GetConnection(ctx); ws != nil && ws.Context.Err() != nil {
+		// Closed while this request waited for its turn (a peer that
+		// stopped reading): its request context ends only once the
+		// reader notices, and every filter of it would read a chunk
+		// for nothing meanwhile (RL-27a).
+		return errConnectionClosed
+	}
 	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedIP(conn.ip), c)
 	if err != nil {
 		return err
@@ -361,6 +368,9 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 	c.beforeID = last.ID
 	return nil
 }
+
+// errConnectionClosed ends a request whose connection closed.
+var errConnectionClosed = errors.New("connection closed")
 
 // readChunk reads the next chunk of c in one of the relay's read slots;
 // more says events may follow it. An event larger than a chunk is read
