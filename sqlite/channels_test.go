@@ -223,10 +223,10 @@ func chRoles(t testing.TB, s *Store, h string) map[string]buzz.Role {
 // and a reopened store loads the same state from them. Lifecycle events are
 // stored, in the channel's scope.
 func TestChannelLifecyclePersists(t *testing.T) {
-	clock := qtNewClock(chT + 50)
-	opts := Options{Now: clock.now}
+	clock := testutil.NewClock(chT + 50)
+	opts := Options{Now: clock.Now}
 	s := chOpen(t, chPath(t), opts)
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	owner, admin, member, other := sg[0], sg[1], sg[2], sg[3]
 	at := chT
 	step := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -294,7 +294,7 @@ func TestChannelLifecyclePersists(t *testing.T) {
 	msg := step(owner, 9, nostr.Tag{"t", "before deletion"})
 	del := step(owner, 9008)
 	check(chWant(true, "Renamed", "secret", false, true, m), m)
-	if _, deleted := chSQLChannel(t, s, ttChan); deleted != (sql.NullInt64{Int64: clock.now().Unix(), Valid: true}) {
+	if _, deleted := chSQLChannel(t, s, ttChan); deleted != (sql.NullInt64{Int64: clock.Now().Unix(), Valid: true}) {
 		t.Fatalf("channels row: deleted_at %v, want the store clock", deleted)
 	}
 	for _, v := range []buzz.Viewer{buzz.Anonymous, buzz.Viewer(owner.PK), buzz.Viewer(admin.PK)} {

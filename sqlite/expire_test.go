@@ -19,9 +19,9 @@ func exTag(unix int64) nostr.Tag { return nostr.Tag{"expiration", strconv.Format
 const exStart = qtT0 + 1000
 
 // exOpen opens a fresh store whose clock starts at exStart.
-func exOpen(t testing.TB) (*Store, *qtClock) {
+func exOpen(t testing.TB) (*Store, *testutil.Clock) {
 	t.Helper()
-	clock := qtNewClock(exStart)
+	clock := testutil.NewClock(exStart)
 	return qtOpen(t, clock), clock
 }
 
@@ -33,7 +33,7 @@ func TestExpirePurgeManyBatches(t *testing.T) {
 	s, clock := exOpen(t)
 	a := testutil.NewSigner(t)
 	expiring := purgeBatch + 37
-	evs := qtSignMany(t, expiring+10, func(i int) (testutil.Signer, *nostr.Event) {
+	evs := testutil.SignMany(t, expiring+10, func(i int) (testutil.Signer, *nostr.Event) {
 		exp := exStart + 10 + int64(i%50)
 		if i >= expiring {
 			exp = exStart + 10_000 // stays
@@ -42,7 +42,7 @@ func TestExpirePurgeManyBatches(t *testing.T) {
 			Tags: nostr.Tags{exTag(exp), {"t", "bulk"}}}
 	})
 	qtIngestConcurrently(t, s, evs)
-	clock.set(exStart + 100)
+	clock.Set(exStart + 100)
 	if n := qtCountF(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"bulk"}}}); n != 10 {
 		t.Errorf("Count before purge = %d, want 10", n)
 	}

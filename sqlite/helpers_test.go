@@ -8,13 +8,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -26,25 +23,12 @@ import (
 // check dates (buzz.CheckSubmission does), so fixed dates keep tests exact.
 const qtT0 int64 = 1_700_000_000
 
-// qtClock is a store clock the test moves (Options.Now). The writer and the
-// purge loop read it from their own goroutines, hence the atomic.
-type qtClock struct{ unix atomic.Int64 }
-
-func qtNewClock(unix int64) *qtClock {
-	c := &qtClock{}
-	c.unix.Store(unix)
-	return c
-}
-
-func (c *qtClock) now() time.Time { return time.Unix(c.unix.Load(), 0) }
-func (c *qtClock) set(unix int64) { c.unix.Store(unix) }
-
 // qtOpen opens a fresh store in t.TempDir(); clock may be nil (time.Now).
-func qtOpen(t testing.TB, clock *qtClock) *Store {
+func qtOpen(t testing.TB, clock *testutil.Clock) *Store {
 	t.Helper()
 	var opts Options
 	if clock != nil {
-		opts.Now = clock.now
+		opts.Now = clock.Now
 	}
 	return qtOpenWith(t, opts)
 }
@@ -101,41 +85,6 @@ func qtIngestConcurrently(t testing.TB, s *Store, evs []*nostr.Event) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-}
-
-// qtSignMany signs n events built by mk, on every core (signing dominates
-// the time of large fixtures, above all under -race).
-func qtSignMany(t testing.TB, n int, mk func(i int) (testutil.Signer, *nostr.Event)) []*nostr.Event {
-	t.Helper()
-	evs := make([]*nostr.Event, n)
-	signers := make([]testutil.Signer, n)
-	for i := range evs {
-		signers[i], evs[i] = mk(i)
-		if evs[i].Tags == nil {
-			evs[i].Tags = nostr.Tags{}
-		}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				evs[i].PubKey = signers[i].PK
-				if err := evs[i].Sign(signers[i].SK); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return evs
 }
 
 // qtQuery runs Query and returns the ids in the order returned.

@@ -375,7 +375,7 @@ func ttCheckRecount(t testing.TB, s *Store) {
 func ttNewThread(t testing.TB, n int) (*Store, []testutil.Signer, *ttModel) {
 	t.Helper()
 	s := ttOpen(t)
-	return s, ttSigners(t, n), newTTModel()
+	return s, testutil.SortedSigners(t, n), newTTModel()
 }
 
 // ttIngestAdd stores ev (ttIngest) and records it in m as a child of parent
@@ -529,21 +529,4 @@ func ttRejectLeavesNothing(t testing.TB, s *Store, ev *nostr.Event, want error) 
 func ttVisible(t testing.TB, s *Store, id string) bool {
 	t.Helper()
 	return len(qtQuery(t, s, nostr.Filter{IDs: []string{id}})) == 1
-}
-
-// ttSigners makes n signers sorted by pubkey, so that tests can reason about
-// the pubkey ASC tie-break of participants.
-func ttSigners(t testing.TB, n int) []testutil.Signer {
-	t.Helper()
-	ss := make([]testutil.Signer, n)
-	for i := range ss {
-		ss[i] = testutil.NewSigner(t)
-	}
-	slices.SortFunc(ss, func(a, b testutil.Signer) int { return strings.Compare(a.PK, b.PK) })
-	for i := 1; i < n; i++ {
-		if ss[i].PK == ss[i-1].PK {
-			t.Fatal("duplicate key")
-		}
-	}
-	return ss
 }

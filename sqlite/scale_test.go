@@ -33,7 +33,7 @@ type skFixture struct {
 
 func newSKFixture(tb testing.TB, n int) *skFixture {
 	tb.Helper()
-	sg := ttSigners(tb, 4)
+	sg := testutil.SortedSigners(tb, 4)
 	fx := &skFixture{member: sg[0], other: sg[1], outsider: sg[2], admin: sg[3]}
 	for i := range n {
 		creator := fx.other
@@ -117,7 +117,7 @@ func TestReadStatementIndependentOfChannels(t *testing.T) {
 			buzz.Viewer(fx.other.PK):    qtIDs(fx.open, fx.theirs),
 			buzz.Viewer(fx.admin.PK):    qtIDs(fx.open, fx.mine, fx.theirs),
 		} {
-			if got := chQuery(t, s, f, v); !sameSet(got, want) {
+			if got := chQuery(t, s, f, v); !testutil.SameSet(got, want) {
 				t.Errorf("%d channels, viewer %.8q: Query %v, want %v", n, v, got, want)
 			}
 			if got := chCount(t, s, f, v); got != int64(len(want)) {
@@ -194,7 +194,7 @@ func BenchmarkScaleChannels(b *testing.B) {
 func TestReadScopeIsCanRead(t *testing.T) {
 	for _, publicRead := range []bool{true, false} {
 		t.Run(fmt.Sprintf("public_read=%v", publicRead), func(t *testing.T) {
-			sg := ttSigners(t, 5)
+			sg := testutil.SortedSigners(t, 5)
 			owner, member, removed, outsider, admin := sg[0], sg[1], sg[2], sg[3], sg[4]
 			p := buzz.DefaultPolicy()
 			p.PublicRead = publicRead
@@ -250,7 +250,7 @@ func TestReadScopeIsCanRead(t *testing.T) {
 					}
 				}
 				f := nostr.Filter{Limit: len(scopes) + 1}
-				if got := chQuery(t, s, f, v); !sameSet(got, want) {
+				if got := chQuery(t, s, f, v); !testutil.SameSet(got, want) {
 					t.Errorf("viewer %.8q: Query returns %d events, CanRead allows %d", v, len(got), len(want))
 				}
 				if n := chCount(t, s, f, v); n != int64(len(want)) {

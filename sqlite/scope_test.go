@@ -17,26 +17,6 @@ import (
 // and for reads within the watcher's poll. The scopes every store keeps
 // are storetest's (scope.go).
 
-// sameSet reports whether a and b hold the same ids, in any order.
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	m := map[string]int{}
-	for _, x := range a {
-		m[x]++
-	}
-	for _, x := range b {
-		m[x]--
-	}
-	for _, n := range m {
-		if n != 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // scWait polls cond every few milliseconds until it holds, for at most 5 s.
 func scWait(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -60,7 +40,7 @@ func TestAccessStateAcrossProcesses(t *testing.T) {
 	path := chPath(t)
 	a := chOpen(t, path, opts)
 	b := chOpen(t, path, opts)
-	sg := ttSigners(t, 3)
+	sg := testutil.SortedSigners(t, 3)
 	owner, x, y := sg[0], sg[1], sg[2]
 	at := chT
 	ev := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -114,7 +94,7 @@ func TestQueryScopeOtherProcessChannel(t *testing.T) {
 			path := chPath(t)
 			a := chOpen(t, path, Options{})
 			b := chOpen(t, path, Options{})
-			sg := ttSigners(t, 2)
+			sg := testutil.SortedSigners(t, 2)
 			owner, outsider := sg[0], sg[1]
 			ownerV, outV := buzz.Viewer(owner.PK), buzz.Viewer(outsider.PK)
 			// B writes, so that its writer knows what A did so far.

@@ -49,7 +49,7 @@ func chExpect(t testing.TB, s Store, h, want string) {
 func testChannelLifecycleRejections(t *testing.T, open Opener) {
 	relayAdmin := testutil.NewSigner(t)
 	s := open(t, Config{Admins: []string{relayAdmin.PK}})
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	owner, admin, member, outsider := sg[0], sg[1], sg[2], sg[3]
 	at := chT
 	ev := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -167,7 +167,7 @@ func testChannelCreatePolicy(t *testing.T, open Opener) {
 // may not, and an admin demoted to member no longer may.
 func testGroupDeleteByChannelAdmin(t *testing.T, open Opener) {
 	s := open(t, Config{})
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	owner, admin, m1, m2 := sg[0], sg[1], sg[2], sg[3]
 	at := chT
 	ev := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -297,13 +297,13 @@ func chSameEvents(t testing.TB, published []*nostr.Event, state map[int]*nostr.E
 // them; OnPublish hears of each new set after its commit; the group state
 // of a private channel is read by its members only.
 func testGroupState(t *testing.T, open Opener) {
-	clock := qtNewClock(chT)
+	clock := testutil.NewClock(chT)
 	relayKey := nostr.GeneratePrivateKey()
 	relayPK, _ := nostr.GetPublicKey(relayKey)
-	s := open(t, Config{RelayKey: relayKey, Now: clock.now})
+	s := open(t, Config{RelayKey: relayKey, Now: clock.Now})
 	var pub chPublished
 	s.OnPublish(pub.add)
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	owner, admin, member, outsider := sg[0], sg[1], sg[2], sg[3]
 	ownerV := buzz.Viewer(owner.PK)
 
@@ -420,10 +420,10 @@ func testGroupStateNeedsRelayKey(t *testing.T, open Opener) {
 // RL-11, RL-25: an import (ImportBatch) leaves the group state for
 // RenewGroupState, which makes it for every channel the import created.
 func testGroupStateImport(t *testing.T, open Opener) {
-	clock := qtNewClock(chT)
+	clock := testutil.NewClock(chT)
 	relayKey := nostr.GeneratePrivateKey()
 	relayPK, _ := nostr.GetPublicKey(relayKey)
-	s := open(t, Config{RelayKey: relayKey, Now: clock.now})
+	s := open(t, Config{RelayKey: relayKey, Now: clock.Now})
 	var pub chPublished
 	s.OnPublish(pub.add)
 	owner, member := testutil.NewSigner(t), testutil.NewSigner(t)
@@ -494,7 +494,7 @@ func testGroupStateImport(t *testing.T, open Opener) {
 // anywhere; private channels take no outsider's writes either way.
 func testWriteAccess(t *testing.T, open Opener) {
 	relayAdmin := testutil.NewSigner(t)
-	sg := ttSigners(t, 3)
+	sg := testutil.SortedSigners(t, 3)
 	owner, member, outsider := sg[0], sg[1], sg[2]
 	at := chT
 	ev := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -588,9 +588,9 @@ func chExpectSetting(t testing.TB, s Store, want bool) {
 // as an event; anyone else, a value that is not a boolean, or a date more
 // than 120 s off is refused and changes nothing.
 func testThreadRepliesSetting(t *testing.T, open Opener) {
-	clock := qtNewClock(chT)
+	clock := testutil.NewClock(chT)
 	relayAdmin, other := testutil.NewSigner(t), testutil.NewSigner(t)
-	opts := Config{Admins: []string{relayAdmin.PK}, Now: clock.now}
+	opts := Config{Admins: []string{relayAdmin.PK}, Now: clock.Now}
 	s := open(t, opts)
 	if s.Community().ThreadRepliesInChannel {
 		t.Fatal("thread_replies_in_channel is on by default")
@@ -663,10 +663,10 @@ func testThreadRepliesSetting(t *testing.T, open Opener) {
 // leaves a 9033's value in force; no configured value (nil) leaves the
 // stored one.
 func testThreadRepliesConfigPrecedence(t *testing.T, open Opener) {
-	clock := qtNewClock(chT)
+	clock := testutil.NewClock(chT)
 	relayAdmin := testutil.NewSigner(t)
 	opts := func(cfg *bool) Config {
-		return Config{Admins: []string{relayAdmin.PK}, Now: clock.now, ThreadRepliesInChannel: cfg}
+		return Config{Admins: []string{relayAdmin.PK}, Now: clock.Now, ThreadRepliesInChannel: cfg}
 	}
 	yes, no := true, false
 	at := chT

@@ -8,13 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -26,25 +23,12 @@ import (
 // check dates (buzz.CheckSubmission does), so fixed dates keep tests exact.
 const qtT0 int64 = 1_700_000_000
 
-// qtClock is a store clock the test moves (Config.Now). A store may read
-// it from goroutines of its own, hence the atomic.
-type qtClock struct{ unix atomic.Int64 }
-
-func qtNewClock(unix int64) *qtClock {
-	c := &qtClock{}
-	c.unix.Store(unix)
-	return c
-}
-
-func (c *qtClock) now() time.Time { return time.Unix(c.unix.Load(), 0) }
-func (c *qtClock) set(unix int64) { c.unix.Store(unix) }
-
 // qtOpen opens a fresh store; clock may be nil (time.Now).
-func qtOpen(t testing.TB, open Opener, clock *qtClock) Store {
+func qtOpen(t testing.TB, open Opener, clock *testutil.Clock) Store {
 	t.Helper()
 	var cfg Config
 	if clock != nil {
-		cfg.Now = clock.now
+		cfg.Now = clock.Now
 	}
 	return open(t, cfg)
 }
@@ -95,41 +79,6 @@ func qtIngestConcurrently(t testing.TB, s Store, evs []*nostr.Event) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-}
-
-// qtSignMany signs n events built by mk, on every core (signing dominates
-// the time of large fixtures, above all under -race).
-func qtSignMany(t testing.TB, n int, mk func(i int) (testutil.Signer, *nostr.Event)) []*nostr.Event {
-	t.Helper()
-	evs := make([]*nostr.Event, n)
-	signers := make([]testutil.Signer, n)
-	for i := range evs {
-		signers[i], evs[i] = mk(i)
-		if evs[i].Tags == nil {
-			evs[i].Tags = nostr.Tags{}
-		}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				evs[i].PubKey = signers[i].PK
-				if err := evs[i].Sign(signers[i].SK); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return evs
 }
 
 // qtQuery runs Query and returns the ids in the order returned.
@@ -246,23 +195,6 @@ func ttReject(t testing.TB, s Store, ev *nostr.Event, want error) {
 	if _, ok := buzz.AsRejection(err); !ok {
 		t.Fatalf("error %q is not a *buzz.Rejection", err)
 	}
-}
-
-// ttSigners makes n signers sorted by pubkey, so that tests can reason about
-// the pubkey ASC tie-break of participants.
-func ttSigners(t testing.TB, n int) []testutil.Signer {
-	t.Helper()
-	ss := make([]testutil.Signer, n)
-	for i := range ss {
-		ss[i] = testutil.NewSigner(t)
-	}
-	slices.SortFunc(ss, func(a, b testutil.Signer) int { return strings.Compare(a.PK, b.PK) })
-	for i := 1; i < n; i++ {
-		if ss[i].PK == ss[i-1].PK {
-			t.Fatal("duplicate key")
-		}
-	}
-	return ss
 }
 
 // chT is the date of the events of the channel and scope tests.

@@ -234,7 +234,7 @@ func ttVerify(t testing.TB, s Store) {
 func ttNewThread(t testing.TB, open Opener, n int) (Store, []testutil.Signer, *ttModel) {
 	t.Helper()
 	s := ttOpen(t, open)
-	return s, ttSigners(t, n), newTTModel()
+	return s, testutil.SortedSigners(t, n), newTTModel()
 }
 
 // ttIngestAdd stores ev (ttIngest) and records it in m as a child of parent

@@ -35,7 +35,7 @@ type qtFixture struct {
 
 func qtBuildFixture(t *testing.T, open Opener) *qtFixture {
 	t.Helper()
-	clock := qtNewClock(qtT0 + 1000)
+	clock := testutil.NewClock(qtT0 + 1000)
 	fx := &qtFixture{
 		s:  qtOpen(t, open, clock),
 		ev: map[string]*nostr.Event{},
@@ -74,7 +74,7 @@ func qtBuildFixture(t *testing.T, open Opener) *qtFixture {
 		nostr.Tag{"expiration", strconv.FormatInt(qtT0+1100, 10)}))
 	add("x2", B.Event(t, 1, qtT0+26, "", nostr.Tag{"t", "foo"},
 		nostr.Tag{"expiration", strconv.FormatInt(qtT0+1_000_000, 10)}))
-	clock.set(qtT0 + 2000)
+	clock.Set(qtT0 + 2000)
 
 	fx.visible = []string{"a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2", "c3", "c4", "up", "del", "x2"}
 	return fx
@@ -341,7 +341,7 @@ func testQueryDefaultLimit(t *testing.T, open Opener) {
 	s := qtOpen(t, open, nil)
 	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t)}
 	total := defaultLimit + 5
-	evs := qtSignMany(t, total, func(i int) (testutil.Signer, *nostr.Event) {
+	evs := testutil.SignMany(t, total, func(i int) (testutil.Signer, *nostr.Event) {
 		// Three events per second, so the limit cuts through ties.
 		return signers[i%2], &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(qtT0 + int64(i/3)), Content: strconv.Itoa(i)}
 	})

@@ -69,7 +69,7 @@ func testWriteRuleHoles(t *testing.T, open Opener) {
 // channel-less root has no replies but has its aux.
 func testWindowSnapshotAccessAndExpiry(t *testing.T, open Opener) {
 	ctx := context.Background()
-	clock := qtNewClock(1700000000)
+	clock := testutil.NewClock(1700000000)
 	s := qtOpen(t, open, clock)
 	owner, other := testutil.NewSigner(t), testutil.NewSigner(t)
 	ttIngest(t, s, owner.Event(t, 9007, 1700000000, "", ttH(rvPrivate), nostr.Tag{"private"}))
@@ -87,7 +87,7 @@ func testWindowSnapshotAccessAndExpiry(t *testing.T, open Opener) {
 	if page, err = s.Window(ctx, q); err != nil || len(page.Aux) != 1 {
 		t.Fatalf("before the expiration: %+v, %v", page, err)
 	}
-	clock.unix.Store(1700000100)
+	clock.Set(1700000100)
 	if page, err = s.Window(ctx, q); err != nil || len(page.Aux) != 0 {
 		t.Fatalf("after the expiration, before any purge: %d aux events (%v)", len(page.Aux), err)
 	}

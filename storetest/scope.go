@@ -30,7 +30,7 @@ type scFixture struct {
 func newSCFixture(t *testing.T, open Opener) *scFixture {
 	t.Helper()
 	fx := &scFixture{at: chT}
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	fx.owner, fx.member, fx.outsider, fx.relayAdmin = sg[0], sg[1], sg[2], sg[3]
 	fx.s = open(t, Config{Admins: []string{fx.relayAdmin.PK}})
 	fx.ownerV, fx.memberV, fx.outV = buzz.Viewer(fx.owner.PK), buzz.Viewer(fx.member.PK), buzz.Viewer(fx.outsider.PK)
@@ -166,7 +166,7 @@ func testReactionScope(t *testing.T, open Opener) {
 	public := qtIDs(r4, earlyLastOpen, earlyNotLast, earlyWithH)
 	f := nostr.Filter{Kinds: []int{7}, Authors: []string{fx.member.PK}}
 	for _, v := range fx.nonReaders {
-		if got := chQuery(t, s, f, v); !sameSet(got, public) {
+		if got := chQuery(t, s, f, v); !testutil.SameSet(got, public) {
 			t.Errorf("%q reads the member's reactions %v, want %v", v, got, public)
 		}
 		if n := chCount(t, s, f, v); n != int64(len(public)) {
@@ -266,7 +266,7 @@ func testQueryScopeFilters(t *testing.T, open Opener) {
 					want = c.member
 				}
 				got := chQuery(t, s, c.f, v)
-				if !sameSet(got, want) {
+				if !testutil.SameSet(got, want) {
 					t.Errorf("%q: Query %v, want %v", v, got, want)
 				}
 				if n := chCount(t, s, c.f, v); n != int64(len(want)) {
@@ -283,23 +283,4 @@ func testQueryScopeFilters(t *testing.T, open Opener) {
 	if n := chCount(t, s, nostr.Filter{Tags: nostr.TagMap{"e": {root.ID}}}, fx.memberV); n != 1 {
 		t.Errorf("removed member counts %d events by #e, want 1", n)
 	}
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	m := map[string]int{}
-	for _, x := range a {
-		m[x]++
-	}
-	for _, x := range b {
-		m[x]--
-	}
-	for _, n := range m {
-		if n != 0 {
-			return false
-		}
-	}
-	return true
 }
