@@ -6,16 +6,11 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -62,55 +57,6 @@ func qtIngest(t testing.TB, s *Store, evs ...*nostr.Event) {
 	}
 }
 
-// qtIngestConcurrently stores evs from several goroutines, so that the
-// writer batches them (a fast way to load many events).
-func qtIngestConcurrently(t testing.TB, s *Store, evs []*nostr.Event) {
-	t.Helper()
-	const workers = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, len(evs))
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(evs); i += workers {
-				if err := s.Ingest(context.Background(), evs[i]); err != nil {
-					errs <- fmt.Errorf("ingest %s: %w", evs[i].ID, err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-}
-
-// qtQuery runs Query and returns the ids in the order returned.
-func qtQuery(t testing.TB, s *Store, f nostr.Filter) []string {
-	t.Helper()
-	evs, err := s.Query(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("query %v: %v", f, err)
-	}
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtCountF runs Count.
-func qtCountF(t testing.TB, s *Store, f nostr.Filter) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("count %v: %v", f, err)
-	}
-	return n
-}
-
 // qtSQLCount runs a count(*) statement on the read pool.
 func qtSQLCount(t testing.TB, s *Store, query string, args ...any) int64 {
 	t.Helper()
@@ -119,44 +65,4 @@ func qtSQLCount(t testing.TB, s *Store, query string, args ...any) int64 {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
-}
-
-// qtOrdered returns the ids of evs in the order the contract asks for,
-// created_at DESC then id ASC, computed independently of the store.
-func qtOrdered(evs []*nostr.Event) []string {
-	sorted := slices.Clone(evs)
-	slices.SortFunc(sorted, func(a, b *nostr.Event) int {
-		if a.CreatedAt != b.CreatedAt {
-			if a.CreatedAt > b.CreatedAt {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	ids := make([]string, len(sorted))
-	for i, ev := range sorted {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtIDs lists the ids of evs in their order.
-func qtIDs(evs ...*nostr.Event) []string {
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtMixedCase upper-cases every other character of a hex string.
-func qtMixedCase(s string) string {
-	b := []byte(s)
-	for i := 0; i < len(b); i += 2 {
-		if 'a' <= b[i] && b[i] <= 'f' {
-			b[i] -= 'a' - 'A'
-		}
-	}
-	return string(b)
 }

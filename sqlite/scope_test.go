@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
 // Read scopes across processes (RL-13, RL-14): the access state another
@@ -58,7 +59,7 @@ func TestAccessStateAcrossProcesses(t *testing.T) {
 	msg := ttIngest(t, b, ev(x, 9, ttH(ttChan)))
 	chReject(t, b, ev(y, 9, ttH(ttChan)), buzz.ErrNotMember)
 	chExpect(t, b, ttChan, chWant(true, "", "", true, false, map[string]buzz.Role{owner.PK: buzz.RoleOwner, x.PK: buzz.RoleMember}))
-	if !chSees(t, b, buzz.Viewer(x.PK), msg.ID) || chSees(t, b, buzz.Viewer(y.PK), msg.ID) {
+	if !storetest.Sees(t, b, buzz.Viewer(x.PK), msg.ID) || storetest.Sees(t, b, buzz.Viewer(y.PK), msg.ID) {
 		t.Fatal("B's reads do not follow the access state its writer read")
 	}
 
@@ -70,15 +71,15 @@ func TestAccessStateAcrossProcesses(t *testing.T) {
 	if b.Community().Version != a.Community().Version {
 		t.Errorf("versions differ: A %d, B %d", a.Community().Version, b.Community().Version)
 	}
-	if chSees(t, b, buzz.Viewer(x.PK), msg.ID) {
+	if storetest.Sees(t, b, buzz.Viewer(x.PK), msg.ID) {
 		t.Error("B still serves x a private channel x was removed from")
 	}
 	chReject(t, b, ev(x, 9, ttH(ttChan)), buzz.ErrNotMember)
 	// And the other way round: B's change reaches A's writer.
 	ttIngest(t, b, ev(owner, 9000, ttH(ttChan), nostr.Tag{"p", y.PK}))
 	ttIngest(t, a, ev(y, 9, ttH(ttChan)))
-	if chState(a.Community()) != chState(b.Community()) {
-		t.Errorf("A and B disagree:\n A %s\n B %s", chState(a.Community()), chState(b.Community()))
+	if storetest.CommunityState(a.Community()) != storetest.CommunityState(b.Community()) {
+		t.Errorf("A and B disagree:\n A %s\n B %s", storetest.CommunityState(a.Community()), storetest.CommunityState(b.Community()))
 	}
 }
 
@@ -116,18 +117,18 @@ func TestQueryScopeOtherProcessChannel(t *testing.T) {
 				{Tags: nostr.TagMap{"h": {ttChan}}},
 			} {
 				for _, v := range []buzz.Viewer{buzz.Anonymous, outV} {
-					if got := chQuery(t, b, f, v); slices.Contains(got, secret.ID) {
+					if got := storetest.QueryIDs(t, b, f, v); slices.Contains(got, secret.ID) {
 						t.Errorf("%v as %q: B serves the private event", f, v)
 					}
 					want := int64(0)
 					if f.Kinds != nil {
 						want = 1 // B's own message in the open channel
 					}
-					if n := chCount(t, b, f, v); n != want {
+					if n := storetest.Count(t, b, f, v); n != want {
 						t.Errorf("%v as %q: B counts %d, want %d", f, v, n, want)
 					}
 				}
-				if got := chQuery(t, b, f, ownerV); !slices.Contains(got, secret.ID) {
+				if got := storetest.QueryIDs(t, b, f, ownerV); !slices.Contains(got, secret.ID) {
 					t.Errorf("%v: B does not serve the owner their private event", f)
 				}
 			}

@@ -100,17 +100,17 @@ func testExpireLifecycle(t *testing.T, open Opener) {
 		{Tags: nostr.TagMap{"h": {ch}}},
 		{Authors: []string{a.PK}},
 		{Kinds: []int{9}},
-		{IDs: qtIDs(soon, later, never, junk, empty)},
+		{IDs: testutil.IDs(soon, later, never, junk, empty)},
 		{},
 	}
 	check := func(step string, want ...*nostr.Event) {
 		t.Helper()
 		ids := qtOrdered(want)
 		for _, f := range filters {
-			if got := qtQuery(t, s, f); !slices.Equal(got, ids) {
+			if got := QueryIDs(t, s, f, buzz.Anonymous); !slices.Equal(got, ids) {
 				t.Errorf("%s: Query(%v) = %v, want %v", step, f, got, ids)
 			}
-			if n := qtCountF(t, s, f); n != int64(len(want)) {
+			if n := Count(t, s, f, buzz.Anonymous); n != int64(len(want)) {
 				t.Errorf("%s: Count(%v) = %d, want %d", step, f, n, len(want))
 			}
 		}
@@ -176,16 +176,16 @@ func testExpireRootWithReplies(t *testing.T, open Opener) {
 	qtIngest(t, s, reply)
 
 	clock.Set(exStart + 10)
-	if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}); !slices.Equal(got, qtIDs(reply)) {
+	if got := QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(reply)) {
 		t.Errorf("after expiry: got %v, want only the reply", got)
 	}
 	if n, err := s.PurgeExpired(ctx); err != nil || n != 1 {
 		t.Fatalf("purge: %d, %v; want 1", n, err)
 	}
-	if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}); !slices.Equal(got, qtIDs(reply)) {
+	if got := QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(reply)) {
 		t.Errorf("after purge: got %v, want only the reply", got)
 	}
-	if n := qtCountF(t, s, nostr.Filter{IDs: []string{root.ID}}); n != 0 {
+	if n := Count(t, s, nostr.Filter{IDs: []string{root.ID}}, buzz.Anonymous); n != 0 {
 		t.Errorf("purged root counted")
 	}
 	if !exHeld(t, s, root) {

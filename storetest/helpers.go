@@ -41,7 +41,7 @@ func qtOpenWith(t testing.TB, open Opener, cfg Config) Store {
 
 // ingest stores ev, whose id and signature are valid, as Admit does,
 // with only its error.
-func ingest(s Store, ctx context.Context, ev *nostr.Event) error {
+func ingest(s buzz.Store, ctx context.Context, ev *nostr.Event) error {
 	_, err := s.Admit(ctx, ev)
 	return err
 }
@@ -56,9 +56,10 @@ func qtIngest(t testing.TB, s Store, evs ...*nostr.Event) {
 	}
 }
 
-// qtIngestConcurrently stores evs from several goroutines, so that a store
-// that batches writes batches them (a fast way to load many events).
-func qtIngestConcurrently(t testing.TB, s Store, evs []*nostr.Event) {
+// IngestConcurrently stores evs from several goroutines, so that a store
+// that batches writes batches them (a fast way to load many events), and
+// fails the test on any error.
+func IngestConcurrently(t testing.TB, s buzz.Store, evs []*nostr.Event) {
 	t.Helper()
 	const workers = 16
 	var wg sync.WaitGroup
@@ -81,30 +82,6 @@ func qtIngestConcurrently(t testing.TB, s Store, evs []*nostr.Event) {
 	}
 }
 
-// qtQuery runs Query and returns the ids in the order returned.
-func qtQuery(t testing.TB, s Store, f nostr.Filter) []string {
-	t.Helper()
-	evs, err := s.Query(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("query %v: %v", f, err)
-	}
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtCountF runs Count.
-func qtCountF(t testing.TB, s Store, f nostr.Filter) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("count %v: %v", f, err)
-	}
-	return n
-}
-
 // qtOrdered returns the ids of evs in the order the contract asks for,
 // created_at DESC then id ASC, computed independently of the store.
 func qtOrdered(evs []*nostr.Event) []string {
@@ -118,20 +95,28 @@ func qtOrdered(evs []*nostr.Event) []string {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	ids := make([]string, len(sorted))
-	for i, ev := range sorted {
-		ids[i] = ev.ID
-	}
-	return ids
+	return testutil.IDs(sorted...)
 }
 
-// qtIDs lists the ids of evs in their order.
-func qtIDs(evs ...*nostr.Event) []string {
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
+// QueryIDs runs Query as v and returns the ids in the order returned,
+// failing the test on an error.
+func QueryIDs(t testing.TB, s buzz.Store, f nostr.Filter, v buzz.Viewer) []string {
+	t.Helper()
+	evs, err := s.Query(context.Background(), f, v)
+	if err != nil {
+		t.Fatalf("query %v as %q: %v", f, v, err)
 	}
-	return ids
+	return testutil.IDs(evs...)
+}
+
+// Count runs Count as v, failing the test on an error.
+func Count(t testing.TB, s buzz.Store, f nostr.Filter, v buzz.Viewer) int64 {
+	t.Helper()
+	n, err := s.Count(context.Background(), f, v)
+	if err != nil {
+		t.Fatalf("count %v as %q: %v", f, v, err)
+	}
+	return n
 }
 
 func qtTS(v int64) *nostr.Timestamp { ts := nostr.Timestamp(v); return &ts }
@@ -178,9 +163,9 @@ func ttIngest(t testing.TB, s Store, ev *nostr.Event) *nostr.Event {
 	return ev
 }
 
-// ttReject ingests ev and requires the exact rejection want: same wire text
+// Reject ingests ev and requires the exact rejection want: same wire text
 // (err.Error()) and errors.Is the buzz sentinel.
-func ttReject(t testing.TB, s Store, ev *nostr.Event, want error) {
+func Reject(t testing.TB, s buzz.Store, ev *nostr.Event, want error) {
 	t.Helper()
 	err := ingest(s, context.Background(), ev)
 	if err == nil {
@@ -200,41 +185,21 @@ func ttReject(t testing.TB, s Store, ev *nostr.Event, want error) {
 // chT is the date of the events of the channel and scope tests.
 const chT int64 = 1_700_000_000
 
-// chQuery runs Query as v and returns the ids.
-func chQuery(t testing.TB, s Store, f nostr.Filter, v buzz.Viewer) []string {
-	t.Helper()
-	evs, err := s.Query(context.Background(), f, v)
-	if err != nil {
-		t.Fatalf("query %v as %q: %v", f, v, err)
-	}
-	return qtIDs(evs...)
-}
-
-// chCount runs Count as v.
-func chCount(t testing.TB, s Store, f nostr.Filter, v buzz.Viewer) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f, v)
-	if err != nil {
-		t.Fatalf("count %v as %q: %v", f, v, err)
-	}
-	return n
-}
-
-// chSees reports whether v reads event id, by Query and by Count, which
+// Sees reports whether v reads event id, by Query and by Count, which
 // must agree.
-func chSees(t testing.TB, s Store, v buzz.Viewer, id string) bool {
+func Sees(t testing.TB, s buzz.Store, v buzz.Viewer, id string) bool {
 	t.Helper()
 	f := nostr.Filter{IDs: []string{id}}
-	q := len(chQuery(t, s, f, v))
-	n := chCount(t, s, f, v)
+	q := len(QueryIDs(t, s, f, v))
+	n := Count(t, s, f, v)
 	if int64(q) != n {
 		t.Fatalf("event %s as %q: Query returns %d, Count %d", id[:8], v, q, n)
 	}
 	return q == 1
 }
 
-// chChannel renders the state of one channel, members sorted, Seq left out.
-func chChannel(ch *buzz.Channel) string {
+// ChannelState renders the state of one channel, members sorted, Seq left out.
+func ChannelState(ch *buzz.Channel) string {
 	if ch == nil {
 		return "<nil>"
 	}
@@ -247,15 +212,15 @@ func chChannel(ch *buzz.Channel) string {
 		ch.Created, ch.Name, ch.About, ch.Private, ch.Deleted, members)
 }
 
-// chState renders a whole community: version, setting, every channel by h
+// CommunityState renders a whole community: version, setting, every channel by h
 // with its number.
-func chState(c *buzz.Community) string {
+func CommunityState(c *buzz.Community) string {
 	chs := c.Channels()
 	slices.SortFunc(chs, func(a, b *buzz.Channel) int { return strings.Compare(a.H, b.H) })
 	var b strings.Builder
 	fmt.Fprintf(&b, "version=%d replies=%v\n", c.Version, c.ThreadRepliesInChannel)
 	for _, ch := range chs {
-		fmt.Fprintf(&b, "%s #%d %s\n", ch.H, ch.Seq, chChannel(ch))
+		fmt.Fprintf(&b, "%s #%d %s\n", ch.H, ch.Seq, ChannelState(ch))
 	}
 	return b.String()
 }
@@ -265,10 +230,10 @@ func chState(c *buzz.Community) string {
 // community, and no trace of the event.
 func chReject(t testing.TB, s Store, ev *nostr.Event, want error) {
 	t.Helper()
-	rows, state := ttSnapshot(t, s), chState(s.Community())
-	ttReject(t, s, ev, want)
-	ttSameSnapshot(t, "a rejected event", rows, ttSnapshot(t, s))
-	if got := chState(s.Community()); got != state {
+	rows, state := ttSnapshot(t, s), CommunityState(s.Community())
+	Reject(t, s, ev, want)
+	SameSnapshot(t, "a rejected event", rows, ttSnapshot(t, s))
+	if got := CommunityState(s.Community()); got != state {
 		t.Fatalf("community changed by a rejected event:\n before %s\n after  %s", state, got)
 	}
 	if holds(t, s, ev.ID) {

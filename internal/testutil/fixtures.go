@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/nbd-wtf/go-nostr"
 )
 
@@ -133,4 +134,22 @@ func SameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// IDs lists the ids of evs in their order.
+func IDs(evs ...*nostr.Event) []string {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+// RawIDs lists the ids of raw events in their order.
+func RawIDs(evs []buzz.RawEvent) []string {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
 }
