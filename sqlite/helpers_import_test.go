@@ -1,8 +1,8 @@
 package sqlite
 
-// Helpers of check_test.go, export_test.go and rootonly_test.go: signed
-// threads, an import batch, and every event's stored classification and
-// counters read with SQL. Names start with "im".
+// Helpers of check_test.go, export_test.go and rootonly_test.go: an
+// import batch, and every event's stored classification and counters read
+// with SQL. Names start with "im".
 
 import (
 	"context"

@@ -1,8 +1,8 @@
 package sqlite
 
 // Helpers of the store's own tests: opening a store with options,
-// ingesting, reading back, a clock the test moves. Every name starts with
-// "qt".
+// ingesting, counting rows with SQL. Every name starts with "qt"; the
+// checks every store shares are storetest's.
 
 import (
 	"context"

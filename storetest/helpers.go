@@ -1,8 +1,8 @@
 package storetest
 
-// Helpers of the suite: opening a store, ingesting, reading back, a clock
-// the test moves, the channels of the tests and what they check of a
-// channel's state.
+// Helpers of the suite: opening a store, ingesting, reading back, the
+// channels of the tests and what they check of a channel's state. The
+// exported ones serve a store package's own tests too.
 
 import (
 	"context"

@@ -236,7 +236,7 @@ func ttVerify(t testing.TB, s Store) {
 }
 
 // ttNewThread opens a fresh store with an empty model and n signers
-// (ttSigners): the start of every counter test.
+// (testutil.SortedSigners): the start of every counter test.
 func ttNewThread(t testing.TB, open Opener, n int) (Store, []testutil.Signer, *ThreadModel) {
 	t.Helper()
 	s := ttOpen(t, open)
@@ -327,7 +327,7 @@ func SameSnapshot(t testing.TB, by, before, after string) {
 }
 
 // ttRejectLeavesNothing requires that ev is rejected with exactly want
-// (ttReject) and that the store is unchanged (RL-4).
+// (Reject) and that the store is unchanged (RL-4).
 func ttRejectLeavesNothing(t testing.TB, s Store, ev *nostr.Event, want error) {
 	t.Helper()
 	before := ttSnapshot(t, s)
