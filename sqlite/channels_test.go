@@ -12,14 +12,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
 // chC3 is a channel (a canonical UUID) besides ttChan and ttChan2.
@@ -55,45 +54,18 @@ func chReopen(t testing.TB, s *Store, opts Options) *Store {
 	return chOpen(t, s.path, opts)
 }
 
-// chChannel renders the state of one channel, members sorted, Seq left out.
-func chChannel(ch *buzz.Channel) string {
-	if ch == nil {
-		return "<nil>"
-	}
-	members := make([]string, 0, len(ch.Members))
-	for pk, role := range ch.Members {
-		members = append(members, pk[:12]+":"+role.String())
-	}
-	slices.Sort(members)
-	return fmt.Sprintf("{created:%v name:%q about:%q private:%v deleted:%v members:%v}",
-		ch.Created, ch.Name, ch.About, ch.Private, ch.Deleted, members)
-}
-
-// chState renders a whole community: version, setting, every channel by h
-// with its number.
-func chState(c *buzz.Community) string {
-	chs := c.Channels()
-	slices.SortFunc(chs, func(a, b *buzz.Channel) int { return strings.Compare(a.H, b.H) })
-	var b strings.Builder
-	fmt.Fprintf(&b, "version=%d replies=%v\n", c.Version, c.ThreadRepliesInChannel)
-	for _, ch := range chs {
-		fmt.Fprintf(&b, "%s #%d %s\n", ch.H, ch.Seq, chChannel(ch))
-	}
-	return b.String()
-}
-
 // chWant is the expected state of a channel.
 func chWant(created bool, name, about string, private, deleted bool, members map[string]buzz.Role) string {
 	if members == nil {
 		members = map[string]buzz.Role{}
 	}
-	return chChannel(&buzz.Channel{Created: created, Name: name, About: about, Private: private, Deleted: deleted, Members: members})
+	return storetest.ChannelState(&buzz.Channel{Created: created, Name: name, About: about, Private: private, Deleted: deleted, Members: members})
 }
 
 // chExpect requires channel h of s's published state to be want.
 func chExpect(t testing.TB, s *Store, h, want string) {
 	t.Helper()
-	if got := chChannel(s.Community().Channel(h)); got != want {
+	if got := storetest.ChannelState(s.Community().Channel(h)); got != want {
 		t.Fatalf("channel %s:\n got  %s\n want %s", h[:8], got, want)
 	}
 }
@@ -117,13 +89,13 @@ func chTables(t testing.TB, s *Store) string {
 // tables and the published community unchanged.
 func chReject(t testing.TB, s *Store, ev *nostr.Event, want error) {
 	t.Helper()
-	rows, tables, state := ttSnapshot(t, s), chTables(t, s), chState(s.Community())
-	ttReject(t, s, ev, want)
-	ttSameSnapshot(t, rows, ttSnapshot(t, s))
+	rows, tables, state := ttSnapshot(t, s), chTables(t, s), storetest.CommunityState(s.Community())
+	storetest.Reject(t, s, ev, want)
+	storetest.SameSnapshot(t, "a rejected event", rows, ttSnapshot(t, s))
 	if got := chTables(t, s); got != tables {
 		t.Fatalf("access state tables changed by a rejected event:\n before %s\n after  %s", tables, got)
 	}
-	if got := chState(s.Community()); got != state {
+	if got := storetest.CommunityState(s.Community()); got != state {
 		t.Fatalf("community changed by a rejected event:\n before %s\n after  %s", state, got)
 	}
 	if chStored(t, s, ev.ID) {
@@ -138,46 +110,13 @@ func chStored(t testing.TB, s *Store, id string) bool {
 	return qtSQLCount(t, s, `SELECT count(*) FROM events WHERE id = ?`, key) > 0
 }
 
-// chQuery runs Query as v and returns the ids.
-func chQuery(t testing.TB, s *Store, f nostr.Filter, v buzz.Viewer) []string {
-	t.Helper()
-	evs, err := s.Query(context.Background(), f, v)
-	if err != nil {
-		t.Fatalf("query %v as %q: %v", f, v, err)
-	}
-	return qtIDs(evs...)
-}
-
-// chCount runs Count as v.
-func chCount(t testing.TB, s *Store, f nostr.Filter, v buzz.Viewer) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f, v)
-	if err != nil {
-		t.Fatalf("count %v as %q: %v", f, v, err)
-	}
-	return n
-}
-
-// chSees reports whether v reads event id, by Query and by Count, which
-// must agree.
-func chSees(t testing.TB, s *Store, v buzz.Viewer, id string) bool {
-	t.Helper()
-	f := nostr.Filter{IDs: []string{id}}
-	q := len(chQuery(t, s, f, v))
-	n := chCount(t, s, f, v)
-	if int64(q) != n {
-		t.Fatalf("event %s as %q: Query returns %d, Count %d", id[:8], v, q, n)
-	}
-	return q == 1
-}
-
 // chPersisted closes s, opens its file again with opts and requires the
 // same access state, loaded from the tables; it returns the new store.
 func chPersisted(t testing.TB, s *Store, opts Options) *Store {
 	t.Helper()
-	before, tables := chState(s.Community()), chTables(t, s)
+	before, tables := storetest.CommunityState(s.Community()), chTables(t, s)
 	s = chReopen(t, s, opts)
-	if got := chState(s.Community()); got != before {
+	if got := storetest.CommunityState(s.Community()); got != before {
 		t.Fatalf("access state after reopening:\n got  %s\n want %s", got, before)
 	}
 	if got := chTables(t, s); got != tables {
@@ -223,10 +162,10 @@ func chRoles(t testing.TB, s *Store, h string) map[string]buzz.Role {
 // and a reopened store loads the same state from them. Lifecycle events are
 // stored, in the channel's scope.
 func TestChannelLifecyclePersists(t *testing.T) {
-	clock := qtNewClock(chT + 50)
-	opts := Options{Now: clock.now}
+	clock := testutil.NewClock(chT + 50)
+	opts := Options{Now: clock.Now}
 	s := chOpen(t, chPath(t), opts)
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	owner, admin, member, other := sg[0], sg[1], sg[2], sg[3]
 	at := chT
 	step := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -294,11 +233,11 @@ func TestChannelLifecyclePersists(t *testing.T) {
 	msg := step(owner, 9, nostr.Tag{"t", "before deletion"})
 	del := step(owner, 9008)
 	check(chWant(true, "Renamed", "secret", false, true, m), m)
-	if _, deleted := chSQLChannel(t, s, ttChan); deleted != (sql.NullInt64{Int64: clock.now().Unix(), Valid: true}) {
+	if _, deleted := chSQLChannel(t, s, ttChan); deleted != (sql.NullInt64{Int64: clock.Now().Unix(), Valid: true}) {
 		t.Fatalf("channels row: deleted_at %v, want the store clock", deleted)
 	}
 	for _, v := range []buzz.Viewer{buzz.Anonymous, buzz.Viewer(owner.PK), buzz.Viewer(admin.PK)} {
-		if chSees(t, s, v, msg.ID) || chSees(t, s, v, del.ID) {
+		if storetest.Sees(t, s, v, msg.ID) || storetest.Sees(t, s, v, del.ID) {
 			t.Fatalf("%q reads an event of a deleted channel", v)
 		}
 	}

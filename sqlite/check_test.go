@@ -38,7 +38,7 @@ func ckTagRows(t *testing.T, s *Store) []string {
 func TestCheckAndRepair(t *testing.T) {
 	ctx := context.Background()
 	s := openTest(t)
-	evs := imThreads(t, 80)
+	evs := testutil.Threads(t, 80)
 	for _, ev := range evs {
 		if err := s.Ingest(ctx, ev); err != nil {
 			t.Fatal(err)

@@ -43,7 +43,7 @@ func TestDeleteParticipantsLongThreadFewAuthors(t *testing.T) {
 	for step := range 3 {
 		i := len(replies) - 1 - step
 		ttDelete(t, s, sg[i%2], ttBase+10_000+int64(step), replies[i].ID)
-		m.del(replies[i].ID)
+		m.Delete(replies[i].ID)
 		ttCheckModel(t, s, m)
 		got := ttMustRead(t, s, root.ID)
 		if len(got.Participants) != 10 || !slices.Contains(got.Participants, sg[4].PK) || slices.Contains(got.Participants, sg[3].PK) {

@@ -10,40 +10,34 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
-func exTag(unix int64) nostr.Tag { return nostr.Tag{"expiration", strconv.FormatInt(unix, 10)} }
-
-// exStart is where the store clock of every test here starts.
+// exStart is where the store clock of the test starts.
 const exStart = qtT0 + 1000
-
-// exOpen opens a fresh store whose clock starts at exStart.
-func exOpen(t testing.TB) (*Store, *qtClock) {
-	t.Helper()
-	clock := qtNewClock(exStart)
-	return qtOpen(t, clock), clock
-}
 
 // NIP-40: PurgeExpired works through more expired events than one batch
 // holds, and leaves the others alone.
 func TestExpirePurgeManyBatches(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, clock := exOpen(t)
+	clock := testutil.NewClock(exStart)
+	s := qtOpen(t, clock)
 	a := testutil.NewSigner(t)
 	expiring := purgeBatch + 37
-	evs := qtSignMany(t, expiring+10, func(i int) (testutil.Signer, *nostr.Event) {
+	evs := testutil.SignMany(t, expiring+10, func(i int) (testutil.Signer, *nostr.Event) {
 		exp := exStart + 10 + int64(i%50)
 		if i >= expiring {
 			exp = exStart + 10_000 // stays
 		}
 		return a, &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(qtT0 + int64(i)), Content: "x",
-			Tags: nostr.Tags{exTag(exp), {"t", "bulk"}}}
+			Tags: nostr.Tags{{"expiration", strconv.FormatInt(exp, 10)}, {"t", "bulk"}}}
 	})
-	qtIngestConcurrently(t, s, evs)
-	clock.set(exStart + 100)
-	if n := qtCountF(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"bulk"}}}); n != 10 {
+	storetest.IngestConcurrently(t, s, evs)
+	clock.Set(exStart + 100)
+	if n := storetest.Count(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"bulk"}}}, buzz.Anonymous); n != 10 {
 		t.Errorf("Count before purge = %d, want 10", n)
 	}
 	n, err := s.PurgeExpired(ctx)

@@ -196,13 +196,13 @@ func TestExportGroupDeleteTargets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := exportIDs(exportLines(t, src, ExportFilter{})); !slices.Equal(got, []string{msg.ID, del.ID}) {
+	if got := testutil.IDs(exportLines(t, src, ExportFilter{})...); !slices.Equal(got, []string{msg.ID, del.ID}) {
 		t.Fatalf("export: %v, want the message and its 9005", got)
 	}
 	until := int64(1000)
 	for _, f := range []ExportFilter{{Kinds: []int{9}}, {Until: &until}} {
 		if got := exportLines(t, src, f); len(got) != 0 {
-			t.Fatalf("export %+v: %v, want nothing", f, exportIDs(got))
+			t.Fatalf("export %+v: %v, want nothing", f, testutil.IDs(got...))
 		}
 	}
 	dst := openTest(t)
@@ -216,15 +216,6 @@ func TestExportGroupDeleteTargets(t *testing.T) {
 		}
 	}
 	if got, err := dst.Query(ctx, nostr.Filter{IDs: []string{msg.ID, del.ID}}, buzz.Anonymous); err != nil || len(got) != 1 || got[0].ID != del.ID {
-		t.Fatalf("imported: %v %v, want only the 9005", exportIDs(got), err)
+		t.Fatalf("imported: %v %v, want only the 9005", testutil.IDs(got...), err)
 	}
-}
-
-// exportIDs is the ids of evs, in their order.
-func exportIDs(evs []*nostr.Event) []string {
-	out := make([]string, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.ID
-	}
-	return out
 }

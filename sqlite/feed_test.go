@@ -38,7 +38,7 @@ func TestFeedScanBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return qtIDs(got...)
+		return testutil.IDs(got...)
 	}
 	if got := feed(buzz.FeedActivity); !slices.Equal(got, []string{open.ID}) {
 		t.Fatalf("within the bound: %v, want the open message", got)

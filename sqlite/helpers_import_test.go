@@ -1,50 +1,16 @@
 package sqlite
 
-// Helpers of check_test.go, export_test.go and rootonly_test.go: signed
-// threads, an import batch, and every event's stored classification and
-// counters read with SQL. Names start with "im".
+// Helpers of check_test.go, export_test.go and rootonly_test.go: an
+// import batch, and every event's stored classification and counters read
+// with SQL. Names start with "im".
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
-
-	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
-
-// imThreads signs a channel's threads: roots and replies down to depth 4,
-// some broadcast, by several authors, in an order where every parent comes
-// before its replies.
-func imThreads(t *testing.T, n int) []*nostr.Event {
-	t.Helper()
-	ch := "44444444-4444-4444-8444-444444444444"
-	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)}
-	rng := rand.New(rand.NewPCG(7, 7))
-	var evs []*nostr.Event
-	depth := map[string]int{}
-	for i := range n {
-		sg := signers[rng.IntN(len(signers))]
-		tags := []nostr.Tag{{"h", ch}}
-		d := 0
-		if i > 0 && rng.IntN(4) > 0 {
-			p := evs[rng.IntN(len(evs))]
-			if depth[p.ID] < 4 {
-				tags = append(tags, nostr.Tag{"e", p.ID, "", "reply"})
-				d = depth[p.ID] + 1
-				if d == 1 && rng.IntN(5) == 0 {
-					tags = append(tags, nostr.Tag{"broadcast", "1"})
-				}
-			}
-		}
-		ev := sg.Event(t, 9, 1_000_000+int64(i), fmt.Sprint("message ", i), tags...)
-		depth[ev.ID] = d
-		evs = append(evs, ev)
-	}
-	return evs
-}
 
 // imState is every event's classification and counters, by event id: what
 // two stores holding the same events must agree on.

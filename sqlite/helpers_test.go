@@ -1,24 +1,16 @@
 package sqlite
 
 // Helpers of the store's own tests: opening a store with options,
-// ingesting, reading back, a clock the test moves. Every name starts with
-// "qt".
+// ingesting, counting rows with SQL. Every name starts with "qt"; the
+// checks every store shares are storetest's.
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"runtime"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
-	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -26,25 +18,12 @@ import (
 // check dates (buzz.CheckSubmission does), so fixed dates keep tests exact.
 const qtT0 int64 = 1_700_000_000
 
-// qtClock is a store clock the test moves (Options.Now). The writer and the
-// purge loop read it from their own goroutines, hence the atomic.
-type qtClock struct{ unix atomic.Int64 }
-
-func qtNewClock(unix int64) *qtClock {
-	c := &qtClock{}
-	c.unix.Store(unix)
-	return c
-}
-
-func (c *qtClock) now() time.Time { return time.Unix(c.unix.Load(), 0) }
-func (c *qtClock) set(unix int64) { c.unix.Store(unix) }
-
 // qtOpen opens a fresh store in t.TempDir(); clock may be nil (time.Now).
-func qtOpen(t testing.TB, clock *qtClock) *Store {
+func qtOpen(t testing.TB, clock *testutil.Clock) *Store {
 	t.Helper()
 	var opts Options
 	if clock != nil {
-		opts.Now = clock.now
+		opts.Now = clock.Now
 	}
 	return qtOpenWith(t, opts)
 }
@@ -78,90 +57,6 @@ func qtIngest(t testing.TB, s *Store, evs ...*nostr.Event) {
 	}
 }
 
-// qtIngestConcurrently stores evs from several goroutines, so that the
-// writer batches them (a fast way to load many events).
-func qtIngestConcurrently(t testing.TB, s *Store, evs []*nostr.Event) {
-	t.Helper()
-	const workers = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, len(evs))
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < len(evs); i += workers {
-				if err := s.Ingest(context.Background(), evs[i]); err != nil {
-					errs <- fmt.Errorf("ingest %s: %w", evs[i].ID, err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-}
-
-// qtSignMany signs n events built by mk, on every core (signing dominates
-// the time of large fixtures, above all under -race).
-func qtSignMany(t testing.TB, n int, mk func(i int) (testutil.Signer, *nostr.Event)) []*nostr.Event {
-	t.Helper()
-	evs := make([]*nostr.Event, n)
-	signers := make([]testutil.Signer, n)
-	for i := range evs {
-		signers[i], evs[i] = mk(i)
-		if evs[i].Tags == nil {
-			evs[i].Tags = nostr.Tags{}
-		}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				evs[i].PubKey = signers[i].PK
-				if err := evs[i].Sign(signers[i].SK); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return evs
-}
-
-// qtQuery runs Query and returns the ids in the order returned.
-func qtQuery(t testing.TB, s *Store, f nostr.Filter) []string {
-	t.Helper()
-	evs, err := s.Query(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("query %v: %v", f, err)
-	}
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtCountF runs Count.
-func qtCountF(t testing.TB, s *Store, f nostr.Filter) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("count %v: %v", f, err)
-	}
-	return n
-}
-
 // qtSQLCount runs a count(*) statement on the read pool.
 func qtSQLCount(t testing.TB, s *Store, query string, args ...any) int64 {
 	t.Helper()
@@ -170,44 +65,4 @@ func qtSQLCount(t testing.TB, s *Store, query string, args ...any) int64 {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
-}
-
-// qtOrdered returns the ids of evs in the order the contract asks for,
-// created_at DESC then id ASC, computed independently of the store.
-func qtOrdered(evs []*nostr.Event) []string {
-	sorted := slices.Clone(evs)
-	slices.SortFunc(sorted, func(a, b *nostr.Event) int {
-		if a.CreatedAt != b.CreatedAt {
-			if a.CreatedAt > b.CreatedAt {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	ids := make([]string, len(sorted))
-	for i, ev := range sorted {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtIDs lists the ids of evs in their order.
-func qtIDs(evs ...*nostr.Event) []string {
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtMixedCase upper-cases every other character of a hex string.
-func qtMixedCase(s string) string {
-	b := []byte(s)
-	for i := 0; i < len(b); i += 2 {
-		if 'a' <= b[i] && b[i] <= 'f' {
-			b[i] -= 'a' - 'A'
-		}
-	}
-	return string(b)
 }

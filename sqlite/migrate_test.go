@@ -21,7 +21,9 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
 // mgNewDB creates a database with the repository's schema in t.TempDir(),
@@ -186,7 +188,7 @@ func TestMigrateFreshAndReopen(t *testing.T) {
 		if v := mgPragma(t, s.readers, "user_version"); v != int64(want) {
 			t.Errorf("reopen %d: user_version = %d, want %d", i, v, want)
 		}
-		if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"kept"}}}); !slices.Equal(got, qtIDs(ev)) {
+		if got := storetest.QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"kept"}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(ev)) {
 			t.Errorf("reopen %d: got %v, want the stored event", i, got)
 		}
 		if err := s.Close(); err != nil {
@@ -401,7 +403,7 @@ func TestMigrateForward(t *testing.T) {
 		if n := qtSQLCount(t, s, `SELECT count(*) FROM extra`); n != 1 {
 			t.Errorf("open %d: extra holds %d rows, want 1 (the migration ran once)", i, n)
 		}
-		if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"v1"}}}); !slices.Equal(got, qtIDs(ev)) {
+		if got := storetest.QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"v1"}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(ev)) {
 			t.Errorf("open %d: data of the older version lost: %v", i, got)
 		}
 		s.Close()

@@ -17,7 +17,7 @@ import (
 // row that expires; B (private, member m) holds rowB; C (open) rowC.
 type pcEnv struct {
 	s                *Store
-	clock            *qtClock
+	clock            *testutil.Clock
 	owner, m, x      testutil.Signer
 	rowA, rowB, rowC *nostr.Event
 	// foreign is m's reaction, posted in B, to rowA; bare is x's reaction
@@ -37,10 +37,10 @@ const (
 
 func pcSetup(t *testing.T) *pcEnv {
 	t.Helper()
-	sg := ttSigners(t, 3)
-	e := &pcEnv{clock: qtNewClock(ttBase + 100), owner: sg[0], m: sg[1], x: sg[2], at: ttBase,
+	sg := testutil.SortedSigners(t, 3)
+	e := &pcEnv{clock: testutil.NewClock(ttBase + 100), owner: sg[0], m: sg[1], x: sg[2], at: ttBase,
 		chans: map[string]string{"A": pcA, "B": pcB, "C": pcC}}
-	e.s = qtOpenWith(t, Options{Now: e.clock.now, Admins: []string{e.owner.PK}})
+	e.s = qtOpenWith(t, Options{Now: e.clock.Now, Admins: []string{e.owner.PK}})
 	e.post(t, e.owner, 9007, "", ttH(pcA))
 	e.post(t, e.owner, 9007, "", ttH(pcB), nostr.Tag{"private"})
 	e.post(t, e.owner, 9007, "", ttH(pcC))
@@ -81,7 +81,7 @@ func (e *pcEnv) pages(t *testing.T) map[string]*buzz.WindowPage {
 func (e *pcEnv) truth(t *testing.T) map[string]*buzz.WindowPage {
 	t.Helper()
 	s, err := Open(context.Background(), Options{Path: e.s.path, Schema: testutil.Schema(t), PageCache: -1,
-		Now: e.clock.now, Admins: []string{e.owner.PK}})
+		Now: e.clock.Now, Admins: []string{e.owner.PK}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,14 +152,14 @@ func TestWindowPageCachePerChannel(t *testing.T) {
 		// NIP-40: A's expiring row is hidden once it expires, before the
 		// purge; the purge itself leaves the other channels' pages.
 		{"expiry in A", func(t *testing.T, e *pcEnv) {
-			e.clock.set(pcExpires)
+			e.clock.Set(pcExpires)
 			if _, err := e.s.PurgeExpired(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}, []string{"A"}},
 		// A write by another process on the same file.
 		{"another process writes to C", func(t *testing.T, e *pcEnv) {
-			other, err := Open(ctx, Options{Path: e.s.path, Schema: testutil.Schema(t), Now: e.clock.now})
+			other, err := Open(ctx, Options{Path: e.s.path, Schema: testutil.Schema(t), Now: e.clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}

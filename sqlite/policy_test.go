@@ -9,6 +9,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
 // RL-6, RL-29: with writes closed, an author who is no member anywhere
@@ -25,9 +26,9 @@ func TestClosedWritesOwnDeletion(t *testing.T) {
 	closed := open
 	closed.OpenWrite = false
 	s = chOpen(t, path, Options{Policy: &closed})
-	ttReject(t, s, former.Event(t, 5, 1_700_000_001, "", ttE(strings.Repeat("ab", 32))), buzz.ErrMembersOnly)
+	storetest.Reject(t, s, former.Event(t, 5, 1_700_000_001, "", ttE(strings.Repeat("ab", 32))), buzz.ErrMembersOnly)
 	ttIngest(t, s, former.Event(t, 5, 1_700_000_002, "", ttE(note.ID)))
-	if chSees(t, s, buzz.Anonymous, note.ID) {
+	if storetest.Sees(t, s, buzz.Anonymous, note.ID) {
 		t.Fatal("the deleted note is still served")
 	}
 }

@@ -13,16 +13,8 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
-
-// roIDs lists the ids of raw events, in order.
-func roIDs(evs []buzz.RawEvent) []string {
-	out := make([]string, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.ID
-	}
-	return out
-}
 
 // roCheck requires Check to find nothing wrong.
 func roCheck(t *testing.T, s *Store) {
@@ -84,29 +76,29 @@ func TestReclassifyRootOnlyReplies(t *testing.T) {
 	v := ttIngest(t, s, a.Event(t, 9, ttBase+6, "thread of w", ttH(ttChan), ttRootTag(w.ID), ttReplyTag(w.ID)))
 	roCheck(t, s)
 	page, err := s.Window(ctx, buzz.WindowQuery{Channel: ttChan, Limit: 10})
-	if err != nil || !slices.Equal(roIDs(page.Rows), []string{orphan.ID, w.ID, x.ID, root.ID}) {
-		t.Fatalf("window before: %v, %v", roIDs(page.Rows), err)
+	if err != nil || !slices.Equal(testutil.RawIDs(page.Rows), []string{orphan.ID, w.ID, x.ID, root.ID}) {
+		t.Fatalf("window before: %v, %v", testutil.RawIDs(page.Rows), err)
 	}
 
 	res, err := s.Reclassify(ctx)
 	if err != nil || res != (ReclassifyResult{Reclassified: 1, Kept: 2}) {
 		t.Fatalf("reclassify: %+v, %v", res, err)
 	}
-	ttCheckClass(t, s, x.ID, ttClass{Depth: 1, Parent: root.ID, Root: root.ID, RowClass: rowReply})
-	ttCheckClass(t, s, y.ID, ttClass{Depth: 2, Parent: x.ID, Root: root.ID, RowClass: rowReply})
-	ttCheckClass(t, s, w.ID, ttClass{Depth: 0, RowClass: rowTopLevel})
-	ttCheckClass(t, s, v.ID, ttClass{Depth: 1, Parent: w.ID, Root: w.ID, RowClass: rowReply})
+	storetest.CheckClass(t, suiteStore{s}, x.ID, storetest.Class{Depth: 1, Parent: root.ID, Root: root.ID, RowClass: rowReply})
+	storetest.CheckClass(t, suiteStore{s}, y.ID, storetest.Class{Depth: 2, Parent: x.ID, Root: root.ID, RowClass: rowReply})
+	storetest.CheckClass(t, suiteStore{s}, w.ID, storetest.Class{Depth: 0, RowClass: rowTopLevel})
+	storetest.CheckClass(t, suiteStore{s}, v.ID, storetest.Class{Depth: 1, Parent: w.ID, Root: w.ID, RowClass: rowReply})
 	if c := ttMustRead(t, s, root.ID); c.ReplyCount != 1 || c.DescendantCount != 2 || c.LastReplyAt.Int64 != ttBase+3 {
-		t.Fatalf("root counters: %v", c.ttCounters)
+		t.Fatalf("root counters: %+v", c.ttCounters)
 	}
 	roCheck(t, s)
 	page, err = s.Window(ctx, buzz.WindowQuery{Channel: ttChan, Limit: 10})
-	if err != nil || !slices.Equal(roIDs(page.Rows), []string{orphan.ID, w.ID, root.ID}) {
-		t.Fatalf("window after: %v, %v", roIDs(page.Rows), err)
+	if err != nil || !slices.Equal(testutil.RawIDs(page.Rows), []string{orphan.ID, w.ID, root.ID}) {
+		t.Fatalf("window after: %v, %v", testutil.RawIDs(page.Rows), err)
 	}
 	th, err := s.Thread(ctx, buzz.ThreadQuery{Root: root.ID, DepthLimit: 2, Limit: 10})
-	if err != nil || !slices.Equal(roIDs(th.Replies), []string{x.ID, y.ID}) {
-		t.Fatalf("thread after: %v, %v", roIDs(th.Replies), err)
+	if err != nil || !slices.Equal(testutil.RawIDs(th.Replies), []string{x.ID, y.ID}) {
+		t.Fatalf("thread after: %v, %v", testutil.RawIDs(th.Replies), err)
 	}
 	if res, err := s.Reclassify(ctx); err != nil || res != (ReclassifyResult{Kept: 2}) {
 		t.Fatalf("second reclassify: %+v, %v", res, err)

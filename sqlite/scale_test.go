@@ -16,6 +16,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
 // skChannel is the channel id of the i-th channel of a scale fixture.
@@ -33,7 +34,7 @@ type skFixture struct {
 
 func newSKFixture(tb testing.TB, n int) *skFixture {
 	tb.Helper()
-	sg := ttSigners(tb, 4)
+	sg := testutil.SortedSigners(tb, 4)
 	fx := &skFixture{member: sg[0], other: sg[1], outsider: sg[2], admin: sg[3]}
 	for i := range n {
 		creator := fx.other
@@ -111,16 +112,16 @@ func TestReadStatementIndependentOfChannels(t *testing.T) {
 	for _, n := range []int{10, 10_000} {
 		s := fx.store(t, n, Options{})
 		for v, want := range map[buzz.Viewer][]string{
-			buzz.Anonymous:              qtIDs(fx.open),
-			buzz.Viewer(fx.outsider.PK): qtIDs(fx.open),
-			buzz.Viewer(fx.member.PK):   qtIDs(fx.open, fx.mine),
-			buzz.Viewer(fx.other.PK):    qtIDs(fx.open, fx.theirs),
-			buzz.Viewer(fx.admin.PK):    qtIDs(fx.open, fx.mine, fx.theirs),
+			buzz.Anonymous:              testutil.IDs(fx.open),
+			buzz.Viewer(fx.outsider.PK): testutil.IDs(fx.open),
+			buzz.Viewer(fx.member.PK):   testutil.IDs(fx.open, fx.mine),
+			buzz.Viewer(fx.other.PK):    testutil.IDs(fx.open, fx.theirs),
+			buzz.Viewer(fx.admin.PK):    testutil.IDs(fx.open, fx.mine, fx.theirs),
 		} {
-			if got := chQuery(t, s, f, v); !sameSet(got, want) {
+			if got := storetest.QueryIDs(t, s, f, v); !testutil.SameSet(got, want) {
 				t.Errorf("%d channels, viewer %.8q: Query %v, want %v", n, v, got, want)
 			}
-			if got := chCount(t, s, f, v); got != int64(len(want)) {
+			if got := storetest.Count(t, s, f, v); got != int64(len(want)) {
 				t.Errorf("%d channels, viewer %.8q: Count %d, want %d", n, v, got, len(want))
 			}
 		}
@@ -194,7 +195,7 @@ func BenchmarkScaleChannels(b *testing.B) {
 func TestReadScopeIsCanRead(t *testing.T) {
 	for _, publicRead := range []bool{true, false} {
 		t.Run(fmt.Sprintf("public_read=%v", publicRead), func(t *testing.T) {
-			sg := ttSigners(t, 5)
+			sg := testutil.SortedSigners(t, 5)
 			owner, member, removed, outsider, admin := sg[0], sg[1], sg[2], sg[3], sg[4]
 			p := buzz.DefaultPolicy()
 			p.PublicRead = publicRead
@@ -250,10 +251,10 @@ func TestReadScopeIsCanRead(t *testing.T) {
 					}
 				}
 				f := nostr.Filter{Limit: len(scopes) + 1}
-				if got := chQuery(t, s, f, v); !sameSet(got, want) {
+				if got := storetest.QueryIDs(t, s, f, v); !testutil.SameSet(got, want) {
 					t.Errorf("viewer %.8q: Query returns %d events, CanRead allows %d", v, len(got), len(want))
 				}
-				if n := chCount(t, s, f, v); n != int64(len(want)) {
+				if n := storetest.Count(t, s, f, v); n != int64(len(want)) {
 					t.Errorf("viewer %.8q: Count %d, CanRead allows %d", v, n, len(want))
 				}
 			}
@@ -322,7 +323,7 @@ func TestReadBeforePublishNeedsNoReload(t *testing.T) {
 	if page.Unreadable || len(page.Rows) == 0 {
 		t.Fatal("the read judged by the state before the committed change: the new member may not read")
 	}
-	if got := chQuery(t, s, nostr.Filter{IDs: []string{fx.mine.ID}}, buzz.Viewer(fx.outsider.PK)); len(got) != 1 {
+	if got := storetest.QueryIDs(t, s, nostr.Filter{IDs: []string{fx.mine.ID}}, buzz.Viewer(fx.outsider.PK)); len(got) != 1 {
 		t.Fatal("Query does not serve the new member")
 	}
 	if s.Community() != before {

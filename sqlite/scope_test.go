@@ -10,32 +10,13 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
 // Read scopes across processes (RL-13, RL-14): the access state another
 // process changes reaches this one (access_version), for writes at once
 // and for reads within the watcher's poll. The scopes every store keeps
 // are storetest's (scope.go).
-
-// sameSet reports whether a and b hold the same ids, in any order.
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	m := map[string]int{}
-	for _, x := range a {
-		m[x]++
-	}
-	for _, x := range b {
-		m[x]--
-	}
-	for _, n := range m {
-		if n != 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // scWait polls cond every few milliseconds until it holds, for at most 5 s.
 func scWait(t *testing.T, what string, cond func() bool) {
@@ -60,7 +41,7 @@ func TestAccessStateAcrossProcesses(t *testing.T) {
 	path := chPath(t)
 	a := chOpen(t, path, opts)
 	b := chOpen(t, path, opts)
-	sg := ttSigners(t, 3)
+	sg := testutil.SortedSigners(t, 3)
 	owner, x, y := sg[0], sg[1], sg[2]
 	at := chT
 	ev := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -78,7 +59,7 @@ func TestAccessStateAcrossProcesses(t *testing.T) {
 	msg := ttIngest(t, b, ev(x, 9, ttH(ttChan)))
 	chReject(t, b, ev(y, 9, ttH(ttChan)), buzz.ErrNotMember)
 	chExpect(t, b, ttChan, chWant(true, "", "", true, false, map[string]buzz.Role{owner.PK: buzz.RoleOwner, x.PK: buzz.RoleMember}))
-	if !chSees(t, b, buzz.Viewer(x.PK), msg.ID) || chSees(t, b, buzz.Viewer(y.PK), msg.ID) {
+	if !storetest.Sees(t, b, buzz.Viewer(x.PK), msg.ID) || storetest.Sees(t, b, buzz.Viewer(y.PK), msg.ID) {
 		t.Fatal("B's reads do not follow the access state its writer read")
 	}
 
@@ -90,15 +71,15 @@ func TestAccessStateAcrossProcesses(t *testing.T) {
 	if b.Community().Version != a.Community().Version {
 		t.Errorf("versions differ: A %d, B %d", a.Community().Version, b.Community().Version)
 	}
-	if chSees(t, b, buzz.Viewer(x.PK), msg.ID) {
+	if storetest.Sees(t, b, buzz.Viewer(x.PK), msg.ID) {
 		t.Error("B still serves x a private channel x was removed from")
 	}
 	chReject(t, b, ev(x, 9, ttH(ttChan)), buzz.ErrNotMember)
 	// And the other way round: B's change reaches A's writer.
 	ttIngest(t, b, ev(owner, 9000, ttH(ttChan), nostr.Tag{"p", y.PK}))
 	ttIngest(t, a, ev(y, 9, ttH(ttChan)))
-	if chState(a.Community()) != chState(b.Community()) {
-		t.Errorf("A and B disagree:\n A %s\n B %s", chState(a.Community()), chState(b.Community()))
+	if storetest.CommunityState(a.Community()) != storetest.CommunityState(b.Community()) {
+		t.Errorf("A and B disagree:\n A %s\n B %s", storetest.CommunityState(a.Community()), storetest.CommunityState(b.Community()))
 	}
 }
 
@@ -114,7 +95,7 @@ func TestQueryScopeOtherProcessChannel(t *testing.T) {
 			path := chPath(t)
 			a := chOpen(t, path, Options{})
 			b := chOpen(t, path, Options{})
-			sg := ttSigners(t, 2)
+			sg := testutil.SortedSigners(t, 2)
 			owner, outsider := sg[0], sg[1]
 			ownerV, outV := buzz.Viewer(owner.PK), buzz.Viewer(outsider.PK)
 			// B writes, so that its writer knows what A did so far.
@@ -136,18 +117,18 @@ func TestQueryScopeOtherProcessChannel(t *testing.T) {
 				{Tags: nostr.TagMap{"h": {ttChan}}},
 			} {
 				for _, v := range []buzz.Viewer{buzz.Anonymous, outV} {
-					if got := chQuery(t, b, f, v); slices.Contains(got, secret.ID) {
+					if got := storetest.QueryIDs(t, b, f, v); slices.Contains(got, secret.ID) {
 						t.Errorf("%v as %q: B serves the private event", f, v)
 					}
 					want := int64(0)
 					if f.Kinds != nil {
 						want = 1 // B's own message in the open channel
 					}
-					if n := chCount(t, b, f, v); n != want {
+					if n := storetest.Count(t, b, f, v); n != want {
 						t.Errorf("%v as %q: B counts %d, want %d", f, v, n, want)
 					}
 				}
-				if got := chQuery(t, b, f, ownerV); !slices.Contains(got, secret.ID) {
+				if got := storetest.QueryIDs(t, b, f, ownerV); !slices.Contains(got, secret.ID) {
 					t.Errorf("%v: B does not serve the owner their private event", f)
 				}
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
 // tcAllControl is every byte below 0x20, and DEL.
@@ -253,7 +254,7 @@ func TestTagCodecStoredEventVerifies(t *testing.T) {
 					if len(tag) < 2 || !isTagName(tag[0]) {
 						continue
 					}
-					ids := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{tag[0]: {tag[1]}}, Authors: []string{a.PK}})
+					ids := storetest.QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{tag[0]: {tag[1]}}, Authors: []string{a.PK}}, buzz.Anonymous)
 					found := false
 					for _, id := range ids {
 						found = found || id == ev.ID

@@ -32,13 +32,13 @@ func chWant(created bool, name, about string, private, deleted bool, members map
 	if members == nil {
 		members = map[string]buzz.Role{}
 	}
-	return chChannel(&buzz.Channel{Created: created, Name: name, About: about, Private: private, Deleted: deleted, Members: members})
+	return ChannelState(&buzz.Channel{Created: created, Name: name, About: about, Private: private, Deleted: deleted, Members: members})
 }
 
 // chExpect requires channel h of s's published state to be want.
 func chExpect(t testing.TB, s Store, h, want string) {
 	t.Helper()
-	if got := chChannel(s.Community().Channel(h)); got != want {
+	if got := ChannelState(s.Community().Channel(h)); got != want {
 		t.Fatalf("channel %s:\n got  %s\n want %s", h[:8], got, want)
 	}
 }
@@ -49,7 +49,7 @@ func chExpect(t testing.TB, s Store, h, want string) {
 func testChannelLifecycleRejections(t *testing.T, open Opener) {
 	relayAdmin := testutil.NewSigner(t)
 	s := open(t, Config{Admins: []string{relayAdmin.PK}})
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	owner, admin, member, outsider := sg[0], sg[1], sg[2], sg[3]
 	at := chT
 	ev := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -65,7 +65,7 @@ func testChannelLifecycleRejections(t *testing.T, open Opener) {
 	ttIngest(t, s, ev(owner, 9002, ttH(ttChan), nostr.Tag{"private"}))
 	ttIngest(t, s, ev(outsider, 9, ttH(chC3)))
 	if ch := s.Community().Channel(chC3); ch == nil || ch.Created {
-		t.Fatalf("implicit channel: %s", chChannel(ch))
+		t.Fatalf("implicit channel: %s", ChannelState(ch))
 	}
 
 	cases := []struct {
@@ -167,7 +167,7 @@ func testChannelCreatePolicy(t *testing.T, open Opener) {
 // may not, and an admin demoted to member no longer may.
 func testGroupDeleteByChannelAdmin(t *testing.T, open Opener) {
 	s := open(t, Config{})
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	owner, admin, m1, m2 := sg[0], sg[1], sg[2], sg[3]
 	at := chT
 	ev := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -182,21 +182,21 @@ func testGroupDeleteByChannelAdmin(t *testing.T, open Opener) {
 	reader := buzz.Viewer(m1.PK)
 
 	chReject(t, s, ev(m2, 9005, ttH(ttChan), ttE(e1.ID)), buzz.ErrNotAuthorOrAdmin)
-	if !chSees(t, s, reader, e1.ID) {
+	if !Sees(t, s, reader, e1.ID) {
 		t.Fatal("target gone after a refused 9005")
 	}
 	d := ttIngest(t, s, ev(admin, 9005, ttH(ttChan), ttE(e1.ID)))
-	if chSees(t, s, reader, e1.ID) || !ttMustRead(t, s, e1.ID).Deleted {
+	if Sees(t, s, reader, e1.ID) || !ttMustRead(t, s, e1.ID).Deleted {
 		t.Fatal("channel admin's 9005 did not delete")
 	}
-	if !chSees(t, s, reader, d.ID) {
+	if !Sees(t, s, reader, d.ID) {
 		t.Error("9005 not stored or not readable by members")
 	}
-	if chSees(t, s, buzz.Anonymous, d.ID) {
+	if Sees(t, s, buzz.Anonymous, d.ID) {
 		t.Error("9005 of a private channel read anonymously")
 	}
 	ttIngest(t, s, ev(owner, 9005, ttH(ttChan), ttE(e2.ID)))
-	if chSees(t, s, reader, e2.ID) {
+	if Sees(t, s, reader, e2.ID) {
 		t.Fatal("owner's 9005 did not delete")
 	}
 	// Demoted, the admin is a plain member again.
@@ -213,12 +213,12 @@ func testGroupDeleteByChannelAdmin(t *testing.T, open Opener) {
 // state and the same stored state; it returns the new store.
 func chPersisted(t testing.TB, s Store, cfg Config) Store {
 	t.Helper()
-	before, dump := chState(s.Community()), ttSnapshot(t, s)
+	before, dump := CommunityState(s.Community()), ttSnapshot(t, s)
 	s = s.Reopen(t, cfg)
-	if got := chState(s.Community()); got != before {
+	if got := CommunityState(s.Community()); got != before {
 		t.Fatalf("access state after reopening:\n got  %s\n want %s", got, before)
 	}
-	ttSameSnapshot(t, "reopening", dump, ttSnapshot(t, s))
+	SameSnapshot(t, "reopening", dump, ttSnapshot(t, s))
 	return s
 }
 
@@ -231,7 +231,7 @@ func chGroupState(t testing.TB, s Store, h, relayPK string, v buzz.Viewer) map[i
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := chCount(t, s, f, v); n != int64(len(evs)) {
+	if n := Count(t, s, f, v); n != int64(len(evs)) {
 		t.Fatalf("group state of %s as %q: Query %d events, Count %d", h[:8], v, len(evs), n)
 	}
 	out := map[int]*nostr.Event{}
@@ -297,13 +297,13 @@ func chSameEvents(t testing.TB, published []*nostr.Event, state map[int]*nostr.E
 // them; OnPublish hears of each new set after its commit; the group state
 // of a private channel is read by its members only.
 func testGroupState(t *testing.T, open Opener) {
-	clock := qtNewClock(chT)
+	clock := testutil.NewClock(chT)
 	relayKey := nostr.GeneratePrivateKey()
 	relayPK, _ := nostr.GetPublicKey(relayKey)
-	s := open(t, Config{RelayKey: relayKey, Now: clock.now})
+	s := open(t, Config{RelayKey: relayKey, Now: clock.Now})
 	var pub chPublished
 	s.OnPublish(pub.add)
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	owner, admin, member, outsider := sg[0], sg[1], sg[2], sg[3]
 	ownerV := buzz.Viewer(owner.PK)
 
@@ -334,7 +334,7 @@ func testGroupState(t *testing.T, open Opener) {
 		if got := chGroupState(t, s, ttChan, relayPK, v); len(got) != 0 {
 			t.Errorf("%q reads %d group state events of a private channel", v, len(got))
 		}
-		if n := chCount(t, s, nostr.Filter{Kinds: []int{39000, 39001, 39002}}, v); n != 0 {
+		if n := Count(t, s, nostr.Filter{Kinds: []int{39000, 39001, 39002}}, v); n != 0 {
 			t.Errorf("%q counts %d group state events of a private channel", v, n)
 		}
 	}
@@ -420,10 +420,10 @@ func testGroupStateNeedsRelayKey(t *testing.T, open Opener) {
 // RL-11, RL-25: an import (ImportBatch) leaves the group state for
 // RenewGroupState, which makes it for every channel the import created.
 func testGroupStateImport(t *testing.T, open Opener) {
-	clock := qtNewClock(chT)
+	clock := testutil.NewClock(chT)
 	relayKey := nostr.GeneratePrivateKey()
 	relayPK, _ := nostr.GetPublicKey(relayKey)
-	s := open(t, Config{RelayKey: relayKey, Now: clock.now})
+	s := open(t, Config{RelayKey: relayKey, Now: clock.Now})
 	var pub chPublished
 	s.OnPublish(pub.add)
 	owner, member := testutil.NewSigner(t), testutil.NewSigner(t)
@@ -494,7 +494,7 @@ func testGroupStateImport(t *testing.T, open Opener) {
 // anywhere; private channels take no outsider's writes either way.
 func testWriteAccess(t *testing.T, open Opener) {
 	relayAdmin := testutil.NewSigner(t)
-	sg := ttSigners(t, 3)
+	sg := testutil.SortedSigners(t, 3)
 	owner, member, outsider := sg[0], sg[1], sg[2]
 	at := chT
 	ev := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
@@ -557,7 +557,7 @@ func testWriteAccess(t *testing.T, open Opener) {
 		// members and not created.
 		first := ttIngest(t, s, ev(outsider, 9, ttH(chC3)))
 		chExpect(t, s, chC3, chWant(false, "", "", false, false, nil))
-		if !chSees(t, s, buzz.Anonymous, first.ID) {
+		if !Sees(t, s, buzz.Anonymous, first.ID) {
 			t.Error("event of an implicit open channel not readable")
 		}
 		ttIngest(t, s, ev(member, 9, ttH(chC3)))
@@ -588,9 +588,9 @@ func chExpectSetting(t testing.TB, s Store, want bool) {
 // as an event; anyone else, a value that is not a boolean, or a date more
 // than 120 s off is refused and changes nothing.
 func testThreadRepliesSetting(t *testing.T, open Opener) {
-	clock := qtNewClock(chT)
+	clock := testutil.NewClock(chT)
 	relayAdmin, other := testutil.NewSigner(t), testutil.NewSigner(t)
-	opts := Config{Admins: []string{relayAdmin.PK}, Now: clock.now}
+	opts := Config{Admins: []string{relayAdmin.PK}, Now: clock.Now}
 	s := open(t, opts)
 	if s.Community().ThreadRepliesInChannel {
 		t.Fatal("thread_replies_in_channel is on by default")
@@ -605,7 +605,7 @@ func testThreadRepliesSetting(t *testing.T, open Opener) {
 		t.Error("9033 not reported as applied")
 	}
 	chExpectSetting(t, s, true)
-	if holds(t, s, set.ID) || chSees(t, s, buzz.Viewer(relayAdmin.PK), set.ID) {
+	if holds(t, s, set.ID) || Sees(t, s, buzz.Viewer(relayAdmin.PK), set.ID) {
 		t.Fatal("9033 stored as an event")
 	}
 	if n := held(t, s, nostr.Filter{}); n != 0 {
@@ -663,10 +663,10 @@ func testThreadRepliesSetting(t *testing.T, open Opener) {
 // leaves a 9033's value in force; no configured value (nil) leaves the
 // stored one.
 func testThreadRepliesConfigPrecedence(t *testing.T, open Opener) {
-	clock := qtNewClock(chT)
+	clock := testutil.NewClock(chT)
 	relayAdmin := testutil.NewSigner(t)
 	opts := func(cfg *bool) Config {
-		return Config{Admins: []string{relayAdmin.PK}, Now: clock.now, ThreadRepliesInChannel: cfg}
+		return Config{Admins: []string{relayAdmin.PK}, Now: clock.Now, ThreadRepliesInChannel: cfg}
 	}
 	yes, no := true, false
 	at := chT

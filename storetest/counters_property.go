@@ -38,10 +38,10 @@ func testCountersProperty(t *testing.T, open Opener) {
 func cpRun(t *testing.T, open Opener, seed uint64) {
 	ctx := context.Background()
 	admin := testutil.NewSigner(t)
-	clock := qtNewClock(exStart)
-	s := qtOpenWith(t, open, Config{Admins: []string{admin.PK}, Now: clock.now})
+	clock := testutil.NewClock(exStart)
+	s := qtOpenWith(t, open, Config{Admins: []string{admin.PK}, Now: clock.Now})
 	// Thirteen authors: more than the ten participants a subtree lists.
-	sg := ttSigners(t, 13)
+	sg := testutil.SortedSigners(t, 13)
 	rng := rand.New(rand.NewPCG(seed, 17))
 	var msgs []cpEvent                                    // the thread messages submitted so far
 	at := func() int64 { return ttBase + rng.Int64N(30) } // ties are common
@@ -65,7 +65,7 @@ func cpRun(t *testing.T, open Opener, seed uint64) {
 				tags = append(tags, ttReplyTag(msgs[rng.IntN(len(msgs))].ev.ID))
 			}
 			if rng.IntN(6) == 0 {
-				tags = append(tags, exTag(clock.unix.Load()+1+rng.Int64N(4)))
+				tags = append(tags, exTag(clock.Now().Unix()+1+rng.Int64N(4)))
 			}
 			return cpEvent{sg[a].Event(t, kind, at(), "m", tags...), a}
 		case op < 18:
@@ -144,7 +144,7 @@ func cpRun(t *testing.T, open Opener, seed uint64) {
 			}
 		}
 		if round%4 == 3 {
-			clock.set(clock.unix.Load() + 2)
+			clock.Set(clock.Now().Unix() + 2)
 			if _, err := s.PurgeExpired(ctx); err != nil {
 				t.Fatalf("purge: %v", err)
 			}

@@ -45,17 +45,17 @@ func testDeleteKind5Counters(t *testing.T, open Opener) {
 		{"X1", 2, 6, "X", false},
 		{"XB", 3, 7, "X", true}, // broadcast depth 1: a row in default mode
 	}, m)
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 	id := func(n string) string { return evs[n].ID }
 	chFilter := nostr.Filter{Tags: nostr.TagMap{"h": {ttChan}}}
-	if n := qtCountF(t, s, chFilter); n != 10 {
+	if n := Count(t, s, chFilter, buzz.Anonymous); n != 10 {
 		t.Fatalf("Count = %d before deleting", n)
 	}
 
 	// Deleting the newest reply, its author's only one.
 	del := ttDelete(t, s, sg[5], ttBase+100, id("B"))
-	m.del(id("B"))
-	ttCheckModel(t, s, m)
+	m.Delete(id("B"))
+	CheckThreadModel(t, s, m)
 	r := ttMustRead(t, s, id("R"))
 	if r.ReplyCount != 2 || r.DescendantCount != 5 || r.LastReplyAt.Int64 != ttBase+80 {
 		t.Errorf("R after deleting B: %v, want replies 2, desc 5, last %d", r.ttCounters, ttBase+80)
@@ -66,16 +66,16 @@ func testDeleteKind5Counters(t *testing.T, open Opener) {
 	if ttVisible(t, s, id("B")) {
 		t.Error("deleted event still returned by Query")
 	}
-	if ids := qtQuery(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {ttChan}}}); slices.Contains(ids, id("B")) || len(ids) != 9 {
+	if ids := QueryIDs(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {ttChan}}}, buzz.Anonymous); slices.Contains(ids, id("B")) || len(ids) != 9 {
 		t.Errorf("channel query after deletion: %d events (B included: %v)", len(ids), slices.Contains(ids, id("B")))
 	}
-	if n := qtCountF(t, s, chFilter); n != 9 {
+	if n := Count(t, s, chFilter, buzz.Anonymous); n != 9 {
 		t.Errorf("Count = %d after deleting one event, want 9", n)
 	}
-	if ids := qtQuery(t, s, nostr.Filter{Kinds: []int{5}}); !slices.Equal(ids, []string{del.ID}) {
+	if ids := QueryIDs(t, s, nostr.Filter{Kinds: []int{5}}, buzz.Anonymous); !slices.Equal(ids, []string{del.ID}) {
 		t.Errorf("kind 5 query = %v, want the deletion event", ids)
 	}
-	if ids := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"e": {id("B")}}}); !slices.Equal(ids, []string{del.ID}) {
+	if ids := QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"e": {id("B")}}}, buzz.Anonymous); !slices.Equal(ids, []string{del.ID}) {
 		t.Errorf("#e query for the deleted event = %v, want only the deletion", ids)
 	}
 	if ttMustRead(t, s, id("B")).RowClass != rowTopLevel {
@@ -85,8 +85,8 @@ func testDeleteKind5Counters(t *testing.T, open Opener) {
 	// Deleting a reply that has a reply of its own: A1a stays stored, keeps
 	// its classification and is still counted above A1.
 	ttDelete(t, s, sg[2], ttBase+101, id("A1"))
-	m.del(id("A1"))
-	ttCheckModel(t, s, m)
+	m.Delete(id("A1"))
+	CheckThreadModel(t, s, m)
 	a := ttMustRead(t, s, id("A"))
 	if a.ReplyCount != 1 || a.DescendantCount != 2 || a.LastReplyAt.Int64 != ttBase+80 {
 		t.Errorf("A after deleting A1: %v, want replies 1 (A2), desc 2 (A1a, A2)", a.ttCounters)
@@ -100,19 +100,19 @@ func testDeleteKind5Counters(t *testing.T, open Opener) {
 	if !ttVisible(t, s, id("A1a")) {
 		t.Error("reply of a deleted event is no longer returned")
 	}
-	ttCheckClass(t, s, id("A1a"), ttClass{Depth: 3, Parent: id("A1"), Root: id("R"), RowClass: rowReply})
-	if ids := qtQuery(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"e": {id("A1")}}}); !slices.Equal(ids, []string{id("A1a")}) {
+	CheckClass(t, s, id("A1a"), Class{Depth: 3, Parent: id("A1"), Root: id("R"), RowClass: rowReply})
+	if ids := QueryIDs(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"e": {id("A1")}}}, buzz.Anonymous); !slices.Equal(ids, []string{id("A1a")}) {
 		t.Errorf("replies of the deleted event by #e = %v, want A1a", ids)
 	}
 
 	// A new reply to the deleted event is refused; one to its surviving
 	// child is accepted and counted on every ancestor, deleted ones too.
 	before := ttSnapshot(t, s)
-	ttReject(t, s, sg[3].Event(t, 9, ttBase+102, "late", ttH(ttChan), ttReplyTag(id("A1"))), buzz.ErrParentNotFound)
-	ttReject(t, s, sg[3].Event(t, 9, ttBase+102, "late", ttH(ttChan), ttRootTag(id("R")), ttReplyTag(id("B"))), buzz.ErrParentNotFound)
-	ttSameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
+	Reject(t, s, sg[3].Event(t, 9, ttBase+102, "late", ttH(ttChan), ttReplyTag(id("A1"))), buzz.ErrParentNotFound)
+	Reject(t, s, sg[3].Event(t, 9, ttBase+102, "late", ttH(ttChan), ttRootTag(id("R")), ttReplyTag(id("B"))), buzz.ErrParentNotFound)
+	SameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
 	late := ttIngestAdd(t, s, m, sg[4].Event(t, 9, ttBase+103, "late", ttH(ttChan), ttRootTag(id("R")), ttReplyTag(id("A1a"))), id("A1a"))
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 
 	// Deleting again, with a second deletion or a repeated tag, changes no
 	// counter (never below zero).
@@ -129,17 +129,17 @@ func testDeleteKind5Counters(t *testing.T, open Opener) {
 	if got := counters(); got != beforeCounters {
 		t.Errorf("deleting deleted events changed counters:\n%s\n%s", beforeCounters, got)
 	}
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 
 	// Deleting everything below R brings its counters to zero, not below.
 	ttDelete(t, s, sg[1], ttBase+106, id("A"), id("C"))
 	ttDelete(t, s, sg[3], ttBase+107, id("A1a"))
 	ttDelete(t, s, sg[4], ttBase+108, id("A2"), late.ID)
 	for _, n := range []string{"A", "C", "A1a", "A2"} {
-		m.del(id(n))
+		m.Delete(id(n))
 	}
-	m.del(late.ID)
-	ttCheckModel(t, s, m)
+	m.Delete(late.ID)
+	CheckThreadModel(t, s, m)
 	r = ttMustRead(t, s, id("R"))
 	if r.ReplyCount != 0 || r.DescendantCount != 0 || r.LastReplyAt.Valid || len(r.Participants) != 0 {
 		t.Errorf("R with nothing left below: %v", r.ttCounters)
@@ -150,17 +150,17 @@ func testDeleteKind5Counters(t *testing.T, open Opener) {
 	// their own classification (the broadcast one is still a row); a reply
 	// below them naming the deleted root is consistent and accepted.
 	ttDelete(t, s, sg[0], ttBase+109, id("X"))
-	m.del(id("X"))
-	ttCheckModel(t, s, m)
+	m.Delete(id("X"))
+	CheckThreadModel(t, s, m)
 	if !ttVisible(t, s, id("X1")) || !ttVisible(t, s, id("XB")) {
 		t.Error("reply of a deleted root vanished")
 	}
-	ttCheckClass(t, s, id("X1"), ttClass{Depth: 1, Parent: id("X"), Root: id("X"), RowClass: rowReply})
-	ttCheckClass(t, s, id("XB"), ttClass{Depth: 1, Parent: id("X"), Root: id("X"), Broadcast: true, RowClass: rowTopLevel})
-	ttReject(t, s, sg[1].Event(t, 9, ttBase+110, "to deleted root", ttH(ttChan), ttRootTag(id("X")), ttReplyTag(id("X"))), buzz.ErrParentNotFound)
+	CheckClass(t, s, id("X1"), Class{Depth: 1, Parent: id("X"), Root: id("X"), RowClass: rowReply})
+	CheckClass(t, s, id("XB"), Class{Depth: 1, Parent: id("X"), Root: id("X"), Broadcast: true, RowClass: rowTopLevel})
+	Reject(t, s, sg[1].Event(t, 9, ttBase+110, "to deleted root", ttH(ttChan), ttRootTag(id("X")), ttReplyTag(id("X"))), buzz.ErrParentNotFound)
 	x1a := ttIngestAdd(t, s, m, sg[1].Event(t, 9, ttBase+110, "below deleted root", ttH(ttChan), ttRootTag(id("X")), ttReplyTag(id("XB"))), id("XB"))
-	ttCheckClass(t, s, x1a.ID, ttClass{Depth: 2, Parent: id("XB"), Root: id("X"), RowClass: rowReply})
-	ttCheckModel(t, s, m)
+	CheckClass(t, s, x1a.ID, Class{Depth: 2, Parent: id("XB"), Root: id("X"), RowClass: rowReply})
+	CheckThreadModel(t, s, m)
 }
 
 // RL-6, CW-19: when a listed participant's only reply is deleted, the next
@@ -174,13 +174,13 @@ func testDeleteParticipantsRefill(t *testing.T, open Opener) {
 		// Author i at 100+i: the 10 newest are 2..11; 0 and 1 are out.
 		replies[i] = ttIngestAdd(t, s, m, sg[i].Event(t, 9, ttBase+100+int64(i), "r", ttH(ttChan), ttReplyTag(mid.ID)), mid.ID)
 	}
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 	if got := ttMustRead(t, s, mid.ID); slices.Contains(got.Participants, sg[1].PK) {
 		t.Fatalf("author 1 listed before the deletion: %v", got.ttCounters)
 	}
 	ttDelete(t, s, sg[7], ttBase+200, replies[7].ID)
-	m.del(replies[7].ID)
-	ttCheckModel(t, s, m)
+	m.Delete(replies[7].ID)
+	CheckThreadModel(t, s, m)
 	for _, ev := range []*nostr.Event{mid, root} {
 		got := ttMustRead(t, s, ev.ID)
 		if len(got.Participants) != 10 || got.Participants[9] != sg[1].PK || slices.Contains(got.Participants, sg[7].PK) {
@@ -190,8 +190,8 @@ func testDeleteParticipantsRefill(t *testing.T, open Opener) {
 	// Root's own author (0, via mid at +1 and its reply at +100) refills
 	// too once another listed author goes.
 	ttDelete(t, s, sg[9], ttBase+201, replies[9].ID)
-	m.del(replies[9].ID)
-	ttCheckModel(t, s, m)
+	m.Delete(replies[9].ID)
+	CheckThreadModel(t, s, m)
 }
 
 // RL-6, RL-4: random deletions in a random forest keep every counter
@@ -239,20 +239,20 @@ func testDeleteRandom(t *testing.T, open Opener) {
 		mine = mine[:min(len(mine), 1+rng.IntN(3))]
 		ttDelete(t, s, sg[a], ttBase+1000+int64(step), mine...)
 		for _, id := range mine {
-			m.del(id)
+			m.Delete(id)
 		}
 		refused := sg[a].Event(t, 9, ttBase+50, fmt.Sprint("to deleted ", step), ttH(ttChan), ttReplyTag(mine[0]))
 		if step%4 == 0 {
 			ttRejectLeavesNothing(t, s, refused, buzz.ErrParentNotFound)
 		} else {
-			ttReject(t, s, refused, buzz.ErrParentNotFound)
+			Reject(t, s, refused, buzz.ErrParentNotFound)
 		}
 		add(100 + step)
 		if step%8 == 7 {
-			ttCheckModel(t, s, m)
+			CheckThreadModel(t, s, m)
 		}
 	}
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 	ttVerify(t, s)
 }
 
@@ -357,7 +357,7 @@ func testDeleteKind5Rules(t *testing.T, open Opener) {
 				ttRejectLeavesNothing(t, s, del, c.err)
 			} else {
 				ttIngest(t, s, del)
-				if !ttVisible(t, s, del.ID) || !slices.Contains(qtQuery(t, s, nostr.Filter{Kinds: []int{5}}), del.ID) {
+				if !ttVisible(t, s, del.ID) || !slices.Contains(QueryIDs(t, s, nostr.Filter{Kinds: []int{5}}, buzz.Anonymous), del.ID) {
 					t.Error("deletion event not stored")
 				}
 			}
@@ -376,7 +376,7 @@ func testDeleteKind5Rules(t *testing.T, open Opener) {
 
 	// The root's counters followed every own reply deleted above.
 	rr := ttMustRead(t, s, root.ID)
-	live := int64(len(qtQuery(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"e": {root.ID}}})))
+	live := int64(len(QueryIDs(t, s, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"e": {root.ID}}}, buzz.Anonymous)))
 	if rr.ReplyCount != live || rr.DescendantCount != live {
 		t.Errorf("root counters %v, %d live replies", rr.ttCounters, live)
 	}
@@ -388,14 +388,14 @@ func testDeleteKind5Rules(t *testing.T, open Opener) {
 func testDeleteByAddressCounters(t *testing.T, open Opener) {
 	s := ttOpen(t, open)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
-	m := newTTModel()
+	m := NewThreadModel()
 	root := ttIngestAdd(t, s, m, a.Event(t, 9, ttBase, "root", ttH(ttChan)), "")
 	art := ttIngestAdd(t, s, m, b.Event(t, 30023, ttBase+5, "article", ttH(ttChan), nostr.Tag{"d", "art"}, ttReplyTag(root.ID)), root.ID)
 	ttIngestAdd(t, s, m, a.Event(t, 9, ttBase+3, "other", ttH(ttChan), ttReplyTag(root.ID)), root.ID)
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 	ttIngest(t, s, b.Event(t, 5, ttBase+10, "", nostr.Tag{"a", "30023:" + b.PK + ":art"}))
-	m.del(art.ID)
-	ttCheckModel(t, s, m)
+	m.Delete(art.ID)
+	CheckThreadModel(t, s, m)
 	if r := ttMustRead(t, s, root.ID); r.ReplyCount != 1 || r.LastReplyAt.Int64 != ttBase+3 || !slices.Equal(r.Participants, []string{a.PK}) {
 		t.Errorf("root after the address deletion: %v", r.ttCounters)
 	}
@@ -408,7 +408,7 @@ func testDeleteKind9005(t *testing.T, open Opener) {
 	admin := testutil.NewSigner(t)
 	s := ttOpen(t, open, admin.PK)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
-	m := newTTModel()
+	m := NewThreadModel()
 	at := ttBase
 	ing := func(sg testutil.Signer, kind int, parent string, tags ...nostr.Tag) *nostr.Event {
 		at++
@@ -417,7 +417,7 @@ func testDeleteKind9005(t *testing.T, open Opener) {
 		}
 		ev := ttIngest(t, s, sg.Event(t, kind, at, fmt.Sprint("ev ", at), tags...))
 		if kind == 9 && slices.ContainsFunc(tags, func(tg nostr.Tag) bool { return tg[0] == "h" && tg[1] == ttChan }) {
-			m.add(ev, parent)
+			m.Add(ev, parent)
 		}
 		return ev
 	}
@@ -492,13 +492,13 @@ func testDeleteKind9005(t *testing.T, open Opener) {
 				t.Fatalf("target not deleted")
 			}
 			if _, ok := m.nodes[target.ID]; ok {
-				m.del(target.ID)
+				m.Delete(target.ID)
 			}
-			if !slices.Contains(qtQuery(t, s, nostr.Filter{Kinds: []int{9005}}), del.ID) {
+			if !slices.Contains(QueryIDs(t, s, nostr.Filter{Kinds: []int{9005}}, buzz.Anonymous), del.ID) {
 				t.Error("9005 not stored")
 			}
-			ttCheckClass(t, s, del.ID, ttClass{Depth: -1, RowClass: rowNever})
-			ttCheckModel(t, s, m)
+			CheckClass(t, s, del.ID, Class{Depth: -1, RowClass: rowNever})
+			CheckThreadModel(t, s, m)
 		})
 	}
 }
@@ -552,11 +552,11 @@ func testEdit(t *testing.T, open Opener) {
 				return
 			}
 			ttIngest(t, s, ev)
-			got := qtQuery(t, s, nostr.Filter{Kinds: []int{40003}, IDs: []string{ev.ID}})
+			got := QueryIDs(t, s, nostr.Filter{Kinds: []int{40003}, IDs: []string{ev.ID}}, buzz.Anonymous)
 			if len(got) != 1 {
 				t.Fatal("edit not stored")
 			}
-			ttCheckClass(t, s, ev.ID, ttClass{Depth: -1, RowClass: rowNever})
+			CheckClass(t, s, ev.ID, Class{Depth: -1, RowClass: rowNever})
 		})
 	}
 	// The target is unchanged: same content and tags, same classification
@@ -574,7 +574,7 @@ func testEdit(t *testing.T, open Opener) {
 	if got := ttMustRead(t, s, root.ID); fmt.Sprint(got) != fmt.Sprint(origRoot) {
 		t.Errorf("root counters changed by edits:\n %+v\n %+v", got, origRoot)
 	}
-	if n := qtCountF(t, s, nostr.Filter{Kinds: []int{40003}}); n != 4 {
+	if n := Count(t, s, nostr.Filter{Kinds: []int{40003}}, buzz.Anonymous); n != 4 {
 		t.Errorf("%d edits stored, want 4", n)
 	}
 }
@@ -603,9 +603,9 @@ func testReactions(t *testing.T, open Opener) {
 		{ttH(ttChan)},
 	} {
 		ev := ttIngest(t, s, b.Event(t, 7, ttBase+10+int64(i), "+", tags...))
-		ttCheckClass(t, s, ev.ID, ttClass{Depth: -1, RowClass: rowNever})
+		CheckClass(t, s, ev.ID, Class{Depth: -1, RowClass: rowNever})
 	}
-	if n := qtCountF(t, s, nostr.Filter{Kinds: []int{7}}); n != 7 {
+	if n := Count(t, s, nostr.Filter{Kinds: []int{7}}, buzz.Anonymous); n != 7 {
 		t.Errorf("%d reactions stored, want 7", n)
 	}
 	if got := ttMustRead(t, s, root.ID); fmt.Sprint(got) != fmt.Sprint(origRoot) {

@@ -23,9 +23,9 @@ func exTag(unix int64) nostr.Tag { return nostr.Tag{"expiration", strconv.Format
 const exStart = qtT0 + 1000
 
 // exOpen opens a fresh store whose clock starts at exStart.
-func exOpen(t testing.TB, open Opener) (Store, *qtClock) {
+func exOpen(t testing.TB, open Opener) (Store, *testutil.Clock) {
 	t.Helper()
-	clock := qtNewClock(exStart)
+	clock := testutil.NewClock(exStart)
 	return qtOpen(t, open, clock), clock
 }
 
@@ -100,29 +100,29 @@ func testExpireLifecycle(t *testing.T, open Opener) {
 		{Tags: nostr.TagMap{"h": {ch}}},
 		{Authors: []string{a.PK}},
 		{Kinds: []int{9}},
-		{IDs: qtIDs(soon, later, never, junk, empty)},
+		{IDs: testutil.IDs(soon, later, never, junk, empty)},
 		{},
 	}
 	check := func(step string, want ...*nostr.Event) {
 		t.Helper()
 		ids := qtOrdered(want)
 		for _, f := range filters {
-			if got := qtQuery(t, s, f); !slices.Equal(got, ids) {
+			if got := QueryIDs(t, s, f, buzz.Anonymous); !slices.Equal(got, ids) {
 				t.Errorf("%s: Query(%v) = %v, want %v", step, f, got, ids)
 			}
-			if n := qtCountF(t, s, f); n != int64(len(want)) {
+			if n := Count(t, s, f, buzz.Anonymous); n != int64(len(want)) {
 				t.Errorf("%s: Count(%v) = %d, want %d", step, f, n, len(want))
 			}
 		}
 	}
 
 	check("before", soon, later, never, junk, empty)
-	clock.set(exStart + 99)
+	clock.Set(exStart + 99)
 	check("a second before expiry", soon, later, never, junk, empty)
 	if n, err := s.PurgeExpired(ctx); err != nil || n != 0 {
 		t.Fatalf("purge before expiry: %d, %v; want 0", n, err)
 	}
-	clock.set(exStart + 100)
+	clock.Set(exStart + 100)
 	check("at expiry", later, never, junk, empty)
 	if !exHeld(t, s, soon) {
 		t.Errorf("before purge: the expired event is gone; want it kept until the purge")
@@ -150,7 +150,7 @@ func testExpireLifecycle(t *testing.T, open Opener) {
 		t.Errorf("purged event again: %v, want ErrExpired", err)
 	}
 
-	clock.set(exStart + 1_000_000)
+	clock.Set(exStart + 1_000_000)
 	check("much later", never, junk, empty)
 	if n, err := s.PurgeExpired(ctx); err != nil || n != 1 {
 		t.Errorf("last purge: %d, %v; want 1", n, err)
@@ -175,17 +175,17 @@ func testExpireRootWithReplies(t *testing.T, open Opener) {
 	reply := b.Event(t, 9, qtT0+1, "reply", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
 	qtIngest(t, s, reply)
 
-	clock.set(exStart + 10)
-	if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}); !slices.Equal(got, qtIDs(reply)) {
+	clock.Set(exStart + 10)
+	if got := QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(reply)) {
 		t.Errorf("after expiry: got %v, want only the reply", got)
 	}
 	if n, err := s.PurgeExpired(ctx); err != nil || n != 1 {
 		t.Fatalf("purge: %d, %v; want 1", n, err)
 	}
-	if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}); !slices.Equal(got, qtIDs(reply)) {
+	if got := QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(reply)) {
 		t.Errorf("after purge: got %v, want only the reply", got)
 	}
-	if n := qtCountF(t, s, nostr.Filter{IDs: []string{root.ID}}); n != 0 {
+	if n := Count(t, s, nostr.Filter{IDs: []string{root.ID}}, buzz.Anonymous); n != 0 {
 		t.Errorf("purged root counted")
 	}
 	if !exHeld(t, s, root) {
@@ -213,7 +213,7 @@ func testExpiredTargetsAreGone(t *testing.T, open Opener) {
 	if err := ingest(s, ctx, parent); err != nil {
 		t.Fatal(err)
 	}
-	clock.set(exStart + 10)
+	clock.Set(exStart + 10)
 	for _, c := range []struct {
 		ev   *nostr.Event
 		want error

@@ -64,7 +64,7 @@ func (fx *fdFixture) lifecycle(t *testing.T, kind int, channel string, tags ...n
 // some deleted, some in the same second.
 func newFDFixture(t *testing.T, open Opener) *fdFixture {
 	t.Helper()
-	sg := ttSigners(t, 3)
+	sg := testutil.SortedSigners(t, 3)
 	fx := &fdFixture{s: ttOpen(t, open), owner: sg[0], member: sg[1], x: sg[2], at: ttBase, memberReadsPriv: true}
 	fx.lifecycle(t, 9007, ttChan, nostr.Tag{"private"})
 	fx.lifecycle(t, 9000, ttChan, nostr.Tag{"p", fx.member.PK})

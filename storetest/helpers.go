@@ -1,20 +1,17 @@
 package storetest
 
-// Helpers of the suite: opening a store, ingesting, reading back, a clock
-// the test moves, the channels of the tests and what they check of a
-// channel's state.
+// Helpers of the suite: opening a store, ingesting, reading back, the
+// channels of the tests and what they check of a channel's state. The
+// exported ones serve a store package's own tests too.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -26,25 +23,12 @@ import (
 // check dates (buzz.CheckSubmission does), so fixed dates keep tests exact.
 const qtT0 int64 = 1_700_000_000
 
-// qtClock is a store clock the test moves (Config.Now). A store may read
-// it from goroutines of its own, hence the atomic.
-type qtClock struct{ unix atomic.Int64 }
-
-func qtNewClock(unix int64) *qtClock {
-	c := &qtClock{}
-	c.unix.Store(unix)
-	return c
-}
-
-func (c *qtClock) now() time.Time { return time.Unix(c.unix.Load(), 0) }
-func (c *qtClock) set(unix int64) { c.unix.Store(unix) }
-
 // qtOpen opens a fresh store; clock may be nil (time.Now).
-func qtOpen(t testing.TB, open Opener, clock *qtClock) Store {
+func qtOpen(t testing.TB, open Opener, clock *testutil.Clock) Store {
 	t.Helper()
 	var cfg Config
 	if clock != nil {
-		cfg.Now = clock.now
+		cfg.Now = clock.Now
 	}
 	return open(t, cfg)
 }
@@ -57,7 +41,7 @@ func qtOpenWith(t testing.TB, open Opener, cfg Config) Store {
 
 // ingest stores ev, whose id and signature are valid, as Admit does,
 // with only its error.
-func ingest(s Store, ctx context.Context, ev *nostr.Event) error {
+func ingest(s buzz.Store, ctx context.Context, ev *nostr.Event) error {
 	_, err := s.Admit(ctx, ev)
 	return err
 }
@@ -72,9 +56,10 @@ func qtIngest(t testing.TB, s Store, evs ...*nostr.Event) {
 	}
 }
 
-// qtIngestConcurrently stores evs from several goroutines, so that a store
-// that batches writes batches them (a fast way to load many events).
-func qtIngestConcurrently(t testing.TB, s Store, evs []*nostr.Event) {
+// IngestConcurrently stores evs from several goroutines, so that a store
+// that batches writes batches them (a fast way to load many events), and
+// fails the test on any error.
+func IngestConcurrently(t testing.TB, s buzz.Store, evs []*nostr.Event) {
 	t.Helper()
 	const workers = 16
 	var wg sync.WaitGroup
@@ -97,65 +82,6 @@ func qtIngestConcurrently(t testing.TB, s Store, evs []*nostr.Event) {
 	}
 }
 
-// qtSignMany signs n events built by mk, on every core (signing dominates
-// the time of large fixtures, above all under -race).
-func qtSignMany(t testing.TB, n int, mk func(i int) (testutil.Signer, *nostr.Event)) []*nostr.Event {
-	t.Helper()
-	evs := make([]*nostr.Event, n)
-	signers := make([]testutil.Signer, n)
-	for i := range evs {
-		signers[i], evs[i] = mk(i)
-		if evs[i].Tags == nil {
-			evs[i].Tags = nostr.Tags{}
-		}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				evs[i].PubKey = signers[i].PK
-				if err := evs[i].Sign(signers[i].SK); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return evs
-}
-
-// qtQuery runs Query and returns the ids in the order returned.
-func qtQuery(t testing.TB, s Store, f nostr.Filter) []string {
-	t.Helper()
-	evs, err := s.Query(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("query %v: %v", f, err)
-	}
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
-	}
-	return ids
-}
-
-// qtCountF runs Count.
-func qtCountF(t testing.TB, s Store, f nostr.Filter) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f, buzz.Anonymous)
-	if err != nil {
-		t.Fatalf("count %v: %v", f, err)
-	}
-	return n
-}
-
 // qtOrdered returns the ids of evs in the order the contract asks for,
 // created_at DESC then id ASC, computed independently of the store.
 func qtOrdered(evs []*nostr.Event) []string {
@@ -169,20 +95,28 @@ func qtOrdered(evs []*nostr.Event) []string {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	ids := make([]string, len(sorted))
-	for i, ev := range sorted {
-		ids[i] = ev.ID
-	}
-	return ids
+	return testutil.IDs(sorted...)
 }
 
-// qtIDs lists the ids of evs in their order.
-func qtIDs(evs ...*nostr.Event) []string {
-	ids := make([]string, len(evs))
-	for i, ev := range evs {
-		ids[i] = ev.ID
+// QueryIDs runs Query as v and returns the ids in the order returned,
+// failing the test on an error.
+func QueryIDs(t testing.TB, s buzz.Store, f nostr.Filter, v buzz.Viewer) []string {
+	t.Helper()
+	evs, err := s.Query(context.Background(), f, v)
+	if err != nil {
+		t.Fatalf("query %v as %q: %v", f, v, err)
 	}
-	return ids
+	return testutil.IDs(evs...)
+}
+
+// Count runs Count as v, failing the test on an error.
+func Count(t testing.TB, s buzz.Store, f nostr.Filter, v buzz.Viewer) int64 {
+	t.Helper()
+	n, err := s.Count(context.Background(), f, v)
+	if err != nil {
+		t.Fatalf("count %v as %q: %v", f, v, err)
+	}
+	return n
 }
 
 func qtTS(v int64) *nostr.Timestamp { ts := nostr.Timestamp(v); return &ts }
@@ -229,9 +163,9 @@ func ttIngest(t testing.TB, s Store, ev *nostr.Event) *nostr.Event {
 	return ev
 }
 
-// ttReject ingests ev and requires the exact rejection want: same wire text
+// Reject ingests ev and requires the exact rejection want: same wire text
 // (err.Error()) and errors.Is the buzz sentinel.
-func ttReject(t testing.TB, s Store, ev *nostr.Event, want error) {
+func Reject(t testing.TB, s buzz.Store, ev *nostr.Event, want error) {
 	t.Helper()
 	err := ingest(s, context.Background(), ev)
 	if err == nil {
@@ -248,61 +182,24 @@ func ttReject(t testing.TB, s Store, ev *nostr.Event, want error) {
 	}
 }
 
-// ttSigners makes n signers sorted by pubkey, so that tests can reason about
-// the pubkey ASC tie-break of participants.
-func ttSigners(t testing.TB, n int) []testutil.Signer {
-	t.Helper()
-	ss := make([]testutil.Signer, n)
-	for i := range ss {
-		ss[i] = testutil.NewSigner(t)
-	}
-	slices.SortFunc(ss, func(a, b testutil.Signer) int { return strings.Compare(a.PK, b.PK) })
-	for i := 1; i < n; i++ {
-		if ss[i].PK == ss[i-1].PK {
-			t.Fatal("duplicate key")
-		}
-	}
-	return ss
-}
-
 // chT is the date of the events of the channel and scope tests.
 const chT int64 = 1_700_000_000
 
-// chQuery runs Query as v and returns the ids.
-func chQuery(t testing.TB, s Store, f nostr.Filter, v buzz.Viewer) []string {
-	t.Helper()
-	evs, err := s.Query(context.Background(), f, v)
-	if err != nil {
-		t.Fatalf("query %v as %q: %v", f, v, err)
-	}
-	return qtIDs(evs...)
-}
-
-// chCount runs Count as v.
-func chCount(t testing.TB, s Store, f nostr.Filter, v buzz.Viewer) int64 {
-	t.Helper()
-	n, err := s.Count(context.Background(), f, v)
-	if err != nil {
-		t.Fatalf("count %v as %q: %v", f, v, err)
-	}
-	return n
-}
-
-// chSees reports whether v reads event id, by Query and by Count, which
+// Sees reports whether v reads event id, by Query and by Count, which
 // must agree.
-func chSees(t testing.TB, s Store, v buzz.Viewer, id string) bool {
+func Sees(t testing.TB, s buzz.Store, v buzz.Viewer, id string) bool {
 	t.Helper()
 	f := nostr.Filter{IDs: []string{id}}
-	q := len(chQuery(t, s, f, v))
-	n := chCount(t, s, f, v)
+	q := len(QueryIDs(t, s, f, v))
+	n := Count(t, s, f, v)
 	if int64(q) != n {
 		t.Fatalf("event %s as %q: Query returns %d, Count %d", id[:8], v, q, n)
 	}
 	return q == 1
 }
 
-// chChannel renders the state of one channel, members sorted, Seq left out.
-func chChannel(ch *buzz.Channel) string {
+// ChannelState renders the state of one channel, members sorted, Seq left out.
+func ChannelState(ch *buzz.Channel) string {
 	if ch == nil {
 		return "<nil>"
 	}
@@ -315,15 +212,15 @@ func chChannel(ch *buzz.Channel) string {
 		ch.Created, ch.Name, ch.About, ch.Private, ch.Deleted, members)
 }
 
-// chState renders a whole community: version, setting, every channel by h
+// CommunityState renders a whole community: version, setting, every channel by h
 // with its number.
-func chState(c *buzz.Community) string {
+func CommunityState(c *buzz.Community) string {
 	chs := c.Channels()
 	slices.SortFunc(chs, func(a, b *buzz.Channel) int { return strings.Compare(a.H, b.H) })
 	var b strings.Builder
 	fmt.Fprintf(&b, "version=%d replies=%v\n", c.Version, c.ThreadRepliesInChannel)
 	for _, ch := range chs {
-		fmt.Fprintf(&b, "%s #%d %s\n", ch.H, ch.Seq, chChannel(ch))
+		fmt.Fprintf(&b, "%s #%d %s\n", ch.H, ch.Seq, ChannelState(ch))
 	}
 	return b.String()
 }
@@ -333,10 +230,10 @@ func chState(c *buzz.Community) string {
 // community, and no trace of the event.
 func chReject(t testing.TB, s Store, ev *nostr.Event, want error) {
 	t.Helper()
-	rows, state := ttSnapshot(t, s), chState(s.Community())
-	ttReject(t, s, ev, want)
-	ttSameSnapshot(t, "a rejected event", rows, ttSnapshot(t, s))
-	if got := chState(s.Community()); got != state {
+	rows, state := ttSnapshot(t, s), CommunityState(s.Community())
+	Reject(t, s, ev, want)
+	SameSnapshot(t, "a rejected event", rows, ttSnapshot(t, s))
+	if got := CommunityState(s.Community()); got != state {
 		t.Fatalf("community changed by a rejected event:\n before %s\n after  %s", state, got)
 	}
 	if holds(t, s, ev.ID) {

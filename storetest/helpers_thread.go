@@ -3,8 +3,10 @@ package storetest
 // Helpers of thread.go and deletion.go: reading an event's classification
 // and counters back through the store, an independent Go model of a
 // thread tree that computes the counters the contract asks for (RL-5,
-// CW-19), and the store's dump for atomicity checks (RL-4). Every name
-// starts with "tt".
+// CW-19), and the store's dump for atomicity checks (RL-4). The model and
+// the checks of a classification and of counters are exported for the
+// tests a store package keeps of its own (a failure half way, a repair);
+// the other names start with "tt".
 
 import (
 	"context"
@@ -101,8 +103,8 @@ func ttMustRead(t testing.TB, s Store, id string) ttInfo {
 	return in
 }
 
-// ttClass is the expected classification of an event.
-type ttClass struct {
+// Class is the expected classification of an event (CW-10..CW-12).
+type Class struct {
 	Depth     int64 // -1: unclassified
 	Parent    string
 	Root      string
@@ -110,14 +112,16 @@ type ttClass struct {
 	RowClass  int
 }
 
-func ttCheckClass(t testing.TB, s Store, id string, want ttClass) {
+// CheckClass requires event id (hex) to be stored with the classification
+// want, failing the test otherwise.
+func CheckClass(t testing.TB, s Store, id string, want Class) {
 	t.Helper()
 	in := ttMustRead(t, s, id)
 	depth := int64(-1)
 	if in.Depth.Valid {
 		depth = in.Depth.Int64
 	}
-	got := ttClass{Depth: depth, Parent: in.Parent, Root: in.Root, Broadcast: in.Broadcast, RowClass: in.RowClass}
+	got := Class{Depth: depth, Parent: in.Parent, Root: in.Root, Broadcast: in.Broadcast, RowClass: in.RowClass}
 	if got != want {
 		t.Errorf("classification of %s:\n got  %+v\n want %+v", id[:8], got, want)
 	}
@@ -131,24 +135,26 @@ type ttNode struct {
 	deleted    bool
 }
 
-// ttModel is an independent, in-Go computation of the counters a store
+// ThreadModel is an independent, in-Go computation of the counters a store
 // must serve (RL-5, CW-19): it knows nothing of any store.
-type ttModel struct {
+type ThreadModel struct {
 	nodes map[string]*ttNode
 	order []string
 }
 
-func newTTModel() *ttModel { return &ttModel{nodes: map[string]*ttNode{}} }
+// NewThreadModel is a model holding no event.
+func NewThreadModel() *ThreadModel { return &ThreadModel{nodes: map[string]*ttNode{}} }
 
-// add records ev as a child of parent ("" for top-level).
-func (m *ttModel) add(ev *nostr.Event, parent string) {
+// Add records ev as a child of parent ("" for top-level).
+func (m *ThreadModel) Add(ev *nostr.Event, parent string) {
 	m.nodes[ev.ID] = &ttNode{id: ev.ID, pubkey: ev.PubKey, at: int64(ev.CreatedAt), parent: parent}
 	m.order = append(m.order, ev.ID)
 }
 
-func (m *ttModel) del(id string) { m.nodes[id].deleted = true }
+// Delete records that event id, added before, is deleted.
+func (m *ThreadModel) Delete(id string) { m.nodes[id].deleted = true }
 
-func (m *ttModel) children() map[string][]string {
+func (m *ThreadModel) children() map[string][]string {
 	children := map[string][]string{}
 	for _, oid := range m.order {
 		if n := m.nodes[oid]; n.parent != "" {
@@ -161,7 +167,7 @@ func (m *ttModel) children() map[string][]string {
 // expectWith walks the subtree below id (through deleted events too: a
 // deleted event's replies stay counted, RL-6) and returns the exact
 // counters; children is m.children().
-func (m *ttModel) expectWith(children map[string][]string, id string) ttCounters {
+func (m *ThreadModel) expectWith(children map[string][]string, id string) ttCounters {
 	var c ttCounters
 	newest := map[string]int64{}
 	for _, ch := range children[id] {
@@ -202,10 +208,10 @@ func (m *ttModel) expectWith(children map[string][]string, id string) ttCounters
 	return c
 }
 
-// ttCheckModel compares the served counters of every model event with the
-// model's, and has the store check that its counters agree with what it
-// stores (Verify).
-func ttCheckModel(t testing.TB, s Store, m *ttModel) {
+// CheckThreadModel compares the served counters of every model event with
+// the model's, and has the store check that its counters agree with what
+// it stores (Verify), failing the test where they differ.
+func CheckThreadModel(t testing.TB, s Store, m *ThreadModel) {
 	t.Helper()
 	children := m.children()
 	for _, id := range m.order {
@@ -230,25 +236,25 @@ func ttVerify(t testing.TB, s Store) {
 }
 
 // ttNewThread opens a fresh store with an empty model and n signers
-// (ttSigners): the start of every counter test.
-func ttNewThread(t testing.TB, open Opener, n int) (Store, []testutil.Signer, *ttModel) {
+// (testutil.SortedSigners): the start of every counter test.
+func ttNewThread(t testing.TB, open Opener, n int) (Store, []testutil.Signer, *ThreadModel) {
 	t.Helper()
 	s := ttOpen(t, open)
-	return s, ttSigners(t, n), newTTModel()
+	return s, testutil.SortedSigners(t, n), NewThreadModel()
 }
 
 // ttIngestAdd stores ev (ttIngest) and records it in m as a child of parent
 // ("" for top-level).
-func ttIngestAdd(t testing.TB, s Store, m *ttModel, ev *nostr.Event, parent string) *nostr.Event {
+func ttIngestAdd(t testing.TB, s Store, m *ThreadModel, ev *nostr.Event, parent string) *nostr.Event {
 	t.Helper()
 	ttIngest(t, s, ev)
-	m.add(ev, parent)
+	m.Add(ev, parent)
 	return ev
 }
 
 // ttRootMid stores, by sg, a top-level "root" in ttChan at ttBase and a
 // "mid" reply to it at ttBase+1, both recorded in m.
-func ttRootMid(t testing.TB, s Store, m *ttModel, sg testutil.Signer) (root, mid *nostr.Event) {
+func ttRootMid(t testing.TB, s Store, m *ThreadModel, sg testutil.Signer) (root, mid *nostr.Event) {
 	t.Helper()
 	root = ttIngestAdd(t, s, m, sg.Event(t, 9, ttBase, "root", ttH(ttChan)), "")
 	mid = ttIngestAdd(t, s, m, sg.Event(t, 9, ttBase+1, "mid", ttH(ttChan), ttReplyTag(root.ID)), root.ID)
@@ -268,7 +274,7 @@ type ttTreeNode struct {
 
 // ttBuildTree ingests a scripted tree in ttChan, in order, records it in m
 // and returns its events by name.
-func ttBuildTree(t testing.TB, s Store, signers []testutil.Signer, nodes []ttTreeNode, m *ttModel) map[string]*nostr.Event {
+func ttBuildTree(t testing.TB, s Store, signers []testutil.Signer, nodes []ttTreeNode, m *ThreadModel) map[string]*nostr.Event {
 	t.Helper()
 	evs := map[string]*nostr.Event{}
 	for _, n := range nodes {
@@ -297,9 +303,9 @@ func ttSnapshot(t testing.TB, s Store) string {
 	return d
 }
 
-// ttSameSnapshot fails the test with the first differing line, saying
+// SameSnapshot fails the test with the first differing line, saying
 // what changed the store.
-func ttSameSnapshot(t testing.TB, by, before, after string) {
+func SameSnapshot(t testing.TB, by, before, after string) {
 	t.Helper()
 	if before == after {
 		return
@@ -321,18 +327,18 @@ func ttSameSnapshot(t testing.TB, by, before, after string) {
 }
 
 // ttRejectLeavesNothing requires that ev is rejected with exactly want
-// (ttReject) and that the store is unchanged (RL-4).
+// (Reject) and that the store is unchanged (RL-4).
 func ttRejectLeavesNothing(t testing.TB, s Store, ev *nostr.Event, want error) {
 	t.Helper()
 	before := ttSnapshot(t, s)
-	ttReject(t, s, ev, want)
-	ttSameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
+	Reject(t, s, ev, want)
+	SameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
 }
 
 // ttVisible reports whether Query by id finds the event.
 func ttVisible(t testing.TB, s Store, id string) bool {
 	t.Helper()
-	return len(qtQuery(t, s, nostr.Filter{IDs: []string{id}})) == 1
+	return len(QueryIDs(t, s, nostr.Filter{IDs: []string{id}}, buzz.Anonymous)) == 1
 }
 
 // Row classes as a Placement says them, for the classification tables.

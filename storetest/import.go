@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -14,37 +13,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
-
-// imThreads signs a channel's threads: roots and replies down to depth 4,
-// some broadcast, by several authors, in an order where every parent comes
-// before its replies.
-func imThreads(t *testing.T, n int) []*nostr.Event {
-	t.Helper()
-	ch := "44444444-4444-4444-8444-444444444444"
-	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)}
-	rng := rand.New(rand.NewPCG(7, 7))
-	var evs []*nostr.Event
-	depth := map[string]int{}
-	for i := range n {
-		sg := signers[rng.IntN(len(signers))]
-		tags := []nostr.Tag{{"h", ch}}
-		d := 0
-		if i > 0 && rng.IntN(4) > 0 {
-			p := evs[rng.IntN(len(evs))]
-			if depth[p.ID] < 4 {
-				tags = append(tags, nostr.Tag{"e", p.ID, "", "reply"})
-				d = depth[p.ID] + 1
-				if d == 1 && rng.IntN(5) == 0 {
-					tags = append(tags, nostr.Tag{"broadcast", "1"})
-				}
-			}
-		}
-		ev := sg.Event(t, 9, 1_000_000+int64(i), fmt.Sprint("message ", i), tags...)
-		depth[ev.ID] = d
-		evs = append(evs, ev)
-	}
-	return evs
-}
 
 // imState is the classification and counters of evs, by event id: what
 // two stores holding the same events must agree on.
@@ -87,7 +55,7 @@ func imImport(t *testing.T, s Store, evs []*nostr.Event) []error {
 // every one exactly as live ingest would have, counters included. A second
 // Backfill does nothing; a second import is all duplicates.
 func testImportOutOfOrderThenBackfill(t *testing.T, open Opener) {
-	evs := imThreads(t, 120)
+	evs := testutil.Threads(t, 120)
 
 	live := ttOpen(t, open)
 	for _, ev := range evs {

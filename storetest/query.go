@@ -35,7 +35,7 @@ type qtFixture struct {
 
 func qtBuildFixture(t *testing.T, open Opener) *qtFixture {
 	t.Helper()
-	clock := qtNewClock(qtT0 + 1000)
+	clock := testutil.NewClock(qtT0 + 1000)
 	fx := &qtFixture{
 		s:  qtOpen(t, open, clock),
 		ev: map[string]*nostr.Event{},
@@ -74,7 +74,7 @@ func qtBuildFixture(t *testing.T, open Opener) *qtFixture {
 		nostr.Tag{"expiration", strconv.FormatInt(qtT0+1100, 10)}))
 	add("x2", B.Event(t, 1, qtT0+26, "", nostr.Tag{"t", "foo"},
 		nostr.Tag{"expiration", strconv.FormatInt(qtT0+1_000_000, 10)}))
-	clock.set(qtT0 + 2000)
+	clock.Set(qtT0 + 2000)
 
 	fx.visible = []string{"a1", "a2", "a3", "b1", "b2", "b3", "c1", "c2", "c3", "c4", "up", "del", "x2"}
 	return fx
@@ -220,11 +220,11 @@ func testQueryFilters(t *testing.T, open Opener) {
 			if tc.limit > 0 {
 				want = want[:tc.limit]
 			}
-			got := qtQuery(t, fx.s, tc.f)
+			got := QueryIDs(t, fx.s, tc.f, buzz.Anonymous)
 			if !slices.Equal(got, want) {
 				t.Errorf("Query(%v)\n got %s\nwant %s", tc.f, fx.names(got), fx.names(want))
 			}
-			if n := qtCountF(t, fx.s, tc.f); n != int64(len(tc.want)) {
+			if n := Count(t, fx.s, tc.f, buzz.Anonymous); n != int64(len(tc.want)) {
 				t.Errorf("Count(%v) = %d, want %d", tc.f, n, len(tc.want))
 			}
 		})
@@ -265,7 +265,7 @@ func testQueryTagValuesExactNotNumeric(t *testing.T, open Opener) {
 	for _, v := range values {
 		t.Run(strconv.Quote(v), func(t *testing.T) {
 			f := nostr.Filter{Tags: nostr.TagMap{"t": {v}}}
-			got := qtQuery(t, s, f)
+			got := QueryIDs(t, s, f, buzz.Anonymous)
 			if want := []string{byValue[v]}; !slices.Equal(got, want) {
 				var gotValues []string
 				for _, id := range got {
@@ -277,7 +277,7 @@ func testQueryTagValuesExactNotNumeric(t *testing.T, open Opener) {
 				}
 				t.Errorf("#t %q matched the events tagged %v, want only its own", v, gotValues)
 			}
-			if n := qtCountF(t, s, f); n != 1 {
+			if n := Count(t, s, f, buzz.Anonymous); n != 1 {
 				t.Errorf("Count(#t %q) = %d, want 1", v, n)
 			}
 		})
@@ -305,7 +305,7 @@ func testQueryOrderSameSecond(t *testing.T, open Opener) {
 		{Authors: []string{signers[0].PK, signers[1].PK, signers[2].PK}},
 		{IDs: want},
 	} {
-		got := qtQuery(t, s, f)
+		got := QueryIDs(t, s, f, buzz.Anonymous)
 		if !slices.Equal(got, want) {
 			t.Errorf("Query(%v) order\n got %v\nwant %v", f, got, want)
 		}
@@ -323,7 +323,7 @@ func testQueryOrderSameSecond(t *testing.T, open Opener) {
 	}
 	// A limit cuts inside a second: the first n of the same order.
 	for _, n := range []int{1, 5, 10, 11, 29} {
-		if got := qtQuery(t, s, nostr.Filter{Limit: n}); !slices.Equal(got, want[:n]) {
+		if got := QueryIDs(t, s, nostr.Filter{Limit: n}, buzz.Anonymous); !slices.Equal(got, want[:n]) {
 			t.Errorf("limit %d: got %v, want %v", n, got, want[:n])
 		}
 	}
@@ -341,29 +341,29 @@ func testQueryDefaultLimit(t *testing.T, open Opener) {
 	s := qtOpen(t, open, nil)
 	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t)}
 	total := defaultLimit + 5
-	evs := qtSignMany(t, total, func(i int) (testutil.Signer, *nostr.Event) {
+	evs := testutil.SignMany(t, total, func(i int) (testutil.Signer, *nostr.Event) {
 		// Three events per second, so the limit cuts through ties.
 		return signers[i%2], &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(qtT0 + int64(i/3)), Content: strconv.Itoa(i)}
 	})
-	qtIngestConcurrently(t, s, evs)
+	IngestConcurrently(t, s, evs)
 	want := qtOrdered(evs)
 
-	if got := qtQuery(t, s, nostr.Filter{}); !slices.Equal(got, want[:defaultLimit]) {
+	if got := QueryIDs(t, s, nostr.Filter{}, buzz.Anonymous); !slices.Equal(got, want[:defaultLimit]) {
 		t.Errorf("no limit: got %d events, want the first %d of the order", len(got), defaultLimit)
 	}
-	if got := qtQuery(t, s, nostr.Filter{Kinds: []int{1}, Limit: 0}); len(got) != defaultLimit {
+	if got := QueryIDs(t, s, nostr.Filter{Kinds: []int{1}, Limit: 0}, buzz.Anonymous); len(got) != defaultLimit {
 		t.Errorf("limit 0: got %d events, want %d", len(got), defaultLimit)
 	}
-	if got := qtQuery(t, s, nostr.Filter{Limit: defaultLimit + 3}); !slices.Equal(got, want[:defaultLimit+3]) {
+	if got := QueryIDs(t, s, nostr.Filter{Limit: defaultLimit + 3}, buzz.Anonymous); !slices.Equal(got, want[:defaultLimit+3]) {
 		t.Errorf("limit %d: got %d events, want the first %d of the order", defaultLimit+3, len(got), defaultLimit+3)
 	}
-	if got := qtQuery(t, s, nostr.Filter{Limit: 7}); !slices.Equal(got, want[:7]) {
+	if got := QueryIDs(t, s, nostr.Filter{Limit: 7}, buzz.Anonymous); !slices.Equal(got, want[:7]) {
 		t.Errorf("limit 7: got %v, want %v", got, want[:7])
 	}
-	if n := qtCountF(t, s, nostr.Filter{}); n != int64(total) {
+	if n := Count(t, s, nostr.Filter{}, buzz.Anonymous); n != int64(total) {
 		t.Errorf("Count = %d, want %d", n, total)
 	}
-	if n := qtCountF(t, s, nostr.Filter{Limit: 7}); n != int64(total) {
+	if n := Count(t, s, nostr.Filter{Limit: 7}, buzz.Anonymous); n != int64(total) {
 		t.Errorf("Count with limit 7 = %d, want %d (Count has no limit)", n, total)
 	}
 }

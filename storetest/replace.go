@@ -32,8 +32,8 @@ func rpExpect(t testing.TB, s Store, ev *nostr.Event, want error) {
 func rpVisible(t testing.TB, s Store, kind int, author string) []string {
 	t.Helper()
 	f := nostr.Filter{Kinds: []int{kind}, Authors: []string{author}}
-	got := qtQuery(t, s, f)
-	if n := qtCountF(t, s, f); n != int64(len(got)) {
+	got := QueryIDs(t, s, f, buzz.Anonymous)
+	if n := Count(t, s, f, buzz.Anonymous); n != int64(len(got)) {
 		t.Errorf("Count(%v) = %d, Query returned %d", f, n, len(got))
 	}
 	return got
@@ -75,21 +75,21 @@ func testReplaceNewerReplacesOlder(t *testing.T, open Opener) {
 			v2 := a.Event(t, kind, qtT0+20, "v2", rpTags(kind, "x", nostr.Tag{"t", "v2"})...)
 			other := b.Event(t, kind, qtT0+5, "b", rpTags(kind, "x")...)
 			qtIngest(t, s, v1, other)
-			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(v1)) {
+			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, testutil.IDs(v1)) {
 				t.Fatalf("after v1: got %v, want v1", got)
 			}
 
 			qtIngest(t, s, v2)
-			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(v2)) {
+			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, testutil.IDs(v2)) {
 				t.Fatalf("after v2: got %v, want only v2", got)
 			}
-			if got := qtQuery(t, s, nostr.Filter{IDs: []string{v1.ID}}); len(got) != 0 {
+			if got := QueryIDs(t, s, nostr.Filter{IDs: []string{v1.ID}}, buzz.Anonymous); len(got) != 0 {
 				t.Errorf("v1 still readable by id")
 			}
-			if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"v1"}}}); len(got) != 0 {
+			if got := QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"v1"}}}, buzz.Anonymous); len(got) != 0 {
 				t.Errorf("v1 still readable by its tag")
 			}
-			if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"v2"}}}); !slices.Equal(got, qtIDs(v2)) {
+			if got := QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"v2"}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(v2)) {
 				t.Errorf("#t v2: got %v, want v2", got)
 			}
 			rpCheckIndex(t, s, v1)
@@ -99,10 +99,10 @@ func testReplaceNewerReplacesOlder(t *testing.T, open Opener) {
 			older := a.Event(t, kind, qtT0+15, "v1.5", rpTags(kind, "x")...)
 			rpExpect(t, s, older, buzz.ErrNewerVersionStored)
 			rpExpect(t, s, v2, buzz.ErrDuplicate)
-			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(v2)) {
+			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, testutil.IDs(v2)) {
 				t.Fatalf("after refusals: got %v, want only v2", got)
 			}
-			if got := rpVisible(t, s, kind, b.PK); !slices.Equal(got, qtIDs(other)) {
+			if got := rpVisible(t, s, kind, b.PK); !slices.Equal(got, testutil.IDs(other)) {
 				t.Errorf("other author's version: got %v, want it untouched", got)
 			}
 			rpCheckIndex(t, s, v1, older)
@@ -123,7 +123,7 @@ func testReplaceRegularKindsKeepAll(t *testing.T, open Opener) {
 			e2 := a.Event(t, kind, qtT0+20, "two", nostr.Tag{"d", "x"})
 			e0 := a.Event(t, kind, qtT0+5, "zero", nostr.Tag{"d", "x"})
 			qtIngest(t, s, e1, e2, e0)
-			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(e2, e1, e0)) {
+			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, testutil.IDs(e2, e1, e0)) {
 				t.Errorf("got %v, want all three", got)
 			}
 			rpExpect(t, s, e1, buzz.ErrDuplicate)
@@ -157,7 +157,7 @@ func testReplaceSameSecondLowerIDWins(t *testing.T, open Opener) {
 					rpCheckIndex(t, s, higher)
 					rpExpect(t, s, higher, buzz.ErrNewerVersionStored)
 				}
-				if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(lower)) {
+				if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, testutil.IDs(lower)) {
 					t.Errorf("got %v, want only the lower id %s", got, lower.ID)
 				}
 			})
@@ -183,7 +183,7 @@ func testReplaceAddressKeys(t *testing.T, open Opener) {
 		t.Errorf("addressable: got %v, want x2, y1, X, xx", got)
 	}
 	rpCheckIndex(t, s, x1)
-	if got := qtQuery(t, s, nostr.Filter{Kinds: []int{30023}, Tags: nostr.TagMap{"d": {"x"}}}); !slices.Equal(got, qtIDs(x2)) {
+	if got := QueryIDs(t, s, nostr.Filter{Kinds: []int{30023}, Tags: nostr.TagMap{"d": {"x"}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(x2)) {
 		t.Errorf("#d x: got %v, want x2", got)
 	}
 
@@ -191,7 +191,7 @@ func testReplaceAddressKeys(t *testing.T, open Opener) {
 	n1 := a.Event(t, 30001, qtT0+10, "no d")
 	n2 := a.Event(t, 30001, qtT0+20, "empty d", nostr.Tag{"d", ""})
 	qtIngest(t, s, n1, n2)
-	if got := rpVisible(t, s, 30001, a.PK); !slices.Equal(got, qtIDs(n2)) {
+	if got := rpVisible(t, s, 30001, a.PK); !slices.Equal(got, testutil.IDs(n2)) {
 		t.Errorf("empty d: got %v, want only the newer", got)
 	}
 	rpExpect(t, s, a.Event(t, 30001, qtT0+15, "older, no d"), buzz.ErrNewerVersionStored)
@@ -200,17 +200,17 @@ func testReplaceAddressKeys(t *testing.T, open Opener) {
 	r1 := a.Event(t, 10002, qtT0+10, "r1", nostr.Tag{"d", "x"})
 	r2 := a.Event(t, 10002, qtT0+20, "r2", nostr.Tag{"d", "y"})
 	qtIngest(t, s, r1, r2)
-	if got := rpVisible(t, s, 10002, a.PK); !slices.Equal(got, qtIDs(r2)) {
+	if got := rpVisible(t, s, 10002, a.PK); !slices.Equal(got, testutil.IDs(r2)) {
 		t.Errorf("replaceable with d tags: got %v, want only r2", got)
 	}
 	// Kinds 0 and 3 are separate replaceable slots.
 	k0 := a.Event(t, 0, qtT0, "{}")
 	k3 := a.Event(t, 3, qtT0, "")
 	qtIngest(t, s, k0, k3)
-	if got := rpVisible(t, s, 0, a.PK); !slices.Equal(got, qtIDs(k0)) {
+	if got := rpVisible(t, s, 0, a.PK); !slices.Equal(got, testutil.IDs(k0)) {
 		t.Errorf("kind 0: got %v", got)
 	}
-	if got := rpVisible(t, s, 3, a.PK); !slices.Equal(got, qtIDs(k3)) {
+	if got := rpVisible(t, s, 3, a.PK); !slices.Equal(got, testutil.IDs(k3)) {
 		t.Errorf("kind 3: got %v", got)
 	}
 	rpCheckIndex(t, s, r1, n1)
@@ -237,10 +237,10 @@ func testReplaceAddressDeletion(t *testing.T, open Opener) {
 			if got := rpVisible(t, s, kind, a.PK); len(got) != 0 {
 				t.Fatalf("deleted address still readable: %v", got)
 			}
-			if got := qtQuery(t, s, nostr.Filter{IDs: []string{v1.ID}}); len(got) != 0 {
+			if got := QueryIDs(t, s, nostr.Filter{IDs: []string{v1.ID}}, buzz.Anonymous); len(got) != 0 {
 				t.Errorf("deleted version readable by id")
 			}
-			if got := qtQuery(t, s, nostr.Filter{Kinds: []int{5}, Tags: nostr.TagMap{"a": {addr}}}); !slices.Equal(got, qtIDs(del)) {
+			if got := QueryIDs(t, s, nostr.Filter{Kinds: []int{5}, Tags: nostr.TagMap{"a": {addr}}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(del)) {
 				t.Errorf("the deletion itself is stored and readable: got %v", got)
 			}
 			// The deleted version again: its row is kept, so a duplicate.
@@ -254,7 +254,7 @@ func testReplaceAddressDeletion(t *testing.T, open Opener) {
 			// A version newer than the deletion is an ordinary new version.
 			v3 := a.Event(t, kind, qtT0+30, "v3", rpTags(kind, "x")...)
 			qtIngest(t, s, v3)
-			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(v3)) {
+			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, testutil.IDs(v3)) {
 				t.Errorf("after a newer version: got %v, want v3", got)
 			}
 			// And the deleted versions are still refused.
@@ -279,14 +279,14 @@ func testReplaceAddressDeletionScope(t *testing.T, open Opener) {
 		a.Event(t, 5, qtT0+20, "", nostr.Tag{"a", "30023:" + a.PK + ":x"}),
 		a.Event(t, 5, qtT0+20, "", nostr.Tag{"a", "30023:" + a.PK + ":y"}),
 	)
-	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, qtIDs(x)) {
+	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, testutil.IDs(x)) {
 		t.Errorf("got %v, want only x", got)
 	}
 	// A newer y is stored; an older x is refused as older, not as deleted.
 	y2 := a.Event(t, 30023, qtT0+40, "y2", nostr.Tag{"d", "y"})
 	qtIngest(t, s, y2)
 	rpExpect(t, s, a.Event(t, 30023, qtT0+25, "x older", nostr.Tag{"d", "x"}), buzz.ErrNewerVersionStored)
-	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, qtIDs(y2, x)) {
+	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, testutil.IDs(y2, x)) {
 		t.Errorf("got %v, want y2, x", got)
 	}
 }
@@ -301,10 +301,10 @@ func testReplaceAddressDeletionOtherAuthor(t *testing.T, open Opener) {
 	qtIngest(t, s, x)
 
 	rpExpect(t, s, b.Event(t, 5, qtT0+20, "", nostr.Tag{"a", "30023:" + a.PK + ":x"}), buzz.ErrNotAuthor)
-	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, qtIDs(x)) {
+	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, testutil.IDs(x)) {
 		t.Errorf("after a refused deletion: got %v, want x", got)
 	}
-	if n := qtCountF(t, s, nostr.Filter{Kinds: []int{5}}); n != 0 {
+	if n := Count(t, s, nostr.Filter{Kinds: []int{5}}, buzz.Anonymous); n != 0 {
 		t.Errorf("refused deletion was stored (%d kind 5 events)", n)
 	}
 
@@ -327,10 +327,10 @@ func testReplaceEDeletedResubmitted(t *testing.T, open Opener) {
 	ev := a.Event(t, 1, qtT0+10, "to delete", nostr.Tag{"t", "gone"})
 	qtIngest(t, s, ev, a.Event(t, 5, qtT0+20, "", nostr.Tag{"e", ev.ID}))
 	rpExpect(t, s, ev, buzz.ErrDuplicate)
-	if got := qtQuery(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"gone"}}}); len(got) != 0 {
+	if got := QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{"t": {"gone"}}}, buzz.Anonymous); len(got) != 0 {
 		t.Errorf("deleted event readable after resubmission: %v", got)
 	}
-	if n := qtCountF(t, s, nostr.Filter{IDs: []string{ev.ID}}); n != 0 {
+	if n := Count(t, s, nostr.Filter{IDs: []string{ev.ID}}, buzz.Anonymous); n != 0 {
 		t.Errorf("Count of the deleted event = %d", n)
 	}
 
@@ -338,14 +338,14 @@ func testReplaceEDeletedResubmitted(t *testing.T, open Opener) {
 	early := a.Event(t, 1, qtT0+30, "deleted before arriving")
 	qtIngest(t, s, a.Event(t, 5, qtT0+31, "", nostr.Tag{"e", early.ID}))
 	rpExpect(t, s, early, buzz.ErrDeletedBeforeArriving)
-	if n := qtCountF(t, s, nostr.Filter{IDs: []string{early.ID}}); n != 0 {
+	if n := Count(t, s, nostr.Filter{IDs: []string{early.ID}}, buzz.Anonymous); n != 0 {
 		t.Errorf("refused event stored")
 	}
 
 	// Another author's deletion of an id not stored yet blocks nothing.
 	later := a.Event(t, 1, qtT0+40, "not b's to delete")
 	qtIngest(t, s, b.Event(t, 5, qtT0+41, "", nostr.Tag{"e", later.ID}), later)
-	if got := qtQuery(t, s, nostr.Filter{IDs: []string{later.ID}}); !slices.Equal(got, qtIDs(later)) {
+	if got := QueryIDs(t, s, nostr.Filter{IDs: []string{later.ID}}, buzz.Anonymous); !slices.Equal(got, testutil.IDs(later)) {
 		t.Errorf("event blocked by another author's deletion")
 	}
 }
@@ -368,7 +368,7 @@ func testReplaceConcurrentVersions(t *testing.T, open Opener) {
 			t.Errorf("ingest: %v", err)
 		}
 	}
-	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, qtIDs(evs[len(evs)-1])) {
+	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, testutil.IDs(evs[len(evs)-1])) {
 		t.Errorf("got %v, want only the newest version", got)
 	}
 	if n := held(t, s, nostr.Filter{}); n != 1 {
@@ -399,7 +399,7 @@ func testReplaceAddressDeletionSpellings(t *testing.T, open Opener) {
 			a := testutil.NewSigner(t)
 			v1 := a.Event(t, tc.kind, qtT0+10, "v1", rpTags(tc.kind, "x")...)
 			qtIngest(t, s, v1, a.Event(t, 5, qtT0+20, "", nostr.Tag{"a", tc.addr(a.PK)}))
-			deleted := len(qtQuery(t, s, nostr.Filter{IDs: []string{v1.ID}})) == 0
+			deleted := len(QueryIDs(t, s, nostr.Filter{IDs: []string{v1.ID}}, buzz.Anonymous)) == 0
 
 			older := a.Event(t, tc.kind, qtT0+5, "v0", rpTags(tc.kind, "x")...)
 			err := ingest(s, context.Background(), older)
@@ -434,7 +434,7 @@ func testReplaceEDeletionSpellings(t *testing.T, open Opener) {
 			// Stored first, then deleted.
 			first := a.Event(t, 1, qtT0, "stored first")
 			qtIngest(t, s, first, a.Event(t, 5, qtT0+1, "", nostr.Tag{"e", tc.spell(first.ID)}))
-			deletesStored := len(qtQuery(t, s, nostr.Filter{IDs: []string{first.ID}})) == 0
+			deletesStored := len(QueryIDs(t, s, nostr.Filter{IDs: []string{first.ID}}, buzz.Anonymous)) == 0
 
 			// Deleted first, then stored.
 			second := a.Event(t, 1, qtT0+2, "deleted first")
@@ -469,7 +469,7 @@ func testReplaceDeletedVersionStaysNewest(t *testing.T, open Opener) {
 			}
 			v3 := a.Event(t, kind, qtT0+40, "v3", rpTags(kind, "x")...)
 			qtIngest(t, s, v3)
-			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, qtIDs(v3)) {
+			if got := rpVisible(t, s, kind, a.PK); !slices.Equal(got, testutil.IDs(v3)) {
 				t.Fatalf("a newer version: got %v, want v3", got)
 			}
 		})

@@ -31,11 +31,11 @@ func testWriteRuleHoles(t *testing.T, open Opener) {
 	// A deletion naming the author's channel-less note does not create a
 	// channel, nor post into one the author may not write to.
 	note := ttIngest(t, s, outsider.Event(t, 1, 1700000003, "note"))
-	ttReject(t, s, outsider.Event(t, 5, 1700000004, "", ttH(rvNew), ttE(note.ID)), buzz.ErrNotMember)
+	Reject(t, s, outsider.Event(t, 5, 1700000004, "", ttH(rvNew), ttE(note.ID)), buzz.ErrNotMember)
 	if s.Community().Channel(rvNew) != nil {
 		t.Fatal("a deletion created a channel")
 	}
-	ttReject(t, s, outsider.Event(t, 5, 1700000005, "spam", ttH(rvPrivate), ttE(note.ID)), buzz.ErrNotMember)
+	Reject(t, s, outsider.Event(t, 5, 1700000005, "spam", ttH(rvPrivate), ttE(note.ID)), buzz.ErrNotMember)
 
 	// A reaction carrying the h tag of a channel its author writes to, to
 	// a private event it may not read, is answered and stored as one to an
@@ -51,8 +51,8 @@ func testWriteRuleHoles(t *testing.T, open Opener) {
 
 	// A non-member cannot post a removal of themselves into a channel, nor
 	// learn that a private one exists (RL-29).
-	ttReject(t, s, outsider.Event(t, 9001, 1700000007, "spam", ttH(rvPrivate), nostr.Tag{"p", outsider.PK}), buzz.ErrChannelNotFound)
-	ttReject(t, s, outsider.Event(t, 9001, 1700000007, "spam", ttH(rvOpen), nostr.Tag{"p", owner.PK}), buzz.ErrNotChannelAdmin)
+	Reject(t, s, outsider.Event(t, 9001, 1700000007, "spam", ttH(rvPrivate), nostr.Tag{"p", outsider.PK}), buzz.ErrChannelNotFound)
+	Reject(t, s, outsider.Event(t, 9001, 1700000007, "spam", ttH(rvOpen), nostr.Tag{"p", owner.PK}), buzz.ErrNotChannelAdmin)
 
 	// The author still deletes their own event in its channel, also after
 	// a removal, and nothing lands in a deleted channel.
@@ -61,7 +61,7 @@ func testWriteRuleHoles(t *testing.T, open Opener) {
 	ttIngest(t, s, owner.Event(t, 9001, 1700000010, "", ttH(rvPrivate), nostr.Tag{"p", outsider.PK}))
 	ttIngest(t, s, outsider.Event(t, 5, 1700000011, "", ttH(rvPrivate), ttE(mine.ID)))
 	ttIngest(t, s, owner.Event(t, 9008, 1700000012, "", ttH(rvPrivate)))
-	ttReject(t, s, owner.Event(t, 5, 1700000013, "", ttH(rvPrivate), ttE(secret.ID)), buzz.ErrChannelDeleted)
+	Reject(t, s, owner.Event(t, 5, 1700000013, "", ttH(rvPrivate), ttE(secret.ID)), buzz.ErrChannelDeleted)
 }
 
 // CW-3, CW-18, RL-20, NIP-40: the window judges access in its own snapshot;
@@ -69,7 +69,7 @@ func testWriteRuleHoles(t *testing.T, open Opener) {
 // channel-less root has no replies but has its aux.
 func testWindowSnapshotAccessAndExpiry(t *testing.T, open Opener) {
 	ctx := context.Background()
-	clock := qtNewClock(1700000000)
+	clock := testutil.NewClock(1700000000)
 	s := qtOpen(t, open, clock)
 	owner, other := testutil.NewSigner(t), testutil.NewSigner(t)
 	ttIngest(t, s, owner.Event(t, 9007, 1700000000, "", ttH(rvPrivate), nostr.Tag{"private"}))
@@ -87,7 +87,7 @@ func testWindowSnapshotAccessAndExpiry(t *testing.T, open Opener) {
 	if page, err = s.Window(ctx, q); err != nil || len(page.Aux) != 1 {
 		t.Fatalf("before the expiration: %+v, %v", page, err)
 	}
-	clock.unix.Store(1700000100)
+	clock.Set(1700000100)
 	if page, err = s.Window(ctx, q); err != nil || len(page.Aux) != 0 {
 		t.Fatalf("after the expiration, before any purge: %d aux events (%v)", len(page.Aux), err)
 	}

@@ -16,15 +16,6 @@ import (
 // ingest, counters, summaries, the window, the thread path, and import
 // with backfill.
 
-// roIDs lists the ids of raw events, in order.
-func roIDs(evs []buzz.RawEvent) []string {
-	out := make([]string, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.ID
-	}
-	return out
-}
-
 // roCheck requires the store's Verify to find nothing wrong.
 func roCheck(t *testing.T, s Store) {
 	t.Helper()
@@ -53,8 +44,8 @@ func testRootOnlyReplyIngest(t *testing.T, open Opener) {
 	// A reply to the root-only reply, marked as NIP-10 says, now fits.
 	deeper := ttIngest(t, s, owner.Event(t, 9, ttBase+3, "deeper", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(reply.ID)))
 
-	ttCheckClass(t, s, reply.ID, ttClass{Depth: 1, Parent: root.ID, Root: root.ID, RowClass: rowReply})
-	ttCheckClass(t, s, deeper.ID, ttClass{Depth: 2, Parent: reply.ID, Root: root.ID, RowClass: rowReply})
+	CheckClass(t, s, reply.ID, Class{Depth: 1, Parent: root.ID, Root: root.ID, RowClass: rowReply})
+	CheckClass(t, s, deeper.ID, Class{Depth: 2, Parent: reply.ID, Root: root.ID, RowClass: rowReply})
 	if c := ttMustRead(t, s, root.ID); c.ReplyCount != 1 || c.DescendantCount != 2 || c.LastReplyAt.Int64 != ttBase+3 {
 		t.Fatalf("root counters: %v", c.ttCounters)
 	}
@@ -63,7 +54,7 @@ func testRootOnlyReplyIngest(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := roIDs(page.Rows); !slices.Equal(got, []string{root.ID}) {
+	if got := testutil.RawIDs(page.Rows); !slices.Equal(got, []string{root.ID}) {
 		t.Fatalf("default window rows %v, want only the root %s", got, root.ID)
 	}
 	if len(page.Summaries) != 1 || page.Summaries[0].ID != root.ID || page.Summaries[0].ReplyCount != 1 ||
@@ -78,12 +69,12 @@ func testRootOnlyReplyIngest(t *testing.T, open Opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := roIDs(proj.Rows); !slices.Equal(got, []string{deeper.ID, reply.ID, root.ID}) {
+	if got := testutil.RawIDs(proj.Rows); !slices.Equal(got, []string{deeper.ID, reply.ID, root.ID}) {
 		t.Fatalf("projection rows %v", got)
 	}
 	th, err := s.Thread(ctx, buzz.ThreadQuery{Root: root.ID, DepthLimit: 1, Limit: 10})
-	if err != nil || !slices.Equal(roIDs(th.Replies), []string{reply.ID}) {
-		t.Fatalf("thread of the root at depth 1: %v, %v", roIDs(th.Replies), err)
+	if err != nil || !slices.Equal(testutil.RawIDs(th.Replies), []string{reply.ID}) {
+		t.Fatalf("thread of the root at depth 1: %v, %v", testutil.RawIDs(th.Replies), err)
 	}
 	roCheck(t, s)
 }
@@ -94,7 +85,7 @@ func testRootOnlyReplyMissingRoot(t *testing.T, open Opener) {
 	s := ttOpen(t, open)
 	sg := testutil.NewSigner(t)
 	ev := sg.Event(t, 9, ttBase, "orphan", ttH(ttChan), ttRootTag("5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"))
-	ttReject(t, s, ev, buzz.ErrParentNotFound)
+	Reject(t, s, ev, buzz.ErrParentNotFound)
 	if got := buzz.ErrParentNotFound.Error(); got != "invalid: reply parent not found" {
 		t.Fatalf("message %q", got)
 	}
@@ -122,12 +113,12 @@ func testRootOnlyReplyImportBackfill(t *testing.T, open Opener) {
 			t.Fatalf("import refused an event: %v", err)
 		}
 	}
-	ttCheckClass(t, imported, reply.ID, ttClass{Depth: -1, RowClass: rowTopLevel})
+	CheckClass(t, imported, reply.ID, Class{Depth: -1, RowClass: rowTopLevel})
 	classified, waiting, err := imported.Backfill(ctx)
 	if err != nil || classified != 1 || waiting != 0 {
 		t.Fatalf("backfill: %d classified, %d waiting, %v", classified, waiting, err)
 	}
-	ttCheckClass(t, imported, reply.ID, ttClass{Depth: 1, Parent: root.ID, Root: root.ID, RowClass: rowReply})
+	CheckClass(t, imported, reply.ID, Class{Depth: 1, Parent: root.ID, Root: root.ID, RowClass: rowReply})
 	if got, want := imState(t, imported, []*nostr.Event{root, reply}), imState(t, live, []*nostr.Event{root, reply}); !slices.Equal(got, want) {
 		t.Fatalf("after backfill the import differs from live ingest:\n%v\nwant\n%v", got, want)
 	}

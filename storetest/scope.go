@@ -30,7 +30,7 @@ type scFixture struct {
 func newSCFixture(t *testing.T, open Opener) *scFixture {
 	t.Helper()
 	fx := &scFixture{at: chT}
-	sg := ttSigners(t, 4)
+	sg := testutil.SortedSigners(t, 4)
 	fx.owner, fx.member, fx.outsider, fx.relayAdmin = sg[0], sg[1], sg[2], sg[3]
 	fx.s = open(t, Config{Admins: []string{fx.relayAdmin.PK}})
 	fx.ownerV, fx.memberV, fx.outV = buzz.Viewer(fx.owner.PK), buzz.Viewer(fx.member.PK), buzz.Viewer(fx.outsider.PK)
@@ -62,12 +62,12 @@ func (fx *scFixture) ingest(t *testing.T, sg testutil.Signer, kind int, tags ...
 func (fx *scFixture) private(t *testing.T, id string) {
 	t.Helper()
 	for _, v := range fx.readers {
-		if !chSees(t, fx.s, v, id) {
+		if !Sees(t, fx.s, v, id) {
 			t.Errorf("event %s: reader %s does not read it", id[:8], string(v)[:8])
 		}
 	}
 	for _, v := range fx.nonReaders {
-		if chSees(t, fx.s, v, id) {
+		if Sees(t, fx.s, v, id) {
 			t.Errorf("event %s: non-member %q reads it", id[:8], v)
 		}
 	}
@@ -77,7 +77,7 @@ func (fx *scFixture) private(t *testing.T, id string) {
 func (fx *scFixture) public(t *testing.T, id string) {
 	t.Helper()
 	for _, v := range fx.everyone {
-		if !chSees(t, fx.s, v, id) {
+		if !Sees(t, fx.s, v, id) {
 			t.Errorf("event %s: %q does not read it", id[:8], v)
 		}
 	}
@@ -163,17 +163,17 @@ func testReactionScope(t *testing.T, open Opener) {
 
 	// The member's reactions, as non-members see them by kind and author:
 	// the public ones only, by Query and Count.
-	public := qtIDs(r4, earlyLastOpen, earlyNotLast, earlyWithH)
+	public := testutil.IDs(r4, earlyLastOpen, earlyNotLast, earlyWithH)
 	f := nostr.Filter{Kinds: []int{7}, Authors: []string{fx.member.PK}}
 	for _, v := range fx.nonReaders {
-		if got := chQuery(t, s, f, v); !sameSet(got, public) {
+		if got := QueryIDs(t, s, f, v); !testutil.SameSet(got, public) {
 			t.Errorf("%q reads the member's reactions %v, want %v", v, got, public)
 		}
-		if n := chCount(t, s, f, v); n != int64(len(public)) {
+		if n := Count(t, s, f, v); n != int64(len(public)) {
 			t.Errorf("%q counts %d of the member's reactions, want %d", v, n, len(public))
 		}
 	}
-	if n := chCount(t, s, f, fx.memberV); n != 7 {
+	if n := Count(t, s, f, fx.memberV); n != 7 {
 		t.Errorf("the member counts %d of their reactions, want 7", n)
 	}
 }
@@ -250,14 +250,14 @@ func testQueryScopeFilters(t *testing.T, open Opener) {
 		f              nostr.Filter
 		member, others []string
 	}{
-		{"ids", nostr.Filter{IDs: []string{root.ID, reply.ID}}, qtIDs(reply, root), nil},
-		{"ids mixed case", nostr.Filter{IDs: []string{qtMixedCase(reply.ID)}}, qtIDs(reply), nil},
-		{"#e", nostr.Filter{Tags: nostr.TagMap{"e": {root.ID}}}, qtIDs(openRef, reply), qtIDs(openRef)},
-		{"#e with kind", nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"e": {root.ID}}}, qtIDs(reply), nil},
-		{"#e two values", nostr.Filter{Tags: nostr.TagMap{"e": {root.ID, reply.ID}}}, qtIDs(openRef, reply), qtIDs(openRef)},
-		{"#p", nostr.Filter{Tags: nostr.TagMap{"p": {fx.owner.PK}}}, qtIDs(reply), nil},
-		{"#h", nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {ttChan}}}, qtIDs(reply, root), nil},
-		{"author", nostr.Filter{Authors: []string{fx.member.PK}}, qtIDs(reply), nil},
+		{"ids", nostr.Filter{IDs: []string{root.ID, reply.ID}}, testutil.IDs(reply, root), nil},
+		{"ids mixed case", nostr.Filter{IDs: []string{qtMixedCase(reply.ID)}}, testutil.IDs(reply), nil},
+		{"#e", nostr.Filter{Tags: nostr.TagMap{"e": {root.ID}}}, testutil.IDs(openRef, reply), testutil.IDs(openRef)},
+		{"#e with kind", nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"e": {root.ID}}}, testutil.IDs(reply), nil},
+		{"#e two values", nostr.Filter{Tags: nostr.TagMap{"e": {root.ID, reply.ID}}}, testutil.IDs(openRef, reply), testutil.IDs(openRef)},
+		{"#p", nostr.Filter{Tags: nostr.TagMap{"p": {fx.owner.PK}}}, testutil.IDs(reply), nil},
+		{"#h", nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {ttChan}}}, testutil.IDs(reply, root), nil},
+		{"author", nostr.Filter{Authors: []string{fx.member.PK}}, testutil.IDs(reply), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, v := range fx.everyone {
@@ -265,11 +265,11 @@ func testQueryScopeFilters(t *testing.T, open Opener) {
 				if v != buzz.Anonymous && v != fx.outV {
 					want = c.member
 				}
-				got := chQuery(t, s, c.f, v)
-				if !sameSet(got, want) {
+				got := QueryIDs(t, s, c.f, v)
+				if !testutil.SameSet(got, want) {
 					t.Errorf("%q: Query %v, want %v", v, got, want)
 				}
-				if n := chCount(t, s, c.f, v); n != int64(len(want)) {
+				if n := Count(t, s, c.f, v); n != int64(len(want)) {
 					t.Errorf("%q: Count %d, want %d", v, n, len(want))
 				}
 			}
@@ -277,29 +277,10 @@ func testQueryScopeFilters(t *testing.T, open Opener) {
 	}
 	// Removed from the channel, the member reads none of it any more.
 	fx.ingest(t, fx.owner, 9001, ttH(ttChan), nostr.Tag{"p", fx.member.PK})
-	if got := chQuery(t, s, nostr.Filter{IDs: []string{root.ID, reply.ID}}, fx.memberV); len(got) != 0 {
+	if got := QueryIDs(t, s, nostr.Filter{IDs: []string{root.ID, reply.ID}}, fx.memberV); len(got) != 0 {
 		t.Errorf("removed member reads %d events", len(got))
 	}
-	if n := chCount(t, s, nostr.Filter{Tags: nostr.TagMap{"e": {root.ID}}}, fx.memberV); n != 1 {
+	if n := Count(t, s, nostr.Filter{Tags: nostr.TagMap{"e": {root.ID}}}, fx.memberV); n != 1 {
 		t.Errorf("removed member counts %d events by #e, want 1", n)
 	}
-}
-
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	m := map[string]int{}
-	for _, x := range a {
-		m[x]++
-	}
-	for _, x := range b {
-		m[x]--
-	}
-	for _, n := range m {
-		if n != 0 {
-			return false
-		}
-	}
-	return true
 }

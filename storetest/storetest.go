@@ -6,6 +6,12 @@
 // what the store holds, an event's place, its whole state as text and its
 // own consistency check) is the small Store interface here; how a store
 // is opened is the store package's business (Opener).
+//
+// The checks the suite is written with (a model of thread counters, an
+// event's classification, reads as a viewer, exact refusals, unchanged
+// snapshots, a channel's state as text) are exported too, for the tests a
+// store package keeps of its own, on what only that store has (a failure
+// half way, a recount, a repair), so that both check alike.
 package storetest
 
 import (

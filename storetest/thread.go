@@ -69,14 +69,14 @@ func newTTFixture(t *testing.T, open Opener) *ttFixture {
 // NIP-10 marked e tags, and the live-ingest rejections.
 func testThreadClassification(t *testing.T, open Opener) {
 	f := newTTFixture(t, open)
-	top := ttClass{Depth: 0, RowClass: rowTopLevel}
-	topB := ttClass{Depth: 0, RowClass: rowTopLevel, Broadcast: true}
-	unclassified := ttClass{Depth: -1, RowClass: rowNever}
-	d1 := func(bc bool, rc int) ttClass {
-		return ttClass{Depth: 1, Parent: f.R, Root: f.R, Broadcast: bc, RowClass: rc}
+	top := Class{Depth: 0, RowClass: rowTopLevel}
+	topB := Class{Depth: 0, RowClass: rowTopLevel, Broadcast: true}
+	unclassified := Class{Depth: -1, RowClass: rowNever}
+	d1 := func(bc bool, rc int) Class {
+		return Class{Depth: 1, Parent: f.R, Root: f.R, Broadcast: bc, RowClass: rc}
 	}
-	d2 := ttClass{Depth: 2, Parent: f.C1, Root: f.R, RowClass: rowReply}
-	d3 := ttClass{Depth: 3, Parent: f.G, Root: f.R, RowClass: rowReply}
+	d2 := Class{Depth: 2, Parent: f.C1, Root: f.R, RowClass: rowReply}
+	d3 := Class{Depth: 3, Parent: f.G, Root: f.R, RowClass: rowReply}
 	up := strings.ToUpper
 
 	type tc struct {
@@ -84,7 +84,7 @@ func testThreadClassification(t *testing.T, open Opener) {
 		req  string // requirement
 		kind int    // 0 means 9
 		tags func() nostr.Tags
-		want ttClass
+		want Class
 		err  error
 	}
 	cases := []tc{
@@ -204,10 +204,10 @@ func testThreadClassification(t *testing.T, open Opener) {
 		}, want: d1(true, rowTopLevel)},
 		{name: "broadcast at depth 2 stays quiet", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.C1), {"broadcast", "1"}}
-		}, want: ttClass{Depth: 2, Parent: f.C1, Root: f.R, Broadcast: true, RowClass: rowReply}},
+		}, want: Class{Depth: 2, Parent: f.C1, Root: f.R, Broadcast: true, RowClass: rowReply}},
 		{name: "broadcast at depth 3 stays quiet", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.G), {"broadcast", "1"}}
-		}, want: ttClass{Depth: 3, Parent: f.G, Root: f.R, Broadcast: true, RowClass: rowReply}},
+		}, want: Class{Depth: 3, Parent: f.G, Root: f.R, Broadcast: true, RowClass: rowReply}},
 		{name: "broadcast on a top-level event", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{{"broadcast", "1"}}
 		}, want: topB},
@@ -248,7 +248,7 @@ func testThreadClassification(t *testing.T, open Opener) {
 		// metadata) stays unclassified and is a row (never vanishes).
 		{name: "reply to a legacy channel event", req: "CW-12", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.L)}
-		}, want: ttClass{Depth: -1, RowClass: rowTopLevel}},
+		}, want: Class{Depth: -1, RowClass: rowTopLevel}},
 		// CW-10: a reaction is no thread message; nothing replies to it.
 		{name: "reply to a reaction", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.K)}
@@ -263,7 +263,7 @@ func testThreadClassification(t *testing.T, open Opener) {
 		}, want: unclassified},
 		{name: "kind 7 with a reply marker to a stored event", req: "CW-10", kind: 7, tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), {"broadcast", "1"}}
-		}, want: ttClass{Depth: -1, RowClass: rowNever, Broadcast: true}},
+		}, want: Class{Depth: -1, RowClass: rowNever, Broadcast: true}},
 		{name: "kind 7 naming an event of another channel", req: "RL-8", kind: 7, tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.O)}
 		}, want: unclassified},
@@ -287,14 +287,14 @@ func testThreadClassification(t *testing.T, open Opener) {
 			tags := append(nostr.Tags{ttH(ttChan)}, c.tags()...)
 			ev := f.a.Event(t, kind, ttBase+1000+int64(i), c.req+" "+c.name, tags...)
 			if c.err != nil {
-				ttReject(t, f.s, ev, c.err)
+				Reject(t, f.s, ev, c.err)
 				if _, ok := ttRead(t, f.s, ev.ID); ok {
 					t.Fatalf("rejected event was stored")
 				}
 				return
 			}
 			ttIngest(t, f.s, ev)
-			ttCheckClass(t, f.s, ev.ID, c.want)
+			CheckClass(t, f.s, ev.ID, c.want)
 		})
 	}
 }
@@ -334,9 +334,9 @@ func testThreadNIP29KindsNotClassified(t *testing.T, open Opener) {
 		t.Run(fmt.Sprint(kind), func(t *testing.T) {
 			ev := ttIngest(t, f.s, f.a.Event(t, kind, ttBase+3000, "mod",
 				ttH(ttChan), ttRootTag(f.missing), ttReplyTag(f.missing), nostr.Tag{"p", f.b.PK}))
-			ttCheckClass(t, f.s, ev.ID, ttClass{Depth: -1, RowClass: rowNever})
+			CheckClass(t, f.s, ev.ID, Class{Depth: -1, RowClass: rowNever})
 			ev = ttIngest(t, f.s, f.a.Event(t, kind, ttBase+3001, "mod", ttH(ttChan), ttReplyTag(f.R)))
-			ttCheckClass(t, f.s, ev.ID, ttClass{Depth: -1, RowClass: rowNever})
+			CheckClass(t, f.s, ev.ID, Class{Depth: -1, RowClass: rowNever})
 		})
 	}
 	if in := ttMustRead(t, f.s, f.R); in.ReplyCount != 1 || in.DescendantCount != 2 {
@@ -349,24 +349,24 @@ func testThreadNIP29KindsNotClassified(t *testing.T, open Opener) {
 func testThreadDepthLimit(t *testing.T, open Opener) {
 	s := ttOpen(t, open)
 	a := testutil.NewSigner(t)
-	m := newTTModel()
+	m := NewThreadModel()
 	root := ttIngestAdd(t, s, m, a.Event(t, 9, ttBase, "root", ttH(ttChan)), "")
 	parent := root
 	for d := 1; d <= 100; d++ {
 		parent = ttIngestAdd(t, s, m, a.Event(t, 9, ttBase+int64(d), fmt.Sprint(d),
 			ttH(ttChan), ttRootTag(root.ID), ttReplyTag(parent.ID)), parent.ID)
 	}
-	ttCheckClass(t, s, parent.ID, ttClass{Depth: 100, Parent: m.nodes[parent.ID].parent, Root: root.ID, RowClass: rowReply})
+	CheckClass(t, s, parent.ID, Class{Depth: 100, Parent: m.nodes[parent.ID].parent, Root: root.ID, RowClass: rowReply})
 
 	before := ttSnapshot(t, s)
-	ttReject(t, s, a.Event(t, 9, ttBase+101, "101", ttH(ttChan), ttReplyTag(parent.ID)), buzz.ErrDepthExceeded)
-	ttReject(t, s, a.Event(t, 9, ttBase+101, "101 broadcast", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(parent.ID), nostr.Tag{"broadcast", "1"}), buzz.ErrDepthExceeded)
-	ttSameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
+	Reject(t, s, a.Event(t, 9, ttBase+101, "101", ttH(ttChan), ttReplyTag(parent.ID)), buzz.ErrDepthExceeded)
+	Reject(t, s, a.Event(t, 9, ttBase+101, "101 broadcast", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(parent.ID), nostr.Tag{"broadcast", "1"}), buzz.ErrDepthExceeded)
+	SameSnapshot(t, "a rejected event", before, ttSnapshot(t, s))
 
 	if in := ttMustRead(t, s, root.ID); in.ReplyCount != 1 || in.DescendantCount != 100 || in.LastReplyAt.Int64 != ttBase+100 {
 		t.Errorf("root counters %v", in.ttCounters)
 	}
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 }
 
 // RL-5, CW-19: every ancestor's reply_count, descendant_count,
@@ -390,7 +390,7 @@ func testThreadCountersTree(t *testing.T, open Opener) {
 		{"R2", 0, 100, "", false},
 		{"R2a", 0, 1, "R2", false}, // the root's own author replying
 	}, m)
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 
 	// Spot checks written out by hand, so that a model bug cannot hide a
 	// store bug.
@@ -411,9 +411,9 @@ func testThreadCountersTree(t *testing.T, open Opener) {
 	if got.ReplyCount != 0 || got.DescendantCount != 0 || got.LastReplyAt.Valid || len(got.Participants) != 0 {
 		t.Errorf("leaf counters %v", got.ttCounters)
 	}
-	ttCheckClass(t, s, evs["A1a1"].ID, ttClass{Depth: 4, Parent: evs["A1a"].ID, Root: evs["R"].ID, RowClass: rowReply})
-	ttCheckClass(t, s, evs["B2a"].ID, ttClass{Depth: 3, Parent: evs["B2"].ID, Root: evs["R"].ID, RowClass: rowReply})
-	ttCheckClass(t, s, evs["B"].ID, ttClass{Depth: 1, Parent: evs["R"].ID, Root: evs["R"].ID, Broadcast: true, RowClass: rowTopLevel})
+	CheckClass(t, s, evs["A1a1"].ID, Class{Depth: 4, Parent: evs["A1a"].ID, Root: evs["R"].ID, RowClass: rowReply})
+	CheckClass(t, s, evs["B2a"].ID, Class{Depth: 3, Parent: evs["B2"].ID, Root: evs["R"].ID, RowClass: rowReply})
+	CheckClass(t, s, evs["B"].ID, Class{Depth: 1, Parent: evs["R"].ID, Root: evs["R"].ID, Broadcast: true, RowClass: rowTopLevel})
 	got = ttMustRead(t, s, evs["R2"].ID)
 	if got.ReplyCount != 1 || got.DescendantCount != 1 || got.LastReplyAt.Int64 != ttBase+1 ||
 		len(got.Participants) != 1 || got.Participants[0] != sg[0].PK {
@@ -439,7 +439,7 @@ func testThreadParticipantsTwelveAuthors(t *testing.T, open Opener) {
 		}
 		reply(i, at, mid)
 	}
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 	got := ttMustRead(t, s, mid.ID)
 	if len(got.Participants) != 10 {
 		t.Fatalf("mid has %d participants, want 10", len(got.Participants))
@@ -455,9 +455,9 @@ func testThreadParticipantsTwelveAuthors(t *testing.T, open Opener) {
 	// their time.
 	reply(3, 50, mid)
 	reply(10, 20, root)
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 	reply(2, 500, mid)
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 	got = ttMustRead(t, s, root.ID)
 	if got.Participants[0] != sg[2].PK || got.LastReplyAt.Int64 != ttBase+500 {
 		t.Errorf("root participants after a newer reply of a dropped author: %v", got.ttCounters)
@@ -465,7 +465,7 @@ func testThreadParticipantsTwelveAuthors(t *testing.T, open Opener) {
 	// Deeper replies count on every ancestor.
 	deep := reply(3, 600, reply(5, 30, mid))
 	reply(7, 10, deep)
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 }
 
 // RL-5, CW-19: a random forest of 150 events (12 authors, random parents
@@ -489,7 +489,7 @@ func testThreadCountersRandom(t *testing.T, open Opener) {
 		ev := ttIngestAdd(t, s, m, sg[author].Event(t, 9, at, fmt.Sprint(i), tags...), parent)
 		ids = append(ids, ev.ID)
 	}
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 }
 
 // RL-4: a rejected event leaves nothing at all: the store's whole Dump is
@@ -550,14 +550,14 @@ func testThreadConcurrentIngest(t *testing.T, open Opener) {
 			case 0, 2: // a direct reply to the root
 				ev := sg[w].Event(t, 9, at, fmt.Sprint(w, i), ttH(ttChan), ttRootTag(root.ID), ttReplyTag(root.ID))
 				work[w] = append(work[w], job{ev: ev})
-				m.add(ev, root.ID)
+				m.Add(ev, root.ID)
 				if i == 0 {
 					parent = ev.ID
 				}
 			default: // extend this worker's own chain
 				ev := sg[w].Event(t, 9, at, fmt.Sprint(w, i), ttH(ttChan), ttRootTag(root.ID), ttReplyTag(parent))
 				work[w] = append(work[w], job{ev: ev})
-				m.add(ev, parent)
+				m.Add(ev, parent)
 				parent = ev.ID
 			}
 		}
@@ -611,9 +611,9 @@ func testThreadConcurrentIngest(t *testing.T, open Opener) {
 	for err := range errs {
 		t.Error(err)
 	}
-	ttCheckModel(t, s, m)
+	CheckThreadModel(t, s, m)
 	accepted := int64(len(m.order))
-	if n := qtCountF(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ttChan}}}); n != accepted {
+	if n := Count(t, s, nostr.Filter{Tags: nostr.TagMap{"h": {ttChan}}}, buzz.Anonymous); n != accepted {
 		t.Errorf("Count = %d, want %d accepted events", n, accepted)
 	}
 	if n := held(t, s, nostr.Filter{}); int64(n) != accepted {

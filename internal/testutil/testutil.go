@@ -1,6 +1,6 @@
 // Package testutil gives the tests of every package the same schema, keys,
-// signed events and temporary files. Test-only: nothing in the binary
-// imports it.
+// signed events and fixtures, a clock they move, and temporary files.
+// Test-only: nothing in the binary imports it.
 package testutil
 
 import (
