@@ -2,12 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
 // purgeEvery is how often expired events (NIP-40) are removed. Reads hide
@@ -15,32 +14,21 @@ import (
 // the thread counters exact again.
 const purgeEvery = time.Minute
 
-// watchEvery is how often the store reads the access state when another
-// process changed it, for callers of Community between transactions.
-const watchEvery = time.Second
-
 // purgeBatch bounds one purge transaction, so that a flood of expiring
 // events never holds the write lock for long.
 const purgeBatch = 100
 
-// background purges expired events and follows the access state until
-// stop is closed.
+// background purges expired events until stop is closed.
 func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	purge := time.NewTicker(purgeEvery)
 	defer purge.Stop()
-	watch := time.NewTicker(watchEvery)
-	defer watch.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-watch.C:
-			if err := s.read(context.Background(), func(pgx.Tx, *buzz.Community) error { return nil }); err != nil {
-				s.log.Error("reading the access state", "err", err)
-			}
 		case <-purge.C:
-			if _, err := s.PurgeExpired(context.Background()); err != nil {
+			if _, err := s.PurgeExpired(context.Background()); err != nil && !errors.Is(err, errClosed) {
 				s.log.Error("purging expired events", "err", err)
 			}
 		}

@@ -223,9 +223,10 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	}
 	a := buzz.Admitted{}
 	if !importing { // an import has no one to tell
-		if a.Threads, err = tx.recountedThreads(); err != nil {
+		if a.Threads, err = threadChanges(tx.ctx, tx.tx, tx.recounted); err != nil {
 			return buzz.Admitted{}, err
 		}
+		tx.noted(seq)
 	}
 	if scope != nil {
 		if ch := tx.community().ChannelBySeq(*scope); ch != nil {
@@ -244,34 +245,6 @@ func (tx *writeTx) insertTags(rows []tagRow, createdAt, seq int64, kind int) err
 		}
 	}
 	return nil
-}
-
-// recountedThreads describes the events whose thread counters this ingest
-// changed, for the live summary push of CW-21.
-func (tx *writeTx) recountedThreads() ([]buzz.ThreadChange, error) {
-	if len(tx.recounted) == 0 {
-		return nil, nil
-	}
-	out := make([]buzz.ThreadChange, 0, len(tx.recounted))
-	seen := make(map[int64]bool, len(tx.recounted))
-	for _, seq := range tx.recounted {
-		if seen[seq] {
-			continue
-		}
-		seen[seq] = true
-		var id []byte
-		var c buzz.ThreadChange
-		var rowClass int16
-		err := tx.tx.QueryRow(tx.ctx, `SELECT e.id, c.h, e.parent IS NULL, e.row_class
-			FROM events e JOIN channels c ON c.seq = e.channel WHERE e.seq = $1`, seq).Scan(&id, &c.Channel, &c.Root, &rowClass)
-		if err != nil {
-			return nil, fmt.Errorf("read thread of #%d: %w", seq, err)
-		}
-		c.ID = hex.EncodeToString(id)
-		c.TopLevel = buzz.RowClass(rowClass) == buzz.RowTopLevel
-		out = append(out, c)
-	}
-	return out, nil
 }
 
 // adoptReactions gives the scope of a channel event that just arrived to

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nbd-wtf/go-nostr"
 
@@ -63,6 +64,14 @@ type Store struct {
 	// it; every transaction compares its version with the database's.
 	community atomic.Pointer[buzz.Community]
 	onPublish atomic.Pointer[func([]*nostr.Event)]
+	onRemote  atomic.Pointer[func(*nostr.Event, buzz.Admitted)]
+
+	// origin names this process in its notifications; connConfig is how
+	// the listener connects (notify.go).
+	origin     string
+	connConfig *pgx.ConnConfig
+	stopListen context.CancelFunc
+	listening  chan struct{}
 
 	// writes counts the write transactions in flight or waiting, for the
 	// metrics (RL-30).
@@ -122,6 +131,10 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("relay key: %w", err)
 		}
 	}
+	if s.origin, err = newOrigin(); err != nil {
+		return nil, err
+	}
+	s.connConfig = cfg.ConnConfig.Copy()
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
@@ -129,6 +142,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.pool.Close()
 		return nil, err
 	}
+	// Listening before Open returns: a write another process commits from
+	// now on reaches this one.
+	conn, err := s.listenConn(ctx)
+	if err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	var listenCtx context.Context
+	listenCtx, s.stopListen = context.WithCancel(context.Background())
+	s.listening = make(chan struct{})
+	go s.listen(listenCtx, conn, s.listening)
 	go s.background(s.stop, s.stopped)
 	return s, nil
 }
@@ -164,6 +188,8 @@ func (s *Store) Close() error {
 	s.closeMu.Unlock()
 	close(s.stop)
 	<-s.stopped
+	s.stopListen()
+	<-s.listening
 	s.pool.Close()
 	return nil
 }

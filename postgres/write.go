@@ -38,6 +38,8 @@ type writeTx struct {
 	// recounted lists the events whose thread counters the current job
 	// changed (CW-21).
 	recounted []int64
+	// notes are the notifications of the events stored (notify.go).
+	notes []eventNote
 	// now is the store's clock when the transaction began.
 	now int64
 }
@@ -131,10 +133,19 @@ func (tx *writeTx) stateChanged(seq int64) {
 	tx.changed[seq] = true
 }
 
-// finish ends a write before its commit: when the access state changed,
-// it bumps access_version, so that every process reads it afresh, and
-// renews the group state of every channel that changed.
+// finish ends a write before its commit: the access state and group
+// state it changed, and the notifications to other processes.
 func (s *Store) finish(tx *writeTx) error {
+	if err := s.renewChanged(tx); err != nil {
+		return err
+	}
+	return s.notify(tx)
+}
+
+// renewChanged bumps access_version when the access state changed, so
+// that every process reads it afresh, and renews the group state of every
+// channel that changed.
+func (s *Store) renewChanged(tx *writeTx) error {
 	if tx.work == nil {
 		return nil
 	}
