@@ -83,6 +83,10 @@ CREATE INDEX events_root ON events (root, created_at, id)
   WHERE root IS NOT NULL;
 CREATE INDEX events_parent ON events (parent)
   WHERE parent IS NOT NULL;
+-- A thread's authors with their newest live replies: the recount of a
+-- root's participants after a deletion (thread.go: threadRecent).
+CREATE INDEX events_root_authors ON events (root, pubkey, created_at)
+  WHERE root IS NOT NULL AND deleted_at IS NULL;
 CREATE INDEX events_unclassified ON events (created_at, id)
   WHERE depth IS NULL AND row_class = 2;
 
