@@ -109,6 +109,9 @@ func (tx *writeTx) backfillOne(seq, now int64) (bool, error) {
 		c.parent, c.root, c.depth, c.broadcast, c.rowClass, seq); err != nil {
 		return false, fmt.Errorf("backfill #%d: %w", seq, err)
 	}
+	if err := tx.touchEvent(t); err != nil {
+		return false, err
+	}
 	if c.parent != nil && t.deletedAt == nil {
 		if err := tx.addToAncestors(*c.parent, t.pubkey, t.createdAt); err != nil {
 			return false, err

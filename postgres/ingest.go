@@ -195,6 +195,9 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	if err := tx.insertTags(r.tags, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
 		return buzz.Admitted{}, err
 	}
+	if err := tx.touchEvent(&stored{seq: seq, kind: ev.Kind, tagsJSON: r.tagsJSON, channel: channel, scope: scope}); err != nil {
+		return buzz.Admitted{}, err
+	}
 	if cls.parent != nil {
 		if err := tx.addToAncestors(*cls.parent, r.pubkey, int64(ev.CreatedAt)); err != nil {
 			return buzz.Admitted{}, err
@@ -276,6 +279,10 @@ func (tx *writeTx) adoptReactions(id []byte, scope int64) error {
 		}
 		if _, err := tx.tx.Exec(tx.ctx, `UPDATE events SET scope = $1 WHERE seq = $2`, scope, seq); err != nil {
 			return fmt.Errorf("set scope: %w", err)
+		}
+		t.scope = &scope
+		if err := tx.touchEvent(t); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -107,6 +107,15 @@ CREATE INDEX tags_seq ON tags (seq);
 CREATE INDEX tags_aux ON tags (value, created_at, seq, kind)
   WHERE name = 'e' AND kind IN (5, 7, 9005, 40003);
 
+-- Window page versions (issue 15): a cached window page of a channel is
+-- valid while its channel's version stands. Every write transaction bumps
+-- the version of each channel whose pages it may change (pages.go); a
+-- channel without a row has version 0.
+CREATE TABLE page_versions (
+  channel bigint PRIMARY KEY,
+  version bigint NOT NULL
+);
+
 -- Subtree counters of a classified channel event (RL-5, RL-6), as in the
 -- SQLite schema: participants packed as n x (32-byte pubkey, 8-byte
 -- big-endian created_at).

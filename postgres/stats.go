@@ -10,14 +10,16 @@ import (
 )
 
 // Stats are the store's numbers for the metrics (RL-30): the writes in
-// flight, one job a transaction, the window pages read, and the size of
+// flight, one job a transaction, the window pages served from the cache
+// and read from the database, and the size of
 // the database. Its write-ahead log is the server's, not the relay's to
 // report: WALBytes stays 0.
 func (s *Store) Stats() (buzz.StoreStats, error) {
 	st := buzz.StoreStats{
 		WriterQueue:       int(s.writes.Load()),
 		BatchJobs:         s.batchJobs.Load(),
-		PagesFromDatabase: s.pagesRead.Load(),
+		PagesFromCache:    s.pages.hits.Load(),
+		PagesFromDatabase: s.pages.misses.Load(),
 	}
 	for i := range st.BatchSizes {
 		st.BatchSizes[i] = s.batchSizes[i].Load()

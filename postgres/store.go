@@ -43,6 +43,9 @@ type Options struct {
 	// RelayKey is the relay identity secret key (hex) that signs group
 	// state (RL-11); empty means no group state is kept.
 	RelayKey string
+	// PageCache is how many window pages are cached; 0 means the default
+	// (128), a negative number none.
+	PageCache int
 	// MaxConns bounds the connection pool; 0 leaves pgxpool's default.
 	MaxConns int32
 	// Logger receives warnings; nil discards them.
@@ -80,7 +83,9 @@ type Store struct {
 	// one job here (buzz.StoreStats).
 	batchSizes [len(buzz.BatchSizeBounds)]atomic.Uint64
 	batchJobs  atomic.Uint64
-	pagesRead  atomic.Uint64
+	// pages caches window pages while no write changes their channel
+	// (pagecache.go).
+	pages *pageCache
 
 	stop    chan struct{} // ends the background loop (expire.go)
 	stopped chan struct{}
@@ -113,7 +118,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{log: log, now: now, key: opts.RelayKey, stop: make(chan struct{}), stopped: make(chan struct{})}
+	s := &Store{log: log, now: now, key: opts.RelayKey, stop: make(chan struct{}), stopped: make(chan struct{}),
+		pages: newPageCache(opts.PageCache)}
 	s.policy = buzz.DefaultPolicy()
 	if opts.Policy != nil {
 		s.policy = *opts.Policy

@@ -85,16 +85,19 @@ type counters struct {
 	replies, descendants int64
 	lastReplyAt          *int64
 	participants         []byte
+	// channel is the event's, as readCounters reads it: the channel whose
+	// pages show the counters.
+	channel *int64
 }
 
 // readCounters reads an event's parent and counters (zero without a row).
 // The row of the event is locked: the write lock orders writers already,
 // the row lock keeps the counters exact should a write ever run without it.
 func (tx *writeTx) readCounters(seq int64) (up *int64, c counters, err error) {
-	err = tx.tx.QueryRow(tx.ctx, `SELECT e.parent, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
+	err = tx.tx.QueryRow(tx.ctx, `SELECT e.parent, e.channel, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
 		t.last_reply_at, t.participants
 		FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq WHERE e.seq = $1 FOR UPDATE OF e`, seq).
-		Scan(&up, &c.replies, &c.descendants, &c.lastReplyAt, &c.participants)
+		Scan(&up, &c.channel, &c.replies, &c.descendants, &c.lastReplyAt, &c.participants)
 	if err != nil {
 		err = fmt.Errorf("read thread counters of #%d: %w", seq, err)
 	}
@@ -114,6 +117,7 @@ func (tx *writeTx) writeCounters(seq int64, c counters) error {
 		return fmt.Errorf("write thread counters of #%d: %w", seq, err)
 	}
 	tx.recounted = append(tx.recounted, seq)
+	tx.touch(c.channel)
 	return nil
 }
 
@@ -166,7 +170,13 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 	if err != nil {
 		return fmt.Errorf("delete event #%d: %w", t.seq, err)
 	}
-	if tag.RowsAffected() == 0 || t.parent == nil {
+	if tag.RowsAffected() == 0 {
+		return nil
+	}
+	if err := tx.touchEvent(t); err != nil {
+		return err
+	}
+	if t.parent == nil {
 		return nil
 	}
 	// below holds the authors below child while they are known.
@@ -396,9 +406,12 @@ func (tx *writeTx) remove(t *stored, now int64) error {
 		if _, err := tx.tx.Exec(tx.ctx, `UPDATE events SET expires_at = NULL WHERE seq = $1`, t.seq); err != nil {
 			return fmt.Errorf("keep event #%d as a thread anchor: %w", t.seq, err)
 		}
-		return nil
+		return tx.touchEvent(t)
 	case !errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("look up replies of #%d: %w", t.seq, err)
+	}
+	if err := tx.touchEvent(t); err != nil {
+		return err
 	}
 	if _, err := tx.tx.Exec(tx.ctx, `DELETE FROM tags WHERE seq = $1`, t.seq); err != nil {
 		return fmt.Errorf("remove tags of #%d: %w", t.seq, err)

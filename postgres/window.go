@@ -17,18 +17,34 @@ import (
 
 // Window serves one window page from one read transaction, so that rows,
 // aux events and summaries are one snapshot (issue 4), judged by the
-// access state of that snapshot (CW-3).
+// access state of that snapshot (CW-3); or the same page from the cache
+// while the snapshot shows no write to its channel since it was read. The
+// page is shared: callers must not modify it.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
-	page := &buzz.WindowPage{}
+	var page *buzz.WindowPage
+	key := pageKey(q)
+	var read pageVersions           // what the page is read at; foreign once judged so
+	expires := int64(math.MaxInt64) // the first expiration on the page
+	cached := false
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
+		page = &buzz.WindowPage{}
 		ch := c.Channel(q.Channel)
 		if !c.CanRead(q.Viewer, ch) {
 			page.Unreadable = true
 			return nil
 		}
-		s.pagesRead.Add(1)
+		cur := pageVersions{access: c.Version}
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT version FROM page_versions WHERE channel = $1), 0)`,
+			ch.Seq).Scan(&cur.channel); err != nil {
+			return fmt.Errorf("window: read page version: %w", err)
+		}
+		if p, ok := s.pages.get(key, cur, s.nowUnix()); ok {
+			page, cached = p, true
+			return nil
+		}
+		read = cur
 		bound := newPageBound(q.MaxBytes)
-		if err := s.windowRows(ctx, tx, ch.Seq, q, page, bound); err != nil {
+		if err := s.windowRows(ctx, tx, ch.Seq, q, page, bound, &expires); err != nil {
 			return err
 		}
 		if q.Aux && len(page.Rows) > 0 {
@@ -36,8 +52,13 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i] = ev.ID
 			}
+			judged := func(scope int64) {
+				if scope != ch.Seq {
+					read.foreign = true
+				}
+			}
 			var err error
-			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound, &expires, judged); err != nil {
 				return err
 			}
 		}
@@ -45,6 +66,13 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 	})
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case cached:
+		s.pages.hits.Add(1)
+	case !page.Unreadable:
+		s.pages.misses.Add(1)
+		s.pages.put(key, page, read, expires)
 	}
 	return page, nil
 }
@@ -58,10 +86,10 @@ const rowColumns = `e.seq, ` + eventSelect
 // CW-13, CW-15, CW-19). It reads limit+1 rows: the extra one only says
 // whether more follow (CW-16). The next cursor is the last row taken,
 // decoded or not (CW-17).
-func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, bound *pageBound) error {
+func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, bound *pageBound, expires *int64) error {
 	var sq sqlQuery
 	var b strings.Builder
-	b.WriteString(`SELECT ` + rowColumns)
+	b.WriteString(`SELECT ` + rowColumns + `, e.expires_at`)
 	if q.Summaries {
 		b.WriteString(`, t.reply_count, t.descendant_count, t.last_reply_at, t.participants, coalesce(t.updated_at, 0)`)
 	}
@@ -105,7 +133,9 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 		var seq int64
 		var cols eventColumns
 		var sm counterColumns
+		var exp *int64
 		dest := append([]any{&seq}, cols.dest()...)
+		dest = append(dest, &exp)
 		if q.Summaries {
 			dest = append(dest, sm.dest()...)
 		}
@@ -113,6 +143,9 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 			return fmt.Errorf("window rows: %w", err)
 		}
 		taken++
+		if exp != nil {
+			*expires = min(*expires, *exp)
+		}
 		page.Next = &buzz.Position{CreatedAt: cols.createdAt, ID: hex.EncodeToString(cols.id)}
 		ev, err := cols.raw()
 		if err != nil {
@@ -202,7 +235,7 @@ func auxSQL(kinds []int) string {
 	for i, k := range kinds {
 		list[i] = strconv.Itoa(k)
 	}
-	return `SELECT ` + rowColumns + `, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $1), e.scope,
+	return `SELECT ` + rowColumns + `, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $1), e.scope, e.expires_at,
 		t.value, t.created_at,
 		EXISTS (SELECT 1 FROM tags d WHERE d.name = 'e' AND d.kind IN (5, 7, 9005, 40003)
 			AND d.value = convert_to(encode(e.id, 'hex'), 'UTF8') AND d.kind IN (5, 9005))
@@ -222,8 +255,11 @@ var (
 // hop 2, the deletions naming a hop-1 event. Each event is served once,
 // only if it is neither deleted nor expired and v may read it by c, the
 // access state of tx's snapshot. A deleted hop-1 event is not served, but
-// the deletion naming it is.
-func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, targets []string, v buzz.Viewer, bound *pageBound) ([]buzz.RawEvent, error) {
+// the deletion naming it is. expires is lowered to the first expiration
+// of the events found; judged, unless nil, hears of the scope of every
+// event judged by c's access rules.
+func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, targets []string, v buzz.Viewer, bound *pageBound,
+	expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
 	var hop1 []string
@@ -235,8 +271,16 @@ func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, ta
 			}
 		}
 		err := s.drainAux(ctx, tx, query, names, hop+1, func(a auxRow) error {
-			if a.scope != nil && !c.CanReadSeq(v, *a.scope) {
-				return nil
+			if a.scope != nil {
+				if judged != nil {
+					judged(*a.scope)
+				}
+				if !c.CanReadSeq(v, *a.scope) {
+					return nil
+				}
+			}
+			if a.expires != nil {
+				*expires = min(*expires, *a.expires)
 			}
 			if hop == 0 && a.named {
 				hop1 = append(hop1, hex.EncodeToString(a.cols.id))
@@ -265,11 +309,12 @@ func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, ta
 
 // auxRow is an event found by an aux hop.
 type auxRow struct {
-	seq   int64
-	cols  eventColumns
-	live  bool
-	named bool // a deletion names it (hop 2)
-	scope *int64
+	seq     int64
+	cols    eventColumns
+	live    bool
+	named   bool // a deletion names it (hop 2)
+	scope   *int64
+	expires *int64
 }
 
 // drainAux calls fn with every event query finds for names: in keyset
@@ -295,7 +340,7 @@ func (s *Store) drainAux(ctx context.Context, tx pgx.Tx, query string, names []s
 		for rows.Next() {
 			var a auxRow
 			dest := append([]any{&a.seq}, a.cols.dest()...)
-			dest = append(dest, &a.live, &a.scope, &lastValue, &lastAt, &a.named)
+			dest = append(dest, &a.live, &a.scope, &a.expires, &lastValue, &lastAt, &a.named)
 			if err := rows.Scan(dest...); err != nil {
 				rows.Close()
 				return fmt.Errorf("aux closure: %w", err)
@@ -352,7 +397,8 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 			for _, ev := range page.Replies {
 				targets = append(targets, ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, q.Viewer, bound); err != nil {
+			var expires int64
+			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, q.Viewer, bound, &expires, nil); err != nil {
 				return err
 			}
 		}

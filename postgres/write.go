@@ -40,6 +40,9 @@ type writeTx struct {
 	recounted []int64
 	// notes are the notifications of the events stored (notify.go).
 	notes []eventNote
+	// pages are the channels whose window pages the write changed
+	// (pages.go).
+	pages map[int64]bool
 	// now is the store's clock when the transaction began.
 	now int64
 }
@@ -134,9 +137,13 @@ func (tx *writeTx) stateChanged(seq int64) {
 }
 
 // finish ends a write before its commit: the access state and group
-// state it changed, and the notifications to other processes.
+// state it changed, the page versions, and the notifications to other
+// processes.
 func (s *Store) finish(tx *writeTx) error {
 	if err := s.renewChanged(tx); err != nil {
+		return err
+	}
+	if err := tx.bumpPages(); err != nil {
 		return err
 	}
 	return s.notify(tx)
