@@ -33,7 +33,8 @@ func (s *Store) Stats() (buzz.StoreStats, error) {
 }
 
 // Ping is a write round trip that writes nothing: a transaction that takes
-// the write lock behind every other writer of the database and commits.
+// the write lock behind this process's writers and every other process's,
+// and commits.
 // It fails when the store is closed or the lock is not had before ctx
 // ends (RL-30 readiness).
 func (s *Store) Ping(ctx context.Context) error {
@@ -42,6 +43,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	if s.closed {
 		return errClosed
 	}
+	select {
+	case s.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("ping: %w", ctx.Err())
+	}
+	defer func() { <-s.writeSlot }()
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLock))
 		return err

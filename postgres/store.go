@@ -77,8 +77,10 @@ type Store struct {
 	listening  chan struct{}
 
 	// writes counts the write transactions in flight or waiting, for the
-	// metrics (RL-30).
-	writes atomic.Int64
+	// metrics (RL-30); writeSlot is held by the one that waits for, or
+	// holds, the write lock (write.go).
+	writes    atomic.Int64
+	writeSlot chan struct{}
 	// batchSizes and batchJobs count the write transactions: each takes
 	// one job here (buzz.StoreStats).
 	batchSizes [len(buzz.BatchSizeBounds)]atomic.Uint64
@@ -118,7 +120,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{log: log, now: now, key: opts.RelayKey, stop: make(chan struct{}), stopped: make(chan struct{}),
+	s := &Store{log: log, now: now, key: opts.RelayKey, stop: make(chan struct{}), stopped: make(chan struct{}), writeSlot: make(chan struct{}, 1),
 		pages: newPageCache(opts.PageCache)}
 	s.policy = buzz.DefaultPolicy()
 	if opts.Policy != nil {

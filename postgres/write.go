@@ -59,6 +59,14 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 	}
 	s.writes.Add(1)
 	defer s.writes.Add(-1)
+	// One connection of this process waits for the write lock at a time:
+	// the others wait here, holding none, so that reads keep the pool.
+	select {
+	case s.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeSlot }()
 	s.batchSizes[0].Add(1)
 	s.batchJobs.Add(1)
 	// Once begun, a write runs to its end whatever the client does: the
