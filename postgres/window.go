@@ -87,39 +87,11 @@ const rowColumns = `e.seq, ` + eventSelect
 // whether more follow (CW-16). The next cursor is the last row taken,
 // decoded or not (CW-17).
 func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, bound *pageBound, expires *int64) error {
-	var sq sqlQuery
-	var b strings.Builder
-	b.WriteString(`SELECT ` + rowColumns + `, e.expires_at`)
-	if q.Summaries {
-		b.WriteString(`, t.reply_count, t.descendant_count, t.last_reply_at, t.participants, coalesce(t.updated_at, 0)`)
+	sq, err := windowSQL(channel, q, s.nowUnix())
+	if err != nil {
+		return err
 	}
-	b.WriteString(` FROM events e`)
-	if q.Summaries {
-		b.WriteString(` LEFT JOIN thread_metadata t ON t.seq = e.seq AND t.descendant_count > 0`)
-	}
-	class := "e.row_class = 2"
-	if q.Projection {
-		class = "e.row_class >= 1"
-	}
-	b.WriteString(` WHERE e.channel = ` + sq.arg(channel) + ` AND ` + class + ` AND e.deleted_at IS NULL`)
-	if q.Before != nil {
-		id, err := hex.DecodeString(q.Before.ID)
-		if err != nil {
-			return fmt.Errorf("window cursor id: %w", err)
-		}
-		at := sq.arg(q.Before.CreatedAt)
-		b.WriteString(` AND e.created_at <= ` + at + ` AND (e.created_at < ` + at + ` OR e.id > ` + sq.arg(id) + `)`)
-	}
-	b.WriteString(` AND (e.expires_at IS NULL OR e.expires_at > ` + sq.arg(s.nowUnix()) + `)`)
-	if len(q.Kinds) > 0 {
-		kinds := make([]int64, len(q.Kinds))
-		for i, k := range q.Kinds {
-			kinds[i] = int64(k)
-		}
-		b.WriteString(` AND e.kind = ANY(` + sq.arg(kinds) + `::bigint[])`)
-	}
-	b.WriteString(` ORDER BY e.created_at DESC, e.id ASC LIMIT ` + sq.arg(int64(q.Limit+1)))
-	rows, err := tx.Query(ctx, b.String(), sq.args...)
+	rows, err := tx.Query(ctx, sq.sql, sq.args...)
 	if err != nil {
 		return fmt.Errorf("window rows: %w", err)
 	}
@@ -167,6 +139,48 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 		page.Next = nil
 	}
 	return nil
+}
+
+// windowSQL selects the rows of a window page of channel at now, from the
+// partial index of the row mode (events_toplevel, events_projection) whose
+// order is the window order, so that a page costs the same in any
+// channel, however many replies and aux events it holds (CW-9, CW-13,
+// CW-15), with each row's counters when q asks for summaries (CW-19).
+func windowSQL(channel int64, q buzz.WindowQuery, now int64) (sqlQuery, error) {
+	var sq sqlQuery
+	var b strings.Builder
+	b.WriteString(`SELECT ` + rowColumns + `, e.expires_at`)
+	if q.Summaries {
+		b.WriteString(`, t.reply_count, t.descendant_count, t.last_reply_at, t.participants, coalesce(t.updated_at, 0)`)
+	}
+	b.WriteString(` FROM events e`)
+	if q.Summaries {
+		b.WriteString(` LEFT JOIN thread_metadata t ON t.seq = e.seq AND t.descendant_count > 0`)
+	}
+	class := "e.row_class = 2"
+	if q.Projection {
+		class = "e.row_class >= 1"
+	}
+	b.WriteString(` WHERE e.channel = ` + sq.arg(channel) + ` AND ` + class + ` AND e.deleted_at IS NULL`)
+	if q.Before != nil {
+		id, err := hex.DecodeString(q.Before.ID)
+		if err != nil {
+			return sq, fmt.Errorf("window cursor id: %w", err)
+		}
+		at := sq.arg(q.Before.CreatedAt)
+		b.WriteString(` AND e.created_at <= ` + at + ` AND (e.created_at < ` + at + ` OR e.id > ` + sq.arg(id) + `)`)
+	}
+	b.WriteString(` AND (e.expires_at IS NULL OR e.expires_at > ` + sq.arg(now) + `)`)
+	if len(q.Kinds) > 0 {
+		kinds := make([]int64, len(q.Kinds))
+		for i, k := range q.Kinds {
+			kinds[i] = int64(k)
+		}
+		b.WriteString(` AND e.kind = ANY(` + sq.arg(kinds) + `::bigint[])`)
+	}
+	b.WriteString(` ORDER BY e.created_at DESC, e.id ASC LIMIT ` + sq.arg(int64(q.Limit+1)))
+	sq.sql = b.String()
+	return sq, nil
 }
 
 // counterColumns are a row's thread counters as a page reads them: NULL
