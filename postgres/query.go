@@ -249,6 +249,21 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	// A filter on one value of one tag (the common `#e`, `#p` lookups) is
+	// driven by that tag's index range itself, newest first, so that a
+	// LIMIT stops the scan early however many events carry the value.
+	from, order := "events e", "e.created_at DESC"
+	if drive, ok := singleTagValue(f); ok {
+		from, order = "tags t JOIN events e ON e.seq = t.seq", "t.created_at DESC"
+		where = append(where, "t.name = "+q.arg(drive[0])+" AND t.value = "+q.arg(tagKey(drive[1])))
+		if f.Since != nil {
+			where = append(where, "t.created_at >= "+q.arg(int64(*f.Since)))
+		}
+		if f.Until != nil {
+			where = append(where, "t.created_at <= "+q.arg(int64(*f.Until)))
+		}
+		names = slices.DeleteFunc(names, func(n string) bool { return n == drive[0] })
+	}
 	for _, name := range names {
 		values := f.Tags[name]
 		if values == nil {
@@ -267,17 +282,36 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 			" AND t.value = ANY("+q.arg(keys)+"))")
 	}
 	var b strings.Builder
-	b.WriteString("SELECT " + projection + " FROM events e WHERE ")
+	b.WriteString("SELECT " + projection + " FROM " + from + " WHERE ")
 	b.WriteString(strings.Join(where, " AND "))
 	if projection != countSelect {
 		limit := f.Limit
 		if limit <= 0 {
 			limit = DefaultLimit
 		}
-		b.WriteString(" ORDER BY e.created_at DESC, e.id ASC LIMIT " + q.arg(int64(limit)))
+		b.WriteString(" ORDER BY " + order + ", e.id ASC LIMIT " + q.arg(int64(limit)))
 	}
 	q.sql = b.String()
 	return q, true
+}
+
+// singleTagValue returns the name and value of a filter's only tag
+// constraint (the channel aside), when it has exactly one value and no ids
+// make it moot.
+func singleTagValue(f nostr.Filter) ([2]string, bool) {
+	var found [2]string
+	n := 0
+	for name, values := range f.Tags {
+		if values == nil || name == "h" {
+			continue
+		}
+		n++
+		if len(values) != 1 || !isTagName(name) {
+			return found, false
+		}
+		found = [2]string{name, values[0]}
+	}
+	return found, n == 1 && f.IDs == nil
 }
 
 // readScope is the one read rule, buzz.Community.CanRead, as a condition
