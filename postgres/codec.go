@@ -1,0 +1,245 @@
+package postgres
+
+import (
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+// record is an event prepared for the write path, decoded once.
+type record struct {
+	ev         *nostr.Event
+	id, pubkey []byte
+	sig        []byte
+	tagsJSON   []byte
+	channel    string
+	thread     buzz.ThreadTags
+	dkey       []byte // index key of an addressable event's d tag; nil otherwise
+	expiresAt  *int64
+	tags       []tagRow
+}
+
+// tagRow is one row of the exact tag index.
+type tagRow struct {
+	name  string
+	value []byte // tagKey of the value
+}
+
+var errMalformed = &buzz.Rejection{Prefix: "invalid", Message: "malformed event"}
+
+func newRecord(ev *nostr.Event) (*record, error) {
+	r := &record{ev: ev}
+	var err error
+	if r.id, err = decodeHex(ev.ID, 32); err != nil {
+		return nil, errMalformed
+	}
+	if r.pubkey, err = decodeHex(ev.PubKey, 32); err != nil {
+		return nil, errMalformed
+	}
+	if r.sig, err = decodeHex(ev.Sig, 64); err != nil {
+		return nil, errMalformed
+	}
+	r.tagsJSON = appendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags)
+	if r.channel, err = buzz.ChannelOf(ev.Tags); err != nil {
+		return nil, err
+	}
+	r.thread = buzz.ParseThreadTags(ev.Tags)
+	if buzz.IsAddressableKind(ev.Kind) {
+		r.dkey = tagKey(ev.Tags.GetD())
+	}
+	r.tags = indexedTags(ev.Tags)
+	for _, tag := range ev.Tags {
+		if len(tag) >= 2 && tag[0] == "expiration" {
+			if ts, err := strconv.ParseInt(tag[1], 10, 64); err == nil {
+				r.expiresAt = &ts
+			}
+			break
+		}
+	}
+	return r, nil
+}
+
+// maxKeyLen is the longest tag value kept as itself in an index key.
+const maxKeyLen = 64
+
+// tagKey is the index form of a tag value: its bytes when they are short,
+// else their SHA-512 and one byte more, a length no short value has. A
+// btree entry holds a third of a page at most, and a tag value has no
+// bound; the digest keeps the match exact for every value a client can
+// find a second value of the same key for.
+func tagKey(v string) []byte {
+	if len(v) <= maxKeyLen {
+		return []byte(v)
+	}
+	sum := sha512.Sum512([]byte(v))
+	return append(sum[:], 0)
+}
+
+// indexedTags lists the distinct (name, value) pairs of single-letter tags
+// other than h, in index form (RL-3).
+func indexedTags(tags nostr.Tags) []tagRow {
+	rows := make([]tagRow, 0, len(tags))
+	seen := make(map[[2]string]bool, len(tags))
+	for _, tag := range tags {
+		if len(tag) < 2 || !isTagName(tag[0]) || tag[0] == "h" {
+			continue
+		}
+		k := [2]string{tag[0], tag[1]}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		rows = append(rows, tagRow{name: tag[0], value: tagKey(tag[1])})
+	}
+	return rows
+}
+
+// isTagName reports whether name is one NIP-01 filters can address: a single
+// ASCII letter.
+func isTagName(name string) bool {
+	return len(name) == 1 && ('a' <= name[0] && name[0] <= 'z' || 'A' <= name[0] && name[0] <= 'Z')
+}
+
+func decodeHex(s string, n int) ([]byte, error) {
+	if len(s) != 2*n {
+		return nil, fmt.Errorf("want %d hex characters, got %d", 2*n, len(s))
+	}
+	return hex.DecodeString(strings.ToLower(s))
+}
+
+// idKey is the stored form of an event id given in hex of either case.
+func idKey(s string) ([]byte, bool) {
+	if !nipcw.IsHex64(s) {
+		return nil, false
+	}
+	b, _ := hex.DecodeString(strings.ToLower(s))
+	return b, true
+}
+
+// hexKeys decodes the 64-hex values of list (either case), dropping the rest.
+func hexKeys(list []string) [][]byte {
+	out := make([][]byte, 0, len(list))
+	for _, v := range list {
+		if b, ok := idKey(v); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// stored is what the write path reads back about a stored event.
+type stored struct {
+	seq       int64
+	id        []byte
+	pubkey    []byte
+	createdAt int64
+	kind      int
+	tagsJSON  []byte
+	channel   *int64
+	depth     *int64
+	parent    *int64
+	root      *int64
+	deletedAt *int64
+	expiresAt *int64
+	scope     *int64
+}
+
+// storedColumns are the columns scanStored reads.
+const storedColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at, scope`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanStored(sc scanner) (*stored, error) {
+	var s stored
+	var depth *int32
+	var kind int32
+	err := sc.Scan(&s.seq, &s.id, &s.pubkey, &s.createdAt, &kind, &s.tagsJSON,
+		&s.channel, &depth, &s.parent, &s.root, &s.deletedAt, &s.expiresAt, &s.scope)
+	if err != nil {
+		return nil, err
+	}
+	s.kind = int(kind)
+	if depth != nil {
+		d := int64(*depth)
+		s.depth = &d
+	}
+	return &s, nil
+}
+
+// value is what a nullable column holds, 0 for NULL.
+func value(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// eventSelect is the column list that rebuilds a signed event.
+const eventSelect = `e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig`
+
+// eventColumns are the columns of eventSelect as scanned.
+type eventColumns struct {
+	id, pubkey, sig []byte
+	createdAt       int64
+	kind            int32
+	tags, content   []byte
+}
+
+// dest are the scan destinations of eventSelect.
+func (c *eventColumns) dest() []any {
+	return []any{&c.id, &c.pubkey, &c.createdAt, &c.kind, &c.tags, &c.content, &c.sig}
+}
+
+// event rebuilds the signed event.
+func (c *eventColumns) event() (*nostr.Event, error) {
+	ev := &nostr.Event{
+		ID:        hex.EncodeToString(c.id),
+		PubKey:    hex.EncodeToString(c.pubkey),
+		CreatedAt: nostr.Timestamp(c.createdAt),
+		Kind:      int(c.kind),
+		Content:   string(c.content),
+		Sig:       hex.EncodeToString(c.sig),
+	}
+	var err error
+	if ev.Tags, err = parseTags(string(c.tags)); err != nil {
+		return nil, fmt.Errorf("decode tags of stored event %s: %w", ev.ID, err)
+	}
+	return ev, nil
+}
+
+// raw serves the stored event as its signed JSON, written straight from
+// its columns. Columns that cannot make a sound event are an error: the
+// caller skips the event (CW-17).
+func (c *eventColumns) raw() (buzz.RawEvent, error) {
+	if len(c.id) != 32 || len(c.pubkey) != 32 || len(c.sig) != 64 {
+		return buzz.RawEvent{}, fmt.Errorf("stored event %x has malformed keys", c.id)
+	}
+	if !validTags(string(c.tags)) {
+		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", c.id, errTagsJSON)
+	}
+	b := make([]byte, 0, 300+len(c.tags)+len(c.content)+len(c.content)/8)
+	b = append(b, `{"id":"`...)
+	b = hex.AppendEncode(b, c.id)
+	hexID := string(b[len(b)-64:])
+	b = append(b, `","pubkey":"`...)
+	b = hex.AppendEncode(b, c.pubkey)
+	b = append(b, `","created_at":`...)
+	b = strconv.AppendInt(b, c.createdAt, 10)
+	b = append(b, `,"kind":`...)
+	b = strconv.AppendInt(b, int64(c.kind), 10)
+	b = append(b, `,"tags":`...)
+	b = append(b, c.tags...)
+	b = append(b, `,"content":`...)
+	b = appendString(b, string(c.content))
+	b = append(b, `,"sig":"`...)
+	b = hex.AppendEncode(b, c.sig)
+	b = append(b, `"}`...)
+	return buzz.RawEvent{ID: hexID, CreatedAt: c.createdAt, Kind: int(c.kind), JSON: b}, nil
+}

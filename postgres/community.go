@@ -1,0 +1,308 @@
+package postgres
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// Community returns the access state as this process last saw it:
+// policy, channels, members and settings. It is never modified, a change
+// publishes a new one; every transaction first compares it with the
+// database's access_version (communityIn).
+func (s *Store) Community() *buzz.Community { return s.community.Load() }
+
+// OnPublish sets fn to be called, after their transaction commits, with
+// the group state events (39000-39002) the store signed and stored.
+func (s *Store) OnPublish(fn func([]*nostr.Event)) { s.onPublish.Store(&fn) }
+
+// communityIn is the access state for a transaction: the published one,
+// unless the transaction sees a change another process committed since,
+// which is read from the transaction and published. A query must not
+// judge the events it sees by an older state: one that does not know a
+// private channel another process just created would let them through
+// (RL-13).
+func (s *Store) communityIn(ctx context.Context, tx pgx.Tx) (*buzz.Community, error) {
+	cur := s.Community()
+	var version int64
+	if err := tx.QueryRow(ctx, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
+		return nil, fmt.Errorf("read access version: %w", err)
+	}
+	if version <= cur.Version {
+		return cur, nil
+	}
+	fresh, err := loadCommunity(ctx, tx, cur.Policy)
+	if err != nil {
+		return nil, err
+	}
+	s.publishCommunity(fresh)
+	return fresh, nil
+}
+
+// publishCommunity makes c the access state everyone reads, unless a newer
+// one is published already.
+func (s *Store) publishCommunity(c *buzz.Community) {
+	for {
+		cur := s.community.Load()
+		if cur != nil && cur.Version > c.Version {
+			return
+		}
+		if s.community.CompareAndSwap(cur, c) {
+			return
+		}
+	}
+}
+
+// queryer is a pool or a transaction.
+type queryer interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// loadCommunity reads the whole access state.
+func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Community, error) {
+	var version int64
+	var replies *int64
+	err := q.QueryRow(ctx, `SELECT
+		(SELECT value FROM settings WHERE key = 'access_version'),
+		(SELECT value FROM settings WHERE key = 'thread_replies_in_channel')`).Scan(&version, &replies)
+	if err != nil {
+		return nil, fmt.Errorf("load settings: %w", err)
+	}
+	channels := map[int64]*buzz.Channel{}
+	rows, err := q.Query(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`)
+	if err != nil {
+		return nil, fmt.Errorf("load channels: %w", err)
+	}
+	for rows.Next() {
+		ch := &buzz.Channel{Members: map[string]buzz.Role{}}
+		if err := rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("load channels: %w", err)
+		}
+		channels[ch.Seq] = ch
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load channels: %w", err)
+	}
+	rows, err = q.Query(ctx, `SELECT channel, pubkey, role FROM members`)
+	if err != nil {
+		return nil, fmt.Errorf("load members: %w", err)
+	}
+	for rows.Next() {
+		var seq int64
+		var pubkey []byte
+		var role int16
+		if err := rows.Scan(&seq, &pubkey, &role); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("load members: %w", err)
+		}
+		if ch := channels[seq]; ch != nil {
+			ch.Members[hex.EncodeToString(pubkey)] = buzz.Role(role)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load members: %w", err)
+	}
+	c := buzz.NewCommunity(policy, slices.Collect(maps.Values(channels))...)
+	c.Version = version
+	c.ThreadRepliesInChannel = replies != nil && *replies != 0
+	return c, nil
+}
+
+// applyConfiguredSetting makes the config file's thread_replies_in_channel
+// the community setting when it changed since the last start: that edit is
+// then the newest write, and wins over an earlier 9033 (RL-15, last write
+// wins). An unchanged config leaves a 9033's value in force.
+func (s *Store) applyConfiguredSetting(ctx context.Context, configured bool) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLock)); err != nil {
+			return fmt.Errorf("take the write lock: %w", err)
+		}
+		var last *int64
+		err := tx.QueryRow(ctx, `SELECT value FROM settings WHERE key = 'thread_replies_in_channel.config'`).Scan(&last)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("read settings: %w", err)
+		}
+		v := boolInt(configured)
+		if last != nil && *last == v {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO settings (key, value) VALUES
+			('thread_replies_in_channel.config', $1), ('thread_replies_in_channel', $1)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, v); err != nil {
+			return fmt.Errorf("write settings: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE settings SET value = value + 1 WHERE key = 'access_version'`); err != nil {
+			return fmt.Errorf("bump access version: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply the configured thread_replies_in_channel: %w", err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// saveChannel writes the change from old (nil for a new channel) to next,
+// and marks its group state for renewal.
+func (tx *writeTx) saveChannel(old, next *buzz.Channel, createdAt, now int64) error {
+	if buzz.SameState(old, next) {
+		return nil
+	}
+	if old == nil {
+		old = &buzz.Channel{Members: map[string]buzz.Role{}}
+	}
+	var created, deleted *int64
+	if next.Created && !old.Created {
+		created = &createdAt
+	}
+	if next.Deleted {
+		deleted = &now
+	}
+	if _, err := tx.tx.Exec(tx.ctx, `UPDATE channels SET created_at = coalesce(created_at, $1), name = $2, about = $3,
+		private = $4, deleted_at = coalesce(deleted_at, $5) WHERE seq = $6`,
+		created, next.Name, next.About, next.Private, deleted, next.Seq); err != nil {
+		return fmt.Errorf("update channel: %w", err)
+	}
+	for pk, role := range next.Members {
+		if old.Members[pk] == role {
+			continue
+		}
+		key, _ := hex.DecodeString(pk)
+		if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO members (channel, pubkey, role) VALUES ($1, $2, $3)
+			ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`, next.Seq, key, int16(role)); err != nil {
+			return fmt.Errorf("put member: %w", err)
+		}
+	}
+	for pk := range old.Members {
+		if _, ok := next.Members[pk]; ok {
+			continue
+		}
+		key, _ := hex.DecodeString(pk)
+		if _, err := tx.tx.Exec(tx.ctx, `DELETE FROM members WHERE channel = $1 AND pubkey = $2`, next.Seq, key); err != nil {
+			return fmt.Errorf("remove member: %w", err)
+		}
+	}
+	tx.changeCommunity().Put(next)
+	tx.stateChanged(next.Seq)
+	return nil
+}
+
+// applySetting carries out a kind 9033 (RL-15): a relay admin sets
+// thread_replies_in_channel. It is persisted, not stored as an event.
+func (tx *writeTx) applySetting(ev *nostr.Event, now int64) error {
+	v, err := tx.community().ApplySetting(ev, now)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO settings (key, value) VALUES ('thread_replies_in_channel', $1)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, boolInt(v)); err != nil {
+		return fmt.Errorf("write setting: %w", err)
+	}
+	tx.changeCommunity().ThreadRepliesInChannel = v
+	return nil
+}
+
+// renewGroupState replaces the relay-signed group state of ch (RL-11): 39000
+// metadata, 39001 admins, 39002 members; a deleted channel's is removed.
+// The events depend only on the channel's state, the stored versions and
+// the clock, and BIP-340 signing is deterministic: every process holding
+// the same key signs the same event for the same state and second.
+func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
+	pubkey, _ := hex.DecodeString(s.pubkey)
+	now := s.nowUnix()
+	for _, kind := range buzz.GroupStateKinds {
+		versions, err := tx.versions(kind, pubkey, ch.H)
+		if err != nil {
+			return err
+		}
+		if ch.Deleted {
+			for _, v := range versions {
+				if err := tx.remove(v, now); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		dates := make([]int64, len(versions))
+		for i, v := range versions {
+			dates[i] = v.createdAt
+		}
+		ev := buzz.GroupState(ch, kind, buzz.GroupStateAt(now, dates))
+		if err := ev.Sign(s.key); err != nil {
+			return fmt.Errorf("sign group state: %w", err)
+		}
+		r, err := newRecord(ev)
+		if err != nil {
+			return fmt.Errorf("group state: %w", err)
+		}
+		if _, err := s.ingest(tx, r, now, false); err != nil {
+			return fmt.Errorf("store group state: %w", err)
+		}
+		tx.published = append(tx.published, ev)
+	}
+	return nil
+}
+
+// RenewGroupState signs and stores the group state of every channel afresh,
+// as an import does once at its end, and removes the group state another
+// relay key signed.
+func (s *Store) RenewGroupState(ctx context.Context) error {
+	return s.write(ctx, func(tx *writeTx) error {
+		c := tx.changeCommunity()
+		for _, ch := range c.Channels() {
+			tx.stateChanged(ch.Seq)
+		}
+		if s.key == "" {
+			return nil
+		}
+		return s.dropForeignGroupState(tx)
+	})
+}
+
+// dropForeignGroupState removes the group state in force that the relay
+// key did not sign, and has the state of its channels signed afresh
+// (RL-11, RL-21).
+func (s *Store) dropForeignGroupState(tx *writeTx) error {
+	pubkey, _ := hex.DecodeString(s.pubkey)
+	rows, err := tx.tx.Query(tx.ctx, `SELECT seq FROM events
+		WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL`, pubkey)
+	if err != nil {
+		return fmt.Errorf("look up group state: %w", err)
+	}
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("look up group state: %w", err)
+	}
+	now := s.nowUnix()
+	for _, seq := range seqs {
+		v, err := tx.bySeq(seq)
+		if err != nil {
+			return err
+		}
+		if err := tx.remove(v, now); err != nil {
+			return fmt.Errorf("remove group state #%d: %w", seq, err)
+		}
+		if v.scope != nil && tx.community().ChannelBySeq(*v.scope) != nil {
+			tx.changeCommunity()
+			tx.stateChanged(*v.scope)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations[i] takes a database from schema version i to i+1; version 0
+// is an empty database. A released migration is never edited: a change is
+// a new one at the end.
+var migrations = []string{
+	schemaSQL,
+}
+
+// migrateLock is the advisory lock key under which one process at a time
+// migrates, so that processes starting together do not race.
+const migrateLock = 0x62757a7a_0001
+
+// migrate brings the schema to the newest version, each migration in its
+// own transaction with its row in schema_migrations. A database newer than
+// this binary is refused.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
+		return fmt.Errorf("migrate: lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock))
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer     PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	var version int
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
+		return fmt.Errorf("migrate: read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("migrate: database schema version %d is newer than this binary's %d", version, len(migrations))
+	}
+	for v := version; v < len(migrations); v++ {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v+1)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+		}
+	}
+	return nil
+}

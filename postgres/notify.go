@@ -1,0 +1,231 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// Live fan-out across processes rides on PostgreSQL itself: every write
+// transaction that stores events or changes the access state sends a
+// NOTIFY, which the server delivers to every listening process once the
+// transaction commits, and never when it rolls back. An event's
+// notification carries its key (events.seq), not the event: the
+// receiving process reads it, as stored and committed, and hands it to
+// OnRemote, whose caller applies the delivery-time access check to each
+// subscriber as it does for its own events.
+const (
+	eventsChannel = "buzz_events"
+	accessChannel = "buzz_access"
+)
+
+// eventNote is the payload of an event's notification: the process that
+// stored it (which delivers it itself), its key, and the events whose
+// thread counters the write changed (CW-21). A thread is at most
+// buzz.MaxDepth deep, so the payload stays far below NOTIFY's 8000 bytes.
+type eventNote struct {
+	Origin    string  `json:"o"`
+	Seq       int64   `json:"s"`
+	Recounted []int64 `json:"t,omitempty"`
+}
+
+// newOrigin is a random name for this store's process in notifications.
+func newOrigin() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("name the process: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// OnRemote sets fn to be called with each event another process stored
+// in the database, once committed, and what became of it there: the
+// channel whose readers may read it and the thread summaries it changed.
+// The caller delivers it to its subscriptions under the same access check
+// as its own events. Events this process stores are not handed to fn.
+func (s *Store) OnRemote(fn func(ev *nostr.Event, a buzz.Admitted)) { s.onRemote.Store(&fn) }
+
+// noted records that the current job stored event seq, for the
+// notification sent before the commit; an import has no one to tell.
+func (tx *writeTx) noted(seq int64) {
+	tx.notes = append(tx.notes, eventNote{Seq: seq, Recounted: append([]int64(nil), tx.recounted...)})
+}
+
+// notify sends the notifications of a write, inside its transaction.
+func (s *Store) notify(tx *writeTx) error {
+	for _, n := range tx.notes {
+		n.Origin = s.origin
+		payload, err := json.Marshal(n)
+		if err != nil {
+			return fmt.Errorf("notify event #%d: %w", n.Seq, err)
+		}
+		if _, err := tx.tx.Exec(tx.ctx, `SELECT pg_notify($1, $2)`, eventsChannel, string(payload)); err != nil {
+			return fmt.Errorf("notify event #%d: %w", n.Seq, err)
+		}
+	}
+	if tx.work != nil {
+		if _, err := tx.tx.Exec(tx.ctx, `SELECT pg_notify($1, $2)`, accessChannel, s.origin); err != nil {
+			return fmt.Errorf("notify access change: %w", err)
+		}
+	}
+	return nil
+}
+
+// listenRetry is how long the listener waits before connecting again
+// after its connection failed.
+const listenRetry = time.Second
+
+// listenConn connects the listener and subscribes it to both channels.
+func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, s.connConfig)
+	if err != nil {
+		return nil, fmt.Errorf("listen: connect: %w", err)
+	}
+	for _, ch := range []string{eventsChannel, accessChannel} {
+		if _, err := conn.Exec(ctx, `LISTEN `+ch); err != nil {
+			conn.Close(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("listen on %s: %w", ch, err)
+		}
+	}
+	return conn, nil
+}
+
+// listen receives the notifications of other processes until ctx ends,
+// connecting again after a failure. What was sent while it was not
+// connected is lost for live delivery: the events are stored, and the
+// access state is read afresh on reconnecting.
+func (s *Store) listen(ctx context.Context, conn *pgx.Conn, done chan<- struct{}) {
+	defer close(done)
+	for {
+		err := s.receive(ctx, conn)
+		conn.Close(context.WithoutCancel(ctx))
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Error("listening for other processes' writes", "err", err)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(listenRetry):
+			}
+			if conn, err = s.listenConn(ctx); err == nil {
+				break
+			}
+			s.log.Error("listening for other processes' writes", "err", err)
+		}
+		if err := s.refresh(ctx); err != nil {
+			s.log.Error("reading the access state", "err", err)
+		}
+	}
+}
+
+// receive handles notifications on conn until it fails or ctx ends.
+func (s *Store) receive(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		switch n.Channel {
+		case accessChannel:
+			if n.Payload != s.origin {
+				if err := s.refresh(ctx); err != nil {
+					s.log.Error("reading the access state", "err", err)
+				}
+			}
+		case eventsChannel:
+			var note eventNote
+			if err := json.Unmarshal([]byte(n.Payload), &note); err != nil {
+				s.log.Error("reading an event notification", "payload", n.Payload, "err", err)
+				continue
+			}
+			if note.Origin == s.origin {
+				continue
+			}
+			if err := s.deliverRemote(ctx, note); err != nil && ctx.Err() == nil {
+				s.log.Error("delivering another process's event", "seq", note.Seq, "err", err)
+			}
+		}
+	}
+}
+
+// refresh reads the access state when another process changed it.
+func (s *Store) refresh(ctx context.Context) error {
+	return s.read(ctx, func(pgx.Tx, *buzz.Community) error { return nil })
+}
+
+// deliverRemote reads the event a notification names and hands it to
+// OnRemote's function.
+func (s *Store) deliverRemote(ctx context.Context, note eventNote) error {
+	fn := s.onRemote.Load()
+	if fn == nil {
+		return nil
+	}
+	var ev *nostr.Event
+	var a buzz.Admitted
+	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
+		var cols eventColumns
+		var scope *int64
+		err := tx.QueryRow(ctx, `SELECT `+eventSelect+`, e.scope FROM events e WHERE e.seq = $1`, note.Seq).
+			Scan(append(cols.dest(), &scope)...)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil // replaced or purged since: nothing to deliver
+		case err != nil:
+			return fmt.Errorf("read event #%d: %w", note.Seq, err)
+		}
+		if ev, err = cols.event(); err != nil {
+			return err
+		}
+		if scope != nil {
+			if ch := c.ChannelBySeq(*scope); ch != nil {
+				a.Scope = ch.H
+			}
+		}
+		a.Threads, err = threadChanges(ctx, tx, note.Recounted)
+		return err
+	})
+	if err != nil || ev == nil {
+		return err
+	}
+	(*fn)(ev, a)
+	return nil
+}
+
+// threadChanges describes the events seqs whose thread counters changed,
+// each once, for the live summary push of CW-21.
+func threadChanges(ctx context.Context, q queryer, seqs []int64) ([]buzz.ThreadChange, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	out := make([]buzz.ThreadChange, 0, len(seqs))
+	seen := make(map[int64]bool, len(seqs))
+	for _, seq := range seqs {
+		if seen[seq] {
+			continue
+		}
+		seen[seq] = true
+		var id []byte
+		var c buzz.ThreadChange
+		var rowClass int16
+		err := q.QueryRow(ctx, `SELECT e.id, c.h, e.parent IS NULL, e.row_class
+			FROM events e JOIN channels c ON c.seq = e.channel WHERE e.seq = $1`, seq).Scan(&id, &c.Channel, &c.Root, &rowClass)
+		if err != nil {
+			return nil, fmt.Errorf("read thread of #%d: %w", seq, err)
+		}
+		c.ID = hex.EncodeToString(id)
+		c.TopLevel = buzz.RowClass(rowClass) == buzz.RowTopLevel
+		out = append(out, c)
+	}
+	return out, nil
+}

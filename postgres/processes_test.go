@@ -1,0 +1,200 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/storetest"
+)
+
+// These tests run two stores on one database, as two relay processes
+// sharing a PostgreSQL server do.
+
+const (
+	procChan = "0b5d2f0e-8a4b-4f43-9a4e-6a1c4b3e2d11"
+	procT    = int64(1_700_000_000)
+)
+
+// procPair opens two stores on one fresh database.
+func procPair(t *testing.T, cfg storetest.Config) (a, b suiteStore) {
+	t.Helper()
+	url := freshDatabase(t)
+	return suiteOpen(t, url, cfg), suiteOpen(t, url, cfg)
+}
+
+// admit stores ev through s and fails the test on any refusal.
+func admit(t testing.TB, s *Store, ev *nostr.Event) buzz.Admitted {
+	t.Helper()
+	a, err := s.Admit(context.Background(), ev)
+	if err != nil {
+		t.Fatalf("admit kind %d: %v", ev.Kind, err)
+	}
+	return a
+}
+
+// remote collects what OnRemote hands over.
+type remote struct {
+	mu  sync.Mutex
+	got []remoteEvent
+}
+
+type remoteEvent struct {
+	ev *nostr.Event
+	a  buzz.Admitted
+}
+
+func (r *remote) add(ev *nostr.Event, a buzz.Admitted) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, remoteEvent{ev, a})
+}
+
+// wait returns what arrived once it holds n events, failing the test
+// after a few seconds.
+func (r *remote) wait(t testing.TB, n int) []remoteEvent {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		got := append([]remoteEvent(nil), r.got...)
+		r.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%d events arrived from the other process, want %d", len(r.got), n)
+	return nil
+}
+
+// An event one process stores reaches the other through PostgreSQL, read
+// as stored, with its channel and the thread summaries it changed; the
+// process that stored it is not told again.
+func TestRemoteDelivery(t *testing.T) {
+	a, b := procPair(t, storetest.Config{})
+	var fromA, fromB remote
+	b.OnRemote(fromA.add)
+	a.OnRemote(fromB.add)
+	author := testutil.NewSigner(t)
+	root := author.Event(t, 9, procT, "root", nostr.Tag{"h", procChan})
+	reply := author.Event(t, 9, procT+1, "reply", nostr.Tag{"h", procChan}, nostr.Tag{"e", root.ID, "", "reply"})
+	admit(t, a.Store, root)
+	admit(t, a.Store, reply)
+	got := fromA.wait(t, 2)
+	if len(got) != 2 || got[0].ev.ID != root.ID || got[1].ev.ID != reply.ID {
+		t.Fatalf("the other process got %v, want the root then the reply", got)
+	}
+	if got[1].ev.Sig != reply.Sig || got[1].ev.Content != "reply" {
+		t.Fatalf("the reply arrived as %v", got[1].ev)
+	}
+	if got[1].a.Scope != procChan {
+		t.Fatalf("scope %q, want %q", got[1].a.Scope, procChan)
+	}
+	if th := got[1].a.Threads; len(th) != 1 || th[0].ID != root.ID || !th[0].Root || th[0].Channel != procChan {
+		t.Fatalf("thread changes %+v, want the root's", th)
+	}
+	time.Sleep(100 * time.Millisecond)
+	fromB.mu.Lock()
+	defer fromB.mu.Unlock()
+	if len(fromB.got) != 0 {
+		t.Fatalf("the storing process was told of its own events: %v", fromB.got)
+	}
+}
+
+// A channel made private in one process is private in the other at once:
+// its next read judges by the new state, and its published state follows
+// the notification.
+func TestAccessSeenByEveryProcess(t *testing.T) {
+	owner, reader := testutil.NewSigner(t), testutil.NewSigner(t)
+	a, b := procPair(t, storetest.Config{})
+	admit(t, a.Store, owner.Event(t, 9007, procT, "", nostr.Tag{"h", procChan}))
+	msg := owner.Event(t, 9, procT+1, "hello", nostr.Tag{"h", procChan})
+	admit(t, a.Store, msg)
+	f := nostr.Filter{IDs: []string{msg.ID}}
+	if evs, err := b.Query(context.Background(), f, buzz.Viewer(reader.PK)); err != nil || len(evs) != 1 {
+		t.Fatalf("open channel: the other process served %d events (%v), want 1", len(evs), err)
+	}
+	admit(t, a.Store, owner.Event(t, 9002, procT+2, "", nostr.Tag{"h", procChan}, nostr.Tag{"private"}))
+	if evs, err := b.Query(context.Background(), f, buzz.Viewer(reader.PK)); err != nil || len(evs) != 0 {
+		t.Fatalf("private channel: the other process served %d events (%v) to a non-member, want 0", len(evs), err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !b.Community().Channel(procChan).Private {
+		if time.Now().After(deadline) {
+			t.Fatal("the other process's access state never showed the channel private")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Replies written at once by two processes into one thread leave every
+// counter exact (RL-5): writes from every process are serial.
+func TestConcurrentThreadAcrossProcesses(t *testing.T) {
+	a, b := procPair(t, storetest.Config{})
+	authors := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)}
+	root := authors[0].Event(t, 9, procT, "root", nostr.Tag{"h", procChan})
+	admit(t, a.Store, root)
+	const perProcess = 40
+	var wg sync.WaitGroup
+	for p, s := range []*Store{a.Store, b.Store} {
+		evs := make([]*nostr.Event, perProcess)
+		for i := range evs {
+			evs[i] = authors[(p+i)%len(authors)].Event(t, 9, procT+1+int64(i), "reply",
+				nostr.Tag{"h", procChan}, nostr.Tag{"e", root.ID, "", "reply"})
+		}
+		for w := 0; w < 4; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < perProcess; i += 4 {
+					if _, err := s.Admit(context.Background(), evs[i]); err != nil {
+						t.Errorf("admit: %v", err)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if err := a.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := b.Summaries(context.Background(), []string{root.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].ReplyCount != 2*perProcess || sums[0].DescendantCount != 2*perProcess ||
+		len(sums[0].Participants) != len(authors) {
+		t.Fatalf("root summary %+v, want %d replies by %d authors", sums, 2*perProcess, len(authors))
+	}
+}
+
+// The relay-signed group state is the same event whichever process signs
+// it: it depends on the channel's state, the clock and the relay key only
+// (RL-11).
+func TestGroupStateSameWhicheverProcess(t *testing.T) {
+	relay, owner := testutil.NewSigner(t), testutil.NewSigner(t)
+	clock := func() time.Time { return time.Unix(procT+10, 0) }
+	cfg := storetest.Config{RelayKey: relay.SK, Now: clock}
+	a := suiteOpen(t, freshDatabase(t), cfg)
+	b := suiteOpen(t, freshDatabase(t), cfg)
+	create := owner.Event(t, 9007, procT, "", nostr.Tag{"h", procChan}, nostr.Tag{"name", "general"})
+	var signed [2][]*nostr.Event
+	for i, s := range []*Store{a.Store, b.Store} {
+		s.OnPublish(func(evs []*nostr.Event) { signed[i] = append(signed[i], evs...) })
+		admit(t, s, create)
+	}
+	if len(signed[0]) != len(buzz.GroupStateKinds) || len(signed[0]) != len(signed[1]) {
+		t.Fatalf("signed %d and %d group state events, want %d each", len(signed[0]), len(signed[1]), len(buzz.GroupStateKinds))
+	}
+	for i := range signed[0] {
+		if x, y := signed[0][i], signed[1][i]; x.ID != y.ID || x.Sig != y.Sig {
+			t.Fatalf("kind %d: %s/%s in one process, %s/%s in the other", x.Kind, x.ID, x.Sig, y.ID, y.Sig)
+		}
+	}
+}

@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// Stats are the store's numbers for the metrics (RL-30): the writes in
+// flight, one job a transaction, the window pages served from the cache
+// and read from the database, and the size of
+// the database. Its write-ahead log is the server's, not the relay's to
+// report: WALBytes stays 0.
+func (s *Store) Stats() (buzz.StoreStats, error) {
+	st := buzz.StoreStats{
+		WriterQueue:       int(s.writes.Load()),
+		BatchJobs:         s.batchJobs.Load(),
+		PagesFromCache:    s.pages.hits.Load(),
+		PagesFromDatabase: s.pages.misses.Load(),
+	}
+	for i := range st.BatchSizes {
+		st.BatchSizes[i] = s.batchSizes[i].Load()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	if err := s.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&st.DatabaseBytes); err != nil {
+		return st, fmt.Errorf("database size: %w", err)
+	}
+	return st, nil
+}
+
+// Ping is a write round trip that writes nothing: a transaction that takes
+// the write lock behind this process's writers and every other process's,
+// and commits.
+// It fails when the store is closed or the lock is not had before ctx
+// ends (RL-30 readiness).
+func (s *Store) Ping(ctx context.Context) error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	select {
+	case s.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("ping: %w", ctx.Err())
+	}
+	defer func() { <-s.writeSlot }()
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLock))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}
+
+// ChannelsAfter lists up to limit channels after number after, private
+// and deleted ones too, with the date of each open channel's newest event
+// (CW-25).
+func (s *Store) ChannelsAfter(ctx context.Context, after int64, limit int) ([]buzz.ChannelActivity, error) {
+	out := make([]buzz.ChannelActivity, 0, limit)
+	err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
+		rows, err := tx.Query(ctx, `SELECT c.seq, c.h,
+			CASE WHEN NOT c.private AND c.deleted_at IS NULL
+				THEN coalesce((SELECT max(e.created_at) FROM events e WHERE e.channel = c.seq), 0)
+				ELSE 0 END
+			FROM channels c WHERE c.seq > $1 ORDER BY c.seq LIMIT $2`, after, limit)
+		if err != nil {
+			return fmt.Errorf("list channels: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var ch buzz.ChannelActivity
+			if err := rows.Scan(&ch.Seq, &ch.H, &ch.LastEventAt); err != nil {
+				return fmt.Errorf("list channels: %w", err)
+			}
+			out = append(out, ch)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("list channels: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,211 @@
+// Package postgres is a buzz-lite store on PostgreSQL 15+: the same
+// buzz.Store as package sqlite, for relays whose processes share one
+// database. It knows SQL and nostr events and nothing of HTTP or khatru;
+// the rules of ingest are buzz's (buzz/ingest.go), applied over a
+// buzz.Lookup read inside each write transaction.
+package postgres
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// schemaSQL is migration 1: the whole schema of a fresh database.
+//
+//go:embed schema.sql
+var schemaSQL string
+
+// Options configure a Store.
+type Options struct {
+	// URL is the PostgreSQL connection string (a URL or key=value pairs).
+	URL string
+	// Admins are relay admins: they act as owner of every channel (RL-10)
+	// and change community settings (RL-15). They are added to Policy's.
+	Admins []string
+	// Policy is the community's access configuration; nil means
+	// buzz.DefaultPolicy().
+	Policy *buzz.Policy
+	// ThreadRepliesInChannel is the configured community setting (RL-15);
+	// nil leaves the stored one as it is.
+	ThreadRepliesInChannel *bool
+	// RelayKey is the relay identity secret key (hex) that signs group
+	// state (RL-11); empty means no group state is kept.
+	RelayKey string
+	// PageCache is how many window pages are cached; 0 means the default
+	// (128), a negative number none.
+	PageCache int
+	// MaxConns bounds the connection pool; 0 leaves pgxpool's default.
+	MaxConns int32
+	// Logger receives warnings; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store is an open buzz-lite database on PostgreSQL.
+type Store struct {
+	pool   *pgxpool.Pool
+	log    *slog.Logger
+	now    func() time.Time
+	key    string // relay identity secret key, hex; "" signs nothing
+	pubkey string
+	policy buzz.Policy
+
+	// community is the access state as this process last read or wrote
+	// it; every transaction compares its version with the database's.
+	community atomic.Pointer[buzz.Community]
+	onPublish atomic.Pointer[func([]*nostr.Event)]
+	onRemote  atomic.Pointer[func(*nostr.Event, buzz.Admitted)]
+
+	// origin names this process in its notifications; connConfig is how
+	// the listener connects (notify.go).
+	origin     string
+	connConfig *pgx.ConnConfig
+	stopListen context.CancelFunc
+	listening  chan struct{}
+
+	// writes counts the write transactions in flight or waiting, for the
+	// metrics (RL-30); writeSlot is held by the one that waits for, or
+	// holds, the write lock (write.go).
+	writes    atomic.Int64
+	writeSlot chan struct{}
+	// batchSizes and batchJobs count the write transactions: each takes
+	// one job here (buzz.StoreStats).
+	batchSizes [len(buzz.BatchSizeBounds)]atomic.Uint64
+	batchJobs  atomic.Uint64
+	// pages caches window pages while no write changes their channel
+	// (pagecache.go).
+	pages *pageCache
+
+	stop    chan struct{} // ends the background loop (expire.go)
+	stopped chan struct{}
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+// queryTimeout bounds every read, so that no statement outlives a client
+// that went away.
+const queryTimeout = 15 * time.Second
+
+// Open connects to the database at opts.URL, brings its schema up to
+// date and reads the access state.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.URL == "" {
+		return nil, errors.New("postgres: no database URL")
+	}
+	cfg, err := pgxpool.ParseConfig(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse database URL: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &Store{log: log, now: now, key: opts.RelayKey, stop: make(chan struct{}), stopped: make(chan struct{}), writeSlot: make(chan struct{}, 1),
+		pages: newPageCache(opts.PageCache)}
+	s.policy = buzz.DefaultPolicy()
+	if opts.Policy != nil {
+		s.policy = *opts.Policy
+	}
+	admins := make(map[string]bool, len(s.policy.Admins)+len(opts.Admins))
+	for a := range s.policy.Admins {
+		admins[a] = true
+	}
+	for _, a := range opts.Admins {
+		admins[a] = true
+	}
+	s.policy.Admins = admins
+	if s.key != "" {
+		if s.pubkey, err = nostr.GetPublicKey(s.key); err != nil {
+			return nil, fmt.Errorf("relay key: %w", err)
+		}
+	}
+	if s.origin, err = newOrigin(); err != nil {
+		return nil, err
+	}
+	s.connConfig = cfg.ConnConfig.Copy()
+	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	if err := s.open(ctx, opts); err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	// Listening before Open returns: a write another process commits from
+	// now on reaches this one.
+	conn, err := s.listenConn(ctx)
+	if err != nil {
+		s.pool.Close()
+		return nil, err
+	}
+	var listenCtx context.Context
+	listenCtx, s.stopListen = context.WithCancel(context.Background())
+	s.listening = make(chan struct{})
+	go s.listen(listenCtx, conn, s.listening)
+	go s.background(s.stop, s.stopped)
+	return s, nil
+}
+
+// open migrates the schema, applies the configured setting and reads the
+// access state.
+func (s *Store) open(ctx context.Context, opts Options) error {
+	if err := migrate(ctx, s.pool); err != nil {
+		return err
+	}
+	if opts.ThreadRepliesInChannel != nil {
+		if err := s.applyConfiguredSetting(ctx, *opts.ThreadRepliesInChannel); err != nil {
+			return err
+		}
+	}
+	c, err := loadCommunity(ctx, s.pool, s.policy)
+	if err != nil {
+		return err
+	}
+	s.community.Store(c)
+	return nil
+}
+
+// Close stops the background loop, waits for the reads and writes under
+// way and closes every connection; work after it fails.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	close(s.stop)
+	<-s.stopped
+	s.stopListen()
+	<-s.listening
+	s.pool.Close()
+	return nil
+}
+
+// errClosed is returned for work submitted after Close.
+var errClosed = errors.New("store is closed")
+
+func (s *Store) nowUnix() int64 { return s.now().Unix() }
+
+// The store implements the interface the relay reads and writes through.
+var _ buzz.Store = (*Store)(nil)

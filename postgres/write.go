@@ -1,0 +1,185 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// writeLock is the advisory lock every write transaction takes first, in
+// every process on the database: writes are serial, as SQLite's single
+// writer makes them. The rules of ingest read what any other write may
+// change (the access state, a channel's number, the versions at an
+// address, the deletions that arrived first, an ancestor's counters), so
+// one order of all writes keeps each decision and every counter exact
+// without retries (STATUS.md).
+const writeLock = 0x62757a7a_0002
+
+// writeTx is what a write job sees: one transaction holding the write
+// lock, with the access state as of its start.
+type writeTx struct {
+	ctx context.Context
+	tx  pgx.Tx
+
+	// base is the access state when the transaction began, work the
+	// transaction's changed copy of it (nil until a job changes it).
+	base, work *buzz.Community
+	// changed lists the channels whose group state must be renewed before
+	// the commit, published the group state events signed for them.
+	changed   map[int64]bool
+	published []*nostr.Event
+	// deferState leaves the group state to a later RenewGroupState (import).
+	deferState bool
+	// recounted lists the events whose thread counters the current job
+	// changed (CW-21).
+	recounted []int64
+	// notes are the notifications of the events stored (notify.go).
+	notes []eventNote
+	// pages are the channels whose window pages the write changed
+	// (pages.go).
+	pages map[int64]bool
+	// now is the store's clock when the transaction began.
+	now int64
+}
+
+// write runs fn in one write transaction and commits it unless fn fails.
+// A *buzz.Rejection from fn rolls back too: fn writes nothing before it
+// can no longer be rejected, so nothing is lost, and nothing half-done
+// can be committed.
+func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
+	s.closeMu.RLock()
+	defer s.closeMu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	s.writes.Add(1)
+	defer s.writes.Add(-1)
+	// One connection of this process waits for the write lock at a time:
+	// the others wait here, holding none, so that reads keep the pool.
+	select {
+	case s.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeSlot }()
+	s.batchSizes[0].Add(1)
+	s.batchJobs.Add(1)
+	// Once begun, a write runs to its end whatever the client does: the
+	// caller must not report failure for an event that is then committed.
+	ctx = context.WithoutCancel(ctx)
+	var done *writeTx
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLock)); err != nil {
+			return fmt.Errorf("take the write lock: %w", err)
+		}
+		base, err := s.communityIn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		w := &writeTx{ctx: ctx, tx: tx, base: base, now: s.nowUnix()}
+		if err := fn(w); err != nil {
+			return err
+		}
+		if err := s.finish(w); err != nil {
+			return err
+		}
+		done = w
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if done.work != nil {
+		s.publishCommunity(done.work)
+	}
+	if len(done.published) > 0 {
+		if fn := s.onPublish.Load(); fn != nil {
+			(*fn)(done.published)
+		}
+	}
+	return nil
+}
+
+// community is the access state as this transaction sees it: what was
+// published, with the changes of the transaction's jobs so far.
+func (tx *writeTx) community() *buzz.Community {
+	if tx.work != nil {
+		return tx.work
+	}
+	return tx.base
+}
+
+// changeCommunity returns the transaction's own copy of the access state,
+// making it on the first change.
+func (tx *writeTx) changeCommunity() *buzz.Community {
+	if tx.work == nil {
+		tx.work = tx.base.Clone()
+	}
+	return tx.work
+}
+
+// channelState is the state of the channel numbered seq; one the state
+// does not know is an open channel without members.
+func (tx *writeTx) channelState(seq int64, h string) *buzz.Channel {
+	if ch := tx.community().ChannelBySeq(seq); ch != nil {
+		return ch
+	}
+	return &buzz.Channel{Seq: seq, H: h, Members: map[string]buzz.Role{}}
+}
+
+// stateChanged marks the group state of channel seq for renewal before the
+// commit; an import's jobs leave it to RenewGroupState.
+func (tx *writeTx) stateChanged(seq int64) {
+	if tx.deferState {
+		return
+	}
+	if tx.changed == nil {
+		tx.changed = map[int64]bool{}
+	}
+	tx.changed[seq] = true
+}
+
+// finish ends a write before its commit: the access state and group
+// state it changed, the page versions, and the notifications to other
+// processes.
+func (s *Store) finish(tx *writeTx) error {
+	if err := s.renewChanged(tx); err != nil {
+		return err
+	}
+	if err := tx.bumpPages(); err != nil {
+		return err
+	}
+	return s.notify(tx)
+}
+
+// renewChanged bumps access_version when the access state changed, so
+// that every process reads it afresh, and renews the group state of every
+// channel that changed.
+func (s *Store) renewChanged(tx *writeTx) error {
+	if tx.work == nil {
+		return nil
+	}
+	tx.work.Version = tx.base.Version + 1
+	if _, err := tx.tx.Exec(tx.ctx, `UPDATE settings SET value = $1 WHERE key = 'access_version'`, tx.work.Version); err != nil {
+		return fmt.Errorf("bump access version: %w", err)
+	}
+	if s.key == "" {
+		return nil
+	}
+	seqs := make([]int64, 0, len(tx.changed))
+	for seq := range tx.changed {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		if err := s.renewGroupState(tx, tx.work.ChannelBySeq(seq)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
