@@ -450,7 +450,10 @@ func access(l Lookup, ev *nostr.Event, h string, ch *Channel, targets []*StoredE
 		return scope, nil, nil
 	case IsRelayOnlyKind(ev.Kind):
 		// The relay's own group state belongs to the channel it describes.
-		seq, _, err := l.ChannelNumber(ev.Tags.GetD())
+		seq, found, err := l.ChannelNumber(ev.Tags.GetD())
+		if !found {
+			return 0, nil, err
+		}
 		return seq, nil, err
 	}
 	return 0, nil, nil

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -90,7 +91,9 @@ func (tx *writeTx) backfillOne(seq, now int64) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("backfill #%d: %w", seq, err)
 	}
-	ev := &nostr.Event{Kind: t.kind, Tags: tags}
+	// Its author's view: a reply in a private channel finds its parent
+	// as its author, a member, does.
+	ev := &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)}
 	var h string
 	var ch *buzz.Channel
 	if t.channel != nil {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -112,7 +113,9 @@ func (tx *writeTx) backfillOne(seq, now int64) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("backfill #%d: %w", seq, err)
 	}
-	r := &record{ev: &nostr.Event{Kind: t.kind, Tags: tags}}
+	// Its author's view: a reply in a private channel finds its parent
+	// as its author, a member, does (an anonymous record found none).
+	r := &record{ev: &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)}, pubkey: t.pubkey}
 	r.thread = buzz.ParseThreadTags(tags)
 	c, err := tx.classify(r, t.channel, now, true)
 	if err != nil || !c.depth.Valid {

@@ -136,12 +136,6 @@ type stored struct {
 	scope     sql.NullInt64
 }
 
-// live reports whether the event is still served: neither deleted nor
-// expired at now.
-func (s *stored) live(now int64) bool {
-	return !s.deletedAt.Valid && (!s.expiresAt.Valid || s.expiresAt.Int64 > now)
-}
-
 func scanStored(row *sql.Row) (*stored, error) {
 	var s stored
 	err := row.Scan(&s.seq, &s.id, &s.pubkey, &s.createdAt, &s.kind, &s.tagsJSON,

@@ -109,7 +109,7 @@ func (tx *writeTx) reclassifyOne(seq, now int64) (candidate, moved bool, err err
 	if err != nil {
 		return false, false, fmt.Errorf("reclassify #%d: %w", seq, err)
 	}
-	r := &record{ev: &nostr.Event{Kind: t.kind, Tags: tags}, thread: buzz.ParseThreadTags(tags)}
+	r := &record{ev: &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)}, pubkey: t.pubkey, thread: buzz.ParseThreadTags(tags)}
 	if r.thread.Parent == "" {
 		return false, false, nil
 	}

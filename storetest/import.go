@@ -124,3 +124,26 @@ func testImportMissingParent(t *testing.T, open Opener) {
 		t.Fatalf("the orphan's place: %+v, want an unclassified row", in)
 	}
 }
+
+// CW-12, RL-13: Backfill places a reply of a private channel as its
+// author sees it: the parent it waited for is in a channel the author is
+// a member of (it was judged as an anonymous reader's, which found none).
+func testBackfillPrivateChannel(t *testing.T, open Opener) {
+	s := ttOpen(t, open)
+	owner := testutil.NewSigner(t)
+	create := owner.Event(t, 9007, 1000, "", ttH(ttChan), nostr.Tag{"private"})
+	root := owner.Event(t, 9, 1002, "root", ttH(ttChan))
+	reply := owner.Event(t, 9, 1003, "reply", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(root.ID))
+	for i, err := range imImport(t, s, []*nostr.Event{create, reply, root}) {
+		if err != nil {
+			t.Fatalf("import #%d: %v", i, err)
+		}
+	}
+	classified, waiting, err := s.Backfill(context.Background())
+	if err != nil || classified != 1 || waiting != 0 {
+		t.Fatalf("backfill: %d classified, %d waiting, %v; want the reply placed", classified, waiting, err)
+	}
+	if in := ttMustRead(t, s, reply.ID); !in.Depth.Valid || in.Depth.Int64 != 1 {
+		t.Fatalf("the reply's place: %+v, want depth 1", in)
+	}
+}

@@ -129,6 +129,7 @@ var suite = []struct {
 	{"FeedNoPublicRead", testFeedNoPublicRead},
 	{"ImportOutOfOrderThenBackfill", testImportOutOfOrderThenBackfill},
 	{"ImportMissingParent", testImportMissingParent},
+	{"BackfillPrivateChannel", testBackfillPrivateChannel},
 	{"PageMaxBytes", testPageMaxBytes},
 	{"ImportAppliesWritePolicy", testImportAppliesWritePolicy},
 	{"PositionsMatchQuery", testPositionsMatchQuery},
