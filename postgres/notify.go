@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,8 +31,10 @@ const (
 
 // eventNote is the payload of an event's notification: the process that
 // stored it (which delivers it itself), its key, and the events whose
-// thread counters the write changed (CW-21). A thread is at most
-// buzz.MaxDepth deep, so the payload stays far below NOTIFY's 8000 bytes.
+// thread counters the write changed (CW-21), each once and at most
+// maxNotedThreads of them, so that the payload stays below NOTIFY's 8000
+// bytes: a deletion naming a thousand replies recounts their ancestors,
+// and a payload past the bound failed the whole write.
 type eventNote struct {
 	Origin    string  `json:"o"`
 	Seq       int64   `json:"s"`
@@ -57,8 +60,18 @@ func (s *Store) OnRemote(fn func(ev *nostr.Event, a buzz.Admitted)) { s.onRemote
 // noted records that the current job stored event seq, for the
 // notification sent before the commit; an import has no one to tell.
 func (tx *writeTx) noted(seq int64) {
-	tx.notes = append(tx.notes, eventNote{Seq: seq, Recounted: append([]int64(nil), tx.recounted...)})
+	threads := slices.Compact(slices.Sorted(slices.Values(tx.recounted)))
+	if len(threads) > maxNotedThreads {
+		// The other processes push these summaries live no further;
+		// their clients read them with their next page.
+		threads = threads[:maxNotedThreads]
+	}
+	tx.notes = append(tx.notes, eventNote{Seq: seq, Recounted: threads})
 }
+
+// maxNotedThreads bounds the threads one notification names: 300 numbers
+// of up to 19 digits stay under 6,100 bytes.
+const maxNotedThreads = 300
 
 // notify sends the notifications of a write, inside its transaction.
 func (s *Store) notify(tx *writeTx) error {

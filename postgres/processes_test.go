@@ -198,3 +198,32 @@ func TestGroupStateSameWhicheverProcess(t *testing.T) {
 		}
 	}
 }
+
+// A deletion that recounts hundreds of threads is stored and announced:
+// the threads its notification names are bounded, where a payload past
+// NOTIFY's 8000 bytes failed the whole write (RL-33, found by review).
+func TestLargeDeletionNotifies(t *testing.T) {
+	a, b := procPair(t, storetest.Config{})
+	var fromA remote
+	b.OnRemote(fromA.add)
+	if _, err := a.pool.Exec(context.Background(), `SELECT setval(pg_get_serial_sequence('events', 'seq'), 100000000000000000)`); err != nil {
+		t.Fatal(err)
+	}
+	author := testutil.NewSigner(t)
+	const threads = 500
+	deletion := nostr.Tags{}
+	for i := range threads {
+		root := author.Event(t, 9, procT+int64(2*i), "root", nostr.Tag{"h", procChan})
+		reply := author.Event(t, 9, procT+int64(2*i+1), "reply", nostr.Tag{"h", procChan}, nostr.Tag{"e", root.ID, "", "reply"})
+		admit(t, a.Store, root)
+		admit(t, a.Store, reply)
+		deletion = append(deletion, nostr.Tag{"e", reply.ID})
+	}
+	del := author.Event(t, 5, procT+2*threads, "", deletion...)
+	admit(t, a.Store, del)
+	got := fromA.wait(t, 2*threads+1)
+	last := got[len(got)-1]
+	if last.ev.ID != del.ID || len(last.a.Threads) == 0 || len(last.a.Threads) > maxNotedThreads {
+		t.Fatalf("the deletion arrived as %s with %d thread changes, want it with 1..%d", last.ev.ID, len(last.a.Threads), maxNotedThreads)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
@@ -271,7 +272,16 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 			continue
 		}
 		if name == "h" {
-			where = append(where, "e.channel IN (SELECT seq FROM channels WHERE h = ANY("+q.arg(values)+"))")
+			// PostgreSQL's text refuses NUL and invalid UTF-8, and no
+			// channel id holds them: such a value matches nothing, as on
+			// SQLite, rather than failing the read.
+			hs := slices.DeleteFunc(slices.Clone(values), func(h string) bool {
+				return !utf8.ValidString(h) || strings.ContainsRune(h, 0)
+			})
+			if len(hs) == 0 {
+				return q, false
+			}
+			where = append(where, "e.channel IN (SELECT seq FROM channels WHERE h = ANY("+q.arg(hs)+"))")
 			continue
 		}
 		keys := make([][]byte, len(values))

@@ -397,3 +397,19 @@ func testQueryBounded(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// RL-3: a channel id no channel can have (NUL, invalid UTF-8) matches
+// nothing, on every store: not an error.
+func testQueryImpossibleChannel(t *testing.T, open Opener) {
+	s := ttOpen(t, open)
+	ctx := context.Background()
+	for _, h := range []string{"a\x00b", "a\xffb"} {
+		f := nostr.Filter{Tags: nostr.TagMap{"h": {h}}}
+		if evs, err := s.Query(ctx, f, buzz.Anonymous); err != nil || len(evs) != 0 {
+			t.Errorf("query #h %q: %d events, %v", h, len(evs), err)
+		}
+		if n, err := s.Count(ctx, f, buzz.Anonymous); err != nil || n != 0 {
+			t.Errorf("count #h %q: %d, %v", h, n, err)
+		}
+	}
+}

@@ -129,6 +129,7 @@ var suite = []struct {
 	{"FeedNoPublicRead", testFeedNoPublicRead},
 	{"ImportOutOfOrderThenBackfill", testImportOutOfOrderThenBackfill},
 	{"ImportMissingParent", testImportMissingParent},
+	{"QueryImpossibleChannel", testQueryImpossibleChannel},
 	{"BackfillPrivateChannel", testBackfillPrivateChannel},
 	{"PageMaxBytes", testPageMaxBytes},
 	{"ImportAppliesWritePolicy", testImportAppliesWritePolicy},
