@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"modernc.org/libc"
+	"modernc.org/libc/sys/types"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
@@ -185,7 +186,7 @@ func (st *directStmt) bind(args ...any) error {
 // bindCopy binds v through C memory that SQLite copies at once.
 func (st *directStmt) bindCopy(n int32, v []byte, bind func(*libc.TLS, uintptr, int32, uintptr, int32, uintptr) int32) int32 {
 	tls := st.c.tls
-	p := libc.Xmalloc(tls, uint64(max(len(v), 1)))
+	p := libc.Xmalloc(tls, types.Size_t(max(len(v), 1)))
 	if p == 0 {
 		return sqlite3.SQLITE_NOMEM
 	}
