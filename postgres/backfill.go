@@ -8,6 +8,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // backfillPage is how many unclassified events one backfill transaction
@@ -87,7 +88,7 @@ func (tx *writeTx) backfillOne(seq, now int64) (bool, error) {
 	if err != nil || t == nil || t.depth != nil {
 		return false, err
 	}
-	tags, err := parseTags(string(t.tagsJSON))
+	tags, err := tagjson.Parse(string(t.tagsJSON))
 	if err != nil {
 		return false, fmt.Errorf("backfill #%d: %w", seq, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // Check is the store's consistency check, read in one snapshot: every
@@ -74,7 +75,7 @@ func (s *Store) checkTags(ctx context.Context, tx pgx.Tx, problems *[]error) err
 			rows.Close()
 			return fmt.Errorf("check tags: %w", err)
 		}
-		tags, err := parseTags(string(tagsJSON))
+		tags, err := tagjson.Parse(string(tagsJSON))
 		if err != nil {
 			*problems = append(*problems, fmt.Errorf("tags of #%d: %w", seq, err))
 			continue

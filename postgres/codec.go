@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -46,7 +47,7 @@ func newRecord(ev *nostr.Event) (*record, error) {
 	if r.sig, err = decodeHex(ev.Sig, 64); err != nil {
 		return nil, errMalformed
 	}
-	r.tagsJSON = appendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags)
+	r.tagsJSON = tagjson.AppendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags)
 	if r.channel, err = buzz.ChannelOf(ev.Tags); err != nil {
 		return nil, err
 	}
@@ -208,7 +209,7 @@ func (c *eventColumns) event() (*nostr.Event, error) {
 		Sig:       hex.EncodeToString(c.sig),
 	}
 	var err error
-	if ev.Tags, err = parseTags(string(c.tags)); err != nil {
+	if ev.Tags, err = tagjson.Parse(string(c.tags)); err != nil {
 		return nil, fmt.Errorf("decode tags of stored event %s: %w", ev.ID, err)
 	}
 	return ev, nil
@@ -221,8 +222,8 @@ func (c *eventColumns) raw() (buzz.RawEvent, error) {
 	if len(c.id) != 32 || len(c.pubkey) != 32 || len(c.sig) != 64 {
 		return buzz.RawEvent{}, fmt.Errorf("stored event %x has malformed keys", c.id)
 	}
-	if !validTags(string(c.tags)) {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", c.id, errTagsJSON)
+	if !tagjson.Valid(string(c.tags)) {
+		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", c.id, tagjson.ErrMalformed)
 	}
 	b := make([]byte, 0, 300+len(c.tags)+len(c.content)+len(c.content)/8)
 	b = append(b, `{"id":"`...)
@@ -237,7 +238,7 @@ func (c *eventColumns) raw() (buzz.RawEvent, error) {
 	b = append(b, `,"tags":`...)
 	b = append(b, c.tags...)
 	b = append(b, `,"content":`...)
-	b = appendString(b, string(c.content))
+	b = tagjson.AppendString(b, string(c.content))
 	b = append(b, `,"sig":"`...)
 	b = hex.AppendEncode(b, c.sig)
 	b = append(b, `"}`...)

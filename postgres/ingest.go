@@ -11,6 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // maxDepth bounds the walks up a thread's ancestry (CW-10).
@@ -270,7 +271,7 @@ func (tx *writeTx) adoptReactions(id []byte, scope int64) error {
 		if t == nil || t.channel != nil || t.scope != nil {
 			continue
 		}
-		tags, err := parseTags(string(t.tagsJSON))
+		tags, err := tagjson.Parse(string(t.tagsJSON))
 		if err != nil {
 			return fmt.Errorf("tags of stored event #%d: %w", seq, err)
 		}

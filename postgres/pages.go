@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -85,7 +86,7 @@ func (tx *writeTx) namedBy(t *stored) ([]*stored, error) {
 
 // eTags are the lowercase hex ids the `e` tags of s name.
 func (s *stored) eTags() ([]string, error) {
-	tags, err := parseTags(string(s.tagsJSON))
+	tags, err := tagjson.Parse(string(s.tagsJSON))
 	if err != nil {
 		return nil, fmt.Errorf("tags of stored event #%d: %w", s.seq, err)
 	}

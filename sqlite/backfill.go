@@ -9,6 +9,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // BackfillResult says what a Backfill did.
@@ -109,7 +110,7 @@ func (tx *writeTx) backfillOne(seq, now int64) (bool, error) {
 	if err != nil || t == nil || t.depth.Valid {
 		return false, err
 	}
-	tags, err := parseTags(t.tagsJSON)
+	tags, err := tagjson.Parse(t.tagsJSON)
 	if err != nil {
 		return false, fmt.Errorf("backfill #%d: %w", seq, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // CheckReport is what Check found.
@@ -358,7 +360,7 @@ func checkTags(ctx context.Context, tx *sql.Tx, rep *CheckReport) ([]tagFix, err
 		if err := rows.Scan(&seq, &createdAt, &kind, &tagsJSON); err != nil {
 			return nil, fmt.Errorf("check tags: %w", err)
 		}
-		tags, err := parseTags(tagsJSON)
+		tags, err := tagjson.Parse(tagsJSON)
 		if err != nil {
 			return nil, fmt.Errorf("check tags of #%d: %w", seq, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -47,7 +48,7 @@ func newRecord(ev *nostr.Event) (*record, error) {
 	if r.sig, err = decodeHex(ev.Sig, 64); err != nil {
 		return nil, errMalformed
 	}
-	r.tagsJSON = string(appendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags))
+	r.tagsJSON = string(tagjson.AppendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags))
 	if r.channel, err = buzz.ChannelOf(ev.Tags); err != nil {
 		return nil, err
 	}
@@ -174,7 +175,7 @@ func scanEvent(sc scanner) (*nostr.Event, error) {
 		Sig:       hex.EncodeToString(sig),
 	}
 	var err error
-	if ev.Tags, err = parseTags(tags); err != nil {
+	if ev.Tags, err = tagjson.Parse(tags); err != nil {
 		return nil, fmt.Errorf("decode tags of stored event %s: %w", ev.ID, err)
 	}
 	return ev, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // maxDepth bounds the walks up a thread's ancestry (CW-10).
@@ -290,7 +291,7 @@ func (tx *writeTx) adoptReactions(id []byte, scope int64) error {
 		if t == nil || t.channel.Valid || t.scope.Valid {
 			continue
 		}
-		tags, err := parseTags(t.tagsJSON)
+		tags, err := tagjson.Parse(t.tagsJSON)
 		if err != nil {
 			return fmt.Errorf("tags of stored event #%d: %w", seq, err)
 		}

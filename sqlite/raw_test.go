@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // CW-17: validTags accepts what parseTags reads, except raw control
@@ -18,13 +20,13 @@ func FuzzValidTags(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		_, err := parseTags(s)
-		valid := validTags(s)
+		_, err := tagjson.Parse(s)
+		valid := tagjson.Valid(s)
 		if valid && (err != nil || !json.Valid([]byte(s))) {
-			t.Fatalf("validTags(%q) accepts what parseTags (%v) or JSON refuses", s, err)
+			t.Fatalf("tagjson.Valid(%q) accepts what parseTags (%v) or JSON refuses", s, err)
 		}
 		if !valid && err == nil && !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 }) {
-			t.Fatalf("validTags(%q) refuses what parseTags reads", s)
+			t.Fatalf("tagjson.Valid(%q) refuses what parseTags reads", s)
 		}
 	})
 }
@@ -44,7 +46,7 @@ func FuzzRawEvent(f *testing.F) {
 			pubkey:    make([]byte, 32),
 			sig:       make([]byte, 64),
 			kind:      kind,
-			tags:      appendTags(nil, tags),
+			tags:      tagjson.AppendTags(nil, tags),
 			content:   []byte(content),
 		}
 		raw, err := rest.raw()

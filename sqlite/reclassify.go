@@ -10,6 +10,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -105,7 +106,7 @@ func (tx *writeTx) reclassifyOne(seq, now int64) (candidate, moved bool, err err
 	if err != nil || t == nil || !t.channel.Valid || !t.depth.Valid || t.depth.Int64 != 0 || !nipcw.IsClassifiedKind(t.kind) {
 		return false, false, err
 	}
-	tags, err := parseTags(t.tagsJSON)
+	tags, err := tagjson.Parse(t.tagsJSON)
 	if err != nil {
 		return false, false, fmt.Errorf("reclassify #%d: %w", seq, err)
 	}
@@ -185,7 +186,7 @@ func (tx *writeTx) movableSubtree(seq, shift int64, rootID string) ([]movedReply
 		if err := rows.Scan(&depth, &pubkey, &at, &deleted, &tagsJSON); err != nil {
 			return nil, false, fmt.Errorf("replies below #%d: %w", seq, err)
 		}
-		tags, err := parseTags(tagsJSON)
+		tags, err := tagjson.Parse(tagsJSON)
 		if err != nil {
 			return nil, false, fmt.Errorf("replies below #%d: %w", seq, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/storetest"
 )
@@ -107,20 +108,20 @@ func tcViaJSON(s string) (nostr.Tags, error) {
 // TestTagCodecRoundTrip.
 func tcCheckRoundTrip(t testing.TB, tags nostr.Tags) {
 	t.Helper()
-	enc := string(appendTags(nil, tags))
-	got, err := parseTags(enc)
+	enc := string(tagjson.AppendTags(nil, tags))
+	got, err := tagjson.Parse(enc)
 	if err != nil {
-		t.Fatalf("parseTags(appendTags(%q)) = %v (encoded %q)", tags, err, enc)
+		t.Fatalf("tagjson.Parse(tagjson.AppendTags(%q)) = %v (encoded %q)", tags, err, enc)
 	}
 	if !tcEqual(got, tags) {
 		t.Fatalf("round trip changed the tags:\n got %q\nwant %q", got, tags)
 	}
 	// Escaped exactly as the signature's serialization escapes.
 	if want := tcNIP01(tags); enc != want {
-		t.Fatalf("appendTags(%q)\n = %q\nNIP-01 %q", tags, enc, want)
+		t.Fatalf("AppendTags(%q)\n = %q\nNIP-01 %q", tags, enc, want)
 	}
 	// Appending to a buffer keeps what is in it.
-	if b := appendTags([]byte("xy"), tags); string(b) != "xy"+enc {
+	if b := tagjson.AppendTags([]byte("xy"), tags); string(b) != "xy"+enc {
 		t.Fatalf("appendTags to a non-empty buffer: %q", b)
 	}
 	// Valid UTF-8 in, valid JSON out, read back alike by encoding/json.
@@ -142,12 +143,12 @@ func TestTagCodecRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { tcCheckRoundTrip(t, tc.tags) })
 	}
 	t.Run("nil tags", func(t *testing.T) {
-		if enc := string(appendTags(nil, nil)); enc != "[]" {
-			t.Fatalf("appendTags(nil) = %q", enc)
+		if enc := string(tagjson.AppendTags(nil, nil)); enc != "[]" {
+			t.Fatalf("AppendTags(nil) = %q", enc)
 		}
-		got, err := parseTags("[]")
+		got, err := tagjson.Parse("[]")
 		if err != nil || got == nil || len(got) != 0 {
-			t.Fatalf("parseTags([]) = %#v, %v; want an empty, non-nil list", got, err)
+			t.Fatalf("tagjson.Parse([]) = %#v, %v; want an empty, non-nil list", got, err)
 		}
 	})
 	t.Run("escapes", func(t *testing.T) {
@@ -156,8 +157,8 @@ func TestTagCodecRoundTrip(t *testing.T) {
 			"\x0b": `"\u000b"`, "\x0c": `"\f"`, "\r": `"\r"`, "\x1f": `"\u001f"`, "\x7f": "\"\x7f\"",
 			`"`: `"\""`, `\`: `"\\"`, "/": `"/"`, "é": `"é"`, "\xff": "\"\xff\"", "<": `"<"`,
 		} {
-			if got := string(appendString(nil, in)); got != want {
-				t.Errorf("appendString(%q) = %q, want %q", in, got, want)
+			if got := string(tagjson.AppendString(nil, in)); got != want {
+				t.Errorf("tagjson.AppendString(%q) = %q, want %q", in, got, want)
 			}
 		}
 	})
@@ -189,13 +190,13 @@ func TestTagCodecParse(t *testing.T) {
 		{"[[\"\xff\xfe\"]]", nostr.Tags{{"\xff\xfe"}}},
 		{`[["",""]]`, nostr.Tags{{"", ""}}},
 	} {
-		got, err := parseTags(tc.in)
+		got, err := tagjson.Parse(tc.in)
 		if err != nil {
-			t.Errorf("parseTags(%q): %v", tc.in, err)
+			t.Errorf("tagjson.Parse(%q): %v", tc.in, err)
 			continue
 		}
 		if !tcEqual(got, tc.want) {
-			t.Errorf("parseTags(%q) = %q, want %q", tc.in, got, tc.want)
+			t.Errorf("tagjson.Parse(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 
@@ -206,8 +207,8 @@ func TestTagCodecParse(t *testing.T) {
 		`[["\u+123"]]`, `[["\u-123"]]`, `[["\`, `[["\"]]`, `[["abc`, `[["abc\`, `[['a']]`, `[[a]]`,
 		`[["\U0041"]]`, "\x00[]",
 	} {
-		if got, err := parseTags(in); err == nil {
-			t.Errorf("parseTags(%q) = %q, want an error", in, got)
+		if got, err := tagjson.Parse(in); err == nil {
+			t.Errorf("tagjson.Parse(%q) = %q, want an error", in, got)
 		}
 	}
 }
@@ -273,7 +274,7 @@ func TestTagCodecStoredEventVerifies(t *testing.T) {
 // valid UTF-8 input, both read the same tags.
 func FuzzParseTags(f *testing.F) {
 	for _, tc := range tcTricky {
-		f.Add(string(appendTags(nil, tc.tags)))
+		f.Add(string(tagjson.AppendTags(nil, tc.tags)))
 	}
 	for _, seed := range []string{
 		``, `[]`, `[[]]`, ` [ [ "a" , "b" ] ] `, `[["\ud83c\udf89"]]`, `[["\ud83c"]]`, `[["\u00e9\/"]]`,
@@ -282,19 +283,19 @@ func FuzzParseTags(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		tags, err := parseTags(in)
+		tags, err := tagjson.Parse(in)
 		if err != nil {
 			return
 		}
-		enc := appendTags(nil, tags)
-		again, err := parseTags(string(enc))
+		enc := tagjson.AppendTags(nil, tags)
+		again, err := tagjson.Parse(string(enc))
 		if err != nil {
-			t.Fatalf("parseTags(%q) = %q, whose encoding %q does not parse: %v", in, tags, enc, err)
+			t.Fatalf("tagjson.Parse(%q) = %q, whose encoding %q does not parse: %v", in, tags, enc, err)
 		}
 		if !tcEqual(again, tags) {
 			t.Fatalf("re-encoding of %q changed the tags: %q -> %q", in, tags, again)
 		}
-		if enc2 := appendTags(nil, again); string(enc2) != string(enc) {
+		if enc2 := tagjson.AppendTags(nil, again); string(enc2) != string(enc) {
 			t.Fatalf("encoding not stable: %q -> %q", enc, enc2)
 		}
 		if !utf8.ValidString(in) {
@@ -305,7 +306,7 @@ func FuzzParseTags(f *testing.F) {
 			return // parseTags is more lenient (raw control characters)
 		}
 		if !tcEqual(back, tags) {
-			t.Fatalf("parseTags(%q) = %q, encoding/json reads %q", in, tags, back)
+			t.Fatalf("tagjson.Parse(%q) = %q, encoding/json reads %q", in, tags, back)
 		}
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sort"
+
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // maxParticipants is how many distinct reply authors a subtree keeps
@@ -410,7 +412,7 @@ func (tx *writeTx) remove(t *stored, now int64) error {
 		_, err := tx.clearExpiry.ExecContext(tx.ctx, t.seq)
 		return err
 	}
-	tags, err := parseTags(t.tagsJSON)
+	tags, err := tagjson.Parse(t.tagsJSON)
 	if err != nil {
 		return fmt.Errorf("remove event #%d: %w", t.seq, err)
 	}

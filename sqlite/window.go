@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -248,8 +249,8 @@ func (r storedColumns) raw() (buzz.RawEvent, error) {
 	if len(r.id) != 32 || len(r.pubkey) != 32 || len(r.sig) != 64 {
 		return buzz.RawEvent{}, fmt.Errorf("stored event %x has malformed keys", r.id)
 	}
-	if !validTags(transient(r.tags)) {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", r.id, errTagsJSON)
+	if !tagjson.Valid(transient(r.tags)) {
+		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", r.id, tagjson.ErrMalformed)
 	}
 	b := make([]byte, 0, 300+len(r.tags)+len(r.content)+len(r.content)/8)
 	b = append(b, `{"id":"`...)
@@ -264,7 +265,7 @@ func (r storedColumns) raw() (buzz.RawEvent, error) {
 	b = append(b, `,"tags":`...)
 	b = append(b, r.tags...)
 	b = append(b, `,"content":`...)
-	b = appendString(b, transient(r.content))
+	b = tagjson.AppendString(b, transient(r.content))
 	b = append(b, `,"sig":"`...)
 	b = hex.AppendEncode(b, r.sig)
 	b = append(b, `"}`...)

@@ -1,4 +1,6 @@
-package postgres
+// Package tagjson writes and reads an event's tags as the JSON array they
+// are on the wire, byte for byte as signed: the stores keep tags so.
+package tagjson
 
 import (
 	"errors"
@@ -9,8 +11,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// (A copy of package sqlite's codec: the stores share no package yet.)
-//
 // Tags are stored as the JSON array they are on the wire, written and read
 // by this small codec rather than encoding/json: it escapes exactly as NIP-01
 // serialization does and leaves every other byte alone (encoding/json would
@@ -18,8 +18,8 @@ import (
 // several times faster on the read path, where every returned event passes
 // through it.
 
-// appendTags appends the JSON array of tags to dst.
-func appendTags(dst []byte, tags nostr.Tags) []byte {
+// AppendTags appends the JSON array of tags to dst.
+func AppendTags(dst []byte, tags nostr.Tags) []byte {
 	dst = append(dst, '[')
 	for i, tag := range tags {
 		if i > 0 {
@@ -30,7 +30,7 @@ func appendTags(dst []byte, tags nostr.Tags) []byte {
 			if j > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, s)
+			dst = AppendString(dst, s)
 		}
 		dst = append(dst, ']')
 	}
@@ -39,8 +39,8 @@ func appendTags(dst []byte, tags nostr.Tags) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string with the escapes of NIP-01.
-func appendString(dst []byte, s string) []byte {
+// AppendString appends s as a JSON string with the escapes of NIP-01.
+func AppendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -68,14 +68,14 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
-var errTagsJSON = errors.New("malformed stored tags")
+var ErrMalformed = errors.New("malformed stored tags")
 
-// parseTags reads a JSON array of arrays of strings.
-func parseTags(s string) (nostr.Tags, error) {
+// Parse reads a JSON array of arrays of strings.
+func Parse(s string) (nostr.Tags, error) {
 	p := tagParser{s: s}
 	p.skipSpace()
 	if !p.eat('[') {
-		return nil, errTagsJSON
+		return nil, ErrMalformed
 	}
 	tags := nostr.Tags{}
 	p.skipSpace()
@@ -93,7 +93,7 @@ func parseTags(s string) (nostr.Tags, error) {
 			return tags, p.end()
 		}
 		if !p.eat(',') {
-			return nil, errTagsJSON
+			return nil, ErrMalformed
 		}
 	}
 }
@@ -120,7 +120,7 @@ func (p *tagParser) eat(c byte) bool {
 func (p *tagParser) end() error {
 	p.skipSpace()
 	if p.i != len(p.s) {
-		return errTagsJSON
+		return ErrMalformed
 	}
 	return nil
 }
@@ -128,7 +128,7 @@ func (p *tagParser) end() error {
 func (p *tagParser) tag() (nostr.Tag, error) {
 	p.skipSpace()
 	if !p.eat('[') {
-		return nil, errTagsJSON
+		return nil, ErrMalformed
 	}
 	tag := make(nostr.Tag, 0, 4)
 	p.skipSpace()
@@ -147,14 +147,14 @@ func (p *tagParser) tag() (nostr.Tag, error) {
 			return tag, nil
 		}
 		if !p.eat(',') {
-			return nil, errTagsJSON
+			return nil, ErrMalformed
 		}
 	}
 }
 
 func (p *tagParser) str() (string, error) {
 	if !p.eat('"') {
-		return "", errTagsJSON
+		return "", ErrMalformed
 	}
 	start := p.i
 	for p.i < len(p.s) && p.s[p.i] != '"' && p.s[p.i] != '\\' {
@@ -173,7 +173,7 @@ func (p *tagParser) str() (string, error) {
 			return string(buf), nil
 		case '\\':
 			if p.i >= len(p.s) {
-				return "", errTagsJSON
+				return "", ErrMalformed
 			}
 			e := p.s[p.i]
 			p.i++
@@ -193,7 +193,7 @@ func (p *tagParser) str() (string, error) {
 			case 'u':
 				r, ok := p.hex4()
 				if !ok {
-					return "", errTagsJSON
+					return "", ErrMalformed
 				}
 				if utf16.IsSurrogate(r) {
 					save := p.i
@@ -210,13 +210,13 @@ func (p *tagParser) str() (string, error) {
 				}
 				buf = utf8.AppendRune(buf, r)
 			default:
-				return "", errTagsJSON
+				return "", ErrMalformed
 			}
 		default:
 			buf = append(buf, c)
 		}
 	}
-	return "", errTagsJSON
+	return "", ErrMalformed
 }
 
 func (p *tagParser) hex4() (rune, bool) {
@@ -231,10 +231,10 @@ func (p *tagParser) hex4() (rune, bool) {
 	return rune(v), true
 }
 
-// validTags reports whether s is a JSON array of arrays of strings, as
+// Valid reports whether s is a JSON array of arrays of strings, as
 // parseTags would read it, without building anything: a stored event is
 // served from its columns as they are, once they are known to be sound.
-func validTags(s string) bool {
+func Valid(s string) bool {
 	p := tagParser{s: s}
 	p.skipSpace()
 	if !p.eat('[') {
