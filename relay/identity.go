@@ -13,29 +13,66 @@ import (
 
 // LoadOrCreateKey returns the relay identity secret key kept at path,
 // creating it (mode 0600) on first start (RL-21), and whether it did. The
-// file holds the key as 64 hex characters.
+// file holds the key as 64 hex characters. Relays that start together on
+// one key file (the processes of a community on PostgreSQL, RL-33) all
+// end up with the key of the one that created it: the file appears whole
+// and is never replaced.
 func LoadOrCreateKey(path string) (sk string, created bool, err error) {
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		sk := strings.TrimSpace(string(b))
-		if _, err := nostr.GetPublicKey(sk); err != nil || !nostr.IsValid32ByteHex(sk) {
-			return "", false, fmt.Errorf("relay key %s: not a 64-hex secret key", path)
+	for {
+		sk, err := readKey(path)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return sk, false, err
 		}
-		return sk, false, nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return "", false, fmt.Errorf("relay key: %w", err)
+		sk, err = createKey(path)
+		if errors.Is(err, fs.ErrExist) {
+			continue // another process created it first: read its key
+		}
+		return sk, err == nil, err
 	}
+}
+
+// readKey reads the key kept at path.
+func readKey(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		return "", fmt.Errorf("relay key: %w", err)
+	}
+	sk := strings.TrimSpace(string(b))
+	if _, err := nostr.GetPublicKey(sk); err != nil || !nostr.IsValid32ByteHex(sk) {
+		return "", fmt.Errorf("relay key %s: not a 64-hex secret key", path)
+	}
+	return sk, nil
+}
+
+// createKey writes a new key to path unless a file is there: written to a
+// file of its own first and linked to path, which fails with fs.ErrExist
+// when path exists, so that a reader never sees half a key and a key
+// another process created is never replaced.
+func createKey(path string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", false, fmt.Errorf("relay key: %w", err)
+		return "", fmt.Errorf("relay key: %w", err)
 	}
-	sk = nostr.GeneratePrivateKey()
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(sk+"\n"), 0o600); err != nil {
-		return "", false, fmt.Errorf("relay key: %w", err)
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", fmt.Errorf("relay key: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", false, fmt.Errorf("relay key: %w", err)
+	defer os.Remove(tmp.Name())
+	sk := nostr.GeneratePrivateKey()
+	_, err = tmp.WriteString(sk + "\n")
+	if err == nil {
+		err = tmp.Sync()
 	}
-	return sk, true, nil
+	if err = errors.Join(err, tmp.Close()); err != nil {
+		return "", fmt.Errorf("relay key: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+		return "", fmt.Errorf("relay key: %w", err)
+	}
+	return sk, nil
 }

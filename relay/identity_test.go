@@ -4,10 +4,47 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
 )
+
+// RL-21, RL-33: relays starting together on one new key file (the
+// processes of a community on PostgreSQL) all get the one key the file
+// ends up with, and exactly one of them created it.
+func TestLoadOrCreateKeyConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay.key")
+	const starts = 8
+	keys := make([]string, starts)
+	created := make([]bool, starts)
+	var wg sync.WaitGroup
+	for i := range starts {
+		wg.Go(func() {
+			var err error
+			if keys[i], created[i], err = LoadOrCreateKey(path); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	onDisk, _, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creators := 0
+	for i := range starts {
+		if keys[i] != onDisk {
+			t.Errorf("start %d: key %.8s..., the file holds %.8s...", i, keys[i], onDisk)
+		}
+		if created[i] {
+			creators++
+		}
+	}
+	if creators != 1 {
+		t.Errorf("%d starts say they created the key, want 1", creators)
+	}
+}
 
 // RL-21: the relay identity key is created on first start in a 0600 file,
 // the same key is returned afterwards, and a file that holds no key is
@@ -32,8 +69,8 @@ func TestLoadOrCreateKey(t *testing.T) {
 	if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
 		t.Errorf("key file mode %v, want 0600", fi.Mode().Perm())
 	}
-	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
-		t.Errorf("temporary file left behind: %v", err)
+	if files, err := os.ReadDir(filepath.Dir(path)); err != nil || len(files) != 1 {
+		t.Errorf("the key's directory holds %v (%v), want the key file alone", files, err)
 	}
 
 	again, createdAgain, err := LoadOrCreateKey(path)
