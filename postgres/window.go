@@ -430,14 +430,17 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 func (s *Store) threadReplies(ctx context.Context, tx pgx.Tx, seq, depth int64, q buzz.ThreadQuery, page *buzz.ThreadPage, bound *pageBound) error {
 	var sq sqlQuery
 	var b strings.Builder
+	// depth is an integer column: a limit past its range (a client may ask
+	// for 2^32-1 levels) is every level there is.
+	levels := min(int64(q.DepthLimit), math.MaxInt32-depth)
 	if depth == 0 {
 		b.WriteString(`SELECT ` + rowColumns + ` FROM events e WHERE e.root = ` + sq.arg(seq) +
-			` AND e.depth <= ` + sq.arg(depth+int64(q.DepthLimit)))
+			` AND e.depth <= ` + sq.arg(depth+levels))
 	} else {
 		b.WriteString(`WITH RECURSIVE below(seq, lvl) AS (
 				SELECT seq, 1 FROM events WHERE parent = ` + sq.arg(seq) + `
 				UNION ALL
-				SELECT e.seq, b.lvl + 1 FROM events e JOIN below b ON e.parent = b.seq WHERE b.lvl < ` + sq.arg(int64(q.DepthLimit)) + `
+				SELECT e.seq, b.lvl + 1 FROM events e JOIN below b ON e.parent = b.seq WHERE b.lvl < ` + sq.arg(levels) + `
 			)
 			SELECT ` + rowColumns + ` FROM below b JOIN events e ON e.seq = b.seq WHERE true`)
 	}

@@ -7,6 +7,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -352,9 +353,24 @@ func testThreadDepthLimit(t *testing.T, open Opener) {
 	m := NewThreadModel()
 	root := ttIngestAdd(t, s, m, a.Event(t, 9, ttBase, "root", ttH(ttChan)), "")
 	parent := root
+	var middle *nostr.Event
 	for d := 1; d <= 100; d++ {
 		parent = ttIngestAdd(t, s, m, a.Event(t, 9, ttBase+int64(d), fmt.Sprint(d),
 			ttH(ttChan), ttRootTag(root.ID), ttReplyTag(parent.ID)), parent.ID)
+		if d == 50 {
+			middle = parent
+		}
+	}
+	// RL-20: a depth limit past any depth a store can hold serves every
+	// level below the root and below an inner event alike.
+	for _, from := range []struct {
+		ev   *nostr.Event
+		want int
+	}{{root, 100}, {middle, 50}} {
+		th, err := s.Thread(context.Background(), buzz.ThreadQuery{Root: from.ev.ID, DepthLimit: math.MaxUint32, Limit: 200})
+		if err != nil || len(th.Replies) != from.want {
+			t.Fatalf("thread below %q, every level: %d replies, %v; want %d", from.ev.Content, len(th.Replies), err, from.want)
+		}
 	}
 	CheckClass(t, s, parent.ID, Class{Depth: 100, Parent: m.nodes[parent.ID].parent, Root: root.ID, RowClass: rowReply})
 
