@@ -49,3 +49,14 @@ type Store interface {
 	// too, in store order after number after (the web view, CW-25).
 	ChannelsAfter(ctx context.Context, after int64, limit int) ([]ChannelActivity, error)
 }
+
+// SharedStore is a Store that several relay processes share (RL-33): each
+// hears of the events the others stored, to deliver them live to its own
+// subscriptions.
+type SharedStore interface {
+	Store
+	// OnRemote sets what hears of each event another process stored, once
+	// committed, with what became of it there; the events this process
+	// stores are not handed to it.
+	OnRemote(fn func(ev *nostr.Event, a Admitted))
+}

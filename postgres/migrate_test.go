@@ -7,13 +7,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
 // Opening a database again applies no migration twice, and a database
 // whose schema is newer than the binary's is refused.
 func TestMigrations(t *testing.T) {
-	url := freshDatabase(t)
+	url := pgtest.FreshDatabase(t)
 	s := suiteOpen(t, url, storetest.Config{})
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

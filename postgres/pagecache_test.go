@@ -9,6 +9,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -24,7 +25,7 @@ const (
 // stands, equal those of a third store that caches nothing (issue 15).
 // Writes to one channel leave the other channels' pages cached.
 func TestPageCacheAcrossProcesses(t *testing.T) {
-	url := freshDatabase(t)
+	url := pgtest.FreshDatabase(t)
 	owner, m, x := testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)
 	clock := func() time.Time { return time.Unix(procT+1000, 0) }
 	open := func(cache int) *Store {

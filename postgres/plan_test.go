@@ -12,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
@@ -25,7 +26,7 @@ const planEvents = 100_000
 // channels of messages with a reaction after every fourth, each message
 // naming one of 1000 authors in a `p` tag, and analyzed.
 func TestPlans(t *testing.T) {
-	s := suiteOpen(t, freshDatabase(t), storetest.Config{})
+	s := suiteOpen(t, pgtest.FreshDatabase(t), storetest.Config{})
 	ctx := context.Background()
 	for _, fill := range []string{
 		`INSERT INTO channels (h) SELECT 'ch' || g FROM generate_series(1, 200) g`,

@@ -9,6 +9,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/storetest"
 )
@@ -24,7 +25,7 @@ const (
 // procPair opens two stores on one fresh database.
 func procPair(t *testing.T, cfg storetest.Config) (a, b suiteStore) {
 	t.Helper()
-	url := freshDatabase(t)
+	url := pgtest.FreshDatabase(t)
 	return suiteOpen(t, url, cfg), suiteOpen(t, url, cfg)
 }
 
@@ -181,8 +182,8 @@ func TestGroupStateSameWhicheverProcess(t *testing.T) {
 	relay, owner := testutil.NewSigner(t), testutil.NewSigner(t)
 	clock := func() time.Time { return time.Unix(procT+10, 0) }
 	cfg := storetest.Config{RelayKey: relay.SK, Now: clock}
-	a := suiteOpen(t, freshDatabase(t), cfg)
-	b := suiteOpen(t, freshDatabase(t), cfg)
+	a := suiteOpen(t, pgtest.FreshDatabase(t), cfg)
+	b := suiteOpen(t, pgtest.FreshDatabase(t), cfg)
 	create := owner.Event(t, 9007, procT, "", nostr.Tag{"h", procChan}, nostr.Tag{"name", "general"})
 	var signed [2][]*nostr.Event
 	for i, s := range []*Store{a.Store, b.Store} {

@@ -12,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
@@ -19,7 +20,7 @@ import (
 // PostgreSQL, a fresh database for each test.
 func TestSuite(t *testing.T) {
 	storetest.Run(t, func(t testing.TB, cfg storetest.Config) storetest.Store {
-		return suiteOpen(t, freshDatabase(t), cfg)
+		return suiteOpen(t, pgtest.FreshDatabase(t), cfg)
 	})
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // This file tests the one read rule (RL-12, RL-13, CW-3) on every
@@ -224,7 +223,7 @@ func newAccessFixture(t *testing.T) *accessFixture {
 		ownerK: testutil.NewSigner(t), member: testutil.NewSigner(t), chanAdmin: testutil.NewSigner(t),
 		removed: testutil.NewSigner(t), outsider: testutil.NewSigner(t), relayAdmin: testutil.NewSigner(t),
 	}
-	f.s = startServerWith(t, func(o *sqlite.Options) { o.Admins = []string{f.relayAdmin.PK} })
+	f.s = startServerWith(t, func(o *testStoreOptions) { o.Admins = []string{f.relayAdmin.PK} })
 	f.owner = f.s.client(t)
 	f.open = f.setupChannel(t, "open", false)
 	f.private = f.setupChannel(t, "private", true)
@@ -604,7 +603,7 @@ func TestLiveHlessReactionScoped(t *testing.T) {
 // never stored nor delivered; others may not send one.
 func TestCommunitySettingByRelayAdmin(t *testing.T) {
 	admin, other := testutil.NewSigner(t), testutil.NewSigner(t)
-	s := startServerWith(t, func(o *sqlite.Options) { o.Admins = []string{admin.PK} })
+	s := startServerWith(t, func(o *testStoreOptions) { o.Admins = []string{admin.PK} })
 	setting := func() any {
 		doc, _ := nip11(t, s)
 		v, ok := doc["thread_replies_in_channel"]

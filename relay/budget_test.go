@@ -18,7 +18,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // memoryMeter counts, deterministically, what the relay holds of the
@@ -113,7 +112,7 @@ func startMetered(t *testing.T, budget int64, writeWait time.Duration) (*testSer
 	t.Helper()
 	m := &memoryMeter{}
 	s := startHooked(t, serverHooks{
-		wrap:   func(st *sqlite.Store) buzz.Store { return meteredStore{Store: st, m: m} },
+		wrap:   func(st buzz.Store) buzz.Store { return meteredStore{Store: st, m: m} },
 		listen: func(ln net.Listener) net.Listener { return meteredListener{Listener: ln, m: m} },
 		relay:  func(r *Relay) { r.kh.WriteWait = writeWait },
 	}, func(c *Config) { c.Limits.ConnectionBufferBytes = budget })
@@ -147,7 +146,7 @@ func TestUnreadAnswersStayWithinBudget(t *testing.T) {
 	content := strings.Repeat("x", 100<<10)
 	now := time.Now().Unix()
 	for i := range 40 {
-		if err := s.store.Ingest(t.Context(), a.Event(t, 1, now-int64(i), content)); err != nil {
+		if err := s.ingest(t.Context(), a.Event(t, 1, now-int64(i), content)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,13 +234,13 @@ func TestChunkedAnswerEqualsOneQuery(t *testing.T) {
 			signer.Event(t, 1, at, strings.Repeat("c", 40<<10)+fmt.Sprint(i)),
 			signer.Event(t, 7, at, "+", nostr.Tag{"e", randomID(t)}),
 		} {
-			if err := s.store.Ingest(t.Context(), ev); err != nil {
+			if err := s.ingest(t.Context(), ev); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	big := a.Event(t, 1, now-3, strings.Repeat("B", chunkBytes+1000))
-	if err := s.store.Ingest(t.Context(), big); err != nil {
+	if err := s.ingest(t.Context(), big); err != nil {
 		t.Fatal(err)
 	}
 	until := nostr.Timestamp(now - 2)
@@ -323,7 +322,7 @@ func (s *gatedStore) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (
 func TestOneConnectionTakesOneReadSlot(t *testing.T) {
 	gated := &gatedStore{gate: make(chan struct{})}
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated },
+		wrap: func(st buzz.Store) buzz.Store { gated.Store = st; return gated },
 	}, func(c *Config) { c.Limits.MaxConcurrentQueries = 2 })
 	flood := s.raw(t)
 	for i := range 10 {
@@ -362,7 +361,7 @@ func TestMessagesHandledAtOncePerConnectionBounded(t *testing.T) {
 	const handlers = 32 // khatru's maxHandlers
 	gated := &gatedStore{gate: make(chan struct{})}
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated },
+		wrap: func(st buzz.Store) buzz.Store { gated.Store = st; return gated },
 	})
 	c := s.raw(t)
 	c.await("AUTH", func(m []json.RawMessage) bool { return label(m) == "AUTH" })
@@ -393,7 +392,7 @@ func TestMessagesHandledAtOncePerConnectionBounded(t *testing.T) {
 func TestReadSlotsSharePerIP(t *testing.T) {
 	gated := &gatedStore{gate: make(chan struct{})}
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated },
+		wrap: func(st buzz.Store) buzz.Store { gated.Store = st; return gated },
 	}, func(c *Config) {
 		c.Limits.MaxConcurrentQueriesPerIP = 2
 		c.Limits.Exempt = []netip.Prefix{netip.MustParsePrefix("127.0.0.4/32")}
@@ -446,7 +445,7 @@ func TestReadSlotsSharePerIP(t *testing.T) {
 func TestMessageBytesHandledAtOncePerConnectionBounded(t *testing.T) {
 	gated := &gatedStore{gate: make(chan struct{})}
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated },
+		wrap: func(st buzz.Store) buzz.Store { gated.Store = st; return gated },
 	})
 	c := s.raw(t)
 	c.await("AUTH", func(m []json.RawMessage) bool { return label(m) == "AUTH" })
@@ -485,7 +484,7 @@ func TestMessageBytesHandledAtOncePerConnectionBounded(t *testing.T) {
 // blockingStore is the real store whose reads of kind gatedKind wait until
 // their subscription ends; entered hears of each such read.
 type blockingStore struct {
-	*sqlite.Store
+	buzz.Store
 	entered chan struct{}
 }
 
@@ -505,7 +504,7 @@ func (s blockingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.
 func TestReplacedSubscriptionSendsNoEOSE(t *testing.T) {
 	st := blockingStore{entered: make(chan struct{}, 1)}
 	s := startHooked(t, serverHooks{
-		wrap: func(sq *sqlite.Store) buzz.Store { st.Store = sq; return st },
+		wrap: func(sq buzz.Store) buzz.Store { st.Store = sq; return st },
 	})
 	c := s.raw(t)
 	c.sendText(fmt.Sprintf(`["REQ","a",{"kinds":[%d]}]`, gatedKind))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // This file tests the HTTP side of RL-27 and RL-27a: header and body read
@@ -360,7 +359,7 @@ func TestQuerySlots(t *testing.T) {
 
 // panickingStore is the real store whose generic reads of kind gatedKind
 // panic, as a bug in a read would.
-type panickingStore struct{ *sqlite.Store }
+type panickingStore struct{ buzz.Store }
 
 func (s panickingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
 	if len(f.Kinds) == 1 && f.Kinds[0] == gatedKind {
@@ -374,7 +373,7 @@ func (s panickingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz
 // one slot stays usable.
 func TestQueryPanicGivesSlotBack(t *testing.T) {
 	s := startHooked(t, serverHooks{
-		wrap: func(st *sqlite.Store) buzz.Store { return panickingStore{st} },
+		wrap: func(st buzz.Store) buzz.Store { return panickingStore{st} },
 	}, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
 	req, err := http.NewRequest(http.MethodPost, qyURL(s), strings.NewReader(fmt.Sprintf(`[{"kinds":[%d]}]`, gatedKind)))
 	if err != nil {
@@ -439,7 +438,7 @@ func TestQueryMemoryBudget(t *testing.T) {
 // spyStore is the real store, with a record of the largest answer it
 // handed the relay for one read.
 type spyStore struct {
-	*sqlite.Store
+	buzz.Store
 	mu      sync.Mutex
 	largest int
 }
@@ -504,7 +503,7 @@ func reactedRoot(t *testing.T, s *testServer, n, size int) (string, *nostr.Event
 func TestQueryBoundedWhileReading(t *testing.T) {
 	spy := &spyStore{}
 	const budget = 33 << 20
-	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) buzz.Store { spy.Store = st; return spy }},
+	s := startHooked(t, serverHooks{wrap: func(st buzz.Store) buzz.Store { spy.Store = st; return spy }},
 		func(c *Config) { c.Limits.QueryMemoryBytes = budget })
 	h, root, _ := reactedRoot(t, s, 300, 120<<10)
 	for name, body := range map[string]string{

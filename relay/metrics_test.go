@@ -20,7 +20,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 func withMetrics(c *Config) { c.Metrics = true }
@@ -203,7 +202,7 @@ func TestReadyWhenTheWriterIsStuck(t *testing.T) {
 	if got := ready(); got != http.StatusOK {
 		t.Fatalf("/readyz of a serving relay: %d", got)
 	}
-	db, err := sql.Open("sqlite", "file:"+s.dbPath)
+	db, err := sql.Open("sqlite", "file:"+s.sqlitePath(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +244,7 @@ func (s *heldStore) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, 
 // relay's handler is asked directly.
 func TestNotReadyWhileDraining(t *testing.T) {
 	held := &heldStore{release: make(chan struct{})}
-	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) buzz.Store { held.Store = st; return held }})
+	s := startHooked(t, serverHooks{wrap: func(st buzz.Store) buzz.Store { held.Store = st; return held }})
 	h := s.relay.Handler()
 	if got := getStatus(h, "/readyz"); got != http.StatusOK {
 		t.Fatalf("/readyz before shutdown: %d", got)
@@ -365,7 +364,7 @@ func (p *pingGate) Ping(ctx context.Context) error {
 // one each.
 func TestReadyRoundTripsShared(t *testing.T) {
 	gated := &pingGate{gate: make(chan struct{})}
-	s := startHooked(t, serverHooks{wrap: func(st *sqlite.Store) buzz.Store { gated.Store = st; return gated }})
+	s := startHooked(t, serverHooks{wrap: func(st buzz.Store) buzz.Store { gated.Store = st; return gated }})
 	const n = 20
 	codes := make(chan int, n)
 	for range n {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // This file tests the write policy of RL-29 through a real relay: who may
@@ -26,7 +25,7 @@ const (
 // admin admin.
 func startWithPolicy(t *testing.T, p buzz.Policy, admin string, edit ...func(*Config)) *testServer {
 	t.Helper()
-	return startServerWith(t, func(o *sqlite.Options) { o.Policy = &p; o.Admins = []string{admin} }, edit...)
+	return startServerWith(t, func(o *testStoreOptions) { o.Policy = &p; o.Admins = []string{admin} }, edit...)
 }
 
 // nip11Limitation is the NIP-11 `limitation` object of s.

@@ -190,6 +190,9 @@ func (r *Relay) wire() {
 			kh.BroadcastEvent(ev)
 		}
 	})
+	if shared, ok := r.store.(buzz.SharedStore); ok {
+		shared.OnRemote(r.deliverRemote)
+	}
 }
 
 // rejectFromIP takes a token for an event from its client IP's bucket

@@ -120,7 +120,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	busy.conn.Close()
 
-	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: s.dbPath, Schema: testutil.Schema(t)})
+	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: s.sqlitePath(t), Schema: testutil.Schema(t)})
 	if err != nil {
 		t.Fatalf("reopening the store: %v", err)
 	}

@@ -177,7 +177,7 @@ func TestStalledLinkHistoryLoadIsNotDropped(t *testing.T) {
 	pub := s.raw(t)
 	now := time.Now().Unix()
 	for i := range 1000 {
-		if err := s.store.Ingest(t.Context(), a.Event(t, 1, now-int64(i)-10, strings.Repeat("y", 3000))); err != nil {
+		if err := s.ingest(t.Context(), a.Event(t, 1, now-int64(i)-10, strings.Repeat("y", 3000))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -18,7 +19,9 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/postgres"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -29,13 +32,57 @@ const testChannel = "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"
 // machine running -race, short enough that a hang fails fast.
 const waitTimeout = 5 * time.Second
 
-// testServer is a real buzz-lite relay on a loopback port, on an SQLite
-// store in a temporary directory.
+// relayStoreVar picks the store the relay tests run on: unset or
+// "sqlite", an SQLite file in a temporary directory; "postgres", a fresh
+// database on the server of BUZZ_LITE_TEST_POSTGRES, so that every
+// relay-level behaviour is shown on both stores (RL-33). The tests that
+// look into the SQLite file itself skip on PostgreSQL.
+const relayStoreVar = "BUZZ_LITE_TEST_RELAY_STORE"
+
+// onPostgres reports whether the relay tests run on PostgreSQL.
+func onPostgres(t testing.TB) bool {
+	t.Helper()
+	switch v := os.Getenv(relayStoreVar); v {
+	case "", "sqlite":
+		return false
+	case "postgres":
+		if os.Getenv(pgtest.URLVar) == "" {
+			t.Fatalf("%s=postgres needs %s (a PostgreSQL server)", relayStoreVar, pgtest.URLVar)
+		}
+		return true
+	default:
+		t.Fatalf("%s=%q: want sqlite or postgres", relayStoreVar, v)
+		return false
+	}
+}
+
+// testStore is a test relay's store: either store, with what the tests
+// ask of it beyond the relay's interface.
+type testStore interface {
+	buzz.Store
+	ImportBatch(ctx context.Context, evs []*nostr.Event) ([]error, error)
+	Close() error
+}
+
+// testStoreOptions are the store settings a test may change, on either
+// store.
+type testStoreOptions struct {
+	Admins                 []string
+	Policy                 *buzz.Policy
+	ThreadRepliesInChannel *bool
+	// PageCache as the stores take it: 0 the default, negative off.
+	PageCache int
+}
+
+// testServer is a real buzz-lite relay on a loopback port, on a store of
+// its own (relayStoreVar).
 type testServer struct {
 	t        *testing.T
 	relay    *Relay
-	store    *sqlite.Store
-	dbPath   string
+	store    testStore
+	dbPath   string // the SQLite file; "" on PostgreSQL
+	pgURL    string // the PostgreSQL database; "" on SQLite
+	opts     testStoreOptions
 	key      string
 	addr     string // host:port
 	wsURL    string // ws://host:port
@@ -56,36 +103,42 @@ func startServer(t *testing.T, edit ...func(*Config)) *testServer {
 // startServerWith is startServer with store options adjusted by storeEdit
 // (access policy, admins, settings). The store signs group state with the
 // relay key, as in `buzz-lite serve`.
-func startServerWith(t *testing.T, storeEdit func(*sqlite.Options), edit ...func(*Config)) *testServer {
+func startServerWith(t *testing.T, storeEdit func(*testStoreOptions), edit ...func(*Config)) *testServer {
 	t.Helper()
 	return startHooked(t, serverHooks{store: storeEdit}, edit...)
 }
 
 // serverHooks adjust a test relay beyond its Config; each may be nil.
 type serverHooks struct {
-	store func(*sqlite.Options) // the store's options
+	store func(*testStoreOptions) // the store's options
 	// wrap is the store as the relay sees it.
-	wrap func(*sqlite.Store) buzz.Store
+	wrap func(buzz.Store) buzz.Store
 	// listen is the listener the relay serves on.
 	listen func(net.Listener) net.Listener
 	// relay adjusts the relay before it serves.
 	relay func(*Relay)
+	// twin is a relay whose PostgreSQL database, key and store options
+	// this one shares, as a second process of the same community
+	// (RL-33).
+	twin *testServer
 }
 
 // startHooked is startServer adjusted by h.
 func startHooked(t *testing.T, h serverHooks, edit ...func(*Config)) *testServer {
 	t.Helper()
-	storeEdit := h.store
-	dbPath := filepath.Join(t.TempDir(), "buzz-lite.db")
 	key := nostr.GeneratePrivateKey()
-	opts := sqlite.Options{Path: dbPath, Schema: testutil.Schema(t), RelayKey: key}
-	if storeEdit != nil {
-		storeEdit(&opts)
+	var opts testStoreOptions
+	if h.store != nil {
+		h.store(&opts)
 	}
-	store, err := sqlite.Open(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
+	pgURL := ""
+	if onPostgres(t) {
+		pgURL = pgtest.FreshDatabase(t)
 	}
+	if h.twin != nil {
+		key, opts, pgURL = h.twin.key, h.twin.opts, h.twin.pgURL
+	}
+	store, dbPath := openTestStore(t, key, pgURL, opts)
 	cfg := Config{Key: key, Info: Info{Name: "buzz-lite test", Description: "test relay", Version: "test"}}
 	for _, e := range edit {
 		e(&cfg)
@@ -116,6 +169,8 @@ func startHooked(t *testing.T, h serverHooks, edit ...func(*Config)) *testServer
 		relay:   r,
 		store:   store,
 		dbPath:  dbPath,
+		pgURL:   pgURL,
+		opts:    opts,
 		key:     key,
 		addr:    ln.Addr().String(),
 		wsURL:   "ws://" + ln.Addr().String(),
@@ -130,6 +185,57 @@ func startHooked(t *testing.T, h serverHooks, edit ...func(*Config)) *testServer
 		}
 	})
 	return s
+}
+
+// openTestStore opens the PostgreSQL database at pgURL, or without one a
+// fresh SQLite file, as a store that signs group state with key, as
+// `buzz-lite serve` does; dbPath is its SQLite file, "" on PostgreSQL.
+func openTestStore(t *testing.T, key, pgURL string, o testStoreOptions) (store testStore, dbPath string) {
+	t.Helper()
+	var err error
+	if pgURL != "" {
+		store, err = postgres.Open(context.Background(), postgres.Options{
+			URL: pgURL, RelayKey: key,
+			Admins: o.Admins, Policy: o.Policy, ThreadRepliesInChannel: o.ThreadRepliesInChannel, PageCache: o.PageCache,
+		})
+	} else {
+		dbPath = filepath.Join(t.TempDir(), "buzz-lite.db")
+		store, err = sqlite.Open(context.Background(), sqlite.Options{
+			Path: dbPath, Schema: testutil.Schema(t), RelayKey: key,
+			Admins: o.Admins, Policy: o.Policy, ThreadRepliesInChannel: o.ThreadRepliesInChannel, PageCache: o.PageCache,
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, dbPath
+}
+
+// startTwin starts a second relay on s's PostgreSQL database, with its key
+// and store options, as a second `serve` process of one community does
+// (RL-33); the test skips on SQLite, where one process serves a database.
+func (s *testServer) startTwin(t *testing.T, edit ...func(*Config)) *testServer {
+	t.Helper()
+	if s.pgURL == "" {
+		t.Skipf("two relays share a database on PostgreSQL only; %s=postgres runs this test", relayStoreVar)
+	}
+	return startHooked(t, serverHooks{twin: s}, edit...)
+}
+
+// sqlitePath is the SQLite file of the relay, for the tests that look
+// into it; they skip on PostgreSQL.
+func (s *testServer) sqlitePath(t *testing.T) string {
+	t.Helper()
+	if s.dbPath == "" {
+		t.Skipf("looks into the SQLite file; %s=postgres", relayStoreVar)
+	}
+	return s.dbPath
+}
+
+// ingest stores ev through the store, past the relay.
+func (s *testServer) ingest(ctx context.Context, ev *nostr.Event) error {
+	_, err := s.store.Admit(ctx, ev)
+	return err
 }
 
 // startWithClient starts a relay (startServer), connects one client to it

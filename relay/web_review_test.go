@@ -17,7 +17,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // webWorstContent is about n bytes of content that html/template writes
@@ -110,7 +109,7 @@ func TestWebPageBounded(t *testing.T) {
 // meterStore is the real store, noting what each read of one request
 // hands the relay, and what the relay has reserved of its budget by then.
 type meterStore struct {
-	*sqlite.Store
+	buzz.Store
 	budget func() *byteBudget
 
 	mu   sync.Mutex
@@ -175,7 +174,7 @@ func TestWebReadsStayReserved(t *testing.T) {
 	const budget = 8 << 20
 	meter := &meterStore{}
 	s := startHooked(t, serverHooks{
-		wrap:  func(st *sqlite.Store) buzz.Store { meter.Store = st; return meter },
+		wrap:  func(st buzz.Store) buzz.Store { meter.Store = st; return meter },
 		relay: func(r *Relay) { meter.budget = func() *byteBudget { return r.queryMemory } },
 	}, webOn, func(c *Config) { c.Limits.QueryMemoryBytes = budget })
 	a := testutil.NewSigner(t)

@@ -24,7 +24,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/bench"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // benchTopLevel is the number of top-level messages of the benchmark
@@ -64,7 +63,7 @@ func benchCommunity(b *testing.B, cache bool, edit ...func(*Config)) (*testServe
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := startServerWith(&testing.T{}, func(o *sqlite.Options) {
+	s := startServerWith(&testing.T{}, func(o *testStoreOptions) {
 		if !cache {
 			o.PageCache = -1
 		}

@@ -28,7 +28,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/nipcw"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // This file is the conformance suite of the channel window
@@ -162,7 +161,7 @@ func cwIngest(t *testing.T, s *testServer, evs ...*nostr.Event) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, ev := range evs {
-		if err := s.store.Ingest(ctx, ev); err != nil {
+		if err := s.ingest(ctx, ev); err != nil {
 			t.Fatalf("ingest kind %d: %v", ev.Kind, err)
 		}
 	}
@@ -1292,7 +1291,7 @@ func TestCWDepthLimit(t *testing.T) {
 // parent was absent) has depth NULL and is a row, in both modes.
 func TestCWLegacyRow(t *testing.T) {
 	admin := testutil.NewSigner(t)
-	s := startServerWith(t, func(o *sqlite.Options) { o.Admins = []string{admin.PK} })
+	s := startServerWith(t, func(o *testStoreOptions) { o.Admins = []string{admin.PK} })
 	c := s.client(t)
 	a := testutil.NewSigner(t)
 	ch := newChannelID(t)
@@ -1334,7 +1333,7 @@ func TestCWLegacyRow(t *testing.T) {
 // kinds is a row at its own position, replies at every depth included; a
 // broadcast reply is one row.
 func TestCWProjection(t *testing.T) {
-	s := startServerWith(t, func(o *sqlite.Options) { v := true; o.ThreadRepliesInChannel = &v })
+	s := startServerWith(t, func(o *testStoreOptions) { v := true; o.ThreadRepliesInChannel = &v })
 	c := s.client(t)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 	ch := newChannelID(t)
@@ -1384,7 +1383,7 @@ func TestCWProjection(t *testing.T) {
 // the flag echoed in every 39006.
 func TestCWModeChange(t *testing.T) {
 	admin := testutil.NewSigner(t)
-	s := startServerWith(t, func(o *sqlite.Options) { o.Admins = []string{admin.PK} })
+	s := startServerWith(t, func(o *testStoreOptions) { o.Admins = []string{admin.PK} })
 	c := s.client(t)
 	a := testutil.NewSigner(t)
 	ch := newChannelID(t)
@@ -1431,7 +1430,7 @@ func TestCWModeChange(t *testing.T) {
 // has_more stays exact; deleting a row leaves its replies as they were.
 func TestCWDeletedRows(t *testing.T) {
 	admin := testutil.NewSigner(t)
-	s := startServerWith(t, func(o *sqlite.Options) { o.Admins = []string{admin.PK} })
+	s := startServerWith(t, func(o *testStoreOptions) { o.Admins = []string{admin.PK} })
 	c := s.client(t)
 	owner, a := testutil.NewSigner(t), testutil.NewSigner(t)
 	ch := newChannelID(t)
@@ -1622,7 +1621,7 @@ func TestCWUnreadableRow(t *testing.T) {
 	cwPublish(t, c, r...)
 	cwPublish(t, c, cwReaction(t, a, T+10, r[2]), cwReply(t, a, ch, T+11, r[2]))
 
-	db, err := sql.Open("sqlite", "file:"+s.dbPath+"?_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+s.sqlitePath(t)+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -2025,7 +2024,7 @@ func TestCWLiveSummaryPush(t *testing.T) {
 // fresh summary of each of them; an anonymous subscriber
 // of an open channel gets them.
 func TestCWLiveSummaryPushProjection(t *testing.T) {
-	s := startServerWith(t, func(o *sqlite.Options) { v := true; o.ThreadRepliesInChannel = &v })
+	s := startServerWith(t, func(o *testStoreOptions) { v := true; o.ThreadRepliesInChannel = &v })
 	pub := s.client(t)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 	ch := newChannelID(t)

@@ -9,3 +9,13 @@ import (
 func (rl *Relay) BroadcastEvent(evt *nostr.Event) int {
 	return rl.notifyListeners(evt, rl.deliverTo(evt)) // buzz-lite patch
 }
+
+// BroadcastEventTo is BroadcastEvent with deliver (nil: everyone) saying
+// who may receive evt, in place of DeliverTo: the caller knows what
+// DeliverTo cannot tell from the event alone, as SaveEvent does for a
+// stored one.
+//
+// buzz-lite patch 25.
+func (rl *Relay) BroadcastEventTo(evt *nostr.Event, deliver func(ws *WebSocket) bool) int {
+	return rl.notifyListeners(evt, deliver)
+}

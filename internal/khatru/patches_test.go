@@ -148,6 +148,42 @@ func TestDeliverToOncePerEvent(t *testing.T) {
 	}
 }
 
+// buzz-lite patch 25: BroadcastEventTo delivers by the caller's check,
+// not DeliverTo's, which it never asks.
+func TestBroadcastEventTo(t *testing.T) {
+	signer := testutil.NewSigner(t)
+	rl := NewRelay()
+	var asked atomic.Int64
+	var first atomic.Pointer[WebSocket]
+	rl.OnConnect = append(rl.OnConnect, func(ctx context.Context) { first.CompareAndSwap(nil, GetConnection(ctx)) })
+	rl.DeliverTo = func(*nostr.Event) func(*WebSocket) bool {
+		asked.Add(1)
+		return nil
+	}
+	a := dialRelay(t, rl)
+	a.subscribe("s1", nostr.Filter{Kinds: []int{1}})
+	b := a.dialAgain()
+	b.subscribe("s1", nostr.Filter{Kinds: []int{1}})
+
+	firstOnly := signer.Event(t, 1, time.Now().Unix(), "first only")
+	if n := rl.BroadcastEventTo(firstOnly, func(ws *WebSocket) bool { return ws == first.Load() }); n != 1 {
+		t.Errorf("BroadcastEventTo reached %d listeners, want 1", n)
+	}
+	everyone := signer.Event(t, 1, time.Now().Unix()+1, "everyone")
+	if n := rl.BroadcastEventTo(everyone, nil); n != 2 {
+		t.Errorf("BroadcastEventTo(nil) reached %d listeners, want 2", n)
+	}
+	if got := a.eventIDs(everyone.ID); len(got["s1"]) != 1 || got["s1"][0] != firstOnly.ID {
+		t.Errorf("first connection: %v before the second event, want %s", got, firstOnly.ID)
+	}
+	if got := b.eventIDs(everyone.ID); len(got) != 0 {
+		t.Errorf("second connection: %v before the second event, want nothing", got)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("DeliverTo asked %d times", n)
+	}
+}
+
 // buzz-lite patch 10: Listening tells whether a broadcast would reach
 // anyone: a listener whose filter matches (with anyTime, whatever its
 // since and until) and whom DeliverTo lets receive it.
