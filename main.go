@@ -9,13 +9,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/config"
 	"github.com/buzz-lite/buzz-lite/relay"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 // dbFile is the database file inside the data directory.
@@ -75,6 +73,9 @@ func loadConfig(c *cli.Context) (config.Config, error) {
 	if c.IsSet("relay-url") {
 		cfg.Relay.URL = c.String("relay-url")
 	}
+	if c.IsSet("postgres") {
+		cfg.Storage.Postgres = c.String("postgres")
+	}
 	if c.IsSet("admin") {
 		cfg.Relay.Admins = c.StringSlice("admin")
 	}
@@ -106,26 +107,4 @@ func relayKey(cfg config.Config, log *slog.Logger) (string, error) {
 		log.Info("created a new relay identity key", "file", keyFile)
 	}
 	return key, nil
-}
-
-// storeOptions are the options of the data directory's store under cfg;
-// key is the relay identity key that signs group state, "" for commands
-// that change none.
-func storeOptions(cfg config.Config, key string) (sqlite.Options, error) {
-	policy, err := cfg.Access.Policy(cfg.Relay.Admins)
-	if err != nil {
-		return sqlite.Options{}, err
-	}
-	pageCache := cfg.Storage.PageCache
-	if pageCache == 0 {
-		pageCache = -1 // the store's word for off
-	}
-	return sqlite.Options{
-		Path:      filepath.Join(cfg.Storage.DataDir, dbFile),
-		Schema:    schema,
-		Policy:    &policy,
-		RelayKey:  key,
-		PageCache: pageCache,
-		Logger:    newLogger(cfg),
-	}, nil
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/internal/datadir"
 	"github.com/buzz-lite/buzz-lite/relay"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 func serveCommand() *cli.Command {
@@ -27,6 +26,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Usage: "address to listen on (default 127.0.0.1:7777)"},
 			&cli.StringFlag{Name: "relay-url", Usage: "public ws(s):// URL clients use to reach the relay, which NIP-42 AUTH events and NIP-98 tokens must name; required unless listening on loopback"},
 			&cli.StringSliceFlag{Name: "admin", Usage: "relay admin pubkey (hex or npub); repeatable"},
+			postgresFlag(),
 		),
 		Action: serve,
 	}
@@ -47,8 +47,9 @@ func tuneGC() {
 	}
 }
 
-// serve runs the relay until SIGINT or SIGTERM (RL-24). It holds the
-// data directory's lock (RL-31) until it returns.
+// serve runs the relay until SIGINT or SIGTERM (RL-24). On SQLite it holds
+// the data directory's lock (RL-31) until it returns; on PostgreSQL
+// several processes serve one database (RL-33).
 func serve(c *cli.Context) (err error) {
 	cfg, err := loadConfig(c)
 	if err != nil {
@@ -65,12 +66,16 @@ func serve(c *cli.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	dir, lock, err := datadir.Claim(cfg.Storage.DataDir, dbFile)
-	if err != nil {
-		return errors.Join(err, ln.Close())
+	if !onPostgres(cfg) {
+		// On PostgreSQL the data directory holds only the relay key, which
+		// the processes sharing the database share (RL-33).
+		dir, lock, claimErr := datadir.Claim(cfg.Storage.DataDir, dbFile)
+		if claimErr != nil {
+			return errors.Join(claimErr, ln.Close())
+		}
+		defer func() { err = errors.Join(err, lock.Release()) }()
+		cfg.Storage.DataDir = dir
 	}
-	defer func() { err = errors.Join(err, lock.Release()) }()
-	cfg.Storage.DataDir = dir
 	tuneGC()
 	log := newLogger(cfg)
 	key, err := relayKey(cfg, log)
@@ -83,13 +88,7 @@ func serve(c *cli.Context) (err error) {
 	// After the first signal, a second one stops the process at once.
 	context.AfterFunc(ctx, stop)
 
-	opts, err := storeOptions(cfg, key)
-	if err != nil {
-		return errors.Join(err, ln.Close())
-	}
-	opts.ThreadRepliesInChannel = &cfg.Community.ThreadRepliesInChannel
-	opts.Logger = log
-	store, err := sqlite.Open(ctx, opts)
+	store, err := openStore(ctx, cfg, storeConfig{key: key, serving: true})
 	if err != nil {
 		return errors.Join(err, ln.Close())
 	}
@@ -112,8 +111,12 @@ func serve(c *cli.Context) (err error) {
 	if err != nil {
 		return errors.Join(err, store.Close(), ln.Close())
 	}
-	log.Info("buzz-lite serving", "addr", ln.Addr().String(), "data", cfg.Storage.DataDir,
-		"self", rl.PubKey(), "version", buildVersion())
+	where := []any{"data", cfg.Storage.DataDir}
+	if onPostgres(cfg) {
+		where = []any{"store", "postgres", "key", relayKeyFile(cfg)}
+	}
+	log.Info("buzz-lite serving", append(append([]any{"addr", ln.Addr().String()}, where...),
+		"self", rl.PubKey(), "version", buildVersion())...)
 	serveErr := rl.Serve(ctx, ln)
 	closeErr := store.Close()
 	if serveErr == nil && closeErr == nil {

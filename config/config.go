@@ -63,6 +63,10 @@ type Storage struct {
 	// PageCache is how many window pages are cached; 0 turns the cache
 	// off.
 	PageCache int `toml:"page_cache"`
+	// Postgres is the URL of a PostgreSQL database to keep everything in
+	// instead of the data directory's SQLite file (RL-33); the data
+	// directory then holds only the relay key.
+	Postgres string `toml:"postgres"`
 }
 
 // Access is who may read, write and create channels (RL-10, RL-12, RL-14).
