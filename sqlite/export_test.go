@@ -16,7 +16,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
-func exportLines(t *testing.T, s *Store, f ExportFilter) []*nostr.Event {
+func exportLines(t *testing.T, s *Store, f buzz.ExportFilter) []*nostr.Event {
 	t.Helper()
 	var buf bytes.Buffer
 	n, err := s.Export(context.Background(), f, &buf)
@@ -83,7 +83,7 @@ func TestExport(t *testing.T) {
 	}
 
 	// RL-25: every deletion goes out, the deleted message does not.
-	got := exportLines(t, s, ExportFilter{})
+	got := exportLines(t, s, buzz.ExportFilter{})
 	if len(got) != len(all) {
 		t.Fatalf("exported %d events, want %d (all but the deleted one, with its deletion)", len(got), len(all))
 	}
@@ -107,24 +107,24 @@ func TestExport(t *testing.T) {
 		t.Fatal("reply exported before its parent")
 	}
 
-	withDeleted := exportLines(t, s, ExportFilter{WithDeleted: true})
+	withDeleted := exportLines(t, s, buzz.ExportFilter{WithDeleted: true})
 	if len(withDeleted) != len(all)+1 {
 		t.Fatalf("--with-deleted exported %d events, want %d", len(withDeleted), len(all)+1)
 	}
 
-	byChannel := exportLines(t, s, ExportFilter{Channel: ch2})
+	byChannel := exportLines(t, s, buzz.ExportFilter{Channel: ch2})
 	if len(byChannel) != 2 || byChannel[0].ID != root.ID || byChannel[1].ID != reply.ID {
 		t.Fatalf("channel export: %v", byChannel)
 	}
-	if got := exportLines(t, s, ExportFilter{Channel: "33333333-3333-4333-8333-333333333333"}); len(got) != 0 {
+	if got := exportLines(t, s, buzz.ExportFilter{Channel: "33333333-3333-4333-8333-333333333333"}); len(got) != 0 {
 		t.Fatalf("unknown channel exported %d events", len(got))
 	}
 	since, until := int64(1001), int64(1002)
-	window := exportLines(t, s, ExportFilter{Since: &since, Until: &until, Kinds: []int{9}})
+	window := exportLines(t, s, buzz.ExportFilter{Since: &since, Until: &until, Kinds: []int{9}})
 	if len(window) != 14 {
 		t.Fatalf("since/until export: %d events, want 14", len(window))
 	}
-	if got := exportLines(t, s, ExportFilter{Kinds: []int{5}, WithDeleted: true}); len(got) != 1 || got[0].ID != del.ID {
+	if got := exportLines(t, s, buzz.ExportFilter{Kinds: []int{5}, WithDeleted: true}); len(got) != 1 || got[0].ID != del.ID {
 		t.Fatalf("kinds export: %v", got)
 	}
 }
@@ -147,7 +147,7 @@ func TestExportKeepsDeletedAnchors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lines := exportLines(t, src, ExportFilter{})
+	lines := exportLines(t, src, buzz.ExportFilter{})
 	dst := openTest(t)
 	outcomes, err := dst.ImportBatch(ctx, lines)
 	if err != nil {
@@ -196,17 +196,17 @@ func TestExportGroupDeleteTargets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := testutil.IDs(exportLines(t, src, ExportFilter{})...); !slices.Equal(got, []string{msg.ID, del.ID}) {
+	if got := testutil.IDs(exportLines(t, src, buzz.ExportFilter{})...); !slices.Equal(got, []string{msg.ID, del.ID}) {
 		t.Fatalf("export: %v, want the message and its 9005", got)
 	}
 	until := int64(1000)
-	for _, f := range []ExportFilter{{Kinds: []int{9}}, {Until: &until}} {
+	for _, f := range []buzz.ExportFilter{{Kinds: []int{9}}, {Until: &until}} {
 		if got := exportLines(t, src, f); len(got) != 0 {
 			t.Fatalf("export %+v: %v, want nothing", f, testutil.IDs(got...))
 		}
 	}
 	dst := openTest(t)
-	outcomes, err := dst.ImportBatch(ctx, exportLines(t, src, ExportFilter{}))
+	outcomes, err := dst.ImportBatch(ctx, exportLines(t, src, buzz.ExportFilter{}))
 	if err != nil {
 		t.Fatal(err)
 	}
