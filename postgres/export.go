@@ -39,13 +39,11 @@ func exportDated(q *sqlQuery, f buzz.ExportFilter, t string) []string {
 // stored, byte for byte as signed. It returns how many events it wrote;
 // the selection is package sqlite's, event for event.
 func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (int64, error) {
-	var q sqlQuery
-	where := []string{"e.kind NOT BETWEEN 39000 AND 39003",
-		"(e.expires_at IS NULL OR e.expires_at > " + q.arg(s.nowUnix()) + ")"}
+	var channel *int64
 	if f.Channel != "" {
-		var channel int64
+		var seq int64
 		err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
-			return tx.QueryRow(ctx, `SELECT seq FROM channels WHERE h = $1`, f.Channel).Scan(&channel)
+			return tx.QueryRow(ctx, `SELECT seq FROM channels WHERE h = $1`, f.Channel).Scan(&seq)
 		})
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
@@ -53,50 +51,9 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		case err != nil:
 			return 0, fmt.Errorf("export: look up channel %s: %w", f.Channel, err)
 		}
-		where = append(where, "e.channel = "+q.arg(channel))
+		channel = &seq
 	}
-	where = append(where, exportDated(&q, f, "e")...)
-	if len(f.Kinds) > 0 {
-		kinds := make([]int32, len(f.Kinds))
-		for i, k := range f.Kinds {
-			kinds[i] = int32(k)
-		}
-		where = append(where, "e.kind = ANY("+q.arg(kinds)+")")
-	}
-	if !f.WithDeleted {
-		// A deleted event that still has replies below goes out with the
-		// deletion that deleted it: without it an import could not place
-		// those replies, and the thread's counters would differ. So do
-		// deleted reactions and edits, whose deletions the aux closure
-		// serves. So do NIP-29 lifecycle events: deleting one does not
-		// undo what it did to its channel, and import replays them.
-		keep := []string{"e.deleted_at IS NULL",
-			"e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022)",
-			"EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq)"}
-		// So does the target of a 9005 (named by its id in lowercase hex,
-		// which the tag index keeps as its text) that goes out too, to be
-		// deleted again on import: RL-6 refuses a 9005 whose target is
-		// not stored, while a kind 5 is stored without its target
-		// (NIP-09) and refuses it when it arrives. A target whose 9005 the
-		// filter leaves out would come back alive: it stays out.
-		if len(f.Kinds) == 0 || slices.Contains(f.Kinds, buzz.KindGroupDelete) {
-			target := append([]string{"t.name = 'e'", "t.value = convert_to(encode(e.id, 'hex'), 'UTF8')",
-				"t.kind = 9005", "d.deleted_at IS NULL"}, exportDated(&q, f, "d")...)
-			keep = append(keep, "EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq WHERE "+
-				strings.Join(target, " AND ")+")")
-		}
-		where = append(where, "("+strings.Join(keep, " OR ")+")")
-	}
-	head := "SELECT " + eventSelect + " FROM events e WHERE " + strings.Join(where, " AND ")
-	first := q
-	first.sql = head + " ORDER BY e.created_at ASC, e.id ASC LIMIT " + first.arg(exportPage)
-	// The keyset continuation, the time bound apart so that the planner
-	// keeps the created_at range; its last three arguments are the
-	// position after which the page starts and the page size.
-	next := sqlQuery{args: slices.Clone(q.args)}
-	at, id := next.arg(int64(0)), next.arg([]byte(nil))
-	next.sql = head + " AND e.created_at >= " + at + " AND (e.created_at > " + at + " OR e.id > " + id + ")" +
-		" ORDER BY e.created_at ASC, e.id ASC LIMIT " + next.arg(exportPage)
+	first, next := exportSQL(f, s.nowUnix(), channel)
 
 	out := bufio.NewWriterSize(w, 256<<10)
 	var (
@@ -160,4 +117,62 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		return n, fmt.Errorf("export: write: %w", err)
 	}
 	return n, nil
+}
+
+// exportSQL is the statement of Export's first page, and that of every
+// page after it (its last three arguments are the created_at and id after
+// which the page starts, to be set, and the page size), at time now;
+// channel is the number of f.Channel, nil for none.
+func exportSQL(f buzz.ExportFilter, now int64, channel *int64) (first, next sqlQuery) {
+	var q sqlQuery
+	where := []string{"e.kind NOT BETWEEN 39000 AND 39003",
+		"(e.expires_at IS NULL OR e.expires_at > " + q.arg(now) + ")"}
+	if channel != nil {
+		where = append(where, "e.channel = "+q.arg(*channel))
+	}
+	where = append(where, exportDated(&q, f, "e")...)
+	if len(f.Kinds) > 0 {
+		kinds := make([]int32, len(f.Kinds))
+		for i, k := range f.Kinds {
+			kinds[i] = int32(k)
+		}
+		where = append(where, "e.kind = ANY("+q.arg(kinds)+")")
+	}
+	if !f.WithDeleted {
+		// A deleted event that still has replies below goes out with the
+		// deletion that deleted it: without it an import could not place
+		// those replies, and the thread's counters would differ. So do
+		// deleted reactions and edits, whose deletions the aux closure
+		// serves. So do NIP-29 lifecycle events: deleting one does not
+		// undo what it did to its channel, and import replays them.
+		keep := []string{"e.deleted_at IS NULL",
+			"e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022)",
+			"EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq OFFSET 0)"}
+		// So does the target of a 9005 (named by its id in lowercase hex,
+		// which the tag index keeps as its text) that goes out too, to be
+		// deleted again on import: RL-6 refuses a 9005 whose target is
+		// not stored, while a kind 5 is stored without its target
+		// (NIP-09) and refuses it when it arrives. A target whose 9005 the
+		// filter leaves out would come back alive: it stays out.
+		if len(f.Kinds) == 0 || slices.Contains(f.Kinds, buzz.KindGroupDelete) {
+			target := append([]string{"t.name = 'e'", "t.value = convert_to(encode(e.id, 'hex'), 'UTF8')",
+				"t.kind = 9005", "d.deleted_at IS NULL"}, exportDated(&q, f, "d")...)
+			keep = append(keep, "EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq WHERE "+
+				strings.Join(target, " AND ")+" OFFSET 0)")
+		}
+		// OFFSET 0 keeps each EXISTS a probe of an index for the event at
+		// hand: without it the planner may hash the whole subquery's
+		// result once per statement, a scan of every event for each page.
+		where = append(where, "("+strings.Join(keep, " OR ")+")")
+	}
+	head := "SELECT " + eventSelect + " FROM events e WHERE " + strings.Join(where, " AND ")
+	first = q
+	first.sql = head + " ORDER BY e.created_at ASC, e.id ASC LIMIT " + first.arg(exportPage)
+	// The keyset continuation, the time bound apart so that the planner
+	// keeps the created_at range.
+	next = sqlQuery{args: slices.Clone(q.args)}
+	at, id := next.arg(int64(0)), next.arg([]byte(nil))
+	next.sql = head + " AND e.created_at >= " + at + " AND (e.created_at > " + at + " OR e.id > " + id + ")" +
+		" ORDER BY e.created_at ASC, e.id ASC LIMIT " + next.arg(exportPage)
+	return first, next
 }
