@@ -23,6 +23,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/bench"
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/config"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
 	"github.com/buzz-lite/buzz-lite/nipcw"
@@ -644,7 +645,7 @@ func storeSize(ctx context.Context, dir string, report *bench.Report) error {
 		return err
 	}
 	var counted countingWriter
-	n, err := store.Export(ctx, sqlite.ExportFilter{WithDeleted: true}, &counted)
+	n, err := store.Export(ctx, buzz.ExportFilter{WithDeleted: true}, &counted)
 	if err = errors.Join(err, store.Close()); err != nil {
 		return err
 	}

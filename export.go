@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -35,7 +36,7 @@ func exportCommand() *cli.Command {
 }
 
 func export(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
-	f := sqlite.ExportFilter{Channel: c.String("channel"), WithDeleted: c.Bool("with-deleted")}
+	f := buzz.ExportFilter{Channel: c.String("channel"), WithDeleted: c.Bool("with-deleted")}
 	if c.IsSet("since") {
 		v := c.Int64("since")
 		f.Since = &v

@@ -406,7 +406,7 @@ const syncBatch = 500
 // deleted events too (the relay that deleted them does not send them
 // again either): every stored event, or one channel's.
 func storedItems(ctx context.Context, store *sqlite.Store, f nostr.Filter) ([]negentropy.Item, error) {
-	ef := sqlite.ExportFilter{WithDeleted: true}
+	ef := buzz.ExportFilter{WithDeleted: true}
 	if hs := f.Tags["h"]; len(hs) == 1 {
 		ef.Channel = hs[0]
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
@@ -95,7 +96,7 @@ func BenchmarkExport(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		out.Reset()
-		if got, err := s.Export(context.Background(), sqlite.ExportFilter{}, &out); err != nil || got != n {
+		if got, err := s.Export(context.Background(), buzz.ExportFilter{}, &out); err != nil || got != n {
 			b.Fatalf("exported %d, %v", got, err)
 		}
 	}

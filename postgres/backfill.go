@@ -19,13 +19,14 @@ const backfillPage = 200
 // whose parents are classified now, pass after pass until one classifies
 // nothing (a reply classified in a pass can be the parent of one the pass
 // saw before it): how many it classified, how many still wait.
-func (s *Store) Backfill(ctx context.Context) (classified, waiting int, err error) {
+func (s *Store) Backfill(ctx context.Context) (buzz.BackfillResult, error) {
+	var res buzz.BackfillResult
 	for {
-		n, w, err := s.backfillPass(ctx)
-		classified += n
-		waiting = w
-		if err != nil || n == 0 {
-			return classified, waiting, err
+		classified, waiting, err := s.backfillPass(ctx)
+		res.Classified += classified
+		res.Waiting = waiting
+		if err != nil || classified == 0 {
+			return res, err
 		}
 	}
 }

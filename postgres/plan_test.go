@@ -20,9 +20,10 @@ import (
 // that a scan of a whole table costs the planner more than an index.
 const planEvents = 100_000
 
-// The statements of the hot read paths are driven by their indexes, never
-// a scan of the events or the tags (RL-27a): a page costs the same however
-// many events the database holds. The database is filled by SQL, 200
+// The statements of the hot read paths, and the pages of an export
+// (RL-33), are driven by their indexes, never a scan of the events or the
+// tags (RL-27a): a page costs the same however many events the database
+// holds. The database is filled by SQL, 200
 // channels of messages with a reaction after every fourth, each message
 // naming one of 1000 authors in a `p` tag, and analyzed.
 func TestPlans(t *testing.T) {
@@ -50,6 +51,11 @@ func TestPlans(t *testing.T) {
 	now := int64(1_800_000_000)
 	author := planID(3)
 	someIDs := []string{planID(planEvents / 2), planID(planEvents/2 + 1)}
+	exportFirst, exportLater := exportSQL(buzz.ExportFilter{}, now, nil)
+	exportLater.args[len(exportLater.args)-3] = int64(1700000000 + planEvents/2)
+	exportLater.args[len(exportLater.args)-2] = tagKey(someIDs[0])
+	channel := int64(1)
+	exportChannel, _ := exportSQL(buzz.ExportFilter{}, now, &channel)
 	plans := []struct {
 		name   string
 		sql    sqlQuery
@@ -64,6 +70,9 @@ func TestPlans(t *testing.T) {
 		{"query #p of two", mustTranslate(t, s.Store, nostr.Filter{Tags: nostr.TagMap{"p": {author, planID(4)}}, Limit: 100}), "tags_pkey"},
 		{"query authors", mustTranslate(t, s.Store, nostr.Filter{Authors: []string{author}, Limit: 100}), "events_pubkey"},
 		{"query ids", mustTranslate(t, s.Store, nostr.Filter{IDs: someIDs}), "events_id_key"},
+		{"export", exportFirst, "events_created"},
+		{"export, a later page", exportLater, "events_created"},
+		{"export of a channel", exportChannel, "events_channel"},
 		{"feed mentions", sqlQuery{sql: feedMentionsQuery, args: []any{now, int64(0), int64(1 << 62), int64(1 << 62), 200, tagKey(author)}}, "tags_pkey"},
 	}
 	for _, p := range plans {

@@ -162,7 +162,7 @@ func TestConcurrentThreadAcrossProcesses(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if err := a.Verify(context.Background()); err != nil {
+	if err := storetest.Verify(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	sums, err := b.Summaries(context.Background(), []string{root.ID})

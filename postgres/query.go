@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -22,13 +23,22 @@ const DefaultLimit = 1000
 // fn reads, judged by the access state of that snapshot. Bounded by
 // queryTimeout.
 func (s *Store) read(ctx context.Context, fn func(tx pgx.Tx, c *buzz.Community) error) error {
+	return s.readFor(ctx, queryTimeout, fn)
+}
+
+// readFor is read bounded by timeout instead; 0 leaves the bound to ctx
+// (operator commands that read the whole database).
+func (s *Store) readFor(ctx context.Context, timeout time.Duration, fn func(tx pgx.Tx, c *buzz.Community) error) error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
 		return errClosed
 	}
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error {
 			c, err := s.communityIn(ctx, tx)

@@ -88,7 +88,27 @@ func (s suiteStore) Reopen(t testing.TB, cfg storetest.Config) storetest.Store {
 	return suiteOpen(t, s.url, cfg)
 }
 
-func (s suiteStore) Verify(ctx context.Context) error { return s.Check(ctx) }
+// damageSQL is the SQL of each storetest.Harm.
+var damageSQL = map[storetest.Harm]string{
+	storetest.HarmReplyCount:   `UPDATE thread_metadata SET reply_count = reply_count + 1 WHERE seq = (SELECT min(seq) FROM thread_metadata)`,
+	storetest.HarmParticipants: `UPDATE thread_metadata SET participants = NULL WHERE seq = (SELECT max(seq) FROM thread_metadata)`,
+	storetest.HarmDropTags:     `DELETE FROM tags WHERE name = 't'`,
+	storetest.HarmTagKind:      `UPDATE tags SET kind = 7 WHERE name = 'p'`,
+	storetest.HarmStrayTag:     `INSERT INTO tags (name, value, created_at, seq, kind) VALUES ('x', 'stray', 1, 999999, 1)`,
+}
+
+// Damage writes past the store's write path: no write lock, no page
+// version, no notification.
+func (s suiteStore) Damage(ctx context.Context, harm storetest.Harm) error {
+	q, ok := damageSQL[harm]
+	if !ok {
+		return fmt.Errorf("no damage %d", harm)
+	}
+	if _, err := s.pool.Exec(ctx, q); err != nil {
+		return fmt.Errorf("damage %d: %w", harm, err)
+	}
+	return nil
+}
 
 // dumpQueries select every row of the tables a write changes, in a stable
 // order.

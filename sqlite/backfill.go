@@ -12,17 +12,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
-// BackfillResult says what a Backfill did.
-type BackfillResult struct {
-	// Classified is how many unclassified channel messages got their place
-	// in a thread (or were found to be top-level).
-	Classified int
-	// Waiting is how many are still unclassified: their parent is not
-	// stored, or their tags break a thread rule (another channel, a wrong
-	// root marker, too deep). They stay rows of the window (CW-12).
-	Waiting int
-}
-
 // backfillPage is how many candidates one writer job looks at.
 const backfillPage = 200
 
@@ -34,8 +23,8 @@ const backfillPage = 200
 // while one classifies anything, so a reply whose parent was classified
 // in this pass is taken in the next. It is idempotent, and safe while the
 // relay serves: every page is one short writer job.
-func (s *Store) Backfill(ctx context.Context) (BackfillResult, error) {
-	var res BackfillResult
+func (s *Store) Backfill(ctx context.Context) (buzz.BackfillResult, error) {
+	var res buzz.BackfillResult
 	for {
 		classified, waiting, err := s.backfillPass(ctx)
 		res.Classified += classified

@@ -8,33 +8,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
-
-// CheckReport is what Check found.
-type CheckReport struct {
-	// Integrity holds what PRAGMA integrity_check said, when not "ok".
-	Integrity []string
-	// ForeignKeys counts the rows PRAGMA foreign_key_check reported.
-	ForeignKeys int
-	// Counters lists each event whose thread counters differ from its
-	// subtree (RL-5).
-	Counters []string
-	// MissingTags and ExtraTags count tag index rows missing for an event,
-	// and rows no event has (RL-3).
-	MissingTags, ExtraTags int
-	// GroupState lists the group state events (39000-39003) that the
-	// relay key did not sign (RL-11, RL-21).
-	GroupState []string
-	// Repaired is set when Check was asked to repair and did.
-	Repaired bool
-}
-
-// OK reports whether nothing is wrong.
-func (r CheckReport) OK() bool {
-	return len(r.Integrity) == 0 && r.ForeignKeys == 0 && len(r.Counters) == 0 && r.MissingTags == 0 && r.ExtraTags == 0 &&
-		len(r.GroupState) == 0
-}
 
 // counterFix names an event whose counters repair recomputes.
 type counterFix struct {
@@ -48,8 +24,8 @@ type counterFix struct {
 // tag index and the group state is made right in one transaction (a
 // damaged file is beyond repair here: restore a backup). Check reads one snapshot
 // and never holds the writer while it reads, so the relay keeps serving.
-func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
-	var rep CheckReport
+func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error) {
+	var rep buzz.CheckReport
 	var fixes []counterFix
 	var missing, extra []tagFix
 	err := s.readTxFor(ctx, 0, func(tx *sql.Tx) error {
@@ -145,7 +121,7 @@ func (s *Store) Check(ctx context.Context, repair bool) (CheckReport, error) {
 // It computes the counters of a whole thread at once from the thread's
 // rows (events_root), children before parents, so that the cost is one
 // pass over the classified events rather than one walk per subtree.
-func checkCounters(ctx context.Context, tx *sql.Tx, rep *CheckReport) ([]counterFix, error) {
+func checkCounters(ctx context.Context, tx *sql.Tx, rep *buzz.CheckReport) ([]counterFix, error) {
 	want, err := expectedCounters(ctx, tx)
 	if err != nil {
 		return nil, err
@@ -290,7 +266,7 @@ func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, erro
 
 // checkGroupState lists the group state in force that pubkey, the relay
 // key, did not sign: all of it when the store has no relay key.
-func checkGroupState(ctx context.Context, tx *sql.Tx, pubkey string, rep *CheckReport) error {
+func checkGroupState(ctx context.Context, tx *sql.Tx, pubkey string, rep *buzz.CheckReport) error {
 	key, _ := hex.DecodeString(pubkey)
 	rows, err := tx.QueryContext(ctx, `SELECT kind, coalesce(dtag, ''), pubkey FROM events INDEXED BY events_kind
 		WHERE `+foreignGroupState+` ORDER BY dtag, kind`, key)
@@ -338,7 +314,7 @@ type tagFix struct {
 // tags call for. Missing rows are found one by one; extra rows are counted
 // by comparing totals (every expected row exists once the missing ones are
 // known, and rows are unique), so that the common case needs one pass.
-func checkTags(ctx context.Context, tx *sql.Tx, rep *CheckReport) ([]tagFix, error) {
+func checkTags(ctx context.Context, tx *sql.Tx, rep *buzz.CheckReport) ([]tagFix, error) {
 	has, err := tx.PrepareContext(ctx, `SELECT kind FROM tags WHERE name = ? AND value = ? AND created_at = ? AND seq = ?`)
 	if err != nil {
 		return nil, fmt.Errorf("check tags: %w", err)

@@ -15,29 +15,9 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
-// ExportFilter selects the events Export writes.
-type ExportFilter struct {
-	// Channel limits the export to one channel's events (its h value).
-	Channel string
-	// Since and Until bound created_at, inclusive; nil is unbounded.
-	Since, Until *int64
-	// Kinds limits the export to these kinds; empty means all.
-	Kinds []int
-	// WithDeleted adds every deleted event. Without it, deleted events are
-	// left out, except those an import needs to serve the same: those that
-	// replies still hang below (the threads), deleted reactions and edits
-	// (the window's aux closure serves the deletions of a message's
-	// reactions and edits, CW-18), NIP-29 lifecycle events, and the
-	// targets of kind 9005 deletions (RL-6 stores a 9005 only once its
-	// target is stored). Every deletion event (kinds 5 and 9005) goes out
-	// either way: deletions are live events, served by REQ, and an import
-	// that knows them refuses a rebroadcast of what they deleted.
-	WithDeleted bool
-}
-
-// dated is the Since and Until bounds of f on the created_at of table
-// alias t, as conditions and their arguments.
-func (f ExportFilter) dated(t string) ([]string, []any) {
+// exportDated is the Since and Until bounds of f on the created_at of
+// table alias t, as conditions and their arguments.
+func exportDated(f buzz.ExportFilter, t string) ([]string, []any) {
 	var where []string
 	var args []any
 	if f.Since != nil {
@@ -61,7 +41,7 @@ const exportPage = 1000
 // parents before their replies. The relay's own group state (39000-39003)
 // is never exported: import rebuilds it (RL-25). It returns how many events
 // it wrote.
-func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64, error) {
+func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (int64, error) {
 	where := []string{"e.kind NOT BETWEEN 39000 AND 39003", "(e.expires_at IS NULL OR e.expires_at > ?)"}
 	args := []any{s.nowUnix()}
 	if f.Channel != "" {
@@ -80,7 +60,7 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 		where = append(where, "e.channel = ?")
 		args = append(args, seqs[0])
 	}
-	dated, at := f.dated("e")
+	dated, at := exportDated(f, "e")
 	where, args = append(where, dated...), append(args, at...)
 	if len(f.Kinds) > 0 {
 		where = append(where, "e.kind IN ("+placeholders(len(f.Kinds))+")")
@@ -104,7 +84,7 @@ func (s *Store) Export(ctx context.Context, f ExportFilter, w io.Writer) (int64,
 		// target (NIP-09) and refuses it when it arrives. A target whose
 		// 9005 the filter leaves out would come back alive: it stays out.
 		if len(f.Kinds) == 0 || slices.Contains(f.Kinds, buzz.KindGroupDelete) {
-			dated, at := f.dated("d")
+			dated, at := exportDated(f, "d")
 			target := append([]string{"t.name = 'e'", "t.value = e.id", "t.kind = 9005", "d.deleted_at IS NULL"}, dated...)
 			args = append(args, at...)
 			keep = append(keep, "EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq WHERE "+

@@ -52,11 +52,6 @@ func suiteOpen(t testing.TB, path string, cfg storetest.Config) suiteStore {
 // interface.
 type suiteStore struct{ *Store }
 
-func (s suiteStore) Backfill(ctx context.Context) (classified, waiting int, err error) {
-	r, err := s.Store.Backfill(ctx)
-	return r.Classified, r.Waiting, err
-}
-
 func (s suiteStore) Held(ctx context.Context, f nostr.Filter) (int, error) {
 	rows, err := s.readers.QueryContext(ctx, `SELECT `+eventSelect+` FROM events e`)
 	if err != nil {
@@ -87,13 +82,29 @@ func (s suiteStore) Reopen(t testing.TB, cfg storetest.Config) storetest.Store {
 	return suiteOpen(t, s.path, cfg)
 }
 
-func (s suiteStore) Verify(ctx context.Context) error {
-	rep, err := s.Check(ctx, false)
-	if err != nil {
-		return err
+// damageSQL is the SQL of each storetest.Harm.
+var damageSQL = map[storetest.Harm]string{
+	storetest.HarmReplyCount:   `UPDATE thread_metadata SET reply_count = reply_count + 1 WHERE seq = (SELECT min(seq) FROM thread_metadata)`,
+	storetest.HarmParticipants: `UPDATE thread_metadata SET participants = NULL WHERE seq = (SELECT max(seq) FROM thread_metadata)`,
+	storetest.HarmDropTags:     `DELETE FROM tags WHERE name = 't'`,
+	storetest.HarmTagKind:      `UPDATE tags SET kind = 7 WHERE name = 'p'`,
+	storetest.HarmStrayTag:     `INSERT INTO tags (name, value, created_at, seq, kind) VALUES ('x', 'stray', 1, 999999, 1)`,
+}
+
+// Damage writes through a connection of its own, behind the store's
+// writer, as a damaged file would hold it.
+func (s suiteStore) Damage(ctx context.Context, harm storetest.Harm) error {
+	q, ok := damageSQL[harm]
+	if !ok {
+		return fmt.Errorf("no damage %d", harm)
 	}
-	if !rep.OK() {
-		return fmt.Errorf("check: %+v", rep)
+	db, err := sql.Open("sqlite", s.path)
+	if err != nil {
+		return fmt.Errorf("damage: %w", err)
+	}
+	_, err = db.ExecContext(ctx, q)
+	if err = errors.Join(err, db.Close()); err != nil {
+		return fmt.Errorf("damage %d: %w", harm, err)
 	}
 	return nil
 }

@@ -139,7 +139,7 @@ func cpRun(t *testing.T, open Opener, seed uint64) {
 			for i, e := range batch {
 				accept(e.ev, outcomes[i])
 			}
-			if _, _, err := s.Backfill(ctx); err != nil {
+			if _, err := s.Backfill(ctx); err != nil {
 				t.Fatalf("backfill: %v", err)
 			}
 		}
@@ -149,7 +149,7 @@ func cpRun(t *testing.T, open Opener, seed uint64) {
 				t.Fatalf("purge: %v", err)
 			}
 		}
-		if err := s.Verify(ctx); err != nil {
+		if err := Verify(ctx, s); err != nil {
 			t.Fatalf("round %d (mode %d): %v", round, round%3, err)
 		}
 	}

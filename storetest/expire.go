@@ -39,7 +39,7 @@ func exHeld(t testing.TB, s Store, ev *nostr.Event) bool {
 // its event.
 func exVerify(t testing.TB, s Store) {
 	t.Helper()
-	if err := s.Verify(context.Background()); err != nil {
+	if err := Verify(context.Background(), s); err != nil {
 		t.Errorf("verify: %v", err)
 	}
 }

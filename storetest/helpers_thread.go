@@ -230,7 +230,7 @@ func CheckThreadModel(t testing.TB, s Store, m *ThreadModel) {
 // ttVerify fails the test when the store's own consistency check does.
 func ttVerify(t testing.TB, s Store) {
 	t.Helper()
-	if err := s.Verify(context.Background()); err != nil {
+	if err := Verify(context.Background(), s); err != nil {
 		t.Errorf("verify: %v", err)
 	}
 }

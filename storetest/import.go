@@ -75,18 +75,18 @@ func testImportOutOfOrderThenBackfill(t *testing.T, open Opener) {
 	if imUnclassified(t, imported, evs) == 0 {
 		t.Fatal("reversed import classified replies whose parents it had not seen")
 	}
-	classified, waiting, err := imported.Backfill(context.Background())
+	res, err := imported.Backfill(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if waiting != 0 || classified == 0 {
-		t.Fatalf("backfill: %d classified, %d waiting", classified, waiting)
+	if res.Waiting != 0 || res.Classified == 0 {
+		t.Fatalf("backfill: %d classified, %d waiting", res.Classified, res.Waiting)
 	}
 	if got, want := imState(t, imported, evs), imState(t, live, evs); !slices.Equal(got, want) {
 		t.Fatalf("after backfill the import differs from live ingest:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if classified, _, err := imported.Backfill(context.Background()); err != nil || classified != 0 {
-		t.Fatalf("second backfill: %d classified, %v", classified, err)
+	if res, err := imported.Backfill(context.Background()); err != nil || res.Classified != 0 {
+		t.Fatalf("second backfill: %d classified, %v", res.Classified, err)
 	}
 	for _, err := range imImport(t, imported, evs) {
 		if !errors.Is(err, buzz.ErrDuplicate) {
@@ -112,9 +112,9 @@ func testImportMissingParent(t *testing.T, open Opener) {
 	if out[0] != nil || out[1] != nil || !errors.Is(out[2], buzz.ErrParentOtherChannel) {
 		t.Fatalf("outcomes %v", out)
 	}
-	classified, waiting, err := s.Backfill(context.Background())
-	if err != nil || classified != 0 || waiting != 1 {
-		t.Fatalf("backfill: %d classified, %d waiting, %v", classified, waiting, err)
+	res, err := s.Backfill(context.Background())
+	if err != nil || res.Classified != 0 || res.Waiting != 1 {
+		t.Fatalf("backfill: %d classified, %d waiting, %v", res.Classified, res.Waiting, err)
 	}
 	got, err := s.Query(context.Background(), nostr.Filter{Tags: nostr.TagMap{"h": {ch}}}, buzz.Anonymous)
 	if err != nil || len(got) != 1 || got[0].ID != orphan.ID {
@@ -139,9 +139,9 @@ func testBackfillPrivateChannel(t *testing.T, open Opener) {
 			t.Fatalf("import #%d: %v", i, err)
 		}
 	}
-	classified, waiting, err := s.Backfill(context.Background())
-	if err != nil || classified != 1 || waiting != 0 {
-		t.Fatalf("backfill: %d classified, %d waiting, %v; want the reply placed", classified, waiting, err)
+	res, err := s.Backfill(context.Background())
+	if err != nil || res.Classified != 1 || res.Waiting != 0 {
+		t.Fatalf("backfill: %d classified, %d waiting, %v; want the reply placed", res.Classified, res.Waiting, err)
 	}
 	if in := ttMustRead(t, s, reply.ID); !in.Depth.Valid || in.Depth.Int64 != 1 {
 		t.Fatalf("the reply's place: %+v, want depth 1", in)

@@ -44,7 +44,7 @@ func rpVisible(t testing.TB, s Store, kind int, author string) []string {
 func rpCheckIndex(t testing.TB, s Store, gone ...*nostr.Event) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.Verify(ctx); err != nil {
+	if err := Verify(ctx, s); err != nil {
 		t.Errorf("verify: %v", err)
 	}
 	for _, ev := range gone {

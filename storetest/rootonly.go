@@ -19,7 +19,7 @@ import (
 // roCheck requires the store's Verify to find nothing wrong.
 func roCheck(t *testing.T, s Store) {
 	t.Helper()
-	if err := s.Verify(context.Background()); err != nil {
+	if err := Verify(context.Background(), s); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 }
@@ -114,9 +114,9 @@ func testRootOnlyReplyImportBackfill(t *testing.T, open Opener) {
 		}
 	}
 	CheckClass(t, imported, reply.ID, Class{Depth: -1, RowClass: rowTopLevel})
-	classified, waiting, err := imported.Backfill(ctx)
-	if err != nil || classified != 1 || waiting != 0 {
-		t.Fatalf("backfill: %d classified, %d waiting, %v", classified, waiting, err)
+	res, err := imported.Backfill(ctx)
+	if err != nil || res.Classified != 1 || res.Waiting != 0 {
+		t.Fatalf("backfill: %d classified, %d waiting, %v", res.Classified, res.Waiting, err)
 	}
 	CheckClass(t, imported, reply.ID, Class{Depth: 1, Parent: root.ID, Root: root.ID, RowClass: rowReply})
 	if got, want := imState(t, imported, []*nostr.Event{root, reply}), imState(t, live, []*nostr.Event{root, reply}); !slices.Equal(got, want) {

@@ -2,10 +2,11 @@
 // written once against buzz.Store: a store package runs it with Run on a
 // store of its own, so that SQLite today and a second store later answer
 // alike. What the suite needs beyond the relay's interface (an import, a
-// backfill, the purge of expired events, a restart, and for the checks
-// what the store holds, an event's place, its whole state as text and its
-// own consistency check) is the small Store interface here; how a store
-// is opened is the store package's business (Opener).
+// backfill, an export, the consistency check and its repair, the purge of
+// expired events, a restart, and for the checks what the store holds, an
+// event's place, its whole state as text and a way to damage it) is the
+// small Store interface here; how a store is opened is the store
+// package's business (Opener).
 //
 // The checks the suite is written with (a model of thread counters, an
 // event's classification, reads as a viewer, exact refusals, unchanged
@@ -16,6 +17,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -54,7 +57,18 @@ type Store interface {
 	RenewGroupState(ctx context.Context) error
 	// Backfill classifies the unclassified replies whose parents are
 	// stored now (CW-12): how many it classified, how many still wait.
-	Backfill(ctx context.Context) (classified, waiting int, err error)
+	Backfill(ctx context.Context) (buzz.BackfillResult, error)
+	// Export writes the stored events f selects to w as JSON Lines,
+	// oldest first, saying how many (RL-25, RL-33).
+	Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (int64, error)
+	// Check is the store's own consistency check (RL-33): every thread
+	// counter against its subtree, the tag index against the events, the
+	// group state against the relay key; with repair, it makes what is
+	// wrong right.
+	Check(ctx context.Context, repair bool) (buzz.CheckReport, error)
+	// Damage breaks what the store derives from its events as harm says,
+	// behind the store's back, for Check to find and repair.
+	Damage(ctx context.Context, harm Harm) error
 	// PurgeExpired removes the events whose NIP-40 expiration passed,
 	// saying how many.
 	PurgeExpired(ctx context.Context) (int, error)
@@ -66,9 +80,6 @@ type Store interface {
 	// as a restart of the relay does; the store returned is closed when
 	// the test ends.
 	Reopen(t testing.TB, cfg Config) Store
-	// Verify is the store's own consistency check: every thread counter
-	// agrees with its subtree and every index with its events.
-	Verify(ctx context.Context) error
 	// Placement is what the store keeps of event id's place (lowercase
 	// hex): its channel and thread classification (CW-10..CW-12), deleted
 	// or not; found is false when it holds no such event.
@@ -76,6 +87,39 @@ type Store interface {
 	// Dump is everything the store holds, as text in a stable order: a
 	// refused event must leave it as it was (RL-4).
 	Dump(ctx context.Context) (string, error)
+}
+
+// Harm is a damage Damage does to a store's derived rows.
+type Harm int
+
+const (
+	// HarmReplyCount adds one to the reply count of the counters row of
+	// the lowest seq.
+	HarmReplyCount Harm = iota + 1
+	// HarmParticipants empties (NULL) the participants of the counters
+	// row of the highest seq.
+	HarmParticipants
+	// HarmDropTags deletes every tag index row named t.
+	HarmDropTags
+	// HarmTagKind gives every tag index row named p kind 7.
+	HarmTagKind
+	// HarmStrayTag adds a tag index row (x, "stray", created_at 1, kind 1)
+	// for seq 999999, which no event has.
+	HarmStrayTag
+)
+
+// Verify is the store's own consistency check as an error: every thread
+// counter agrees with its subtree, every index with its events and the
+// group state with the relay key.
+func Verify(ctx context.Context, s Store) error {
+	rep, err := s.Check(ctx, false)
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		return fmt.Errorf("check: %+v", rep)
+	}
+	return nil
 }
 
 // Placement is an event's channel and place in its thread.
@@ -119,6 +163,11 @@ var suite = []struct {
 	{"DeleteKind9005", testDeleteKind9005},
 	{"Edit", testEdit},
 	{"Reactions", testReactions},
+	{"CheckAndRepair", testCheckAndRepair},
+	{"CheckGroupStateSigner", testCheckGroupStateSigner},
+	{"Export", testExport},
+	{"ExportKeepsDeletedAnchors", testExportKeepsDeletedAnchors},
+	{"ExportGroupDeleteTargets", testExportGroupDeleteTargets},
 	{"ExpireRefusedOnArrival", testExpireRefusedOnArrival},
 	{"ExpireLifecycle", testExpireLifecycle},
 	{"ExpireRootWithReplies", testExpireRootWithReplies},

@@ -1,4 +1,4 @@
-package sqlite
+package storetest
 
 import (
 	"bufio"
@@ -16,7 +16,13 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
-func exportLines(t *testing.T, s *Store, f ExportFilter) []*nostr.Event {
+// exPages is more events than one page of Export in either store (1000
+// events a read transaction): the order must hold across the pages.
+const exPages = 1300
+
+// exportLines exports f from s and reads the output back, requiring one
+// JSON object a line, each a signed event, as many as Export said.
+func exportLines(t *testing.T, s Store, f buzz.ExportFilter) []*nostr.Event {
 	t.Helper()
 	var buf bytes.Buffer
 	n, err := s.Export(context.Background(), f, &buf)
@@ -46,44 +52,50 @@ func exportLines(t *testing.T, s *Store, f ExportFilter) []*nostr.Event {
 	return out
 }
 
-// RL-25, issue 8: one signed event per line, oldest first (created_at ASC,
-// id ASC) across page boundaries, parents before replies; deleted events
-// and deletions only on request; the relay's group state never.
-func TestExport(t *testing.T) {
-	s := openTest(t)
-	ctx := context.Background()
+// RL-25, RL-33, issue 8: one signed event per line, oldest first
+// (created_at ASC, id ASC) across page boundaries, parents before
+// replies; deleted events only on request, deletions always; the relay's
+// group state never; the channel, date and kind filters.
+func testExport(t *testing.T, open Opener) {
+	s := open(t, Config{RelayKey: nostr.GeneratePrivateKey()})
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
-	ch1, ch2 := "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	ch1, ch2, ch3 := "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222",
+		"66666666-6666-4666-8666-666666666666"
 	var all []*nostr.Event
-	ingest := func(ev *nostr.Event) *nostr.Event {
+	add := func(ev *nostr.Event) *nostr.Event {
 		t.Helper()
-		if err := s.Ingest(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
+		qtIngest(t, s, ev)
 		all = append(all, ev)
 		return ev
 	}
 	// More than one export page, many in the same second.
-	for i := range exportPage + 300 {
-		ingest(a.Event(t, 9, 1000+int64(i/7), fmt.Sprint("m", i), nostr.Tag{"h", ch1}))
+	var many []*nostr.Event
+	for i := range exPages {
+		many = append(many, a.Event(t, 9, 1000+int64(i/7), fmt.Sprint("m", i), nostr.Tag{"h", ch1}))
 	}
-	root := ingest(b.Event(t, 9, 5000, "root", nostr.Tag{"h", ch2}))
+	for i, err := range imImport(t, s, many) {
+		if err != nil {
+			t.Fatalf("import of message %d: %v", i, err)
+		}
+	}
+	all = append(all, many...)
+	root := add(b.Event(t, 9, 5000, "root", nostr.Tag{"h", ch2}))
 	// A reply dated after its parent comes after it. (Within one second the
 	// order is by id, as the contract says, and may put a reply first:
 	// import keeps such a reply unclassified until its parent arrives.)
-	reply := ingest(a.Event(t, 9, 5001, "reply", nostr.Tag{"h", ch2}, nostr.Tag{"e", root.ID, "", "reply"}))
-	gone := ingest(b.Event(t, 9, 5001, "gone", nostr.Tag{"h", ch2}))
+	reply := add(a.Event(t, 9, 5001, "reply", nostr.Tag{"h", ch2}, nostr.Tag{"e", root.ID, "", "reply"}))
+	gone := add(b.Event(t, 9, 5001, "gone", nostr.Tag{"h", ch2}))
 	del := b.Event(t, 5, 5002, "", nostr.Tag{"e", gone.ID})
-	if err := s.Ingest(ctx, del); err != nil {
-		t.Fatal(err)
-	}
-	state := b.Event(t, 39000, 5003, "", nostr.Tag{"d", ch2})
-	if err := s.Ingest(ctx, state); err != nil { // the store takes relay-signed state
-		t.Fatal(err)
+	qtIngest(t, s, del)
+	// A channel created by a 9007 has the relay's group state, which no
+	// export writes: an import signs it afresh (RL-11).
+	add(b.Event(t, 9007, 4000, "", nostr.Tag{"h", ch3}))
+	if n := held(t, s, nostr.Filter{Kinds: []int{39000}, Tags: nostr.TagMap{"d": {ch3}}}); n != 1 {
+		t.Fatalf("the store holds %d group state events of kind 39000 for the new channel, want 1", n)
 	}
 
 	// RL-25: every deletion goes out, the deleted message does not.
-	got := exportLines(t, s, ExportFilter{})
+	got := exportLines(t, s, buzz.ExportFilter{})
 	if len(got) != len(all) {
 		t.Fatalf("exported %d events, want %d (all but the deleted one, with its deletion)", len(got), len(all))
 	}
@@ -95,7 +107,7 @@ func TestExport(t *testing.T) {
 				t.Fatalf("events %d and %d out of order", i-1, i)
 			}
 		}
-		if ev.ID == gone.ID || ev.Kind == 39000 {
+		if ev.ID == gone.ID || ev.Kind >= 39000 && ev.Kind <= 39003 {
 			t.Fatalf("exported %d event %s", ev.Kind, ev.ID)
 		}
 		seen[ev.ID] = i
@@ -107,53 +119,45 @@ func TestExport(t *testing.T) {
 		t.Fatal("reply exported before its parent")
 	}
 
-	withDeleted := exportLines(t, s, ExportFilter{WithDeleted: true})
+	withDeleted := exportLines(t, s, buzz.ExportFilter{WithDeleted: true})
 	if len(withDeleted) != len(all)+1 {
 		t.Fatalf("--with-deleted exported %d events, want %d", len(withDeleted), len(all)+1)
 	}
 
-	byChannel := exportLines(t, s, ExportFilter{Channel: ch2})
+	byChannel := exportLines(t, s, buzz.ExportFilter{Channel: ch2})
 	if len(byChannel) != 2 || byChannel[0].ID != root.ID || byChannel[1].ID != reply.ID {
-		t.Fatalf("channel export: %v", byChannel)
+		t.Fatalf("channel export: %v", testutil.IDs(byChannel...))
 	}
-	if got := exportLines(t, s, ExportFilter{Channel: "33333333-3333-4333-8333-333333333333"}); len(got) != 0 {
+	if got := exportLines(t, s, buzz.ExportFilter{Channel: "33333333-3333-4333-8333-333333333333"}); len(got) != 0 {
 		t.Fatalf("unknown channel exported %d events", len(got))
 	}
 	since, until := int64(1001), int64(1002)
-	window := exportLines(t, s, ExportFilter{Since: &since, Until: &until, Kinds: []int{9}})
+	window := exportLines(t, s, buzz.ExportFilter{Since: &since, Until: &until, Kinds: []int{9}})
 	if len(window) != 14 {
 		t.Fatalf("since/until export: %d events, want 14", len(window))
 	}
-	if got := exportLines(t, s, ExportFilter{Kinds: []int{5}, WithDeleted: true}); len(got) != 1 || got[0].ID != del.ID {
-		t.Fatalf("kinds export: %v", got)
+	if got := exportLines(t, s, buzz.ExportFilter{Kinds: []int{5}, WithDeleted: true}); len(got) != 1 || got[0].ID != del.ID {
+		t.Fatalf("kinds export: %v", testutil.IDs(got...))
 	}
 }
 
-// Issue 8, RL-6: a deleted reply that replies still hang below is exported
-// with its deletion, so that an import rebuilds the same thread: the reply
-// below is classified and every counter is the source's.
-func TestExportKeepsDeletedAnchors(t *testing.T) {
+// RL-25, RL-6, issue 8: a deleted reply that replies still hang below is
+// exported with its deletion, so that an import rebuilds the same thread:
+// the reply below is classified and every counter is the source's.
+func testExportKeepsDeletedAnchors(t *testing.T, open Opener) {
 	ctx := context.Background()
-	src := openTest(t)
+	src := ttOpen(t, open)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
 	ch := "44444444-4444-4444-8444-444444444444"
 	root := a.Event(t, 9, 1000, "root", nostr.Tag{"h", ch})
 	x := b.Event(t, 9, 1001, "x", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
 	y := a.Event(t, 9, 1002, "y", nostr.Tag{"h", ch}, nostr.Tag{"e", x.ID, "", "reply"})
 	gone := a.Event(t, 9, 1003, "gone", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
-	for _, ev := range []*nostr.Event{root, x, y, gone,
-		b.Event(t, 5, 1004, "", nostr.Tag{"e", x.ID}), a.Event(t, 5, 1005, "", nostr.Tag{"e", gone.ID})} {
-		if err := src.Ingest(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lines := exportLines(t, src, ExportFilter{})
-	dst := openTest(t)
-	outcomes, err := dst.ImportBatch(ctx, lines)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, err := range outcomes {
+	delX, delGone := b.Event(t, 5, 1004, "", nostr.Tag{"e", x.ID}), a.Event(t, 5, 1005, "", nostr.Tag{"e", gone.ID})
+	qtIngest(t, src, root, x, y, gone, delX, delGone)
+	lines := exportLines(t, src, buzz.ExportFilter{})
+	dst := ttOpen(t, open)
+	for i, err := range imImport(t, dst, lines) {
 		if err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}
@@ -161,22 +165,13 @@ func TestExportKeepsDeletedAnchors(t *testing.T) {
 	if res, err := dst.Backfill(ctx); err != nil || res.Waiting != 0 {
 		t.Fatalf("backfill: %+v %v", res, err)
 	}
-	for _, ev := range lines {
-		if ev.ID == gone.ID {
-			t.Fatal("a deleted event with nothing below it was exported")
-		}
+	if got, want := testutil.IDs(lines...), []string{root.ID, x.ID, y.ID, delX.ID, delGone.ID}; !slices.Equal(got, want) {
+		t.Fatalf("exported %v, want %v: the deleted x below which y hangs, not the deleted gone", got, want)
 	}
 	// gone is not in the import (its deletion is, RL-25), so compare the
 	// thread without it: root, x (deleted), y and both deletions.
-	want := imState(t, src)
-	got := imState(t, dst)
-	if len(got) != len(want)-1 {
-		t.Fatalf("imported %d events, want %d", len(got), len(want)-1)
-	}
-	for _, line := range got {
-		if !slices.Contains(want, line) {
-			t.Fatalf("imported state %q is not the source's:\n%v", line, want)
-		}
+	if got, want := imState(t, dst, lines), imState(t, src, lines); !slices.Equal(got, want) {
+		t.Fatalf("imported state differs from the source's:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -184,33 +179,25 @@ func TestExportKeepsDeletedAnchors(t *testing.T) {
 // which an import stores only once that target is stored; a filter that
 // leaves the 9005 out (by kind or by date) leaves its target out too, so
 // that the import does not bring the message back.
-func TestExportGroupDeleteTargets(t *testing.T) {
+func testExportGroupDeleteTargets(t *testing.T, open Opener) {
 	ctx := context.Background()
-	src := openTest(t)
+	src := ttOpen(t, open)
 	a := testutil.NewSigner(t)
 	ch := "55555555-5555-4555-8555-555555555555"
 	msg := a.Event(t, 9, 1000, "gone", nostr.Tag{"h", ch})
 	del := a.Event(t, 9005, 1001, "", nostr.Tag{"h", ch}, nostr.Tag{"e", msg.ID})
-	for _, ev := range []*nostr.Event{msg, del} {
-		if err := src.Ingest(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := testutil.IDs(exportLines(t, src, ExportFilter{})...); !slices.Equal(got, []string{msg.ID, del.ID}) {
+	qtIngest(t, src, msg, del)
+	if got := testutil.IDs(exportLines(t, src, buzz.ExportFilter{})...); !slices.Equal(got, []string{msg.ID, del.ID}) {
 		t.Fatalf("export: %v, want the message and its 9005", got)
 	}
 	until := int64(1000)
-	for _, f := range []ExportFilter{{Kinds: []int{9}}, {Until: &until}} {
+	for _, f := range []buzz.ExportFilter{{Kinds: []int{9}}, {Until: &until}} {
 		if got := exportLines(t, src, f); len(got) != 0 {
 			t.Fatalf("export %+v: %v, want nothing", f, testutil.IDs(got...))
 		}
 	}
-	dst := openTest(t)
-	outcomes, err := dst.ImportBatch(ctx, exportLines(t, src, ExportFilter{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, err := range outcomes {
+	dst := ttOpen(t, open)
+	for i, err := range imImport(t, dst, exportLines(t, src, buzz.ExportFilter{})) {
 		if err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}

@@ -1,9 +1,7 @@
-package sqlite
+package storetest
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -12,82 +10,43 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
-// ckTagRows is the whole tag index, as text.
-func ckTagRows(t *testing.T, s *Store) []string {
-	t.Helper()
-	rows, err := s.readers.Query(`SELECT name, hex(value), typeof(value), created_at, seq, kind FROM tags ORDER BY 1, 2, 3, 4, 5`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var name, value, typ string
-		var at, seq, kind int64
-		if err := rows.Scan(&name, &value, &typ, &at, &seq, &kind); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, fmt.Sprint(name, value, typ, at, seq, kind))
-	}
-	return out
-}
-
-// Issue 8, RL-5, RL-3: check passes on a store built by ingest and
+// RL-33, RL-5, RL-3, issue 8: check passes on a store built by ingest and
 // deletions, reports every damaged counter and tag index row, and repair
 // restores exactly what ingest had built.
-func TestCheckAndRepair(t *testing.T) {
+func testCheckAndRepair(t *testing.T, open Opener) {
 	ctx := context.Background()
-	s := openTest(t)
+	s := ttOpen(t, open)
 	evs := testutil.Threads(t, 80)
-	for _, ev := range evs {
-		if err := s.Ingest(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
+	qtIngest(t, s, evs...)
 	a := testutil.NewSigner(t)
-	tagged := a.Event(t, 1, 5000, "tagged", nostr.Tag{"t", "go"}, nostr.Tag{"p", a.PK}, nostr.Tag{"e", evs[0].ID})
-	if err := s.Ingest(ctx, tagged); err != nil {
-		t.Fatal(err)
-	}
+	qtIngest(t, s, a.Event(t, 1, 5000, "tagged", nostr.Tag{"t", "go"}, nostr.Tag{"p", a.PK}, nostr.Tag{"e", evs[0].ID}))
 	// A thread of a's with some replies deleted, so that counters have been
 	// decremented and recomputed too.
 	ch := "44444444-4444-4444-8444-444444444444"
 	root := a.Event(t, 9, 6000, "root", nostr.Tag{"h", ch})
+	qtIngest(t, s, root)
 	parent := root
 	var replies []*nostr.Event
 	for i := range 6 {
 		r := a.Event(t, 9, int64(6001+i), "reply", nostr.Tag{"h", ch}, nostr.Tag{"e", parent.ID, "", "reply"})
+		qtIngest(t, s, r)
 		replies = append(replies, r)
 		if i%2 == 1 {
 			parent = r
 		}
 	}
-	for _, ev := range append([]*nostr.Event{root}, replies...) {
-		if err := s.Ingest(ctx, ev); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, r := range []*nostr.Event{replies[5], replies[2]} {
-		if err := s.Ingest(ctx, a.Event(t, 5, 7000, "", nostr.Tag{"e", r.ID})); err != nil {
-			t.Fatal(err)
-		}
+		qtIngest(t, s, a.Event(t, 5, 7000, "", nostr.Tag{"e", r.ID}))
 	}
 	rep, err := s.Check(ctx, false)
 	if err != nil || !rep.OK() {
 		t.Fatalf("check of a healthy store: %+v %v", rep, err)
 	}
-	wantState, wantTags := imState(t, s), ckTagRows(t, s)
+	want := ttSnapshot(t, s)
 
-	raw := mgRaw(t, s.path)
-	for _, q := range []string{
-		`UPDATE thread_metadata SET reply_count = reply_count + 1 WHERE seq = (SELECT min(seq) FROM thread_metadata)`,
-		`UPDATE thread_metadata SET participants = NULL WHERE seq = (SELECT max(seq) FROM thread_metadata)`,
-		`DELETE FROM tags WHERE name = 't'`,
-		`UPDATE tags SET kind = 7 WHERE name = 'p'`,
-		`INSERT INTO tags (name, value, created_at, seq, kind) VALUES ('x', 'stray', 1, 999999, 1)`,
-	} {
-		if _, err := raw.Exec(q); err != nil {
-			t.Fatal(q, err)
+	for _, harm := range []Harm{HarmReplyCount, HarmParticipants, HarmDropTags, HarmTagKind, HarmStrayTag} {
+		if err := s.Damage(ctx, harm); err != nil {
+			t.Fatal(err)
 		}
 	}
 	rep, err = s.Check(ctx, false)
@@ -103,30 +62,28 @@ func TestCheckAndRepair(t *testing.T) {
 	if rep, err = s.Check(ctx, false); err != nil || !rep.OK() {
 		t.Fatalf("check after repair: %+v %v", rep, err)
 	}
-	if !slices.Equal(imState(t, s), wantState) || !slices.Equal(ckTagRows(t, s), wantTags) {
-		t.Fatal("repair did not restore what ingest had built")
-	}
+	SameSnapshot(t, "damage and repair", want, ttSnapshot(t, s))
 }
 
 // ckGroupStateSigners counts the group state in force (39000-39003) by
 // signer.
-func ckGroupStateSigners(t *testing.T, s *Store) map[string]int {
+func ckGroupStateSigners(t *testing.T, s Store) map[string]int {
 	t.Helper()
 	query := func(f nostr.Filter) ([]*nostr.Event, error) { return s.Query(context.Background(), f, buzz.Anonymous) }
 	return testutil.Signers(t, query, nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}})
 }
 
-// Issue 14, RL-11, RL-21: group state imported under one relay key and
-// served under another is a finding of check; check --repair removes it
-// and signs the channels' state with the store's key, after which check
-// is clean; a store without a key reports the state and cannot repair it.
-func TestCheckGroupStateSigner(t *testing.T) {
+// RL-33, RL-11, RL-21, issue 14: group state imported under one relay key
+// and served under another is a finding of check; check --repair removes
+// it and signs the channels' state with the store's key, after which
+// check is clean; a store without a key reports the state and cannot
+// repair it.
+func testCheckGroupStateSigner(t *testing.T, open Opener) {
 	ctx := context.Background()
 	keyA, keyB := nostr.GeneratePrivateKey(), nostr.GeneratePrivateKey()
 	pkA, _ := nostr.GetPublicKey(keyA)
 	pkB, _ := nostr.GetPublicKey(keyB)
-	path := chPath(t)
-	s := chOpen(t, path, Options{RelayKey: keyA})
+	s := open(t, Config{RelayKey: keyA})
 	owner := testutil.NewSigner(t)
 	chans := []string{"55555555-5555-4555-8555-555555555555", "66666666-6666-4666-8666-666666666666"}
 	var evs []*nostr.Event
@@ -134,8 +91,10 @@ func TestCheckGroupStateSigner(t *testing.T) {
 		evs = append(evs, owner.Event(t, 9007, int64(1000+i), "", nostr.Tag{"h", ch}),
 			owner.Event(t, 9, int64(1010+i), "hello", nostr.Tag{"h", ch}))
 	}
-	if _, err := s.ImportBatch(ctx, evs); err != nil {
-		t.Fatal(err)
+	for i, err := range imImport(t, s, evs) {
+		if err != nil {
+			t.Fatalf("import of event %d: %v", i, err)
+		}
 	}
 	if err := s.RenewGroupState(ctx); err != nil {
 		t.Fatal(err)
@@ -147,13 +106,13 @@ func TestCheckGroupStateSigner(t *testing.T) {
 		t.Fatalf("check under the key that signed: %+v, %v", rep, err)
 	}
 
-	s = chReopen(t, s, Options{})
+	s = s.Reopen(t, Config{})
 	rep, err := s.Check(ctx, true)
 	if err == nil || len(rep.GroupState) != 6 {
 		t.Fatalf("check --repair without a relay key: %d findings, %v", len(rep.GroupState), err)
 	}
 
-	s = chReopen(t, s, Options{RelayKey: keyB})
+	s = s.Reopen(t, Config{RelayKey: keyB})
 	rep, err = s.Check(ctx, false)
 	if err != nil || rep.OK() || len(rep.GroupState) != 6 {
 		t.Fatalf("check under key B: %+v, %v", rep, err)
@@ -173,7 +132,7 @@ func TestCheckGroupStateSigner(t *testing.T) {
 	}
 
 	// An import's renewal under another key replaces the state the same way.
-	s = chReopen(t, s, Options{RelayKey: keyA})
+	s = s.Reopen(t, Config{RelayKey: keyA})
 	if err := s.RenewGroupState(ctx); err != nil {
 		t.Fatal(err)
 	}

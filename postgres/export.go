@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
+
+// exportPage is how many events one read transaction of Export reads:
+// memory stays constant and no snapshot is held while the output is slow.
+const exportPage = 1000
+
+// exportDated is the Since and Until bounds of f on the created_at of
+// table alias t, as conditions with their arguments added to q.
+func exportDated(q *sqlQuery, f buzz.ExportFilter, t string) []string {
+	var where []string
+	if f.Since != nil {
+		where = append(where, t+".created_at >= "+q.arg(*f.Since))
+	}
+	if f.Until != nil {
+		where = append(where, t+".created_at <= "+q.arg(*f.Until))
+	}
+	return where
+}
+
+// Export writes the stored events selected by f to w as JSON Lines, one
+// signed event per line and nothing else (the format of `strfry export` and
+// `nak`), oldest first (`created_at ASC, id ASC`), so that an import sees
+// parents before their replies. The relay's own group state (39000-39003)
+// is never exported: import rebuilds it (RL-25). Each event is written as
+// stored, byte for byte as signed. It returns how many events it wrote;
+// the selection is package sqlite's, event for event.
+func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (int64, error) {
+	var channel *int64
+	if f.Channel != "" {
+		var seq int64
+		err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
+			return tx.QueryRow(ctx, `SELECT seq FROM channels WHERE h = $1`, f.Channel).Scan(&seq)
+		})
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return 0, nil
+		case err != nil:
+			return 0, fmt.Errorf("export: look up channel %s: %w", f.Channel, err)
+		}
+		channel = &seq
+	}
+	first, next := exportSQL(f, s.nowUnix(), channel)
+
+	out := bufio.NewWriterSize(w, 256<<10)
+	var (
+		n      int64
+		lastAt int64
+		lastID []byte
+	)
+	for {
+		var page []buzz.RawEvent
+		err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
+			stmt := first
+			if lastID != nil {
+				stmt = next
+				stmt.args = slices.Clone(next.args)
+				stmt.args[len(stmt.args)-3], stmt.args[len(stmt.args)-2] = lastAt, lastID
+			}
+			rows, err := tx.Query(ctx, stmt.sql, stmt.args...)
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var cols eventColumns
+				if err := rows.Scan(cols.dest()...); err != nil {
+					return fmt.Errorf("export: %w", err)
+				}
+				ev, err := cols.raw()
+				if err != nil {
+					return fmt.Errorf("export: %w", err)
+				}
+				page = append(page, ev)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return n, err
+		}
+		if len(page) > 0 {
+			last := page[len(page)-1]
+			lastAt = last.CreatedAt
+			if lastID, err = decodeHex(last.ID, 32); err != nil {
+				return n, fmt.Errorf("export: %w", err)
+			}
+		}
+		// Written after the read transaction: a slow output holds no
+		// snapshot open.
+		for _, ev := range page {
+			if _, err := out.Write(ev.JSON); err != nil {
+				return n, fmt.Errorf("export: write: %w", err)
+			}
+			if err := out.WriteByte('\n'); err != nil {
+				return n, fmt.Errorf("export: write: %w", err)
+			}
+			n++
+		}
+		if len(page) < exportPage {
+			break
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return n, fmt.Errorf("export: write: %w", err)
+	}
+	return n, nil
+}
+
+// exportSQL is the statement of Export's first page, and that of every
+// page after it (its last three arguments are the created_at and id after
+// which the page starts, to be set, and the page size), at time now;
+// channel is the number of f.Channel, nil for none.
+func exportSQL(f buzz.ExportFilter, now int64, channel *int64) (first, next sqlQuery) {
+	var q sqlQuery
+	where := []string{"e.kind NOT BETWEEN 39000 AND 39003",
+		"(e.expires_at IS NULL OR e.expires_at > " + q.arg(now) + ")"}
+	if channel != nil {
+		where = append(where, "e.channel = "+q.arg(*channel))
+	}
+	where = append(where, exportDated(&q, f, "e")...)
+	if len(f.Kinds) > 0 {
+		kinds := make([]int32, len(f.Kinds))
+		for i, k := range f.Kinds {
+			kinds[i] = int32(k)
+		}
+		where = append(where, "e.kind = ANY("+q.arg(kinds)+")")
+	}
+	if !f.WithDeleted {
+		// A deleted event that still has replies below goes out with the
+		// deletion that deleted it: without it an import could not place
+		// those replies, and the thread's counters would differ. So do
+		// deleted reactions and edits, whose deletions the aux closure
+		// serves. So do NIP-29 lifecycle events: deleting one does not
+		// undo what it did to its channel, and import replays them.
+		keep := []string{"e.deleted_at IS NULL",
+			"e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022)",
+			"EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq OFFSET 0)"}
+		// So does the target of a 9005 (named by its id in lowercase hex,
+		// which the tag index keeps as its text) that goes out too, to be
+		// deleted again on import: RL-6 refuses a 9005 whose target is
+		// not stored, while a kind 5 is stored without its target
+		// (NIP-09) and refuses it when it arrives. A target whose 9005 the
+		// filter leaves out would come back alive: it stays out.
+		if len(f.Kinds) == 0 || slices.Contains(f.Kinds, buzz.KindGroupDelete) {
+			target := append([]string{"t.name = 'e'", "t.value = convert_to(encode(e.id, 'hex'), 'UTF8')",
+				"t.kind = 9005", "d.deleted_at IS NULL"}, exportDated(&q, f, "d")...)
+			keep = append(keep, "EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq WHERE "+
+				strings.Join(target, " AND ")+" OFFSET 0)")
+		}
+		// OFFSET 0 keeps each EXISTS a probe of an index for the event at
+		// hand: without it the planner may hash the whole subquery's
+		// result once per statement, a scan of every event for each page.
+		where = append(where, "("+strings.Join(keep, " OR ")+")")
+	}
+	head := "SELECT " + eventSelect + " FROM events e WHERE " + strings.Join(where, " AND ")
+	first = q
+	first.sql = head + " ORDER BY e.created_at ASC, e.id ASC LIMIT " + first.arg(exportPage)
+	// The keyset continuation, the time bound apart so that the planner
+	// keeps the created_at range.
+	next = sqlQuery{args: slices.Clone(q.args)}
+	at, id := next.arg(int64(0)), next.arg([]byte(nil))
+	next.sql = head + " AND e.created_at >= " + at + " AND (e.created_at > " + at + " OR e.id > " + id + ")" +
+		" ORDER BY e.created_at ASC, e.id ASC LIMIT " + next.arg(exportPage)
+	return first, next
+}
