@@ -9,6 +9,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -18,7 +19,7 @@ import (
 // index rows that find a message's reactions (CW-18, CW-19).
 func TestRepairMovesPageVersions(t *testing.T) {
 	ctx := context.Background()
-	url := freshDatabase(t)
+	url := pgtest.FreshDatabase(t)
 	clock := func() time.Time { return time.Unix(procT+1000, 0) }
 	open := func(cache int) *Store {
 		s, err := Open(ctx, Options{URL: url, PageCache: cache, Now: clock})
