@@ -7,8 +7,6 @@ import (
 	"fmt"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 func backfillCommand() *cli.Command {
@@ -17,18 +15,22 @@ func backfillCommand() *cli.Command {
 		Usage:     "classify channel messages stored without thread metadata whose parent is now stored",
 		UsageText: "buzz-lite backfill [--reclassify]",
 		Before:    argsBetween(0, 0, ""),
-		Flags: append(commonFlags(),
+		Flags: append(commonFlags(), postgresFlag(),
 			&cli.BoolFlag{Name: "reclassify", Usage: "first make the root-only replies stored top-level before CW-10 changed (2026-12-03) replies of their root"},
 		),
 		Action: onExisting(backfill),
 	}
 }
 
-func backfill(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
+func backfill(ctx context.Context, c *cli.Context, store commandStore) error {
 	if c.Bool("reclassify") {
 		// Before the backfill, so that a reply still waiting below an event
 		// that moves is classified once, at its new depth.
-		res, err := store.Reclassify(ctx)
+		sq, err := onSQLite(store, "backfill --reclassify: nothing to reclassify on PostgreSQL: its replies were classified by the current rule (CW-10 of 2026-12-03) from the start")
+		if err != nil {
+			return err
+		}
+		res, err := sq.Reclassify(ctx)
 		if err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/config"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 func checkCommand() *cli.Command {
@@ -21,7 +20,7 @@ func checkCommand() *cli.Command {
 		Usage:     "verify the database: SQLite integrity, thread counters, tag index, group state signed by the relay key; exit 1 when anything is wrong",
 		UsageText: "buzz-lite check [--repair]",
 		Before:    argsBetween(0, 0, ""),
-		Flags: append(commonFlags(),
+		Flags: append(commonFlags(), postgresFlag(),
 			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, and sign the group state with the relay key, in one transaction"},
 		),
 		Action: onExistingKeyed(check, checkKey),
@@ -44,7 +43,7 @@ func checkKey(c *cli.Context, cfg config.Config) (string, error) {
 // maxListed is how many wrong counters check names one by one.
 const maxListed = 50
 
-func check(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
+func check(ctx context.Context, c *cli.Context, store commandStore) error {
 	rep, err := store.Check(ctx, c.Bool("repair"))
 	if err != nil {
 		return err

@@ -1,14 +1,14 @@
 package main
 
-// The operator's commands on a data directory (RL-25, issue 8) open its
-// database with these. Each works on a database the relay has open: SQLite's
-// WAL and busy timeout let them run beside it.
+// The operator's commands on a data directory (RL-25, issue 8), or with
+// --postgres on a PostgreSQL database (RL-33), open it with these. Each
+// works on a database the relay has open: SQLite's WAL and busy timeout,
+// or PostgreSQL's own concurrency, let them run beside it.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -17,13 +17,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/config"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
-// openExisting opens the database of the data directory, refusing to create
-// one: an operator's command on a mistyped directory must say so. key, if
-// set, gives the relay key the store signs group state with.
-func openExisting(ctx context.Context, c *cli.Context, key func(*cli.Context, config.Config) (string, error)) (*sqlite.Store, error) {
+// openExisting opens the community's database, refusing to create an
+// SQLite file: an operator's command on a mistyped directory must say so.
+// key, if set, gives the relay key the store signs group state with.
+func openExisting(ctx context.Context, c *cli.Context, key func(*cli.Context, config.Config) (string, error)) (commandStore, error) {
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return nil, err
@@ -34,25 +33,18 @@ func openExisting(ctx context.Context, c *cli.Context, key func(*cli.Context, co
 			return nil, err
 		}
 	}
-	opts, err := storeOptions(cfg, sk)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := os.Stat(opts.Path); errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no buzz-lite database at %s (is --data right?)", opts.Path)
-	}
-	return sqlite.Open(ctx, opts)
+	return openStore(ctx, cfg, storeConfig{key: sk, existing: true})
 }
 
-// onExisting makes the action of a command that works on the database of
-// the data directory: fn gets it open, with a context that ends on SIGINT
-// or SIGTERM, and it is closed (and its WAL checkpointed) afterwards.
-func onExisting(fn func(ctx context.Context, c *cli.Context, store *sqlite.Store) error) cli.ActionFunc {
+// onExisting makes the action of a command that works on the community's
+// database: fn gets it open, with a context that ends on SIGINT or
+// SIGTERM, and it is closed (an SQLite WAL checkpointed) afterwards.
+func onExisting(fn func(ctx context.Context, c *cli.Context, store commandStore) error) cli.ActionFunc {
 	return onExistingKeyed(fn, nil)
 }
 
 // onExistingKeyed is onExisting with the store's relay key given by key.
-func onExistingKeyed(fn func(ctx context.Context, c *cli.Context, store *sqlite.Store) error,
+func onExistingKeyed(fn func(ctx context.Context, c *cli.Context, store commandStore) error,
 	key func(*cli.Context, config.Config) (string, error)) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

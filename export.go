@@ -14,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 func exportCommand() *cli.Command {
@@ -23,7 +22,7 @@ func exportCommand() *cli.Command {
 		Usage:     "write stored events as JSON Lines (strfry/nak format), oldest first",
 		UsageText: "buzz-lite export [--channel H] [--since UNIX] [--until UNIX] [--kinds K,...] [--with-deleted] [-o FILE]",
 		Before:    argsBetween(0, 0, ""),
-		Flags: append(commonFlags(),
+		Flags: append(commonFlags(), postgresFlag(),
 			&cli.StringFlag{Name: "channel", Usage: "only this channel's events (its h tag value: a UUID or a NIP-29 group id, as written)"},
 			&cli.Int64Flag{Name: "since", Usage: "only events with created_at >= `UNIX`"},
 			&cli.Int64Flag{Name: "until", Usage: "only events with created_at <= `UNIX`"},
@@ -35,7 +34,7 @@ func exportCommand() *cli.Command {
 	}
 }
 
-func export(ctx context.Context, c *cli.Context, store *sqlite.Store) error {
+func export(ctx context.Context, c *cli.Context, store commandStore) error {
 	f := buzz.ExportFilter{Channel: c.String("channel"), WithDeleted: c.Bool("with-deleted")}
 	if c.IsSet("since") {
 		v := c.Int64("since")

@@ -16,7 +16,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/importer"
 	"github.com/buzz-lite/buzz-lite/internal/datadir"
-	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
 func importCommand() *cli.Command {
@@ -24,7 +23,7 @@ func importCommand() *cli.Command {
 		Name:      "import",
 		Usage:     "store the events of a JSON Lines file (buzz-lite/strfry export, nak dump); - or nothing reads standard input",
 		UsageText: "buzz-lite import [--strict] [--no-verify] [FILE|-]",
-		Flags: append(commonFlags(),
+		Flags: append(commonFlags(), postgresFlag(),
 			&cli.BoolFlag{Name: "no-verify", Usage: "skip id and signature checks (only for dumps you made yourself)"},
 			&cli.BoolFlag{Name: "strict", Usage: "stop at the first bad line"},
 		),
@@ -55,24 +54,22 @@ func importEvents(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	// As serve does (RL-31): a directory or database that cannot be
-	// written is refused before anything is created or read, not found at
-	// the first event. No lock: import runs beside a relay.
-	if cfg.Storage.DataDir, err = datadir.Prepare(cfg.Storage.DataDir); err != nil {
-		return err
-	}
-	if err := datadir.Writable(filepath.Join(cfg.Storage.DataDir, dbFile)); err != nil {
-		return err
+	if !onPostgres(cfg) {
+		// As serve does (RL-31): a directory or database that cannot be
+		// written is refused before anything is created or read, not found
+		// at the first event. No lock: import runs beside a relay.
+		if cfg.Storage.DataDir, err = datadir.Prepare(cfg.Storage.DataDir); err != nil {
+			return err
+		}
+		if err := datadir.Writable(filepath.Join(cfg.Storage.DataDir, dbFile)); err != nil {
+			return err
+		}
 	}
 	key, err := relayKey(cfg, newLogger(cfg))
 	if err != nil {
 		return err
 	}
-	storeOpts, err := storeOptions(cfg, key)
-	if err != nil {
-		return err
-	}
-	store, err := sqlite.Open(ctx, storeOpts)
+	store, err := openStore(ctx, cfg, storeConfig{key: key})
 	if err != nil {
 		return err
 	}

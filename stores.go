@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/nbd-wtf/go-nostr"
 	"github.com/urfave/cli/v2"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
@@ -24,6 +26,16 @@ import (
 // commandStore is what the commands need of either store.
 type commandStore interface {
 	buzz.Store
+	// ImportBatch stores the events of an import in one transaction.
+	ImportBatch(ctx context.Context, evs []*nostr.Event) ([]error, error)
+	// RenewGroupState signs the group state of every channel afresh.
+	RenewGroupState(ctx context.Context) error
+	// Backfill classifies the replies stored before their parents.
+	Backfill(ctx context.Context) (buzz.BackfillResult, error)
+	// Export writes the stored events f selects as JSON Lines.
+	Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (int64, error)
+	// Check verifies the database, repairing what it can with repair.
+	Check(ctx context.Context, repair bool) (buzz.CheckReport, error)
 	Close() error
 }
 
@@ -43,6 +55,15 @@ func postgresFlag() cli.Flag {
 
 // onPostgres reports whether cfg keeps the community in PostgreSQL.
 func onPostgres(cfg config.Config) bool { return cfg.Storage.Postgres != "" }
+
+// onSQLite is the SQLite store of a command only SQLite has (backup,
+// reclassify), or the refusal of what stands in its place on PostgreSQL.
+func onSQLite(store commandStore, refusal string) (*sqlite.Store, error) {
+	if sq, ok := store.(*sqlite.Store); ok {
+		return sq, nil
+	}
+	return nil, errors.New(refusal)
+}
 
 // storeConfig says how a command opens its store.
 type storeConfig struct {
