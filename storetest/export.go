@@ -79,6 +79,10 @@ func testExport(t *testing.T, open Opener) {
 		}
 	}
 	all = append(all, many...)
+	// Content and tags as signed, whatever JSON has to escape in them:
+	// every line must verify.
+	add(a.Event(t, 1, 4500, "quote \" backslash \\ lines\n\r\t nul \x00 \x01 <&> é 😀 \u2028",
+		nostr.Tag{"t", "\x7f \" \\ \u2029"}))
 	root := add(b.Event(t, 9, 5000, "root", nostr.Tag{"h", ch2}))
 	// A reply dated after its parent comes after it. (Within one second the
 	// order is by id, as the contract says, and may put a reply first:
