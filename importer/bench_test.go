@@ -11,7 +11,9 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/postgres"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -61,23 +63,55 @@ func benchFile(b *testing.B, n int) []byte {
 }
 
 // BenchmarkImport measures `buzz-lite import` of a JSON Lines file into an
-// empty store, every id and signature verified (on every core), against
-// the machine's verification limit (cores x BenchmarkVerifySignature of
-// ./sqlite). b.N is the number of events.
+// empty store of each kind, every id and signature verified (on every
+// core), against the machine's verification limit (cores x
+// BenchmarkVerifySignature of ./sqlite); the no-verify rows are the
+// store's own cost (RL-33: import --postgres). b.N is the number of
+// events.
 func BenchmarkImport(b *testing.B) {
-	file := benchFile(b, b.N)
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: b.TempDir() + "/bench.db", Schema: testutil.Schema(b)})
+	for _, store := range []string{"sqlite", "postgres"} {
+		for _, verify := range []bool{true, false} {
+			name := store
+			if !verify {
+				name += "/no-verify"
+			}
+			b.Run(name, func(b *testing.B) {
+				file := benchFile(b, b.N)
+				s := openBenchStore(b, store)
+				b.ResetTimer()
+				sum, err := Run(context.Background(), bytes.NewReader(file), s, Options{NoVerify: !verify})
+				b.StopTimer()
+				if err != nil || sum.Accepted != b.N {
+					b.Fatalf("%+v %v", sum, err)
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			})
+		}
+	}
+}
+
+// openBenchStore opens an empty store of kind, closed when b ends.
+func openBenchStore(b *testing.B, kind string) Store {
+	b.Helper()
+	var s interface {
+		Store
+		Close() error
+	}
+	var err error
+	if kind == "postgres" {
+		s, err = postgres.Open(context.Background(), postgres.Options{URL: pgtest.FreshDatabase(b)})
+	} else {
+		s, err = sqlite.Open(context.Background(), sqlite.Options{Path: b.TempDir() + "/bench.db", Schema: testutil.Schema(b)})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer s.Close()
-	b.ResetTimer()
-	sum, err := Run(context.Background(), bytes.NewReader(file), s, Options{})
-	b.StopTimer()
-	if err != nil || sum.Accepted != b.N {
-		b.Fatalf("%+v %v", sum, err)
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return s
 }
 
 // BenchmarkExport measures `buzz-lite export` of a 50,000-event store.

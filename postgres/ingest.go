@@ -48,6 +48,7 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 	}
 	err = s.write(ctx, func(tx *writeTx) error {
 		tx.deferState = true
+		tx.copied = map[int64][]tagCopy{}
 		for i, r := range records {
 			if r == nil {
 				continue
@@ -57,7 +58,7 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 				return outcomes[i]
 			}
 		}
-		return nil
+		return tx.copyTags()
 	})
 	return outcomes, err
 }
@@ -82,11 +83,14 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 		return buzz.Admitted{Applied: true}, tx.applySetting(ev, now)
 	}
 	// Stored already, or deleted (NIP-09) by its author before it arrived?
-	var dup, deleted bool
+	// And did reactions name it before it arrived (adoptReactions)? One
+	// round trip: an import pays one per statement.
+	var dup, deleted, reacted bool
 	err := tx.tx.QueryRow(tx.ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1),
 		EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
-			WHERE t.name = 'e' AND t.value = $2 AND t.kind = 5 AND d.pubkey = $3 AND d.deleted_at IS NULL)`,
-		r.id, tagKey(ev.ID), r.pubkey).Scan(&dup, &deleted)
+			WHERE t.name = 'e' AND t.value = $2 AND t.kind = 5 AND d.pubkey = $3 AND d.deleted_at IS NULL),
+		EXISTS (SELECT 1 FROM tags WHERE name = 'e' AND value = $2 AND kind = 7)`,
+		r.id, tagKey(ev.ID), r.pubkey).Scan(&dup, &deleted, &reacted)
 	if err != nil {
 		return buzz.Admitted{}, fmt.Errorf("look up event: %w", err)
 	}
@@ -220,7 +224,7 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 			return buzz.Admitted{}, err
 		}
 	}
-	if scope != nil && channel != nil {
+	if reacted && scope != nil && channel != nil {
 		if err := tx.adoptReactions(r.id, *scope); err != nil {
 			return buzz.Admitted{}, err
 		}
@@ -240,13 +244,60 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	return a, nil
 }
 
-// insertTags writes the tag index rows of event seq.
+// insertTags writes the tag index rows of event seq; in an import batch,
+// those that no later event of the batch reads are left for its COPY.
 func (tx *writeTx) insertTags(rows []tagRow, createdAt, seq int64, kind int) error {
+	if tx.copied != nil && !tagsReadByIngest(kind) {
+		for _, t := range rows {
+			tx.copied[seq] = append(tx.copied[seq], tagCopy{name: t.name, value: t.value, createdAt: createdAt, kind: kind})
+		}
+		return nil
+	}
 	for _, t := range rows {
 		if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO tags (name, value, created_at, seq, kind) VALUES ($1,$2,$3,$4,$5)
 			ON CONFLICT DO NOTHING`, t.name, t.value, createdAt, seq, kind); err != nil {
 			return fmt.Errorf("insert tag: %w", err)
 		}
+	}
+	return nil
+}
+
+// tagsReadByIngest reports whether ingest reads back the tag index rows of
+// events of kind: those of deletions (a target arriving after its
+// deletion, by id or address) and of reactions (adopted by a target that
+// arrives after them). The rows of every other kind are only read by
+// queries, which never run inside a write.
+func tagsReadByIngest(kind int) bool {
+	return kind == buzz.KindDeletion || kind == buzz.KindReaction
+}
+
+// tagCopy is a tag index row an import batch writes with its COPY.
+type tagCopy struct {
+	name      string
+	value     []byte
+	createdAt int64
+	kind      int
+}
+
+// copyTags writes the tag index rows the import batch left for it in one
+// COPY: a statement a row cost an import more than storing the event.
+func (tx *writeTx) copyTags() error {
+	var rows [][]any
+	for seq, tags := range tx.copied {
+		for _, t := range tags {
+			rows = append(rows, []any{t.name, t.value, t.createdAt, seq, t.kind})
+		}
+	}
+	tx.copied = nil
+	if len(rows) == 0 {
+		return nil
+	}
+	n, err := tx.tx.CopyFrom(tx.ctx, pgx.Identifier{"tags"}, []string{"name", "value", "created_at", "seq", "kind"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		return fmt.Errorf("copy tag index rows: %w", err)
+	}
+	if n != int64(len(rows)) {
+		return fmt.Errorf("copy tag index rows: %d of %d written", n, len(rows))
 	}
 	return nil
 }
@@ -442,6 +493,12 @@ func (tx *writeTx) versions(kind int, pubkey []byte, d string) ([]*stored, error
 
 // lookupChannel returns the number of channel h, if it has one.
 func (tx *writeTx) lookupChannel(h string) (seq int64, found bool, err error) {
+	// Every channel row is in the access state, which the transaction
+	// holds as of its write lock; the table answers what it does not
+	// know yet.
+	if ch := tx.community().Channel(h); ch != nil && ch.Seq != 0 {
+		return ch.Seq, true, nil
+	}
 	switch err := tx.tx.QueryRow(tx.ctx, `SELECT seq FROM channels WHERE h = $1`, h).Scan(&seq); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil

@@ -413,6 +413,7 @@ func (tx *writeTx) remove(t *stored, now int64) error {
 	if err := tx.touchEvent(t); err != nil {
 		return err
 	}
+	delete(tx.copied, t.seq) // an event of this import batch, replaced within it
 	if _, err := tx.tx.Exec(tx.ctx, `DELETE FROM tags WHERE seq = $1`, t.seq); err != nil {
 		return fmt.Errorf("remove tags of #%d: %w", t.seq, err)
 	}

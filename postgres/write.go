@@ -45,6 +45,9 @@ type writeTx struct {
 	pages map[int64]bool
 	// now is the store's clock when the transaction began.
 	now int64
+	// copied are the tag index rows an import batch writes with one COPY
+	// before it commits (copyTags), by event.
+	copied map[int64][]tagCopy
 }
 
 // write runs fn in one write transaction and commits it unless fn fails.

@@ -147,3 +147,55 @@ func testBackfillPrivateChannel(t *testing.T, open Opener) {
 		t.Fatalf("the reply's place: %+v, want depth 1", in)
 	}
 }
+
+// RL-3, RL-25, RL-33: one import batch that stores, replaces, deletes and
+// reacts to its own events leaves the same tag index as live ingest of
+// the same events one by one: every tag filter answers alike, and the
+// index holds exactly the rows of the events kept (a store may write an
+// import's index rows in bulk at the batch's end).
+func testImportBatchTagIndex(t *testing.T, open Opener) {
+	ctx := context.Background()
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	ch := "66666666-6666-4666-8666-666666666666"
+	msg := a.Event(t, 9, 1000, "message", nostr.Tag{"h", ch}, nostr.Tag{"p", b.PK}, nostr.Tag{"t", "kept"})
+	note := a.Event(t, 1, 1001, "note", nostr.Tag{"t", "deleted"})
+	v1 := a.Event(t, 30023, 1002, "v1", nostr.Tag{"d", "doc"}, nostr.Tag{"t", "old-version"})
+	v2 := a.Event(t, 30023, 1003, "v2", nostr.Tag{"d", "doc"}, nostr.Tag{"t", "new-version"})
+	deletion := a.Event(t, buzz.KindDeletion, 1004, "", nostr.Tag{"e", note.ID})
+	react := b.Event(t, buzz.KindReaction, 1005, "+", nostr.Tag{"e", msg.ID}, nostr.Tag{"p", a.PK})
+	evs := []*nostr.Event{msg, note, v1, v2, deletion, react}
+
+	imported := ttOpen(t, open)
+	if out := imImport(t, imported, evs); errors.Join(out...) != nil {
+		t.Fatalf("import outcomes %v", out)
+	}
+	live := ttOpen(t, open)
+	for _, ev := range evs {
+		ttIngest(t, live, ev)
+	}
+	for _, s := range []Store{imported, live} {
+		if err := Verify(ctx, s); err != nil {
+			t.Fatalf("tag index after the batch: %v", err)
+		}
+	}
+	filters := []nostr.Filter{
+		{Tags: nostr.TagMap{"t": {"kept", "deleted", "old-version", "new-version"}}},
+		{Tags: nostr.TagMap{"p": {a.PK, b.PK}}},
+		{Tags: nostr.TagMap{"e": {msg.ID, note.ID}}},
+		{Tags: nostr.TagMap{"d": {"doc"}}},
+		{Tags: nostr.TagMap{"h": {ch}}},
+	}
+	for _, f := range filters {
+		got, err := imported.Query(ctx, f, buzz.Anonymous)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := live.Query(ctx, f, buzz.Anonymous)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(testutil.IDs(got...), testutil.IDs(want...)) {
+			t.Errorf("%v: imported %v, live %v", f.Tags, testutil.IDs(got...), testutil.IDs(want...))
+		}
+	}
+}

@@ -178,6 +178,7 @@ var suite = []struct {
 	{"FeedNoPublicRead", testFeedNoPublicRead},
 	{"ImportOutOfOrderThenBackfill", testImportOutOfOrderThenBackfill},
 	{"ImportMissingParent", testImportMissingParent},
+	{"ImportBatchTagIndex", testImportBatchTagIndex},
 	{"QueryImpossibleChannel", testQueryImpossibleChannel},
 	{"BackfillPrivateChannel", testBackfillPrivateChannel},
 	{"PageMaxBytes", testPageMaxBytes},
