@@ -16,11 +16,10 @@ import (
 // report: WALBytes stays 0.
 func (s *Store) Stats() (buzz.StoreStats, error) {
 	st := buzz.StoreStats{
-		WriterQueue:       int(s.writes.Load()),
-		BatchJobs:         s.batchJobs.Load(),
-		PagesFromCache:    s.pages.hits.Load(),
-		PagesFromDatabase: s.pages.misses.Load(),
+		WriterQueue: int(s.writes.Load()),
+		BatchJobs:   s.batchJobs.Load(),
 	}
+	st.PagesFromCache, st.PagesFromDatabase = s.pages.Counts()
 	for i := range st.BatchSizes {
 		st.BatchSizes[i] = s.batchSizes[i].Load()
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pagecache"
 )
 
 // schemaSQL is migration 1: the whole schema of a fresh database.
@@ -87,7 +88,7 @@ type Store struct {
 	batchJobs  atomic.Uint64
 	// pages caches window pages while no write changes their channel
 	// (pagecache.go).
-	pages *pageCache
+	pages *pagecache.Cache
 
 	stop    chan struct{} // ends the background loop (expire.go)
 	stopped chan struct{}
@@ -121,7 +122,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		now = time.Now
 	}
 	s := &Store{log: log, now: now, key: opts.RelayKey, stop: make(chan struct{}), stopped: make(chan struct{}), writeSlot: make(chan struct{}, 1),
-		pages: newPageCache(opts.PageCache)}
+		pages: pagecache.New(opts.PageCache)}
 	s.policy = buzz.DefaultPolicy()
 	if opts.Policy != nil {
 		s.policy = *opts.Policy

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pagecache"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -22,8 +23,8 @@ import (
 // page is shared: callers must not modify it.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	var page *buzz.WindowPage
-	key := pageKey(q)
-	var read pageVersions           // what the page is read at; foreign once judged so
+	key := pagecache.Key(q)
+	var read pagecache.Versions     // what the page is read at; foreign once judged so
 	expires := int64(math.MaxInt64) // the first expiration on the page
 	cached := false
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
@@ -33,12 +34,12 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			page.Unreadable = true
 			return nil
 		}
-		cur := pageVersions{access: c.Version}
+		cur := pagecache.Versions{Access: c.Version}
 		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT version FROM page_versions WHERE channel = $1), 0)`,
-			ch.Seq).Scan(&cur.channel); err != nil {
+			ch.Seq).Scan(&cur.Channel); err != nil {
 			return fmt.Errorf("window: read page version: %w", err)
 		}
-		if p, ok := s.pages.get(key, cur, s.nowUnix()); ok {
+		if p, ok := s.pages.Get(key, cur, s.nowUnix()); ok {
 			page, cached = p, true
 			return nil
 		}
@@ -52,13 +53,8 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i] = ev.ID
 			}
-			judged := func(scope int64) {
-				if scope != ch.Seq {
-					read.foreign = true
-				}
-			}
 			var err error
-			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound, &expires, judged); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound, &expires, read.Judged(ch.Seq)); err != nil {
 				return err
 			}
 		}
@@ -67,12 +63,8 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case cached:
-		s.pages.hits.Add(1)
-	case !page.Unreadable:
-		s.pages.misses.Add(1)
-		s.pages.put(key, page, read, expires)
+	if !cached && !page.Unreadable {
+		s.pages.Put(key, page, read, expires)
 	}
 	return page, nil
 }

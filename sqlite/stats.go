@@ -15,11 +15,10 @@ import (
 // from the database, and the sizes of the database file and its WAL.
 func (s *Store) Stats() (buzz.StoreStats, error) {
 	st := buzz.StoreStats{
-		WriterQueue:       len(s.writer.jobs),
-		BatchJobs:         s.writer.batchJobs.Load(),
-		PagesFromCache:    s.pages.hits.Load(),
-		PagesFromDatabase: s.pages.misses.Load(),
+		WriterQueue: len(s.writer.jobs),
+		BatchJobs:   s.writer.batchJobs.Load(),
 	}
+	st.PagesFromCache, st.PagesFromDatabase = s.pages.Counts()
 	for i := range st.BatchSizes {
 		st.BatchSizes[i] = s.writer.batchSizes[i].Load()
 	}

@@ -24,6 +24,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pagecache"
 )
 
 // Options configure a Store.
@@ -84,7 +85,7 @@ type Store struct {
 	preparing map[string]bool
 	// pages caches window pages while no write changes their channel
 	// (pagecache.go).
-	pages *pageCache
+	pages *pagecache.Cache
 
 	channelsMu sync.RWMutex
 	channels   map[string]int64 // h value -> channels.seq, append-only
@@ -129,7 +130,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		readStmts: make(map[string]*cachedStmt),
 		seenOnce:  map[string]bool{},
 		preparing: map[string]bool{},
-		pages:     newPageCache(opts.PageCache),
+		pages:     pagecache.New(opts.PageCache),
 		stopPurge: make(chan struct{}),
 		purgeDone: make(chan struct{}),
 	}

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pagecache"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
@@ -37,14 +38,13 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			page.Unreadable = true
 			return nil
 		}
-		cur := pageVersions{access: c.Version}
-		if cur.channel, err = tx.int64(pageVersionSQL, ch.Seq); err != nil {
+		cur := pagecache.Versions{Access: c.Version}
+		if cur.Channel, err = tx.int64(pageVersionSQL, ch.Seq); err != nil {
 			return fmt.Errorf("window: read page version: %w", err)
 		}
-		key := pageKey(q)
+		key := pagecache.Key(q)
 		now := s.nowUnix()
-		if cached, ok := s.pages.get(key, cur, now); ok {
-			s.pages.hits.Add(1)
+		if cached, ok := s.pages.Get(key, cur, now); ok {
 			page = cached
 			return nil
 		}
@@ -52,8 +52,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 		expires := int64(math.MaxInt64) // the first expiration on the page
 		defer func() {
 			if err == nil { // a page cut short by its request is not kept
-				s.pages.misses.Add(1)
-				s.pages.put(key, page, read, expires)
+				s.pages.Put(key, page, read, expires)
 			}
 		}()
 		bound := newPageBound(q.MaxBytes)
@@ -68,7 +67,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound, &expires, auxJudged(ch.Seq, &read.foreign)); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound, &expires, read.Judged(ch.Seq)); err != nil {
 				return err
 			}
 		}
@@ -83,16 +82,6 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 // pageVersionSQL reads the page version of channel ?: 0 until a write
 // touches the channel's pages (schema.sql).
 const pageVersionSQL = `SELECT coalesce((SELECT version FROM page_versions WHERE channel = ?), 0)`
-
-// auxJudged returns the judged hook of a window page of channel seq: it
-// sets *foreign once an aux event scoped to another channel is judged.
-func auxJudged(seq int64, foreign *bool) func(scope int64) {
-	return func(scope int64) {
-		if scope != seq {
-			*foreign = true
-		}
-	}
-}
 
 // windowRowsSQL selects window rows from an index whose order is the window
 // order, so that a page costs the same in any channel, however many
