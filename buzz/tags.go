@@ -72,3 +72,28 @@ func ChannelOf(tags nostr.Tags) (string, error) {
 	}
 	return channel, nil
 }
+
+// IsTagName reports whether name is a tag name NIP-01 filters can address:
+// a single ASCII letter.
+func IsTagName(name string) bool {
+	return len(name) == 1 && ('a' <= name[0] && name[0] <= 'z' || 'A' <= name[0] && name[0] <= 'Z')
+}
+
+// IndexedTags lists the (name, value) pairs of an event's tags that the
+// tag index holds (RL-3): of single-letter tags other than h (the channel,
+// a column of its own), each pair once.
+func IndexedTags(tags nostr.Tags) [][2]string {
+	pairs := make([][2]string, 0, len(tags))
+	seen := make(map[[2]string]bool, len(tags))
+	for _, tag := range tags {
+		if len(tag) < 2 || !IsTagName(tag[0]) || tag[0] == "h" {
+			continue
+		}
+		k := [2]string{tag[0], tag[1]}
+		if !seen[k] {
+			seen[k] = true
+			pairs = append(pairs, k)
+		}
+	}
+	return pairs
+}

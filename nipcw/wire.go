@@ -2,6 +2,7 @@ package nipcw
 
 import (
 	"encoding/hex"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -116,4 +117,22 @@ func IsLowerHex64(s string) bool {
 		}
 	}
 	return true
+}
+
+// DecodeHex decodes s, 2n hexadecimal digits of either case, to n bytes.
+func DecodeHex(s string, n int) ([]byte, error) {
+	if len(s) != 2*n {
+		return nil, fmt.Errorf("want %d hex characters, got %d", 2*n, len(s))
+	}
+	return hex.DecodeString(strings.ToLower(s))
+}
+
+// ID32 is an event id or pubkey given in hex of either case as its 32
+// bytes; ok is false when s is not 64 hexadecimal digits.
+func ID32(s string) (b []byte, ok bool) {
+	if !IsHex64(s) {
+		return nil, false
+	}
+	b, _ = hex.DecodeString(strings.ToLower(s))
+	return b, true
 }

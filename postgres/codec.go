@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -38,13 +37,13 @@ var errMalformed = &buzz.Rejection{Prefix: "invalid", Message: "malformed event"
 func newRecord(ev *nostr.Event) (*record, error) {
 	r := &record{ev: ev}
 	var err error
-	if r.id, err = decodeHex(ev.ID, 32); err != nil {
+	if r.id, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
 		return nil, errMalformed
 	}
-	if r.pubkey, err = decodeHex(ev.PubKey, 32); err != nil {
+	if r.pubkey, err = nipcw.DecodeHex(ev.PubKey, 32); err != nil {
 		return nil, errMalformed
 	}
-	if r.sig, err = decodeHex(ev.Sig, 64); err != nil {
+	if r.sig, err = nipcw.DecodeHex(ev.Sig, 64); err != nil {
 		return nil, errMalformed
 	}
 	r.tagsJSON = tagjson.AppendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags)
@@ -83,52 +82,22 @@ func tagKey(v string) []byte {
 	return append(sum[:], 0)
 }
 
-// indexedTags lists the distinct (name, value) pairs of single-letter tags
-// other than h, in index form (RL-3).
+// indexedTags is the tag index rows of tags (buzz.IndexedTags) in index
+// form.
 func indexedTags(tags nostr.Tags) []tagRow {
-	rows := make([]tagRow, 0, len(tags))
-	seen := make(map[[2]string]bool, len(tags))
-	for _, tag := range tags {
-		if len(tag) < 2 || !isTagName(tag[0]) || tag[0] == "h" {
-			continue
-		}
-		k := [2]string{tag[0], tag[1]}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		rows = append(rows, tagRow{name: tag[0], value: tagKey(tag[1])})
+	pairs := buzz.IndexedTags(tags)
+	rows := make([]tagRow, len(pairs))
+	for i, p := range pairs {
+		rows[i] = tagRow{name: p[0], value: tagKey(p[1])}
 	}
 	return rows
-}
-
-// isTagName reports whether name is one NIP-01 filters can address: a single
-// ASCII letter.
-func isTagName(name string) bool {
-	return len(name) == 1 && ('a' <= name[0] && name[0] <= 'z' || 'A' <= name[0] && name[0] <= 'Z')
-}
-
-func decodeHex(s string, n int) ([]byte, error) {
-	if len(s) != 2*n {
-		return nil, fmt.Errorf("want %d hex characters, got %d", 2*n, len(s))
-	}
-	return hex.DecodeString(strings.ToLower(s))
-}
-
-// idKey is the stored form of an event id given in hex of either case.
-func idKey(s string) ([]byte, bool) {
-	if !nipcw.IsHex64(s) {
-		return nil, false
-	}
-	b, _ := hex.DecodeString(strings.ToLower(s))
-	return b, true
 }
 
 // hexKeys decodes the 64-hex values of list (either case), dropping the rest.
 func hexKeys(list []string) [][]byte {
 	out := make([][]byte, 0, len(list))
 	for _, v := range list {
-		if b, ok := idKey(v); ok {
+		if b, ok := nipcw.ID32(v); ok {
 			out = append(out, b)
 		}
 	}

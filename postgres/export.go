@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // exportPage is how many events one read transaction of Export reads:
@@ -94,7 +95,7 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		if len(page) > 0 {
 			last := page[len(page)-1]
 			lastAt = last.CreatedAt
-			if lastID, err = decodeHex(last.ID, 32); err != nil {
+			if lastID, err = nipcw.DecodeHex(last.ID, 32); err != nil {
 				return n, fmt.Errorf("export: %w", err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // maxDepth bounds the walks up a thread's ancestry (CW-10).
@@ -405,7 +406,7 @@ func (l *lookup) records(evs []*buzz.StoredEvent) []*stored {
 }
 
 func (l *lookup) EventByID(id string) (*buzz.StoredEvent, error) {
-	key, _ := idKey(id)
+	key, _ := nipcw.ID32(id)
 	s, err := l.tx.byID(key)
 	return l.fact(s), err
 }
@@ -416,7 +417,7 @@ func (l *lookup) EventByRef(ref int64) (*buzz.StoredEvent, error) {
 }
 
 func (l *lookup) Versions(kind int, pubkey, d string) ([]*buzz.StoredEvent, error) {
-	key, err := decodeHex(pubkey, 32)
+	key, err := nipcw.DecodeHex(pubkey, 32)
 	if err != nil {
 		return nil, fmt.Errorf("versions of %d:%s: %w", kind, pubkey, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // DefaultLimit is what a filter without a limit gets.
@@ -174,7 +175,7 @@ func cursorKey(f nostr.Filter, beforeID string) ([]byte, error) {
 	if beforeID == "" {
 		return nil, nil
 	}
-	before, ok := idKey(beforeID)
+	before, ok := nipcw.ID32(beforeID)
 	if !ok || f.Until == nil {
 		return nil, fmt.Errorf("before_id %q needs a 64-hex id and until", beforeID)
 	}
@@ -190,7 +191,7 @@ func matchesNothing(f nostr.Filter) bool {
 		return true
 	}
 	for name, values := range f.Tags {
-		if values != nil && (len(values) == 0 || !isTagName(name)) {
+		if values != nil && (len(values) == 0 || !buzz.IsTagName(name)) {
 			return true
 		}
 	}
@@ -326,7 +327,7 @@ func singleTagValue(f nostr.Filter) ([2]string, bool) {
 			continue
 		}
 		n++
-		if len(values) != 1 || !isTagName(name) {
+		if len(values) != 1 || !buzz.IsTagName(name) {
 			return found, false
 		}
 		found = [2]string{name, values[0]}

@@ -373,7 +373,7 @@ func (s *Store) drainAux(ctx context.Context, tx pgx.Tx, query string, names []s
 // that v may not read, or that is not stored, has nothing below it.
 func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
 	page := &buzz.ThreadPage{}
-	id, ok := idKey(q.Root)
+	id, ok := nipcw.ID32(q.Root)
 	if !ok {
 		return page, nil
 	}

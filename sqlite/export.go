@@ -13,6 +13,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // exportDated is the Since and Until bounds of f on the created_at of
@@ -128,7 +129,7 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 				}
 				scanned++
 				lastAt = int64(ev.CreatedAt)
-				if lastID, err = decodeHex(ev.ID, 32); err != nil {
+				if lastID, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
 				page = append(page, ev)

@@ -12,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // DefaultLimit is what a filter without a limit gets. Callers clamp larger
@@ -134,7 +135,7 @@ func cursorKey(f nostr.Filter, beforeID string) ([]byte, error) {
 	if beforeID == "" {
 		return nil, nil
 	}
-	before, ok := idKey(beforeID)
+	before, ok := nipcw.ID32(beforeID)
 	if !ok || f.Until == nil {
 		return nil, fmt.Errorf("before_id %q needs a 64-hex id and until", beforeID)
 	}
@@ -174,7 +175,7 @@ func matchesNothing(f nostr.Filter) bool {
 		return true
 	}
 	for name, values := range f.Tags {
-		if values != nil && (len(values) == 0 || !isTagName(name)) {
+		if values != nil && (len(values) == 0 || !buzz.IsTagName(name)) {
 			return true
 		}
 	}
@@ -293,7 +294,7 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buz
 			// A nil list constrains nothing, as in go-nostr's Filter.Matches.
 			continue
 		}
-		if len(values) == 0 || !isTagName(name) {
+		if len(values) == 0 || !buzz.IsTagName(name) {
 			return q, false, nil
 		}
 		if name == "h" {
@@ -378,7 +379,7 @@ func singleTagValue(f nostr.Filter) ([2]string, bool) {
 			continue
 		}
 		n++
-		if len(values) != 1 || !isTagName(name) {
+		if len(values) != 1 || !buzz.IsTagName(name) {
 			return found, false
 		}
 		found = [2]string{name, values[0]}
@@ -390,7 +391,7 @@ func singleTagValue(f nostr.Filter) ([2]string, bool) {
 func hexKeys(list []string) []any {
 	out := make([]any, 0, len(list))
 	for _, v := range list {
-		if b, ok := idKey(v); ok {
+		if b, ok := nipcw.ID32(v); ok {
 			out = append(out, b)
 		}
 	}

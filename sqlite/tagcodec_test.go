@@ -252,7 +252,7 @@ func TestTagCodecStoredEventVerifies(t *testing.T) {
 				}
 				// Every single-letter tag value finds this event, exactly.
 				for _, tag := range ev.Tags {
-					if len(tag) < 2 || !isTagName(tag[0]) {
+					if len(tag) < 2 || !buzz.IsTagName(tag[0]) {
 						continue
 					}
 					ids := storetest.QueryIDs(t, s, nostr.Filter{Tags: nostr.TagMap{tag[0]: {tag[1]}}, Authors: []string{a.PK}}, buzz.Anonymous)

@@ -462,7 +462,7 @@ func (s *Store) auxPage(tx directTx, query string, args []any, last *auxKey, fn 
 // that v may not read, or that is not stored, has nothing below it.
 func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
 	page := &buzz.ThreadPage{}
-	id, ok := idKey(q.Root)
+	id, ok := nipcw.ID32(q.Root)
 	if !ok {
 		return page, nil
 	}
@@ -593,7 +593,7 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 	}
 	args := make([]any, 0, len(ids))
 	for _, id := range ids {
-		if k, ok := idKey(id); ok {
+		if k, ok := nipcw.ID32(id); ok {
 			args = append(args, k)
 		}
 	}
