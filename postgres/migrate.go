@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -22,7 +23,7 @@ const migrateLock = 0x62757a7a_0001
 // migrate brings the schema to the newest version, each migration in its
 // own transaction with its row in schema_migrations. A database newer than
 // this binary is refused.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -31,7 +32,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrateLock)); err != nil {
 		return fmt.Errorf("migrate: lock: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock))
+	defer func() {
+		if _, uerr := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrateLock)); uerr != nil {
+			// Closed, the connection releases the lock with its session
+			// instead of going back to the pool holding it.
+			err = errors.Join(err, fmt.Errorf("migrate: unlock: %w", uerr), conn.Conn().Close(context.WithoutCancel(ctx)))
+		}
+	}()
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer     PRIMARY KEY,
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {

@@ -189,11 +189,12 @@ func (s *Store) deliverRemote(ctx context.Context, note eventNote) error {
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
 		var cols eventColumns
 		var scope *int64
-		err := tx.QueryRow(ctx, `SELECT `+eventSelect+`, e.scope FROM events e WHERE e.seq = $1`, note.Seq).
+		err := tx.QueryRow(ctx, `SELECT `+eventSelect+`, e.scope FROM events e WHERE e.seq = $1
+			AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $2)`, note.Seq, s.nowUnix()).
 			Scan(append(cols.dest(), &scope)...)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			return nil // replaced or purged since: nothing to deliver
+			return nil // deleted, expired, replaced or purged since: nothing to deliver
 		case err != nil:
 			return fmt.Errorf("read event #%d: %w", note.Seq, err)
 		}

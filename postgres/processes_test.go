@@ -228,3 +228,32 @@ func TestLargeDeletionNotifies(t *testing.T) {
 		t.Fatalf("the deletion arrived as %s with %d thread changes, want it with 1..%d", last.ev.ID, len(last.a.Threads), maxNotedThreads)
 	}
 }
+
+// RL-33, RL-13: an event deleted (or expired) between its commit and the
+// moment another process reads its notification is not delivered live
+// there: the other process serves what is stored now.
+func TestRemoteDeliverySkipsDeleted(t *testing.T) {
+	a, b := procPair(t, storetest.Config{})
+	var fromA remote
+	b.OnRemote(fromA.add)
+	author := testutil.NewSigner(t)
+	gone := author.Event(t, 1, procT, "deleted before it is read")
+	admit(t, a.Store, gone)
+	admit(t, a.Store, author.Event(t, 5, procT+1, "", nostr.Tag{"e", gone.ID}))
+	var seq int64
+	if err := a.pool.QueryRow(context.Background(), `SELECT seq FROM events WHERE content = $1`, []byte(gone.Content)).Scan(&seq); err != nil {
+		t.Fatal(err)
+	}
+	fromA.wait(t, 2) // the note and its deletion, as they were committed
+	fromA.mu.Lock()
+	fromA.got = nil
+	fromA.mu.Unlock()
+	if err := b.deliverRemote(context.Background(), eventNote{Seq: seq}); err != nil {
+		t.Fatal(err)
+	}
+	fromA.mu.Lock()
+	defer fromA.mu.Unlock()
+	if len(fromA.got) != 0 {
+		t.Fatalf("a deleted event was delivered: %v", fromA.got[0].ev)
+	}
+}
