@@ -1,8 +1,12 @@
 package relay
 
 import (
+	"bytes"
+	"encoding/json"
+	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -104,5 +108,39 @@ func TestRemoteEventsDeliveredWithAccess(t *testing.T) {
 		if len(got["priv"]) != 0 || len(got["members"]) != 0 {
 			t.Errorf("%s on B after the removal: received %v and group state %v, want nothing", name, got.ids("priv"), got.ids("members"))
 		}
+	}
+}
+
+// RL-33, RL-11, CW-19: two relays sharing a database and its key answer a
+// window page alike, byte for byte: the same rows and aux events, and the
+// overlays (thread summaries, bounds) each signs itself identical for the
+// same state and second.
+func TestTwinsAnswerAlike(t *testing.T) {
+	clock := func(cfg *Config) { cfg.Now = func() time.Time { return time.Unix(1_900_000_000, 0) } }
+	a, pub, owner := startWithClient(t, clock)
+	b := a.startTwin(t, clock)
+	member := testutil.NewSigner(t)
+	ch := newChannelID(t)
+	cwCreate(t, pub, owner, ch, false)
+	root := cwMsg(t, owner, ch, now())
+	mustPublish(t, pub, root)
+	mustPublish(t, pub, cwReply(t, member, ch, now(), root))
+	mustPublish(t, pub, cwReaction(t, member, now(), root))
+
+	body, err := json.Marshal([]any{cwF(ch, "limit", 10, "include_summaries", true, "include_aux", true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	statusA, fromA := cwDo(t, a, nil, body)
+	statusB, fromB := cwDo(t, b, nil, body)
+	if statusA != http.StatusOK || statusB != http.StatusOK {
+		t.Fatalf("status %d from A, %d from B", statusA, statusB)
+	}
+	if !bytes.Equal(fromA, fromB) {
+		t.Fatalf("the twins answer differently:\nA: %s\nB: %s", fromA, fromB)
+	}
+	var evs []*nostr.Event
+	if err := json.Unmarshal(fromA, &evs); err != nil || !slices.ContainsFunc(evs, func(ev *nostr.Event) bool { return ev.Kind == buzz.KindThreadSummary }) {
+		t.Fatalf("the page holds no thread summary (%v): %s", err, fromA)
 	}
 }
