@@ -409,10 +409,14 @@ type threadModel struct {
 	depth    map[string]int            // id -> depth; roots 0
 	children map[string][]*nostr.Event // id -> direct replies
 	rows     []string                  // roots and broadcast depth-1 replies
+	// doomed are the replies a deletion was sent for, deleted those whose
+	// deletion was acknowledged.
+	doomed, deleted map[string]bool
 }
 
 func newThreadModel() *threadModel {
-	return &threadModel{depth: map[string]int{}, children: map[string][]*nostr.Event{}}
+	return &threadModel{depth: map[string]int{}, children: map[string][]*nostr.Event{},
+		doomed: map[string]bool{}, deleted: map[string]bool{}}
 }
 
 // add records an acknowledged event.
@@ -432,23 +436,66 @@ func (m *threadModel) add(ev *nostr.Event, parent *nostr.Event, broadcast bool) 
 }
 
 // pick chooses a parent for the next reply among the acknowledged events
-// shallower than depth 4: the threads reach depth 4 and stop there.
+// no deletion was sent for, shallower than depth 4: the threads reach
+// depth 4 and stop there.
 func (m *threadModel) pick(rng *rand.Rand) *nostr.Event {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for {
 		ev := m.events[rng.IntN(len(m.events))]
-		if m.depth[ev.ID] < 4 {
+		if m.depth[ev.ID] < 4 && !m.doomed[ev.ID] {
 			return ev
 		}
 	}
 }
 
-// below is every acknowledged event under id.
+// doom chooses an acknowledged reply no deletion was sent for yet, to
+// delete, and records that its deletion is sent; nil when there is none.
+func (m *threadModel) doom(rng *rand.Rand) *nostr.Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var candidates []*nostr.Event
+	for _, ev := range m.events {
+		if m.depth[ev.ID] > 0 && !m.doomed[ev.ID] {
+			candidates = append(candidates, ev)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	ev := candidates[rng.IntN(len(candidates))]
+	m.doomed[ev.ID] = true
+	return ev
+}
+
+// wasDoomed reports whether a deletion was sent for id.
+func (m *threadModel) wasDoomed(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.doomed[id]
+}
+
+// deleteAcked records that the deletion of id was acknowledged.
+func (m *threadModel) deleteAcked(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleted[id] = true
+}
+
+// liveRows are the rows of the window: the roots and the broadcast depth-1
+// replies not deleted (CW-9, CW-11, CW-14).
+func (m *threadModel) liveRows() []string {
+	return slices.DeleteFunc(slices.Clone(m.rows), func(id string) bool { return m.deleted[id] })
+}
+
+// below is every event under id that is not deleted: a deleted reply's
+// own replies stay (RL-6).
 func (m *threadModel) below(id string) []*nostr.Event {
 	var out []*nostr.Event
 	for _, c := range m.children[id] {
-		out = append(out, c)
+		if !m.deleted[c.ID] {
+			out = append(out, c)
+		}
 		out = append(out, m.below(c.ID)...)
 	}
 	return out
@@ -461,7 +508,12 @@ func (m *threadModel) summary(id string) (nipcw.Summary, bool) {
 	if len(below) == 0 {
 		return nipcw.Summary{}, false
 	}
-	s := nipcw.Summary{ReplyCount: int64(len(m.children[id])), DescendantCount: int64(len(below))}
+	s := nipcw.Summary{DescendantCount: int64(len(below))}
+	for _, c := range m.children[id] {
+		if !m.deleted[c.ID] {
+			s.ReplyCount++
+		}
+	}
 	newest := map[string]int64{} // author -> created_at of their newest event below
 	var last int64
 	for _, ev := range below {
@@ -505,12 +557,13 @@ func queryPage(t *testing.T, p *serveProc, body string) []*nostr.Event {
 	return evs
 }
 
-// RL-33, RL-5, CW-19: eight writers, four through each process, reply at
-// once into the threads of an open channel, at every depth down to 4 and
-// some as broadcast depth-1 replies, by several authors with created_at
-// out of order. Afterwards both processes serve, for every row of the
-// window, the summary computed from what the relay acknowledged, and every
-// thread page holds exactly the acknowledged replies.
+// RL-33, RL-5, RL-6, CW-19: eight writers, four through each process,
+// reply at once into the threads of an open channel, at every depth down
+// to 4 and some as broadcast depth-1 replies, by several authors with
+// created_at out of order, and now and then delete a reply. Afterwards
+// both processes serve, for every row of the window, the summary computed
+// from what the relay acknowledged, and every thread page holds exactly
+// the acknowledged replies not deleted.
 func TestTwoProcessesConcurrentWritersKeepSummaries(t *testing.T) {
 	const (
 		channel          = twoProcOpen
@@ -521,6 +574,10 @@ func TestTwoProcessesConcurrentWritersKeepSummaries(t *testing.T) {
 	a, b, self := startTwoServes(t)
 	procs := []*serveProc{a, b}
 	authors := testutil.SortedSigners(t, 12) // more than MaxParticipants
+	signers := map[string]testutil.Signer{}
+	for _, s := range authors {
+		signers[s.PK] = s
+	}
 	base := time.Now().Unix() - 600
 	setup := dialRelay(t, a, "owner on A")
 	setup.mustPublish(authors[0].Event(t, buzz.KindCreateChannel, base, "", hTag(channel), nostr.Tag{"name", "threads"}))
@@ -542,6 +599,12 @@ func TestTwoProcessesConcurrentWritersKeepSummaries(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(i), 18))
 			for n := range repliesPerWriter {
+				if rng.IntN(6) == 0 {
+					if err := deleteOne(c, model, rng, signers, base); err != nil {
+						errs <- err
+						return
+					}
+				}
 				parent := model.pick(rng)
 				broadcast := rng.IntN(4) == 0
 				tags := []nostr.Tag{hTag(channel), replyTag(parent)}
@@ -553,15 +616,19 @@ func TestTwoProcessesConcurrentWritersKeepSummaries(t *testing.T) {
 				at := base + 10 + int64(rng.IntN(60))
 				ev := authors[rng.IntN(len(authors))].Event(t, 9, at, fmt.Sprintf("writer %d reply %d", i, n), tags...)
 				ok, reason, err := c.publish(ev)
-				if err != nil {
+				switch {
+				case err != nil:
 					errs <- err
 					return
-				}
-				if !ok {
+				case !ok && reason == "invalid: reply parent not found" && model.wasDoomed(parent.ID):
+					// Its parent's deletion, through the other process
+					// perhaps, was committed first (RL-6).
+				case !ok:
 					errs <- fmt.Errorf("%s: reply %d refused: %s", c.name, n, reason)
 					return
+				default:
+					model.add(ev, parent, broadcast)
 				}
-				model.add(ev, parent, broadcast)
 			}
 		}()
 	}
@@ -583,10 +650,11 @@ func TestTwoProcessesConcurrentWritersKeepSummaries(t *testing.T) {
 		if page.Bounds.HasMore {
 			t.Fatalf("%s: the window has more than one page of %d rows", name, len(page.Rows))
 		}
-		if got := testutil.IDs(page.Rows...); !testutil.SameSet(got, model.rows) {
-			t.Errorf("%s: window rows %v, want %v", name, got, model.rows)
+		rows := model.liveRows()
+		if got := testutil.IDs(page.Rows...); !testutil.SameSet(got, rows) {
+			t.Errorf("%s: window rows %v, want %v", name, got, rows)
 		}
-		for _, row := range model.rows {
+		for _, row := range rows {
 			want, has := model.summary(row)
 			got, served := page.Summaries[row]
 			switch {
@@ -603,7 +671,26 @@ func TestTwoProcessesConcurrentWritersKeepSummaries(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d replies acknowledged into %d rows", len(model.events)-roots, len(model.rows))
+	t.Logf("%d replies acknowledged, %d of them deleted since; %d rows", len(model.events)-roots, len(model.deleted), len(model.liveRows()))
+}
+
+// deleteOne has the author of a reply of model delete it (kind 5) through
+// c, and records the deletion once acknowledged.
+func deleteOne(c *relayConn, model *threadModel, rng *rand.Rand, signers map[string]testutil.Signer, base int64) error {
+	victim := model.doom(rng)
+	if victim == nil {
+		return nil
+	}
+	del := signers[victim.PubKey].Event(c.t, buzz.KindDeletion, base+100, "", nostr.Tag{"e", victim.ID})
+	ok, reason, err := c.publish(del)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("%s: the deletion of %s refused: %s", c.name, victim.ID, reason)
+	}
+	model.deleteAcked(victim.ID)
+	return nil
 }
 
 // RL-33, RL-4: SIGKILL of process A while eight writers ingest, six
