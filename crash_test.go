@@ -44,8 +44,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	data := t.TempDir()
-	w := &crashWorkload{signers: []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)},
-		acked: map[string]bool{}, deleted: map[string]bool{}, doomed: map[string]bool{}}
+	w := newCrashWorkload(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 9))
 	for i := range kills {
 		cmd, url := crashStart(t, bin, data)
@@ -120,6 +119,11 @@ type crashWorkload struct {
 	doomed  map[string]bool
 	roots   []*nostr.Event // acknowledged, by signer index
 	replies []*nostr.Event
+}
+
+func newCrashWorkload(t *testing.T) *crashWorkload {
+	return &crashWorkload{signers: []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)},
+		acked: map[string]bool{}, deleted: map[string]bool{}, doomed: map[string]bool{}}
 }
 
 const crashChannel = "77777777-7777-4777-8777-777777777777"
@@ -219,6 +223,18 @@ func (w *crashWorkload) verify(t *testing.T, bin, data string) {
 	t.Helper()
 	cmd, url := crashStart(t, bin, data)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
+	if lost := w.unserved(t, url); len(lost) > 0 {
+		t.Fatalf("%d acknowledged events lost, e.g. %s", len(lost), lost[0])
+	}
+	if out, err := exec.Command(bin, "check", "--data", data).CombinedOutput(); err != nil {
+		t.Fatalf("check after a crash: %v\n%s", err, strings.TrimSpace(string(out)))
+	}
+}
+
+// unserved are the acknowledged events no deletion was sent for that the
+// relay at url does not serve.
+func (w *crashWorkload) unserved(t *testing.T, url string) []string {
+	t.Helper()
 	w.mu.Lock()
 	var want []string
 	for id := range w.acked {
@@ -227,15 +243,29 @@ func (w *crashWorkload) verify(t *testing.T, bin, data string) {
 		}
 	}
 	w.mu.Unlock()
+	got := servedIDs(t, url, want)
+	var lost []string
+	for _, id := range want {
+		if !got[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost
+}
+
+// servedIDs asks the relay at url for the events ids by REQ, 500 at a
+// time, and returns the ids it served.
+func servedIDs(t *testing.T, url string, ids []string) map[string]bool {
+	t.Helper()
 	conn, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	got := map[string]bool{}
-	for i := 0; i < len(want); i += 500 {
-		ids := want[i:min(i+500, len(want))]
-		filter, _ := json.Marshal(nostr.Filter{IDs: ids, Limit: len(ids)})
+	for i := 0; i < len(ids); i += 500 {
+		batch := ids[i:min(i+500, len(ids))]
+		filter, _ := json.Marshal(nostr.Filter{IDs: batch, Limit: len(batch)})
 		conn.WriteMessage(websocket.TextMessage, []byte(`["REQ","v",`+string(filter)+`]`))
 		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		for {
@@ -254,16 +284,5 @@ func (w *crashWorkload) verify(t *testing.T, bin, data string) {
 			}
 		}
 	}
-	var lost []string
-	for _, id := range want {
-		if !got[id] {
-			lost = append(lost, id)
-		}
-	}
-	if len(lost) > 0 {
-		t.Fatalf("%d acknowledged events lost, e.g. %s", len(lost), lost[0])
-	}
-	if out, err := exec.Command(bin, "check", "--data", data).CombinedOutput(); err != nil {
-		t.Fatalf("check after a crash: %v\n%s", err, strings.TrimSpace(string(out)))
-	}
+	return got
 }

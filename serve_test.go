@@ -33,17 +33,18 @@ type serveProc struct {
 	done chan struct{}   // closed at the end of its stderr
 }
 
-// startServe starts `buzz-lite serve --data data --listen 127.0.0.1:0` in
-// the directory wd and reads its log until it serves or exits. The process
-// is killed at the end of the test if it still runs.
-func startServe(t *testing.T, wd, data string) *serveProc {
+// startServe starts `buzz-lite serve --data data --listen 127.0.0.1:0`,
+// with the further arguments args, in the directory wd and reads its log
+// until it serves or exits. The process is killed at the end of the test
+// if it still runs.
+func startServe(t *testing.T, wd, data string, args ...string) *serveProc {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &serveProc{done: make(chan struct{})}
-	p.cmd = exec.Command(exe, "serve", "--data", data, "--listen", "127.0.0.1:0")
+	p.cmd = exec.Command(exe, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
 	p.cmd.Dir = wd
 	p.cmd.Env = append(os.Environ(), asMainEnv+"=1", "BUZZ_LITE_LOG_LEVEL=info")
 	stderr, err := p.cmd.StderrPipe()
