@@ -747,3 +747,42 @@ func (w *crashWorkload) ackedCount() int {
 	defer w.mu.Unlock()
 	return len(w.acked)
 }
+
+// RL-33, RL-13, CW-3, CW-20: a channel created through A is a channel on
+// B as soon as A acknowledged it. An anonymous REQ naming the open channel
+// is answered EOSE, not CLOSED auth-required, and a window page of it
+// carries its bounds, not the nothing of a channel that does not exist.
+// Each is asked of twenty channels, right after each one's creation.
+func TestTwoProcessesSeeNewChannelsAtOnce(t *testing.T) {
+	const channels = 20
+	a, b, _ := startTwoServes(t)
+	owner := testutil.NewSigner(t)
+	now := time.Now().Unix()
+	ownerA := dialRelay(t, a, "owner on A")
+	anonymous := dialRelay(t, b, "anonymous on B")
+	var refused, unknown []string
+	for i := range channels {
+		h := fmt.Sprintf("33333333-3333-4333-8333-%012d", 100+i)
+		ownerA.mustPublish(owner.Event(t, buzz.KindCreateChannel, now, "", hTag(h), nostr.Tag{"name", "open"}))
+		sub := fmt.Sprint("new-", i)
+		if err := anonymous.send("REQ", sub, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}, LimitZero: true}); err != nil {
+			t.Fatal(err)
+		}
+		if m := anonymous.await("the answer to "+sub, func(m []json.RawMessage) bool { return envString(m, 1) == sub }); envLabel(m) != "EOSE" {
+			refused = append(refused, fmt.Sprintf("%s: %s", h, m))
+		}
+
+		h = fmt.Sprintf("33333333-3333-4333-8333-%012d", 200+i)
+		ownerA.mustPublish(owner.Event(t, buzz.KindCreateChannel, now, "", hTag(h), nostr.Tag{"name", "open"}))
+		window := fmt.Sprintf(`[{"kinds":[9],"#h":[%q],"top_level":true}]`, h)
+		if evs := queryPage(t, b, window); !slices.ContainsFunc(evs, func(ev *nostr.Event) bool { return ev.Kind == nipcw.KindWindowBounds }) {
+			unknown = append(unknown, h)
+		}
+	}
+	if len(refused) > 0 {
+		t.Errorf("B refused %d of %d anonymous REQs for an open channel A had just created, e.g. %s", len(refused), channels, refused[0])
+	}
+	if len(unknown) > 0 {
+		t.Errorf("B answered %d of %d window pages of an open channel A had just created as if it did not exist (no bounds), e.g. %s", len(unknown), channels, unknown[0])
+	}
+}

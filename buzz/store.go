@@ -59,4 +59,8 @@ type SharedStore interface {
 	// committed, with what became of it there; the events this process
 	// stores are not handed to it.
 	OnRemote(fn func(ev *nostr.Event, a Admitted))
+	// CommunityNow is the access state as the database has it now, where
+	// Community may not yet know a change another process committed
+	// (its notification still on the way).
+	CommunityNow(ctx context.Context) (*Community, error)
 }

@@ -20,6 +20,29 @@ import (
 // database's access_version (communityIn).
 func (s *Store) Community() *buzz.Community { return s.community.Load() }
 
+// CommunityNow is the access state as the database has it now: one round
+// trip to its access_version, and the state read afresh only when another
+// process changed it since this one last read it (buzz.SharedStore).
+func (s *Store) CommunityNow(ctx context.Context) (*buzz.Community, error) {
+	cur := s.Community()
+	var version int64
+	probe, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	if err := s.pool.QueryRow(probe, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
+		return nil, fmt.Errorf("read access version: %w", err)
+	}
+	if version <= cur.Version {
+		return cur, nil
+	}
+	// Read in one snapshot, as every read transaction reads it.
+	var fresh *buzz.Community
+	err := s.read(ctx, func(_ pgx.Tx, c *buzz.Community) error {
+		fresh = c
+		return nil
+	})
+	return fresh, err
+}
+
 // OnPublish sets fn to be called, after their transaction commits, with
 // the group state events (39000-39002) the store signed and stored.
 func (s *Store) OnPublish(fn func([]*nostr.Event)) { s.onPublish.Store(&fn) }

@@ -31,7 +31,7 @@ func (r *Relay) needsAuth(ctx context.Context, f nostr.Filter) bool {
 	if len(channels) == 0 || viewer(ctx) != buzz.Anonymous {
 		return false
 	}
-	c := r.store.Community()
+	c := r.communityNow(ctx)
 	for _, h := range channels {
 		if !c.CanReadChannel(buzz.Anonymous, h) {
 			return true

@@ -105,13 +105,13 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
-	plan, err := r.planQuery(filters, buzz.Viewer(pubkey))
+	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
+	defer cancel()
+	plan, err := r.planQuery(filters, buzz.Viewer(pubkey), r.communityNow(ctx))
 	if err != nil {
 		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
-	defer cancel()
 	out := &response{buf: make([]byte, 0, 64<<10), budget: r.queryMemory}
 	defer out.release()
 	start := time.Now()
@@ -295,9 +295,9 @@ type plannedWindow struct {
 }
 
 // planQuery sorts filters by path and checks what is checked only after
-// access: a window's cursor, kinds and limit (CW-3, CW-5).
-func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer) (*queryPlan, error) {
-	p := &queryPlan{viewer: v, community: r.store.Community()}
+// access, by c: a window's cursor, kinds and limit (CW-3, CW-5).
+func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer, c *buzz.Community) (*queryPlan, error) {
+	p := &queryPlan{viewer: v, community: c}
 	for _, f := range filters {
 		switch {
 		case f.Window != nil:

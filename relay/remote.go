@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"context"
+
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
@@ -22,4 +24,26 @@ func (r *Relay) deliverRemote(ev *nostr.Event, a buzz.Admitted) {
 	if len(a.Threads) > 0 {
 		r.pushSummaries(a.Threads)
 	}
+}
+
+// communityNow is the access state to judge a request by. On a store other
+// processes share it is the database's state now (RL-33): a channel created
+// or a member added through another process holds here from the next
+// request, not from whenever its notification arrives. Should the store
+// not answer, the state last seen stands: every read is judged again by
+// the store in its own snapshot, so a stale state can refuse or answer
+// nothing, never show what it must not.
+func (r *Relay) communityNow(ctx context.Context) *buzz.Community {
+	shared, ok := r.store.(buzz.SharedStore)
+	if !ok {
+		return r.store.Community()
+	}
+	c, err := shared.CommunityNow(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("reading the access state", "err", err)
+		}
+		return r.store.Community()
+	}
+	return c
 }

@@ -479,7 +479,7 @@ func (r *Relay) webIndex(ctx context.Context, q url.Values, v *webView) error {
 			return err
 		}
 	}
-	c := r.store.Community()
+	c := r.communityNow(ctx)
 	now := r.now()
 	var lastShown int64
 	more, full := true, false
@@ -566,8 +566,8 @@ func webChannelName(ch *buzz.Channel) string {
 
 // webReadable is the channel h when an anonymous reader may read it,
 // errWebNotFound otherwise (RL-13).
-func (r *Relay) webReadable(h string) (*webChannelItem, error) {
-	c := r.store.Community()
+func (r *Relay) webReadable(ctx context.Context, h string) (*webChannelItem, error) {
+	c := r.communityNow(ctx)
 	ch := c.Channel(h)
 	if !c.CanRead(buzz.Anonymous, ch) {
 		return nil, errWebNotFound
@@ -578,7 +578,7 @@ func (r *Relay) webReadable(h string) (*webChannelItem, error) {
 // webChannel reads one window page as `/query` does (CW-9..CW-19): the
 // same store call, through the page cache, within the same byte bounds.
 func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, mem *webMemory, v *webView) error {
-	ch, err := r.webReadable(route.channel)
+	ch, err := r.webReadable(ctx, route.channel)
 	if err != nil {
 		return err
 	}
@@ -641,7 +641,7 @@ func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, me
 // message" in its place, as long as some reply of the page shows that the
 // root was in the channel of the path; otherwise the page is not found.
 func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, mem *webMemory, v *webView) error {
-	ch, err := r.webReadable(route.channel)
+	ch, err := r.webReadable(ctx, route.channel)
 	if err != nil {
 		return err
 	}
