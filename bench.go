@@ -469,7 +469,10 @@ func prepareBench(ctx context.Context, dir, pgURL string, channels, topLevel int
 			if err != nil {
 				return err
 			}
-			return errors.Join(pg.RenewGroupState(ctx), pg.Close())
+			if err := errors.Join(pg.RenewGroupState(ctx), pg.Close()); err != nil {
+				return err
+			}
+			return analyze(ctx, pgURL)
 		}
 		if store, err = postgres.Open(ctx, pgOptions); err != nil {
 			return err
@@ -515,6 +518,26 @@ func prepareBench(ctx context.Context, dir, pgURL string, channels, topLevel int
 	}
 	progress("%d events signed in %s, stored in %s (%.0f events/s)", len(evs), generated.Round(time.Second),
 		time.Since(start).Round(time.Second), float64(len(evs))/time.Since(start).Seconds())
+	if pgURL != "" {
+		return analyze(ctx, pgURL)
+	}
+	return nil
+}
+
+// analyze has PostgreSQL gather the planner's statistics of the database
+// at url, as after any bulk load: autovacuum may be off, or not yet have
+// come round to it, and without statistics the planner took a thread
+// page's recursive walk over every event in created_at order, seconds a
+// page (docs/performance.md, issue 18).
+func analyze(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "ANALYZE"); err != nil {
+		return fmt.Errorf("postgres: analyze: %w", err)
+	}
 	return nil
 }
 
