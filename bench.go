@@ -453,7 +453,6 @@ func prepareBench(ctx context.Context, dir, pgURL string, channels, topLevel int
 		return err
 	}
 	pgOptions := postgres.Options{URL: pgURL, Policy: &policy, RelayKey: key, Logger: log}
-	var store benchStore
 	if pgURL != "" {
 		held, err := postgresCommunity(ctx, pgURL)
 		if err != nil {
@@ -474,18 +473,6 @@ func prepareBench(ctx context.Context, dir, pgURL string, channels, topLevel int
 			}
 			return analyze(ctx, pgURL)
 		}
-		if store, err = postgres.Open(ctx, pgOptions); err != nil {
-			return err
-		}
-	} else {
-		opts, err := storeOptions(cfg, key)
-		if err != nil {
-			return err
-		}
-		opts.Logger = log
-		if store, err = sqlite.Open(ctx, opts); err != nil {
-			return err
-		}
 	}
 	start := time.Now()
 	where := dir
@@ -495,9 +482,25 @@ func prepareBench(ctx context.Context, dir, pgURL string, channels, topLevel int
 	progress("generating %d channels of %d top-level messages with their threads into %s", channels, topLevel, where)
 	community, err := gen.Generate(gen.Options{Channels: channels, TopLevel: topLevel})
 	if err != nil {
-		return errors.Join(err, store.Close())
+		return err
 	}
 	generated := time.Since(start)
+	// Opened once the community is signed: a run stopped while signing
+	// leaves no empty database for the next run to take for its own.
+	var store benchStore
+	if pgURL != "" {
+		store, err = postgres.Open(ctx, pgOptions)
+	} else {
+		opts, optsErr := storeOptions(cfg, key)
+		if optsErr != nil {
+			return optsErr
+		}
+		opts.Logger = log
+		store, err = sqlite.Open(ctx, opts)
+	}
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	evs := community.Events
 	for i := 0; i < len(evs); i += 1000 {
