@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 	"github.com/urfave/cli/v2"
 
@@ -27,6 +29,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/config"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
 	"github.com/buzz-lite/buzz-lite/nipcw"
+	"github.com/buzz-lite/buzz-lite/postgres"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -49,7 +52,10 @@ func benchCommand() *cli.Command {
 			"judged against RL-27.",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "data", Usage: "data directory to generate into or reuse (default: a temporary one, removed after)"},
+			&cli.StringFlag{Name: "data", Usage: "data directory to generate into or reuse (default: a temporary one, removed after); with --postgres it holds only the relay key"},
+			&cli.StringFlag{Name: "postgres", Usage: "generate into and serve from the PostgreSQL (15+) database at `URL` instead of the data directory's SQLite file; " +
+				"a database that holds events is reused only if they are the community the bench generates"},
+			&cli.IntFlag{Name: "processes", Value: 1, Usage: "relay processes serving the database at once, the clients spread over them (more than 1 only with --postgres)"},
 			// Not BUZZ_LITE_CONFIG: the relay measured takes none of the
 			// caller's BUZZ_LITE_ settings unless asked.
 			&cli.StringFlag{Name: "config", Usage: "the relay's configuration file (the bench's own settings, listen address and data directory win over it)"},
@@ -119,13 +125,22 @@ const (
 var relayExecutable = os.Executable
 
 func runBench(c *cli.Context) error {
-	for _, name := range []string{"channels", "toplevel", "clients", "ingest", "ingest-conns", "subscribers", "fanout-events"} {
+	for _, name := range []string{"channels", "toplevel", "clients", "ingest", "ingest-conns", "subscribers", "fanout-events", "processes"} {
 		if c.Int(name) < 1 {
 			return fmt.Errorf("--%s must be at least 1, got %d", name, c.Int(name))
 		}
 	}
 	if c.Duration("duration") <= 0 {
 		return fmt.Errorf("--duration must be positive, got %s", c.Duration("duration"))
+	}
+	pgURL, processes := c.String("postgres"), c.Int("processes")
+	// One SQLite file is served by one process (RL-31).
+	if processes > 1 && pgURL == "" {
+		return fmt.Errorf("--processes %d needs --postgres: a data directory's SQLite file is served by one process", processes)
+	}
+	// The attacks judge SQLite's WAL and one process's memory.
+	if c.Bool("abuse") && pgURL != "" {
+		return errors.New("--abuse runs on the data directory's SQLite file, not with --postgres")
 	}
 	var abuse *bench.Abuse
 	if c.Bool("abuse") {
@@ -153,7 +168,7 @@ func runBench(c *cli.Context) error {
 	if abuse != nil && !c.IsSet("toplevel") {
 		topLevel = abuseTopLevel
 	}
-	if err := prepareBench(ctx, dir, c.Int("channels"), topLevel, progress); err != nil {
+	if err := prepareBench(ctx, dir, pgURL, c.Int("channels"), topLevel, progress); err != nil {
 		return err
 	}
 	if abuse != nil {
@@ -196,14 +211,21 @@ func runBench(c *cli.Context) error {
 		}
 	}
 
-	report := bench.Report{Machine: machine(), Cores: runtime.NumCPU(), Screens: map[string]bench.Screen{}}
+	report := bench.Report{Machine: machine(), Cores: runtime.NumCPU(), Store: "sqlite", Processes: processes, Screens: map[string]bench.Screen{}}
+	if pgURL != "" {
+		report.Store = "postgres"
+	}
 	progress("measuring one core's signature verifications")
 	if report.VerifyPerCore, err = bench.VerifyRate(load[:min(len(load), 256)], 3*time.Second); err != nil {
 		return err
 	}
 
 	clients, d := c.Int("clients"), c.Duration("duration")
-	err = withLoadRelay(ctx, dir, c.String("config"), true, &report, func(t bench.Target, observe func(*bench.Result)) error {
+	run := relayRun{dir: dir, config: c.String("config"), postgres: pgURL}
+	if processes > 1 {
+		progress("%d relay processes on the database, the clients spread over them", processes)
+	}
+	err = withLoadRelay(ctx, run, processes, true, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		// The channel read is the largest before the run adds its own.
 		chans, err := bench.OpenChannels(ctx, t)
 		if err != nil {
@@ -270,18 +292,21 @@ func runBench(c *cli.Context) error {
 		observe(&r)
 		report.Results = append(report.Results, r)
 		progress("fan-out: %d events to %d subscribers", len(live), c.Int("subscribers"))
-		r, err = bench.Fanout(ctx, t, "fan-out", ingest.Channels[0], live, c.Int("subscribers"), fanoutRound)
+		fan, err := bench.Fanout(ctx, t, "fan-out", ingest.Channels[0], live, c.Int("subscribers"), fanoutRound)
 		if err != nil {
 			return err
 		}
-		observe(&r)
-		report.Results = append(report.Results, r)
+		observe(&fan[0])
+		for i := 1; i < len(fan); i++ {
+			fan[i].PeakRSS = fan[0].PeakRSS // the same measurement's
+		}
+		report.Results = append(report.Results, fan...)
 		return firstScreen(ctx, t, report.Channel, report.Screens, "cached")
 	})
 	if err != nil {
 		return err
 	}
-	err = withLoadRelay(ctx, dir, c.String("config"), false, &report, func(t bench.Target, observe func(*bench.Result)) error {
+	err = withLoadRelay(ctx, run, processes, false, &report, func(t bench.Target, observe func(*bench.Result)) error {
 		progress("window pages with the page cache off")
 		chain, err := bench.WalkWindow(ctx, t, report.Channel, 50, walkPages)
 		if err != nil {
@@ -299,7 +324,12 @@ func runBench(c *cli.Context) error {
 	}
 
 	progress("measuring the database")
-	if err := storeSize(ctx, dir, &report); err != nil {
+	if pgURL != "" {
+		err = postgresSize(ctx, pgURL, &report)
+	} else {
+		err = storeSize(ctx, dir, &report)
+	}
+	if err != nil {
 		return err
 	}
 	report.Events = report.StoredEvents - int64(len(ingest.Events)+len(live))
@@ -397,14 +427,17 @@ func firstScreen(ctx context.Context, t bench.Target, channel string, screens ma
 	return nil
 }
 
-// prepareBench fills dir with a generated community unless it holds a
-// database already. Events are signed, then stored the way import stores
-// them (their signatures were just made, so they are not checked again),
-// and group state is signed once at the end.
-func prepareBench(ctx context.Context, dir string, channels, topLevel int, progress func(string, ...any)) error {
-	if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
-		progress("using the database in %s", dir)
-		return nil
+// prepareBench fills the store with a generated community unless it holds
+// one already: dir's SQLite file, or with pgURL that PostgreSQL database.
+// Events are signed, then stored the way import stores them (their
+// signatures were just made, so they are not checked again), and group
+// state is signed once at the end.
+func prepareBench(ctx context.Context, dir, pgURL string, channels, topLevel int, progress func(string, ...any)) error {
+	if pgURL == "" {
+		if _, err := os.Stat(filepath.Join(dir, dbFile)); err == nil {
+			progress("using the database in %s", dir)
+			return nil
+		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -416,19 +449,56 @@ func prepareBench(ctx context.Context, dir string, channels, topLevel int, progr
 	if err != nil {
 		return err
 	}
-	opts, err := storeOptions(cfg, key)
+	policy, err := cfg.Access.Policy(cfg.Relay.Admins)
 	if err != nil {
 		return err
 	}
-	opts.Logger = log
+	pgOptions := postgres.Options{URL: pgURL, Policy: &policy, RelayKey: key, Logger: log}
+	if pgURL != "" {
+		held, err := postgresCommunity(ctx, pgURL)
+		if err != nil {
+			return err
+		}
+		if held {
+			// The relay key may be another than the one that signed the
+			// community's group state (a data directory of its own each
+			// run): the state is signed afresh with this one, as serve
+			// would serve it.
+			progress("using the community the bench generated in the PostgreSQL database")
+			pg, err := postgres.Open(ctx, pgOptions)
+			if err != nil {
+				return err
+			}
+			if err := errors.Join(pg.RenewGroupState(ctx), pg.Close()); err != nil {
+				return err
+			}
+			return analyze(ctx, pgURL)
+		}
+	}
 	start := time.Now()
-	progress("generating %d channels of %d top-level messages with their threads into %s", channels, topLevel, dir)
+	where := dir
+	if pgURL != "" {
+		where = "the PostgreSQL database"
+	}
+	progress("generating %d channels of %d top-level messages with their threads into %s", channels, topLevel, where)
 	community, err := gen.Generate(gen.Options{Channels: channels, TopLevel: topLevel})
 	if err != nil {
 		return err
 	}
 	generated := time.Since(start)
-	store, err := sqlite.Open(ctx, opts)
+	// Opened once the community is signed: a run stopped while signing
+	// leaves no empty database for the next run to take for its own.
+	var store benchStore
+	if pgURL != "" {
+		store, err = postgres.Open(ctx, pgOptions)
+	} else {
+		opts, optsErr := storeOptions(cfg, key)
+		if optsErr != nil {
+			return optsErr
+		}
+		opts.Logger = log
+		store, err = sqlite.Open(ctx, opts)
+	}
 	if err != nil {
 		return err
 	}
@@ -452,7 +522,73 @@ func prepareBench(ctx context.Context, dir string, channels, topLevel int, progr
 	}
 	progress("%d events signed in %s, stored in %s (%.0f events/s)", len(evs), generated.Round(time.Second),
 		time.Since(start).Round(time.Second), float64(len(evs))/time.Since(start).Seconds())
+	if pgURL != "" {
+		return analyze(ctx, pgURL)
+	}
 	return nil
+}
+
+// analyze has PostgreSQL gather the planner's statistics of the database
+// at url, as after any bulk load: autovacuum may be off, or not yet have
+// come round to it, and without statistics the planner took a thread
+// page's recursive walk over every event in created_at order, seconds a
+// page (docs/performance.md, issue 18).
+func analyze(ctx context.Context, url string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "ANALYZE"); err != nil {
+		return fmt.Errorf("postgres: analyze: %w", err)
+	}
+	return nil
+}
+
+// benchStore is what prepareBench needs of either store.
+type benchStore interface {
+	ImportBatch(ctx context.Context, evs []*nostr.Event) ([]error, error)
+	RenewGroupState(ctx context.Context) error
+	Close() error
+}
+
+// postgresCommunity says whether the PostgreSQL database at url holds the
+// community the bench generates, and refuses one that holds other events:
+// the bench neither measures nor writes into a community it did not make.
+// The generator is deterministic, so its community begins with the same
+// event whatever its size: the creation of its first channel.
+func postgresCommunity(ctx context.Context, url string) (bool, error) {
+	first, err := gen.Generate(gen.Options{Channels: 1, TopLevel: 1})
+	if err != nil {
+		return false, err
+	}
+	marker, err := hex.DecodeString(first.Events[0].ID)
+	if err != nil {
+		return false, fmt.Errorf("the generated community's first event: %w", err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return false, fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	var events *string
+	if err := conn.QueryRow(ctx, `SELECT to_regclass('events')::text`).Scan(&events); err != nil {
+		return false, fmt.Errorf("postgres: look for the events table: %w", err)
+	}
+	if events == nil {
+		return false, nil
+	}
+	var holds, generated bool
+	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM events), EXISTS (SELECT 1 FROM events WHERE id = $1)`, marker).
+		Scan(&holds, &generated)
+	if err != nil {
+		return false, fmt.Errorf("postgres: look for the generated community: %w", err)
+	}
+	if holds && !generated {
+		return false, errors.New("the PostgreSQL database holds events that are not the community the bench generates: " +
+			"give the bench an empty database, or one it generated into")
+	}
+	return generated, nil
 }
 
 // withLoadRelay is withRelay for the load measurements: the page cache on
@@ -462,17 +598,17 @@ func prepareBench(ctx context.Context, dir string, channels, topLevel int, progr
 // loopback address, and a thousand subscribers from one IP are the
 // fan-out measurement, not an attack (RL-27 turns rates off for
 // benchmarks; `--abuse` runs with the limits on).
-func withLoadRelay(ctx context.Context, dir, config string, pageCache bool, report *bench.Report,
+func withLoadRelay(ctx context.Context, run relayRun, processes int, pageCache bool, report *bench.Report,
 	fn func(t bench.Target, observe func(*bench.Result)) error) error {
 	// Rate limits are for clients of a community, not for a load test
 	// from one address (RL-27: `rates = false` is for benchmarks), and
 	// the 1,000 fan-out subscribers all come from loopback, which the
 	// connection cap per IP would refuse: loopback is exempt here.
-	env := []string{"BUZZ_LITE_LIMITS_RATES=false", "BUZZ_LITE_LIMITS_EXEMPT=127.0.0.0/8,::1"}
+	run.env = append(run.env, "BUZZ_LITE_LIMITS_RATES=false", "BUZZ_LITE_LIMITS_EXEMPT=127.0.0.0/8,::1")
 	if !pageCache {
-		env = append(env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
+		run.env = append(run.env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
 	}
-	m, err := withRelay(ctx, relayRun{dir: dir, config: config, env: env}, func(t bench.Target, peak func() (int64, bool)) error {
+	m, err := withRelays(ctx, run, processes, func(t bench.Target, peak func() (int64, bool)) error {
 		// Where the peak cannot be reset, VmHWM is the run's peak so far,
 		// which is no measurement's own but the first's: then only the
 		// run's peak is reported.
@@ -494,6 +630,9 @@ func withLoadRelay(ctx context.Context, dir, config string, pageCache bool, repo
 // relayRun is how the bench runs the relay.
 type relayRun struct {
 	dir string
+	// postgres is the PostgreSQL database the relay serves, "" for the
+	// data directory's SQLite file.
+	postgres string
 	// config is the relay's configuration file, "" for none.
 	config string
 	// env are settings beyond the defaults, as BUZZ_LITE_ variables.
@@ -527,6 +666,9 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 	args := []string{"serve", "--data", run.dir, "--listen", "127.0.0.1:0"}
 	if run.config != "" {
 		args = append(args, "--config", run.config)
+	}
+	if run.postgres != "" {
+		args = append(args, "--postgres", run.postgres)
 	}
 	cmd := exec.CommandContext(ctx, exe, args...)
 	// The relay as its defaults make it, with run's settings: none of the
@@ -600,6 +742,33 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 	return m, runErr
 }
 
+// withRelays is withRelay for processes relay processes on one database
+// (PostgreSQL), started one after the other: t's peers are the processes
+// after the first, and peak and the memory given are the largest
+// process's.
+func withRelays(ctx context.Context, run relayRun, processes int, fn func(t bench.Target, peak func() (int64, bool)) error) (memory, error) {
+	if processes <= 1 {
+		return withRelay(ctx, run, fn)
+	}
+	var rest memory
+	first, err := withRelay(ctx, run, func(t bench.Target, firstPeak func() (int64, bool)) error {
+		var err error
+		rest, err = withRelays(ctx, run, processes-1, func(others bench.Target, othersPeak func() (int64, bool)) error {
+			t.Peers = append([]bench.Target{{WS: others.WS, HTTP: others.HTTP}}, others.Peers...)
+			return fn(t, func() (int64, bool) {
+				p, fresh := firstPeak()
+				q, othersFresh := othersPeak()
+				return max(p, q), fresh && othersFresh
+			})
+		})
+		return err
+	})
+	if rest.Peak > first.Peak {
+		return rest, err
+	}
+	return first, err
+}
+
 // servingLine is the relay's log line that gives its address.
 var servingLine = regexp.MustCompile(`msg="buzz-lite serving" addr=(\S+)`)
 
@@ -654,6 +823,51 @@ func storeSize(ctx context.Context, dir string, report *bench.Report) error {
 		if st, err := os.Stat(filepath.Join(dir, dbFile+suffix)); err == nil {
 			report.DBBytes += st.Size()
 		}
+	}
+	return nil
+}
+
+// postgresSize fills in the PostgreSQL database's events, size and JSON
+// size, counted as storeSize counts SQLite's: every event but the relay's
+// group state (which export leaves out), deleted ones too; the size is
+// the store's tables with their indexes and TOAST, and beside it the
+// whole database's.
+func postgresSize(ctx context.Context, url string, report *bench.Report) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT id, pubkey, created_at, kind, tags, content, sig FROM events
+		WHERE kind NOT BETWEEN 39000 AND 39003 AND (expires_at IS NULL OR expires_at > $1)`, time.Now().Unix())
+	if err != nil {
+		return fmt.Errorf("postgres: read the events: %w", err)
+	}
+	var id, pubkey, tags, content, sig []byte
+	var createdAt int64
+	var kind int32
+	_, err = pgx.ForEachRow(rows, []any{&id, &pubkey, &createdAt, &kind, &tags, &content, &sig}, func() error {
+		ev := nostr.Event{ID: hex.EncodeToString(id), PubKey: hex.EncodeToString(pubkey), CreatedAt: nostr.Timestamp(createdAt),
+			Kind: int(kind), Content: string(content), Sig: hex.EncodeToString(sig)}
+		if err := json.Unmarshal(tags, &ev.Tags); err != nil {
+			return fmt.Errorf("tags of event %s: %w", ev.ID, err)
+		}
+		b, err := ev.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("event %s: %w", ev.ID, err)
+		}
+		report.StoredEvents++
+		report.JSONBytes += int64(len(b))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("postgres: read the events: %w", err)
+	}
+	err = conn.QueryRow(ctx, `SELECT (SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = current_schema()),
+		pg_database_size(current_database())`).Scan(&report.DBBytes, &report.DatabaseBytes)
+	if err != nil {
+		return fmt.Errorf("postgres: database size: %w", err)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/buzz-lite/buzz-lite/bench"
+	"github.com/buzz-lite/buzz-lite/internal/gen"
+	"github.com/buzz-lite/buzz-lite/internal/pgtest"
+	"github.com/buzz-lite/buzz-lite/postgres"
 )
 
 // asMainEnv makes this test binary run main instead of the tests, so that
@@ -108,6 +113,93 @@ func TestBenchCommand(t *testing.T) {
 	}
 }
 
+// Issue 18 (RL-33): `buzz-lite bench --postgres URL --processes 2`
+// generates the community into the PostgreSQL database, serves it from two
+// relay processes with the clients spread over them, delivers live events
+// published through one process to the other's subscribers, and reports
+// the database's size as PostgreSQL counts it. A second run reuses the
+// community with a relay key of its own; a database holding other events
+// is refused. Tiny, as TestBenchCommand: that it works, not how fast.
+func TestBenchCommandPostgres(t *testing.T) {
+	// Before clearEnv, which unsets the server's variable.
+	pgURL, foreign := pgtest.FreshDatabase(t), pgtest.FreshDatabase(t)
+	clearEnv(t)
+	t.Setenv(asMainEnv, "1")
+	var out bytes.Buffer
+	app := newApp()
+	app.Writer = &out
+	err := app.Run([]string{"buzz-lite", "bench", "--postgres", pgURL, "--processes", "2", "--channels", "2", "--toplevel", "20",
+		"--clients", "2", "--duration", "200ms", "--ingest", "300", "--ingest-conns", "4",
+		"--subscribers", "10", "--fanout-events", "12", "--json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report bench.Report
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatalf("report: %v\n%s", err, out.Bytes())
+	}
+	if report.Store != "postgres" || report.Processes != 2 {
+		t.Errorf("report of %d processes on %q, want 2 on postgres", report.Processes, report.Store)
+	}
+	want := []string{"ingest", "window head", "window deep", "thread", "REQ head", "REQ deep", "feed", "feed anonymous", "window mixed",
+		"fan-out", "fan-out other processes", "window head uncached", "window deep uncached"}
+	if len(report.Results) != len(want) {
+		t.Fatalf("%d measurements, want %d: %+v", len(report.Results), len(want), report.Results)
+	}
+	for i, r := range report.Results {
+		if r.Name != want[i] || r.Ops == 0 || r.Bytes == 0 || r.P99 < r.P50 || r.Rate() <= 0 {
+			t.Errorf("measurement %d: %+v, want %q with operations", i, r, want[i])
+		}
+	}
+	// Every event reached every subscriber, half of them on the process
+	// the publisher did not use.
+	if fan, other := report.Results[9], report.Results[10]; fan.Ops != 10*12 || other.Ops != 5*12 || other.Clients != 5 {
+		t.Errorf("fan-out: %d deliveries, %d to %d subscribers of the other process; want 120, 60 to 5", fan.Ops, other.Ops, other.Clients)
+	}
+	if pc := report.PageCache; pc.Hits+pc.Misses == 0 || pc.Writes == 0 {
+		t.Errorf("page cache under writes: %+v", pc)
+	}
+	if report.StoredEvents <= report.Events || report.JSONBytes == 0 || report.DBBytes == 0 || report.DatabaseBytes < report.DBBytes {
+		t.Errorf("database: %d events stored, %d before, %d bytes of tables, %d of database, %d bytes of JSON", report.StoredEvents,
+			report.Events, report.DBBytes, report.DatabaseBytes, report.JSONBytes)
+	}
+	if runtime.GOOS == "linux" && report.PeakRSS == 0 {
+		t.Error("no peak RSS")
+	}
+
+	out.Reset()
+	app = newApp()
+	app.Writer = &out
+	if err := app.Run([]string{"buzz-lite", "bench", "--postgres", pgURL, "--clients", "1", "--duration", "100ms",
+		"--ingest", "100", "--subscribers", "2", "--fanout-events", "2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"relay: 1 process on PostgreSQL", "window deep uncached", "pg_database_size", "B per event"} {
+		if !bytes.Contains(out.Bytes(), []byte(s)) {
+			t.Errorf("the report does not mention %q:\n%s", s, out.Bytes())
+		}
+	}
+
+	// A community the bench did not generate is not measured, nor added
+	// to.
+	other, err := gen.Generate(gen.Options{Seed: 2, Channels: 1, TopLevel: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := postgres.Open(context.Background(), postgres.Options{URL: foreign})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes, err := store.ImportBatch(context.Background(), other.Events)
+	if err = errors.Join(err, errors.Join(outcomes...), store.Close()); err != nil {
+		t.Fatal(err)
+	}
+	err = newApp().Run([]string{"buzz-lite", "bench", "--postgres", foreign})
+	if err == nil || !strings.Contains(err.Error(), "holds events that are not the community the bench generates") {
+		t.Errorf("bench on a foreign community: %v", err)
+	}
+}
+
 // Counts and durations that would measure nothing are refused before
 // anything is generated or started.
 func TestBenchCommandRefusesEmptyMeasurements(t *testing.T) {
@@ -116,6 +208,9 @@ func TestBenchCommandRefusesEmptyMeasurements(t *testing.T) {
 		{"--subscribers", "-3", "--subscribers must be at least 1, got -3"},
 		{"--toplevel", "0", "--toplevel must be at least 1, got 0"},
 		{"--duration", "0s", "--duration must be positive, got 0s"},
+		{"--processes", "0", "--processes must be at least 1, got 0"},
+		// RL-31: one process serves a data directory's SQLite file.
+		{"--processes", "2", "--processes 2 needs --postgres: a data directory's SQLite file is served by one process"},
 		{"--abuse-duration", "0s", "abuse: the duration must be positive, got 0s"},
 		{"--abuse-sockets", "0", "abuse: need at least one large event and one socket, got 300 and 0"},
 	} {

@@ -21,11 +21,29 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// Target is the relay under load.
+// Target is the relay under load: one process, or several serving one
+// database (RL-33), over which the measurements spread their clients.
 type Target struct {
 	// WS is its WebSocket URL (ws://host:port), HTTP its HTTP URL
 	// (http://host:port), where POST /query is.
 	WS, HTTP string
+	// Peers are the relay's other processes on the same database. Clients
+	// take the processes round robin, one per connection (a closed-loop
+	// client, an ingest connection, a subscriber); what has one
+	// connection only (the window walk, the first screen, fan-out's
+	// publisher, the writer under reads) goes to this one.
+	Peers []Target
+}
+
+// Processes is how many relay processes t spreads clients over.
+func (t Target) Processes() int { return 1 + len(t.Peers) }
+
+// process is the relay process of the i-th client, round robin.
+func (t Target) process(i int) Target {
+	if n := i % t.Processes(); n > 0 {
+		return t.Peers[n-1]
+	}
+	return Target{WS: t.WS, HTTP: t.HTTP}
 }
 
 // Result is what one measurement found.
@@ -82,13 +100,14 @@ type op func(ctx context.Context, rng *rand.Rand) (int, error)
 
 // closedLoop runs clients concurrent clients for d, each starting its next
 // operation when its last one is answered, and measures every operation.
-// newClient makes a client's operation (and whatever connection it holds);
-// close releases it. The first failure stops the measurement.
-func closedLoop(ctx context.Context, name, unit string, clients int, d time.Duration,
-	newClient func(ctx context.Context) (op, func(), error)) (Result, error) {
+// newClient makes client i's operation (and whatever connection it holds)
+// against the relay process it is to use; close releases it. The first
+// failure stops the measurement.
+func closedLoop(ctx context.Context, t Target, name, unit string, clients int, d time.Duration,
+	newClient func(ctx context.Context, process Target) (op, func(), error)) (Result, error) {
 	ops := make([]op, clients)
 	for i := range ops {
-		o, release, err := newClient(ctx)
+		o, release, err := newClient(ctx, t.process(i))
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: client %d: %w", name, i, err)
 		}

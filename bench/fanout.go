@@ -23,7 +23,12 @@ const fanoutWait = time.Minute
 // queue overflows. Ops are deliveries (events times subscribers); the
 // latency of one is from the event's first byte sent by the publisher to
 // its arrival at the subscriber.
-func Fanout(ctx context.Context, t Target, name, channel string, evs []*nostr.Event, subscribers, round int) (Result, error) {
+//
+// The subscribers take t's processes round robin and the publisher the
+// first, so that on several processes the others' subscribers are told
+// of each event through the database. Then a second result, name +
+// " other processes", has the deliveries to those subscribers alone.
+func Fanout(ctx context.Context, t Target, name, channel string, evs []*nostr.Event, subscribers, round int) ([]Result, error) {
 	index := make(map[string]int, len(evs))
 	msgs := make([][]byte, len(evs))
 	for i, ev := range evs {
@@ -32,7 +37,7 @@ func Fanout(ctx context.Context, t Target, name, channel string, evs []*nostr.Ev
 	}
 	pub, err := dial(ctx, t)
 	if err != nil {
-		return Result{}, fmt.Errorf("%s: publisher: %w", name, err)
+		return nil, fmt.Errorf("%s: publisher: %w", name, err)
 	}
 	defer pub.Close()
 
@@ -45,17 +50,17 @@ func Fanout(ctx context.Context, t Target, name, channel string, evs []*nostr.Ev
 	}()
 	filter := nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {channel}}, Limit: 0, LimitZero: true}
 	req, _ := json.Marshal([]any{"REQ", "live", filter})
-	for range subscribers {
-		c, err := dial(ctx, t)
+	for s := range subscribers {
+		c, err := dial(ctx, t.process(s))
 		if err != nil {
-			return Result{}, fmt.Errorf("%s: subscriber: %w", name, err)
+			return nil, fmt.Errorf("%s: subscriber: %w", name, err)
 		}
 		subs = append(subs, c)
 		if err := c.WriteMessage(websocket.TextMessage, req); err != nil {
-			return Result{}, fmt.Errorf("%s: subscribe: %w", name, err)
+			return nil, fmt.Errorf("%s: subscribe: %w", name, err)
 		}
 		if err := waitEOSE(c, "live"); err != nil {
-			return Result{}, fmt.Errorf("%s: subscribe: %w", name, err)
+			return nil, fmt.Errorf("%s: subscribe: %w", name, err)
 		}
 	}
 	received := make([][]time.Time, subscribers)
@@ -83,23 +88,37 @@ func Fanout(ctx context.Context, t Target, name, channel string, evs []*nostr.Ev
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return Result{}, fmt.Errorf("%s: subscriber: %w", name, err)
+		return nil, fmt.Errorf("%s: subscriber: %w", name, err)
 	}
 	if publishErr != nil {
-		return Result{}, fmt.Errorf("%s: %w", name, publishErr)
+		return nil, fmt.Errorf("%s: %w", name, publishErr)
 	}
-	var lat []time.Duration
-	var bytes int64
-	for _, got := range received {
+	var lat, remote []time.Duration
+	var remoteSubscribers int
+	for s, got := range received {
+		elsewhere := s%t.Processes() != 0
+		if elsewhere {
+			remoteSubscribers++
+		}
 		for i, at := range got {
 			if at.IsZero() {
-				return Result{}, fmt.Errorf("%s: event %d not delivered to every subscriber", name, i)
+				return nil, fmt.Errorf("%s: event %d not delivered to every subscriber", name, i)
 			}
 			lat = append(lat, at.Sub(f.sent[i]))
+			if elsewhere {
+				remote = append(remote, at.Sub(f.sent[i]))
+			}
 		}
 	}
-	bytes = f.bytes.Load()
-	return result(name, "deliveries", subscribers, lat, elapsed, bytes), nil
+	// Bytes are counted per delivery of one event: alike for every
+	// subscriber, so the others' share is theirs in proportion.
+	bytes := f.bytes.Load()
+	out := []Result{result(name, "deliveries", subscribers, lat, elapsed, bytes)}
+	if remoteSubscribers > 0 {
+		out = append(out, result(name+" other processes", "deliveries", remoteSubscribers, remote, elapsed,
+			bytes*int64(remoteSubscribers)/int64(subscribers)))
+	}
+	return out, nil
 }
 
 // fanout is the shared state of a fan-out run.

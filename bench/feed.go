@@ -21,8 +21,9 @@ func FeedBody(types []string, limit int) []byte {
 // secret key reader (hex), or anonymous when reader is "". A request's
 // latency includes signing its token.
 func Feed(ctx context.Context, t Target, name string, body []byte, reader string, clients int, d time.Duration) (Result, error) {
-	url := t.HTTP + "/query"
-	return closedLoop(ctx, name, "feeds", clients, d, func(context.Context) (op, func(), error) {
+	return closedLoop(ctx, t, name, "feeds", clients, d, func(_ context.Context, process Target) (op, func(), error) {
+		// The token names the URL of the process it is sent to (NIP-98).
+		url := process.HTTP + "/query"
 		return func(ctx context.Context, _ *rand.Rand) (int, error) {
 			auth := ""
 			if reader != "" {
@@ -31,7 +32,7 @@ func Feed(ctx context.Context, t Target, name string, body []byte, reader string
 					return 0, err
 				}
 			}
-			answer, err := postAs(ctx, t, body, auth)
+			answer, err := postAs(ctx, process, body, auth)
 			return len(answer), err
 		}, func() {}, nil
 	})

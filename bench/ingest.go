@@ -112,8 +112,11 @@ func Ingest(ctx context.Context, t Target, name string, evs []*nostr.Event, conn
 			c.Close()
 		}
 	}()
-	for range streams {
-		c, err := dial(ctx, t)
+	// A stream is one connection to one process: the events that name
+	// each other go through one process, each waiting for the OK of what
+	// it names.
+	for s := range streams {
+		c, err := dial(ctx, t.process(s))
 		if err != nil {
 			return Result{}, fmt.Errorf("%s: %w", name, err)
 		}

@@ -34,8 +34,22 @@ func (p PageCache) HitRate() float64 {
 // pagesMetric is the relay's counter of window pages by source (RL-30).
 const pagesMetric = "buzz_lite_window_pages_total"
 
-// pagesServed reads the relay's window page counters from /metrics.
+// pagesServed adds up the window page counters of t's processes.
 func pagesServed(ctx context.Context, t Target) (PageCache, error) {
+	var sum PageCache
+	for i := range t.Processes() {
+		p, err := processPagesServed(ctx, t.process(i))
+		if err != nil {
+			return PageCache{}, err
+		}
+		sum.Hits, sum.Misses = sum.Hits+p.Hits, sum.Misses+p.Misses
+	}
+	return sum, nil
+}
+
+// processPagesServed reads one relay process's window page counters from
+// its /metrics.
+func processPagesServed(ctx context.Context, t Target) (PageCache, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.HTTP+"/metrics", nil)
 	if err != nil {
 		return PageCache{}, err
@@ -80,14 +94,14 @@ func pagesServed(ctx context.Context, t Target) (PageCache, error) {
 // pages of bodies (picked at random) for d, while one more connection
 // publishes writes one at a time, each once the last is acknowledged and
 // pace has passed, until the reads end or writes run out. It reports the
-// reads and how the page cache served them.
+// reads and how the page caches of every process served them.
 func Mixed(ctx context.Context, t Target, name string, bodies [][]byte, clients int, d time.Duration,
 	writes []*nostr.Event, pace time.Duration) (Result, PageCache, error) {
 	before, err := pagesServed(ctx, t)
 	if err != nil {
 		return Result{}, PageCache{}, fmt.Errorf("%s: %w", name, err)
 	}
-	conn, err := dial(ctx, t)
+	conn, err := dial(ctx, t.process(0))
 	if err != nil {
 		return Result{}, PageCache{}, fmt.Errorf("%s: %w", name, err)
 	}

@@ -74,9 +74,9 @@ func Query(ctx context.Context, t Target, name, unit string, bodies [][]byte, cl
 	if len(bodies) == 0 {
 		return Result{}, fmt.Errorf("%s: no requests to send", name)
 	}
-	return closedLoop(ctx, name, unit, clients, d, func(context.Context) (op, func(), error) {
+	return closedLoop(ctx, t, name, unit, clients, d, func(_ context.Context, process Target) (op, func(), error) {
 		return func(ctx context.Context, rng *rand.Rand) (int, error) {
-			answer, err := post(ctx, t, bodies[rng.IntN(len(bodies))])
+			answer, err := post(ctx, process, bodies[rng.IntN(len(bodies))])
 			return len(answer), err
 		}, func() {}, nil
 	})

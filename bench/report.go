@@ -30,6 +30,11 @@ var Targets = struct {
 type Report struct {
 	Machine string `json:"machine"`
 	Cores   int    `json:"cores"`
+	// Store is where the relay kept the community: "sqlite" (the data
+	// directory's file) or "postgres"; Processes is how many relay
+	// processes served it, the clients spread over them.
+	Store     string `json:"store"`
+	Processes int    `json:"processes"`
 	// VerifyPerCore is one core's signature verifications a second.
 	VerifyPerCore float64 `json:"verify_per_core"`
 	// Events is how many events the database held before the run.
@@ -54,10 +59,14 @@ type Report struct {
 	RSSAnon int64 `json:"rss_anon"`
 	RSSFile int64 `json:"rss_file"`
 	// StoredEvents, DBBytes and JSONBytes are the database after the run:
-	// its events, its size, and the size of its events as JSON.
-	StoredEvents int64 `json:"stored_events"`
-	DBBytes      int64 `json:"db_bytes"`
-	JSONBytes    int64 `json:"json_bytes"`
+	// its events, its size, and the size of its events as JSON. On
+	// PostgreSQL DBBytes is the store's tables with their indexes and
+	// TOAST (pg_total_relation_size), and DatabaseBytes the whole
+	// database (pg_database_size: the system catalogs too).
+	StoredEvents  int64 `json:"stored_events"`
+	DBBytes       int64 `json:"db_bytes"`
+	JSONBytes     int64 `json:"json_bytes"`
+	DatabaseBytes int64 `json:"database_bytes,omitempty"`
 }
 
 // result finds a measurement by name.
@@ -74,6 +83,7 @@ func (r Report) result(name string) (Result, bool) {
 func (r Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "machine: %s, %d cores\n", r.Machine, r.Cores)
+	fmt.Fprintf(&b, "relay: %s on %s\n", plural(r.Processes, "process", "processes"), r.storeName())
 	fmt.Fprintf(&b, "database: %d events before the run; channel %s: %d messages, %d window pages of 50\n\n",
 		r.Events, r.Channel, r.Messages, r.WindowPages)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -141,13 +151,25 @@ func (r Report) verdicts() []string {
 			verdict(met), name, x.Rate(), ms(x.P99), Targets.WindowPages, ms(Targets.WindowP99)))
 	}
 	if r.PeakRSS > 0 {
-		out = append(out, fmt.Sprintf("%s  peak RSS of the relay %.0f MB (at the end: %.0f MB anonymous, %.0f MB of files mapped); aim under %.0f MB",
-			verdict(r.PeakRSS < Targets.PeakRSS), mb(r.PeakRSS), mb(r.RSSAnon), mb(r.RSSFile), mb(Targets.PeakRSS)))
+		of := "the relay"
+		if r.Processes > 1 {
+			of = "the largest relay process"
+		}
+		if r.Store == "postgres" {
+			of += " (the PostgreSQL server not counted)"
+		}
+		out = append(out, fmt.Sprintf("%s  peak RSS of %s %.0f MB (at the end: %.0f MB anonymous, %.0f MB of files mapped); aim under %.0f MB",
+			verdict(r.PeakRSS < Targets.PeakRSS), of, mb(r.PeakRSS), mb(r.RSSAnon), mb(r.RSSFile), mb(Targets.PeakRSS)))
 	}
 	if r.StoredEvents > 0 && r.JSONBytes > 0 {
 		size := float64(r.DBBytes) / float64(r.JSONBytes)
-		out = append(out, fmt.Sprintf("%s  database %.0f B per event, %.2fx its JSON (%.0f B); aim within %.0fx",
-			verdict(size <= Targets.SizeRatio), float64(r.DBBytes)/float64(r.StoredEvents), size,
+		what := "database"
+		if r.Store == "postgres" {
+			what = fmt.Sprintf("database tables with indexes and TOAST (pg_total_relation_size; the whole database, pg_database_size, %.0f MB)",
+				mb(r.DatabaseBytes))
+		}
+		out = append(out, fmt.Sprintf("%s  %s %.0f B per event, %.2fx its JSON (%.0f B); aim within %.0fx",
+			verdict(size <= Targets.SizeRatio), what, float64(r.DBBytes)/float64(r.StoredEvents), size,
 			float64(r.JSONBytes)/float64(r.StoredEvents), Targets.SizeRatio))
 	}
 	if win, ok := r.Screens["window uncached"]; ok {
@@ -157,6 +179,22 @@ func (r Report) verdicts() []string {
 			verdict(bytes >= Targets.ScreenBytes && took >= Targets.ScreenTime), bytes, took, Targets.ScreenBytes, Targets.ScreenTime))
 	}
 	return out
+}
+
+// storeName is the store the report's relay ran on, in words.
+func (r Report) storeName() string {
+	if r.Store == "postgres" {
+		return "PostgreSQL"
+	}
+	return "SQLite"
+}
+
+// plural is n with the singular or plural noun.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // mb is n bytes in megabytes (10^6 bytes, as KB/op is 10^3).

@@ -116,8 +116,8 @@ func REQ(ctx context.Context, t Target, name string, filters []nostr.Filter, cli
 	for i, f := range filters {
 		reqs[i], _ = json.Marshal([]any{"REQ", "bench", f})
 	}
-	return closedLoop(ctx, name, "REQs", clients, d, func(ctx context.Context) (op, func(), error) {
-		c, err := dial(ctx, t)
+	return closedLoop(ctx, t, name, "REQs", clients, d, func(ctx context.Context, process Target) (op, func(), error) {
+		c, err := dial(ctx, process)
 		if err != nil {
 			return nil, nil, err
 		}
