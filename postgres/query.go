@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
@@ -286,13 +285,24 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 			// PostgreSQL's text refuses NUL and invalid UTF-8, and no
 			// channel id holds them: such a value matches nothing, as on
 			// SQLite, rather than failing the read.
-			hs := slices.DeleteFunc(slices.Clone(values), func(h string) bool {
-				return !utf8.ValidString(h) || strings.ContainsRune(h, 0)
-			})
-			if len(hs) == 0 {
-				return q, false
+			// The channels' numbers come from the access state of the
+			// query's snapshot, written into the statement: behind a
+			// subquery the planner cannot tell a quiet channel from a busy
+			// one, and walked the whole table's time index for it.
+			var seqs []int64
+			for _, h := range values {
+				if ch := c.Channel(h); ch != nil && ch.Seq != 0 {
+					seqs = append(seqs, ch.Seq)
+				}
 			}
-			where = append(where, "e.channel IN (SELECT seq FROM channels WHERE h = ANY("+q.arg(hs)+"))")
+			switch len(seqs) {
+			case 0:
+				return q, false
+			case 1:
+				where = append(where, "e.channel = "+q.arg(seqs[0]))
+			default:
+				where = append(where, "e.channel = ANY("+q.arg(seqs)+"::bigint[])")
+			}
 			continue
 		}
 		keys := make([][]byte, len(values))

@@ -113,6 +113,16 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	if _, set := cfg.ConnConfig.RuntimeParams["random_page_cost"]; !set {
+		// The window's and a channel's REQ's indexes lead with the
+		// channel, whose rows lie spread over the table; at the default
+		// cost of a random page (4, a spinning disk's) the planner walked
+		// the whole table's time index backwards instead, past every
+		// other channel's events, for a quiet channel beside busy ones
+		// (bench --postgres). A relay's hot pages are cached or on SSD;
+		// the URL may still set another (?random_page_cost=4).
+		cfg.ConnConfig.RuntimeParams["random_page_cost"] = "1.1"
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
