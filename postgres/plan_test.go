@@ -57,6 +57,10 @@ func TestPlans(t *testing.T) {
 		{"query #p of two", mustTranslate(t, s.Store, nostr.Filter{Tags: nostr.TagMap{"p": {planID(4), planID(5)}}, Limit: 100}), "tags_pkey"},
 		{"query authors", mustTranslate(t, s.Store, nostr.Filter{Authors: []string{author}, Limit: 100}), "events_pubkey"},
 		{"query ids", mustTranslate(t, s.Store, nostr.Filter{IDs: someIDs}), "events_id_key"},
+		{"query #h", mustTranslate(t, s.Store, nostr.Filter{Tags: nostr.TagMap{"h": {"ch1"}}, Limit: 100}), "Index Scan using events_channel"},
+		{"query kinds + #h", mustTranslate(t, s.Store, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {"ch1"}}, Limit: 100}), "events_channel"},
+		{"query kinds, a common one", mustTranslate(t, s.Store, nostr.Filter{Kinds: []int{9}, Limit: 100}), "Index Scan Backward using events_"},
+		{"query kinds, a rare one", mustTranslate(t, s.Store, nostr.Filter{Kinds: []int{30023}, Limit: 100}), "Index Scan Backward using events_kind"},
 		{"export", exportFirst, "events_created"},
 		{"export, a later page", exportLater, "events_created"},
 		{"export of a channel", exportChannel, "events_channel"},
@@ -69,7 +73,7 @@ func TestPlans(t *testing.T) {
 	}
 	// These take the rows in the index's order, so that a LIMIT stops the
 	// range early, with no sort of every row it matched.
-	ordered := map[string]bool{}
+	ordered := map[string]bool{"query #h": true, "query kinds, a common one": true, "query kinds, a rare one": true}
 	for _, p := range plans {
 		plan := explain(t, s.pool, p.sql.sql, p.sql.args...)
 		if !strings.Contains(plan, p.usesIx) || len(planScans(plan)) > 0 {

@@ -239,7 +239,14 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 		}
 		where = append(where, "e.pubkey = ANY("+q.arg(keys)+")")
 	}
-	if f.Kinds != nil {
+	switch {
+	case len(f.Kinds) == 1:
+		// One kind is an equality, whose range of events_kind is in
+		// created_at order: a LIMIT stops it early however rare the kind
+		// (an = ANY range is not in that order, and the planner walks
+		// events_created backward instead, through every newer event).
+		where = append(where, "e.kind = "+q.arg(int64(f.Kinds[0])))
+	case f.Kinds != nil:
 		kinds := make([]int64, len(f.Kinds))
 		for i, k := range f.Kinds {
 			kinds[i] = int64(k)
@@ -292,7 +299,15 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 			if len(hs) == 0 {
 				return q, false
 			}
-			where = append(where, "e.channel IN (SELECT seq FROM channels WHERE h = ANY("+q.arg(hs)+"))")
+			if len(hs) == 1 {
+				// The channel's number first, then the range of
+				// events_channel in the answer's order, which a LIMIT stops
+				// early: a semi-join reads and sorts every event of the
+				// channel.
+				where = append(where, "e.channel = (SELECT seq FROM channels WHERE h = "+q.arg(hs[0])+")")
+			} else {
+				where = append(where, "e.channel IN (SELECT seq FROM channels WHERE h = ANY("+q.arg(hs)+"))")
+			}
 			continue
 		}
 		keys := make([][]byte, len(values))
