@@ -28,7 +28,9 @@ const planEvents = 100_000
 // The statements of the hot read paths, and the pages of an export
 // (RL-33), are driven by their indexes, never a scan of the events or the
 // tags (RL-27a): a page costs the same however many events the database
-// holds. The database is planDatabase's.
+// holds. The database is planDatabase's. Each statement's plan for its
+// arguments is checked, and its generic plan (genericPlan) has no scan
+// either.
 func TestPlans(t *testing.T) {
 	s := suiteOpen(t, pgtest.FreshDatabase(t), storetest.Config{})
 	fillPlanDatabase(t, s.pool)
@@ -74,7 +76,11 @@ func TestPlans(t *testing.T) {
 	// These take the rows in the index's order, so that a LIMIT stops the
 	// range early, with no sort of every row it matched.
 	ordered := map[string]bool{"query #h": true, "query kinds, a common one": true, "query kinds, a rare one": true}
+	generic := genericConn(t, s.url)
 	for _, p := range plans {
+		if plan := genericPlan(t, generic, p.sql.sql); len(planScans(plan)) > 0 {
+			t.Errorf("%s: want a generic plan without a scan of a table that grows:\n%s", p.name, plan)
+		}
 		plan := explain(t, s.pool, p.sql.sql, p.sql.args...)
 		if !strings.Contains(plan, p.usesIx) || len(planScans(plan)) > 0 {
 			t.Errorf("%s: want a plan driven by %s, without a scan of a table that grows:\n%s", p.name, p.usesIx, plan)
