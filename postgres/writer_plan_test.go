@@ -60,7 +60,7 @@ var writerStatements = map[string]string{
 	"reaction adopted":                     `UPDATE events SET scope = $1 WHERE seq = $2`,
 	"soft deletion":                        `UPDATE events SET deleted_at = $1`,
 	"root's newest replies":                `WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`,
-	"root's authors":                       `WHERE root = $1 AND deleted_at IS NULL GROUP BY pubkey`,
+	"root's authors":                       threadAuthorsSQL,
 	"inner ancestor's subtree":             subtreeAuthorsSQL,
 	"replies probe of a removal":           `SELECT seq FROM events WHERE parent = $1 LIMIT 1`,
 	"removal's tag rows":                   `DELETE FROM tags WHERE seq = $1`,
@@ -142,6 +142,18 @@ func TestWriterPlans(t *testing.T) {
 	big := a.Event(t, 9, at+6, "reply to a long thread", nostr.Tag{"h", "ch7"}, root(planID(6)), reply(planID(6)))
 	admit(big, nil)
 	admit(a.Event(t, 5, at+7, "", nostr.Tag{"e", big.ID}), nil)
+	// RL-6: its counters again as they were, from its 3 authors' newest
+	// replies (fill replies 300, 299 and 298).
+	ran.record(false)
+	sums, err := s.Summaries(ctx, []string{planID(6)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran.record(true)
+	if len(sums) != 1 || sums[0].LastReplyAt == nil || *sums[0].LastReplyAt != 1700200300 ||
+		!slices.Equal(sums[0].Participants, []string{planID(0), planID(2), planID(1)}) {
+		t.Fatalf("thread 6 after its newest reply was deleted: %+v, want last reply 1700200300 by %s, %s, %s", sums, planID(0), planID(2), planID(1))
+	}
 	admit(a.Event(t, 30023, at+8, "v1", nostr.Tag{"d", "x"}), nil)
 	admit(a.Event(t, 30023, at+9, "v2", nostr.Tag{"d", "x"}), nil)
 	admit(a.Event(t, 0, at+10, "{}"), nil)
@@ -179,6 +191,12 @@ func TestWriterPlans(t *testing.T) {
 		if scans := planScans(plan); len(scans) > 0 {
 			failed[q.sql] = true
 			t.Errorf("the writer's statement\n%s\nwith %v reads a whole table: %q; the plan:\n%s", q.sql, q.args, scans, plan)
+		}
+		// RL-6: a root's authors are read one index search each, never
+		// the whole thread (event 6's 300 replies by 3 authors).
+		if q.sql == threadAuthorsSQL && strings.Contains(plan, "Bitmap Heap Scan") {
+			failed[q.sql] = true
+			t.Errorf("the authors of thread %v are read from every reply:\n%s", q.args, plan)
 		}
 		if explained[q.sql] {
 			continue
