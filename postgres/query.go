@@ -238,7 +238,14 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 		}
 		where = append(where, "e.pubkey = ANY("+q.arg(keys)+")")
 	}
-	if f.Kinds != nil {
+	switch {
+	case len(f.Kinds) == 1:
+		// One kind is an equality, whose range of events_kind is in
+		// created_at order: a LIMIT stops it early however rare the kind
+		// (an = ANY range is not in that order, and the planner walks
+		// events_created backward instead, through every newer event).
+		where = append(where, "e.kind = "+q.arg(int64(f.Kinds[0])))
+	case f.Kinds != nil:
 		kinds := make([]int64, len(f.Kinds))
 		for i, k := range f.Kinds {
 			kinds[i] = int64(k)
@@ -282,9 +289,6 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 			continue
 		}
 		if name == "h" {
-			// PostgreSQL's text refuses NUL and invalid UTF-8, and no
-			// channel id holds them: such a value matches nothing, as on
-			// SQLite, rather than failing the read.
 			// The channels' numbers come from the access state of the
 			// query's snapshot, written into the statement: behind a
 			// subquery the planner cannot tell a quiet channel from a busy

@@ -53,6 +53,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// tracer observes every statement the pool's connections run: the
+	// writer's plan test (plan_test.go) explains what a write ran.
+	tracer pgx.QueryTracer
 }
 
 // Store is an open buzz-lite database on PostgreSQL.
@@ -154,6 +158,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s.connConfig = cfg.ConnConfig.Copy()
+	cfg.ConnConfig.Tracer = opts.tracer
 	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}

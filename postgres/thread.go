@@ -246,8 +246,7 @@ func (tx *writeTx) threadRecent(seq int64) (*int64, []byte, error) {
 		return nil, nil, err
 	}
 	if !complete {
-		rows, err := tx.tx.Query(tx.ctx, `SELECT pubkey, max(created_at) FROM events
-			WHERE root = $1 AND deleted_at IS NULL GROUP BY pubkey`, seq)
+		rows, err := tx.tx.Query(tx.ctx, threadAuthorsSQL, seq)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
 		}
@@ -258,6 +257,21 @@ func (tx *writeTx) threadRecent(seq int64) (*int64, []byte, error) {
 	sortParticipants(ps)
 	return last, encodeParticipants(ps[:min(len(ps), maxParticipants)]), nil
 }
+
+// threadAuthorsSQL lists the authors of the live replies of thread root
+// $1 with the created_at of their newest, one search of
+// events_root_authors an author each: the thread may hold many more
+// replies than authors (threadRecent turns to it when its newest replies
+// hold few authors), and a GROUP BY reads every one of them.
+const threadAuthorsSQL = `WITH RECURSIVE authors(pubkey) AS (
+		(SELECT pubkey FROM events WHERE root = $1 AND deleted_at IS NULL ORDER BY pubkey LIMIT 1)
+		UNION ALL
+		SELECT (SELECT e.pubkey FROM events e WHERE e.root = $1 AND e.deleted_at IS NULL AND e.pubkey > a.pubkey
+			ORDER BY e.pubkey LIMIT 1)
+		FROM authors a WHERE a.pubkey IS NOT NULL
+	)
+	SELECT a.pubkey, (SELECT max(e.created_at) FROM events e WHERE e.root = $1 AND e.deleted_at IS NULL AND e.pubkey = a.pubkey)
+	FROM authors a WHERE a.pubkey IS NOT NULL`
 
 func scanParticipant(row pgx.CollectableRow) (participant, error) {
 	var p participant

@@ -416,38 +416,10 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 	return page, nil
 }
 
-// threadReplies fills page with the replies below event seq at depth: a
-// thread root's from events_root, an inner event's by walking its subtree
-// down to the depth limit.
+// threadReplies fills page with the replies below event seq at depth.
 func (s *Store) threadReplies(ctx context.Context, tx pgx.Tx, seq, depth int64, q buzz.ThreadQuery, page *buzz.ThreadPage, bound *pageBound) error {
-	var sq sqlQuery
-	var b strings.Builder
-	// depth is an integer column: a limit past its range (a client may ask
-	// for 2^32-1 levels) is every level there is.
-	levels := min(int64(q.DepthLimit), math.MaxInt32-depth)
-	if depth == 0 {
-		b.WriteString(`SELECT ` + rowColumns + ` FROM events e WHERE e.root = ` + sq.arg(seq) +
-			` AND e.depth <= ` + sq.arg(depth+levels))
-	} else {
-		b.WriteString(`WITH RECURSIVE below(seq, lvl) AS (
-				SELECT seq, 1 FROM events WHERE parent = ` + sq.arg(seq) + `
-				UNION ALL
-				SELECT e.seq, b.lvl + 1 FROM events e JOIN below b ON e.parent = b.seq WHERE b.lvl < ` + sq.arg(levels) + `
-			)
-			SELECT ` + rowColumns + ` FROM below b JOIN events e ON e.seq = b.seq WHERE true`)
-	}
-	b.WriteString(` AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ` + sq.arg(s.nowUnix()) + `)`)
-	if q.After != nil {
-		at := sq.arg(q.After.CreatedAt)
-		if q.After.ID != "" {
-			after, _ := hex.DecodeString(q.After.ID)
-			b.WriteString(` AND e.created_at >= ` + at + ` AND (e.created_at > ` + at + ` OR e.id > ` + sq.arg(after) + `)`)
-		} else {
-			b.WriteString(` AND e.created_at > ` + at)
-		}
-	}
-	b.WriteString(` ORDER BY e.created_at ASC, e.id ASC LIMIT ` + sq.arg(int64(q.Limit)))
-	rows, err := tx.Query(ctx, b.String(), sq.args...)
+	sq := threadSQL(seq, depth, q, s.nowUnix())
+	rows, err := tx.Query(ctx, sq.sql, sq.args...)
 	if err != nil {
 		return fmt.Errorf("thread replies: %w", err)
 	}
@@ -472,6 +444,41 @@ func (s *Store) threadReplies(ctx context.Context, tx pgx.Tx, seq, depth int64, 
 		return fmt.Errorf("thread replies: %w", err)
 	}
 	return nil
+}
+
+// threadSQL selects the replies below event seq at depth, live at now: a
+// thread root's from events_root, an inner event's by walking its subtree
+// down to the depth limit.
+func threadSQL(seq, depth int64, q buzz.ThreadQuery, now int64) sqlQuery {
+	var sq sqlQuery
+	var b strings.Builder
+	// depth is an integer column: a limit past its range (a client may ask
+	// for 2^32-1 levels) is every level there is.
+	levels := min(int64(q.DepthLimit), math.MaxInt32-depth)
+	if depth == 0 {
+		b.WriteString(`SELECT ` + rowColumns + ` FROM events e WHERE e.root = ` + sq.arg(seq) +
+			` AND e.depth <= ` + sq.arg(depth+levels))
+	} else {
+		b.WriteString(`WITH RECURSIVE below(seq, lvl) AS (
+				SELECT seq, 1 FROM events WHERE parent = ` + sq.arg(seq) + `
+				UNION ALL
+				SELECT e.seq, b.lvl + 1 FROM events e JOIN below b ON e.parent = b.seq WHERE b.lvl < ` + sq.arg(levels) + `
+			)
+			SELECT ` + rowColumns + ` FROM below b JOIN events e ON e.seq = b.seq WHERE true`)
+	}
+	b.WriteString(` AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ` + sq.arg(now) + `)`)
+	if q.After != nil {
+		at := sq.arg(q.After.CreatedAt)
+		if q.After.ID != "" {
+			after, _ := hex.DecodeString(q.After.ID)
+			b.WriteString(` AND e.created_at >= ` + at + ` AND (e.created_at > ` + at + ` OR e.id > ` + sq.arg(after) + `)`)
+		} else {
+			b.WriteString(` AND e.created_at > ` + at)
+		}
+	}
+	b.WriteString(` ORDER BY e.created_at ASC, e.id ASC LIMIT ` + sq.arg(int64(q.Limit)))
+	sq.sql = b.String()
+	return sq
 }
 
 // Summaries reads the thread summaries of the events ids (hex), in their
