@@ -59,6 +59,9 @@ type SharedStore interface {
 	// committed, with what became of it there; the events this process
 	// stores are not handed to it.
 	OnRemote(fn func(ev *nostr.Event, a Admitted))
+	// Broadcast hands an ephemeral event, which is never stored, to the
+	// other processes, whose OnRemote functions deliver it.
+	Broadcast(ctx context.Context, ev *nostr.Event) error
 	// CommunityNow is the access state as the database has it now, where
 	// Community may not yet know a change another process committed
 	// (its notification still on the way).

@@ -25,8 +25,9 @@ import (
 // OnRemote, whose caller applies the delivery-time access check to each
 // subscriber as it does for its own events.
 const (
-	eventsChannel = "buzz_events"
-	accessChannel = "buzz_access"
+	eventsChannel    = "buzz_events"
+	accessChannel    = "buzz_access"
+	ephemeralChannel = "buzz_ephemeral"
 )
 
 // eventNote is the payload of an event's notification: the process that
@@ -103,7 +104,7 @@ func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: connect: %w", err)
 	}
-	for _, ch := range []string{eventsChannel, accessChannel} {
+	for _, ch := range []string{eventsChannel, accessChannel, ephemeralChannel} {
 		if _, err := conn.Exec(ctx, `LISTEN `+ch); err != nil {
 			conn.Close(context.WithoutCancel(ctx))
 			return nil, fmt.Errorf("listen on %s: %w", ch, err)
@@ -156,6 +157,8 @@ func (s *Store) receive(ctx context.Context, conn *pgx.Conn) error {
 					s.log.Error("reading the access state", "err", err)
 				}
 			}
+		case ephemeralChannel:
+			s.deliverEphemeral(n.Payload)
 		case eventsChannel:
 			var note eventNote
 			if err := json.Unmarshal([]byte(n.Payload), &note); err != nil {
@@ -169,6 +172,59 @@ func (s *Store) receive(ctx context.Context, conn *pgx.Conn) error {
 				s.log.Error("delivering another process's event", "seq", note.Seq, "err", err)
 			}
 		}
+	}
+}
+
+// ephemeralNote is the payload of an ephemeral event's notification: the
+// process that received it (which delivered it itself) and the event, which
+// no table holds.
+type ephemeralNote struct {
+	Origin string       `json:"o"`
+	Event  *nostr.Event `json:"e"`
+}
+
+// maxNotifyPayload is NOTIFY's bound on a payload, less a margin.
+const maxNotifyPayload = 7900
+
+// errEphemeralTooLarge refuses to hand on an ephemeral event whose
+// notification would pass NOTIFY's bound.
+var errEphemeralTooLarge = errors.New("ephemeral event too large to hand to other processes")
+
+// Broadcast hands an ephemeral event (kinds 20000-29999), which is never
+// stored, to the other processes, each to deliver it to its subscriptions
+// through OnRemote (RL-33). An event whose notification would pass NOTIFY's
+// 8000 bytes is refused with errEphemeralTooLarge: typing indicators and
+// presence are small.
+func (s *Store) Broadcast(ctx context.Context, ev *nostr.Event) error {
+	payload, err := json.Marshal(ephemeralNote{Origin: s.origin, Event: ev})
+	if err != nil {
+		return fmt.Errorf("broadcast %s: %w", ev.ID, err)
+	}
+	if len(payload) > maxNotifyPayload {
+		return fmt.Errorf("broadcast %s (%d bytes): %w", ev.ID, len(payload), errEphemeralTooLarge)
+	}
+	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, ephemeralChannel, string(payload)); err != nil {
+		return fmt.Errorf("broadcast %s: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// deliverEphemeral hands the ephemeral event of another process's
+// notification to OnRemote's function.
+func (s *Store) deliverEphemeral(payload string) {
+	fn := s.onRemote.Load()
+	if fn == nil {
+		return
+	}
+	var note ephemeralNote
+	if err := json.Unmarshal([]byte(payload), &note); err != nil || note.Event == nil {
+		s.log.Error("reading an ephemeral event notification", "payload", payload, "err", err)
+		return
+	}
+	if note.Origin != s.origin {
+		(*fn)(note.Event, buzz.Admitted{})
 	}
 }
 

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -255,5 +257,32 @@ func TestRemoteDeliverySkipsDeleted(t *testing.T) {
 	defer fromA.mu.Unlock()
 	if len(fromA.got) != 0 {
 		t.Fatalf("a deleted event was delivered: %v", fromA.got[0].ev)
+	}
+}
+
+// RL-33: an ephemeral event one process hands on reaches the other's
+// OnRemote, never its own; one whose notification would pass NOTIFY's
+// 8000 bytes is refused, saying so.
+func TestBroadcastEphemeral(t *testing.T) {
+	a, b := procPair(t, storetest.Config{})
+	var fromA, fromB remote
+	b.OnRemote(fromA.add)
+	a.OnRemote(fromB.add)
+	author := testutil.NewSigner(t)
+	typing := author.Event(t, 20001, procT, "", nostr.Tag{"h", procChan})
+	if err := a.Broadcast(context.Background(), typing); err != nil {
+		t.Fatal(err)
+	}
+	if got := fromA.wait(t, 1); got[0].ev.ID != typing.ID || got[0].ev.Sig != typing.Sig || got[0].a.Scope != "" {
+		t.Fatalf("the other process got %+v", got[0])
+	}
+	big := author.Event(t, 20001, procT, strings.Repeat("x", 8000))
+	if err := a.Broadcast(context.Background(), big); !errors.Is(err, errEphemeralTooLarge) {
+		t.Fatalf("a large ephemeral event: %v, want errEphemeralTooLarge", err)
+	}
+	fromB.mu.Lock()
+	defer fromB.mu.Unlock()
+	if len(fromB.got) != 0 {
+		t.Fatalf("the sending process got its own event: %v", fromB.got)
 	}
 }

@@ -192,6 +192,7 @@ func (r *Relay) wire() {
 	})
 	if shared, ok := r.store.(buzz.SharedStore); ok {
 		shared.OnRemote(r.deliverRemote)
+		kh.OnEphemeralEvent = append(kh.OnEphemeralEvent, r.shareEphemeral(shared))
 	}
 }
 

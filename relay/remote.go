@@ -47,3 +47,15 @@ func (r *Relay) communityNow(ctx context.Context) *buzz.Community {
 	}
 	return c
 }
+
+// shareEphemeral is khatru's OnEphemeralEvent hook on a store other
+// processes share: an ephemeral event, accepted and never stored, reaches
+// their subscribers too, under the same access check (RL-33). One that
+// cannot be handed on is still delivered here.
+func (r *Relay) shareEphemeral(shared buzz.SharedStore) func(ctx context.Context, ev *nostr.Event) {
+	return func(ctx context.Context, ev *nostr.Event) {
+		if err := shared.Broadcast(context.WithoutCancel(ctx), ev); err != nil {
+			r.log.Warn("handing an ephemeral event to the other processes", "id", ev.ID, "kind", ev.Kind, "err", err)
+		}
+	}
+}

@@ -144,3 +144,30 @@ func TestTwinsAnswerAlike(t *testing.T) {
 		t.Fatalf("the page holds no thread summary (%v): %s", err, fromA)
 	}
 }
+
+// RL-33, RL-13: an ephemeral event (never stored) published through one
+// relay reaches the subscribers of the other under the same access check:
+// a typing indicator in a private channel reaches its members there, not
+// an outsider.
+func TestRemoteEphemeralEvents(t *testing.T) {
+	f := newAccessFixture(t)
+	a := f.s
+	b := a.startTwin(t)
+	owner := a.client(t)
+	filter := nostr.Filter{Kinds: []int{20001}, LimitZero: true}
+	member, outsider := b.connectAs(t, &f.member), b.connectAs(t, &f.outsider)
+	for _, c := range []*session{member, outsider} {
+		mustSubscribe(t, c.rawClient, "typing", filter)
+		mustSubscribe(t, c.rawClient, "barrier", nostr.Filter{Kinds: []int{20002}, LimitZero: true})
+	}
+	typing := f.ownerK.Event(t, 20001, now(), "", hTag(f.private.h))
+	mustPublish(t, owner, typing)
+	barrier := f.ownerK.Event(t, 20002, now(), "")
+	mustPublish(t, owner, barrier)
+	if got := drainUntil(member.rawClient, barrier); !slices.Equal(got.ids("typing"), []string{typing.ID}) {
+		t.Errorf("member on B: received %v, want [%s]", got.ids("typing"), typing.ID)
+	}
+	if got := drainUntil(outsider.rawClient, barrier); len(got["typing"]) != 0 {
+		t.Errorf("outsider on B: received %v, want nothing", got.ids("typing"))
+	}
+}
