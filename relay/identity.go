@@ -18,17 +18,20 @@ import (
 // end up with the key of the one that created it: the file appears whole
 // and is never replaced.
 func LoadOrCreateKey(path string) (sk string, created bool, err error) {
-	for {
-		sk, err := readKey(path)
-		if !errors.Is(err, fs.ErrNotExist) {
-			return sk, false, err
-		}
-		sk, err = createKey(path)
-		if errors.Is(err, fs.ErrExist) {
-			continue // another process created it first: read its key
-		}
+	sk, err = readKey(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return sk, false, err
+	}
+	sk, err = createKey(path)
+	if !errors.Is(err, fs.ErrExist) {
 		return sk, err == nil, err
 	}
+	// Another process created it first: its key, unless what is there is
+	// no file that holds one (a link to nowhere).
+	if sk, err = readKey(path); errors.Is(err, fs.ErrNotExist) {
+		return "", false, fmt.Errorf("relay key %s: exists but cannot be read: %w", path, err)
+	}
+	return sk, false, err
 }
 
 // readKey reads the key kept at path.
@@ -68,10 +71,27 @@ func createKey(path string) (string, error) {
 	if err = errors.Join(err, tmp.Close()); err != nil {
 		return "", fmt.Errorf("relay key: %w", err)
 	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	err = os.Link(tmp.Name(), path)
+	switch {
+	case err == nil:
+		return sk, nil
+	case errors.Is(err, fs.ErrExist):
+		return "", err
+	}
+	// A file system without hard links (vfat, some network mounts): the
+	// file is created only if absent, and written in place.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return "", err
 		}
+		return "", fmt.Errorf("relay key: %w", err)
+	}
+	_, err = f.WriteString(sk + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
 		return "", fmt.Errorf("relay key: %w", err)
 	}
 	return sk, nil

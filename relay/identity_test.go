@@ -132,3 +132,18 @@ func TestLoadOrCreateKeyUnreadable(t *testing.T) {
 		t.Fatal("a directory was accepted as key file")
 	}
 }
+
+// RL-21: a key path that is a link to nowhere is refused, not looped on.
+func TestLoadOrCreateKeyDanglingLink(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("symbolic links")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "relay.key")
+	if err := os.Symlink(filepath.Join(dir, "missing", "key"), path); err != nil {
+		t.Fatal(err)
+	}
+	if sk, _, err := LoadOrCreateKey(path); err == nil {
+		t.Fatalf("a dangling link gave key %q", sk)
+	}
+}
