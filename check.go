@@ -18,10 +18,16 @@ func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
 		Usage:     "verify the database: SQLite integrity, thread counters, tag index, group state signed by the relay key; exit 1 when anything is wrong",
-		UsageText: "buzz-lite check [--repair]",
-		Before:    argsBetween(0, 0, ""),
+		UsageText: "buzz-lite check [--repair [--rekey]]",
+		Before: func(c *cli.Context) error {
+			if c.Bool("rekey") && !c.Bool("repair") {
+				return usageErr(c, errors.New("--rekey goes with --repair"))
+			}
+			return argsBetween(0, 0, "")(c)
+		},
 		Flags: append(commonFlags(), postgresFlag(),
 			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, and sign the group state with the relay key, in one transaction"},
+			&cli.BoolFlag{Name: "rekey", Usage: "with --repair on PostgreSQL: sign the group state another relay key signed with this one (every process of the community must then use it)"},
 		),
 		Action: onExistingKeyed(check, checkKey),
 	}

@@ -79,6 +79,36 @@ func TestCommandsOnPostgres(t *testing.T) {
 		t.Fatalf("backfill --postgres: %q, %v", out, err)
 	}
 
+	// RL-33: one relay key a community. A process without the community's
+	// key file (here a directory that has none, so the command makes one)
+	// is refused; --rekey moves the community to the key it is given.
+	otherKeys := t.TempDir()
+	if _, err := runApp("import", "--data", otherKeys, "--postgres", url, fromSQLite); err == nil ||
+		!strings.Contains(err.Error(), "signed by relay key") {
+		t.Fatalf("import with another relay key: %v", err)
+	}
+	if _, err := runApp("check", "--repair", "--data", otherKeys, "--postgres", url); err == nil ||
+		!strings.Contains(err.Error(), "--rekey") {
+		t.Fatalf("check --repair with another relay key: %v", err)
+	}
+	if out, err := runApp("check", "--repair", "--rekey", "--data", otherKeys, "--postgres", url); err != nil || !strings.HasSuffix(out, "repaired\n") {
+		t.Fatalf("check --repair --rekey: %q, %v", out, err)
+	}
+	if out, err := runApp("check", "--data", otherKeys, "--postgres", url); err != nil || out != "ok\n" {
+		t.Fatalf("check under the new key: %q, %v", out, err)
+	}
+	if _, err := runApp("check", "--rekey", "--data", otherKeys, "--postgres", url); err == nil || !strings.Contains(err.Error(), "--rekey goes with --repair") {
+		t.Errorf("check --rekey alone: %v", err)
+	}
+	// An operator's command on a database without buzz-lite's schema says
+	// so, and leaves it as it was.
+	empty := pgtest.FreshDatabase(t)
+	for _, cmd := range []string{"check", "export", "backfill"} {
+		if _, err := runApp(cmd, "--data", keys, "--postgres", empty); err == nil || !strings.Contains(err.Error(), "no buzz-lite database") {
+			t.Errorf("%s on an empty database: %v", cmd, err)
+		}
+	}
+
 	if _, err := runApp("backup", "--data", keys, "--postgres", url, filepath.Join(t.TempDir(), "b.db")); err == nil ||
 		!strings.Contains(err.Error(), "pg_dump") {
 		t.Errorf("backup --postgres: %v, want a pointer to pg_dump", err)

@@ -33,7 +33,9 @@ func openExisting(ctx context.Context, c *cli.Context, key func(*cli.Context, co
 			return nil, err
 		}
 	}
-	return openStore(ctx, cfg, storeConfig{key: sk, existing: true})
+	// check --repair signs group state: on PostgreSQL only with the key
+	// that signed it, unless --rekey moves the community to another.
+	return openStore(ctx, cfg, storeConfig{key: sk, existing: true, oneKey: c.Bool("repair") && !c.Bool("rekey")})
 }
 
 // onExisting makes the action of a command that works on the community's

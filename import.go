@@ -69,7 +69,7 @@ func importEvents(c *cli.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	store, err := openStore(ctx, cfg, storeConfig{key: key})
+	store, err := openStore(ctx, cfg, storeConfig{key: key, oneKey: true})
 	if err != nil {
 		return err
 	}

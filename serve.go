@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 
@@ -88,7 +89,7 @@ func serve(c *cli.Context) (err error) {
 	// After the first signal, a second one stops the process at once.
 	context.AfterFunc(ctx, stop)
 
-	store, err := openStore(ctx, cfg, storeConfig{key: key, serving: true})
+	store, err := openStore(ctx, cfg, storeConfig{key: key, serving: true, oneKey: true})
 	if err != nil {
 		return errors.Join(err, ln.Close())
 	}
@@ -113,7 +114,11 @@ func serve(c *cli.Context) (err error) {
 	}
 	where := []any{"data", cfg.Storage.DataDir}
 	if onPostgres(cfg) {
-		where = []any{"store", "postgres", "key", relayKeyFile(cfg)}
+		keyFile, _ := filepath.Abs(relayKeyFile(cfg)) // as given when it has no absolute form
+		if keyFile == "" {
+			keyFile = relayKeyFile(cfg)
+		}
+		where = []any{"store", "postgres", "key", keyFile}
 	}
 	log.Info("buzz-lite serving", append(append([]any{"addr", ln.Addr().String()}, where...),
 		"self", rl.PubKey(), "version", buildVersion())...)

@@ -74,8 +74,12 @@ type storeConfig struct {
 	// and a PostgreSQL pool is sized for the relay's concurrent reads.
 	serving bool
 	// existing refuses to create a database: an operator's command on a
-	// mistyped directory must say so.
+	// mistyped directory or URL must say so.
 	existing bool
+	// oneKey refuses, on PostgreSQL, a database whose group state another
+	// relay key signed (RL-33): a process started without the community's
+	// relay.key would create one and sign beside the others.
+	oneKey bool
 }
 
 // openStore opens the store cfg names.
@@ -103,7 +107,21 @@ func openStore(ctx context.Context, cfg config.Config, sc storeConfig) (commandS
 			// push, the readiness round trip).
 			opts.MaxConns = int32(cfg.Limits.MaxConcurrentQueries + 4)
 		}
-		return postgres.Open(ctx, opts)
+		opts.RequireSchema = sc.existing
+		store, err := postgres.Open(ctx, opts)
+		if err != nil || !sc.oneKey || sc.key == "" {
+			return store, err
+		}
+		other, err := store.GroupStateSigner(ctx)
+		if err == nil && other != "" {
+			err = fmt.Errorf("this database's group state is signed by relay key %s, and %s holds another: "+
+				"every process of a community signs with one key (copy its relay.key, docs/scale-out.md); "+
+				"to sign it with this one from now on, run `buzz-lite check --repair --rekey` with it", other, relayKeyFile(cfg))
+		}
+		if err != nil {
+			return nil, errors.Join(err, store.Close())
+		}
+		return store, nil
 	}
 	opts, err := storeOptions(cfg, sc.key)
 	if err != nil {

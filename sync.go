@@ -321,6 +321,11 @@ func syncToData(ctx context.Context, c *cli.Context, src *client.Syncer, f nostr
 	if err != nil {
 		return "", sum, err
 	}
+	if onPostgres(cfg) {
+		// The configuration keeps the community in PostgreSQL: a file in
+		// the data directory would be a copy nobody serves.
+		return "", sum, errors.New("the community is in PostgreSQL (storage.postgres): sync into it through one of its relays, with --to")
+	}
 	var lock *datadir.Lock
 	dir, lock, err = datadir.Claim(cfg.Storage.DataDir, dbFile)
 	if err != nil {

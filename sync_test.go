@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,6 +122,14 @@ func TestSyncToDataDir(t *testing.T) {
 	if err != nil || !strings.Contains(out, "lacks: 0 copied") {
 		t.Fatalf("second sync: %v, printed %q, want nothing copied", err, out)
 	}
+
+	// RL-33: with the community in PostgreSQL, a file in the data
+	// directory would be a copy nobody serves.
+	t.Setenv("BUZZ_LITE_STORAGE_POSTGRES", "postgres://buzz@db.invalid/buzz")
+	if _, err := runApp("sync", "--from", f.url, "--data", t.TempDir()); err == nil || !strings.Contains(err.Error(), "through one of its relays, with --to") {
+		t.Fatalf("sync --data with storage.postgres set: %v", err)
+	}
+	os.Unsetenv("BUZZ_LITE_STORAGE_POSTGRES")
 
 	store := openData(t, dir)
 	got := storedIDs(t, store, nostr.Filter{}, buzz.Viewer(f.member.PK))

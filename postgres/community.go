@@ -12,6 +12,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // Community returns the access state as this process last saw it:
@@ -23,24 +24,31 @@ func (s *Store) Community() *buzz.Community { return s.community.Load() }
 // CommunityNow is the access state as the database has it now: one round
 // trip to its access_version, and the state read afresh only when another
 // process changed it since this one last read it (buzz.SharedStore).
+// Callers that ask at once share one round trip.
 func (s *Store) CommunityNow(ctx context.Context) (*buzz.Community, error) {
-	cur := s.Community()
-	var version int64
-	probe, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	if err := s.pool.QueryRow(probe, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
-		return nil, fmt.Errorf("read access version: %w", err)
-	}
-	if version <= cur.Version {
-		return cur, nil
-	}
-	// Read in one snapshot, as every read transaction reads it.
-	var fresh *buzz.Community
-	err := s.read(ctx, func(_ pgx.Tx, c *buzz.Community) error {
-		fresh = c
-		return nil
+	c, err, _ := s.probes.Do("access", func() (any, error) {
+		cur := s.Community()
+		var version int64
+		probe, cancel := context.WithTimeout(ctx, queryTimeout)
+		defer cancel()
+		if err := s.pool.QueryRow(probe, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
+			return nil, fmt.Errorf("read access version: %w", err)
+		}
+		if version <= cur.Version {
+			return cur, nil
+		}
+		// Read in one snapshot, as every read transaction reads it.
+		var fresh *buzz.Community
+		err := s.read(ctx, func(_ pgx.Tx, c *buzz.Community) error {
+			fresh = c
+			return nil
+		})
+		return fresh, err
 	})
-	return fresh, err
+	if err != nil {
+		return nil, err
+	}
+	return c.(*buzz.Community), nil
 }
 
 // OnPublish sets fn to be called, after their transaction commits, with
@@ -328,4 +336,29 @@ func (s *Store) dropForeignGroupState(tx *writeTx) error {
 		}
 	}
 	return nil
+}
+
+// GroupStateSigner is the key that signed some of the group state in force
+// (39000-39002), when one other than this store's relay key did; "" when
+// all of it is this store's or there is none. Every process of a
+// community signs with one key (RL-33): a process started with another
+// would sign beside it.
+func (s *Store) GroupStateSigner(ctx context.Context) (string, error) {
+	var other []byte
+	err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
+		mine, err := nipcw.DecodeHex(s.pubkey, 32)
+		if err != nil {
+			mine = []byte{}
+		}
+		err = tx.QueryRow(ctx, `SELECT pubkey FROM events WHERE kind BETWEEN $1 AND $2 AND pubkey <> $3
+			AND deleted_at IS NULL LIMIT 1`, buzz.KindGroupMetadata, buzz.KindGroupMembers, mine).Scan(&other)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("group state signer: %w", err)
+	}
+	return hex.EncodeToString(other), nil
 }

@@ -20,10 +20,14 @@ var migrations = []string{
 // migrates, so that processes starting together do not race.
 const migrateLock = 0x62757a7a_0001
 
+// errNoSchema refuses a database without a buzz-lite schema where one is
+// required.
+var errNoSchema = errors.New("no buzz-lite database there (is --postgres right?)")
+
 // migrate brings the schema to the newest version, each migration in its
 // own transaction with its row in schema_migrations. A database newer than
-// this binary is refused.
-func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
+// this binary is refused, and with existing one that has no schema yet.
+func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) (err error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -39,6 +43,15 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) (err error) {
 			err = errors.Join(err, fmt.Errorf("migrate: unlock: %w", uerr), conn.Conn().Close(context.WithoutCancel(ctx)))
 		}
 	}()
+	if existing {
+		var found bool
+		if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&found); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if !found {
+			return fmt.Errorf("postgres: %w", errNoSchema)
+		}
+	}
 	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer     PRIMARY KEY,
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nbd-wtf/go-nostr"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pagecache"
@@ -47,6 +48,10 @@ type Options struct {
 	// PageCache is how many window pages are cached; 0 means the default
 	// (128), a negative number none.
 	PageCache int
+	// RequireSchema refuses a database that holds no buzz-lite schema
+	// instead of creating it: an operator's command on a mistyped URL must
+	// say so, not fill the database it names.
+	RequireSchema bool
 	// MaxConns bounds the connection pool; 0 leaves pgxpool's default.
 	MaxConns int32
 	// Logger receives warnings; nil discards them.
@@ -73,6 +78,10 @@ type Store struct {
 	community atomic.Pointer[buzz.Community]
 	onPublish atomic.Pointer[func([]*nostr.Event)]
 	onRemote  atomic.Pointer[func(*nostr.Event, buzz.Admitted)]
+	// hearing is set while the listening connection is up (notify.go).
+	hearing atomic.Bool
+	// probes coalesces the CommunityNow round trips asked at once.
+	probes singleflight.Group
 
 	// origin names this process in its notifications; connConfig is how
 	// the listener connects (notify.go).
@@ -176,6 +185,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	var listenCtx context.Context
 	listenCtx, s.stopListen = context.WithCancel(context.Background())
 	s.listening = make(chan struct{})
+	s.hearing.Store(true)
 	go s.listen(listenCtx, conn, s.listening)
 	go s.background(s.stop, s.stopped)
 	return s, nil
@@ -184,7 +194,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 // open migrates the schema, applies the configured setting and reads the
 // access state.
 func (s *Store) open(ctx context.Context, opts Options) error {
-	if err := migrate(ctx, s.pool); err != nil {
+	if err := migrate(ctx, s.pool, opts.RequireSchema); err != nil {
 		return err
 	}
 	if opts.ThreadRepliesInChannel != nil {
