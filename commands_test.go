@@ -354,7 +354,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"window", "--relay", "ws://127.0.0.1:1"}, "window: missing --channel\n" +
 			"usage: buzz-lite window --relay URL (--channel ID [--limit N] [--all] [--follow] | --thread ID) [--key nsec|hex|file] [--json] (see buzz-lite window --help)"},
 		{[]string{"check", "--data", dir, "--bogus"}, "check: flag provided but not defined: -bogus\n" +
-			"usage: buzz-lite check [--repair] (see buzz-lite check --help)"},
+			"usage: buzz-lite check [--repair [--rekey]] (see buzz-lite check --help)"},
 		{[]string{"import", "a", "b"}, "import: unexpected argument \"b\"\n" +
 			"usage: buzz-lite import [--strict] [--no-verify] [FILE|-] (see buzz-lite import --help)"},
 		{[]string{"nosuch"}, "unknown command \"nosuch\"\n" +

@@ -302,10 +302,9 @@ func TestTwoProcessesDeliverLive(t *testing.T) {
 	ownerA.mustPublish(owner.Event(t, buzz.KindCreateChannel, now, "", hTag(twoProcOpen), nostr.Tag{"name", "open"}))
 	readers := map[string]*relayConn{"A": dialRelay(t, a, "reader on A"), "B": dialRelay(t, b, "reader on B")}
 	for _, c := range readers {
-		// By kind, not by #h: B judges an anonymous REQ naming a channel
-		// by its access state, which learns of the channel A just created
-		// only when A's notification arrives.
-		c.subscribe("chat", nostr.Filter{Kinds: []int{9}, LimitZero: true})
+		// By #h right after A created the channel: B judges the REQ by
+		// the access state the database has (TestTwoProcessesSeeNewChannelsAtOnce).
+		c.subscribe("chat", nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {twoProcOpen}}, LimitZero: true})
 	}
 	readers["A"].subscribe("sum", nostr.Filter{Kinds: []int{buzz.KindThreadSummary}, Tags: nostr.TagMap{"h": {twoProcOpen}}, LimitZero: true})
 

@@ -124,7 +124,7 @@ func DecodeHex(s string, n int) ([]byte, error) {
 	if len(s) != 2*n {
 		return nil, fmt.Errorf("want %d hex characters, got %d", 2*n, len(s))
 	}
-	return hex.DecodeString(strings.ToLower(s))
+	return hex.DecodeString(s)
 }
 
 // ID32 is an event id or pubkey given in hex of either case as its 32
@@ -133,6 +133,6 @@ func ID32(s string) (b []byte, ok bool) {
 	if !IsHex64(s) {
 		return nil, false
 	}
-	b, _ = hex.DecodeString(strings.ToLower(s))
+	b, _ = hex.DecodeString(s)
 	return b, true
 }

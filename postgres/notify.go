@@ -121,6 +121,7 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn, done chan<- struct{}
 	defer close(done)
 	for {
 		err := s.receive(ctx, conn)
+		s.hearing.Store(false)
 		conn.Close(context.WithoutCancel(ctx))
 		if ctx.Err() != nil {
 			return
@@ -140,6 +141,7 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn, done chan<- struct{}
 		if err := s.refresh(ctx); err != nil {
 			s.log.Error("reading the access state", "err", err)
 		}
+		s.hearing.Store(true)
 	}
 }
 
@@ -258,9 +260,15 @@ func (s *Store) deliverRemote(ctx context.Context, note eventNote) error {
 			return err
 		}
 		if scope != nil {
-			if ch := c.ChannelBySeq(*scope); ch != nil {
-				a.Scope = ch.H
+			ch := c.ChannelBySeq(*scope)
+			if ch == nil {
+				// Not reached: every channel row is in the access state.
+				// Delivered to nobody rather than to everyone.
+				s.log.Error("another process's event has a scope no channel has", "seq", note.Seq, "scope", *scope)
+				ev = nil
+				return nil
 			}
+			a.Scope = ch.H
 		}
 		a.Threads, err = threadChanges(ctx, tx, note.Recounted)
 		return err
@@ -273,29 +281,45 @@ func (s *Store) deliverRemote(ctx context.Context, note eventNote) error {
 }
 
 // threadChanges describes the events seqs whose thread counters changed,
-// each once, for the live summary push of CW-21.
+// each once, in the order first named, for the live summary push of CW-21:
+// one statement however many (a deletion recounts up to hundreds).
 func threadChanges(ctx context.Context, q queryer, seqs []int64) ([]buzz.ThreadChange, error) {
 	if len(seqs) == 0 {
 		return nil, nil
 	}
-	out := make([]buzz.ThreadChange, 0, len(seqs))
-	seen := make(map[int64]bool, len(seqs))
-	for _, seq := range seqs {
-		if seen[seq] {
-			continue
-		}
-		seen[seq] = true
+	rows, err := q.Query(ctx, `SELECT e.seq, e.id, c.h, e.parent IS NULL, e.row_class
+		FROM events e JOIN channels c ON c.seq = e.channel WHERE e.seq = ANY($1)`, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("read threads: %w", err)
+	}
+	defer rows.Close()
+	found := make(map[int64]buzz.ThreadChange, len(seqs))
+	for rows.Next() {
+		var seq int64
 		var id []byte
 		var c buzz.ThreadChange
 		var rowClass int16
-		err := q.QueryRow(ctx, `SELECT e.id, c.h, e.parent IS NULL, e.row_class
-			FROM events e JOIN channels c ON c.seq = e.channel WHERE e.seq = $1`, seq).Scan(&id, &c.Channel, &c.Root, &rowClass)
-		if err != nil {
-			return nil, fmt.Errorf("read thread of #%d: %w", seq, err)
+		if err := rows.Scan(&seq, &id, &c.Channel, &c.Root, &rowClass); err != nil {
+			return nil, fmt.Errorf("read threads: %w", err)
 		}
 		c.ID = hex.EncodeToString(id)
 		c.TopLevel = buzz.RowClass(rowClass) == buzz.RowTopLevel
-		out = append(out, c)
+		found[seq] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read threads: %w", err)
+	}
+	out := make([]buzz.ThreadChange, 0, len(found))
+	seen := make(map[int64]bool, len(found))
+	for _, seq := range seqs {
+		c, ok := found[seq]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("read thread of #%d: not stored", seq)
+		case !seen[seq]:
+			seen[seq] = true
+			out = append(out, c)
+		}
 	}
 	return out, nil
 }

@@ -241,12 +241,13 @@ func TestRemoteDeliverySkipsDeleted(t *testing.T) {
 	author := testutil.NewSigner(t)
 	gone := author.Event(t, 1, procT, "deleted before it is read")
 	admit(t, a.Store, gone)
+	fromA.wait(t, 1) // delivered while it stood
 	admit(t, a.Store, author.Event(t, 5, procT+1, "", nostr.Tag{"e", gone.ID}))
 	var seq int64
 	if err := a.pool.QueryRow(context.Background(), `SELECT seq FROM events WHERE content = $1`, []byte(gone.Content)).Scan(&seq); err != nil {
 		t.Fatal(err)
 	}
-	fromA.wait(t, 2) // the note and its deletion, as they were committed
+	fromA.wait(t, 2) // and its deletion
 	fromA.mu.Lock()
 	fromA.got = nil
 	fromA.mu.Unlock()
@@ -285,4 +286,31 @@ func TestBroadcastEphemeral(t *testing.T) {
 	if len(fromB.got) != 0 {
 		t.Fatalf("the sending process got its own event: %v", fromB.got)
 	}
+}
+
+// RL-33, RL-30: while a process does not hear the others' writes (its
+// listening connection lost), it is not ready; it listens again by
+// itself, and is ready again.
+func TestReadinessFollowsTheListener(t *testing.T) {
+	a, _ := procPair(t, storetest.Config{})
+	ctx := context.Background()
+	if err := a.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ended int
+	if err := a.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`).Scan(&ended); err != nil || ended == 0 {
+		t.Fatalf("ending the listening connections: %d, %v", ended, err)
+	}
+	until := func(what string, done func(error) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if done(a.Ping(ctx)) {
+				return
+			}
+		}
+		t.Fatalf("readiness: %s did not happen", what)
+	}
+	until("not ready", func(err error) bool { return errors.Is(err, errNotHearing) })
+	until("ready again", func(err error) bool { return err == nil })
 }

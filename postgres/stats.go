@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -35,12 +36,20 @@ func (s *Store) Stats() (buzz.StoreStats, error) {
 // the write lock behind this process's writers and every other process's,
 // and commits.
 // It fails when the store is closed or the lock is not had before ctx
-// ends (RL-30 readiness).
+// ends (RL-30 readiness), and while this process does not hear the other
+// processes' writes: it would not deliver their events live (RL-33), and
+// a load balancer should send its clients elsewhere until it does again.
+// errNotHearing fails readiness while the listening connection is down.
+var errNotHearing = errors.New("ping: not hearing the other processes' writes (the listening connection is down)")
+
 func (s *Store) Ping(ctx context.Context) error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()
 	if s.closed {
 		return errClosed
+	}
+	if !s.hearing.Load() {
+		return errNotHearing
 	}
 	select {
 	case s.writeSlot <- struct{}{}:

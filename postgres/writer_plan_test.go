@@ -66,7 +66,7 @@ var writerStatements = map[string]string{
 	"removal's tag rows":                   `DELETE FROM tags WHERE seq = $1`,
 	"removal's event":                      `DELETE FROM events WHERE seq = $1`,
 	"page version":                         `INSERT INTO page_versions`,
-	"thread changes":                       `JOIN channels c ON c.seq = e.channel WHERE e.seq = $1`,
+	"thread changes":                       `JOIN channels c ON c.seq = e.channel WHERE e.seq = ANY($1)`,
 	"channel saved":                        `UPDATE channels SET`,
 	"member put":                           `INSERT INTO members`,
 	"member removed":                       `DELETE FROM members WHERE channel = $1 AND pubkey = $2`,

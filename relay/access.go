@@ -31,13 +31,15 @@ func (r *Relay) needsAuth(ctx context.Context, f nostr.Filter) bool {
 	if len(channels) == 0 || viewer(ctx) != buzz.Anonymous {
 		return false
 	}
-	c := r.communityNow(ctx)
-	for _, h := range channels {
-		if !c.CanReadChannel(buzz.Anonymous, h) {
-			return true
+	readsAll := func(c *buzz.Community) bool {
+		for _, h := range channels {
+			if !c.CanReadChannel(buzz.Anonymous, h) {
+				return false
+			}
 		}
+		return true
 	}
-	return false
+	return !readsAll(r.communityFor(ctx, readsAll))
 }
 
 // deliverTo is khatru's DeliverTo hook, for events broadcast without a

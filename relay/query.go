@@ -107,7 +107,16 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
 	defer cancel()
-	plan, err := r.planQuery(filters, buzz.Viewer(pubkey), r.communityNow(ctx))
+	v := buzz.Viewer(pubkey)
+	c := r.communityFor(ctx, func(c *buzz.Community) bool {
+		for _, f := range filters {
+			if f.Window != nil && !c.CanReadChannel(v, f.Window.Channel) {
+				return false
+			}
+		}
+		return true
+	})
+	plan, err := r.planQuery(filters, v, c)
 	if err != nil {
 		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return

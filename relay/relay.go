@@ -227,8 +227,8 @@ func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string)
 	if n := buzz.EventSize(ev); n > r.cfg.Limits.MaxEventBytes {
 		return true, fmt.Sprintf("invalid: event too large (%d bytes, limit %d)", n, r.cfg.Limits.MaxEventBytes)
 	}
-	c := r.communityNow(ctx)
 	h, _ := buzz.ChannelOf(ev.Tags) // CheckSubmission refused a bad h
+	c := r.communityFor(ctx, func(c *buzz.Community) bool { return c.CheckEvent(ev, h) == nil })
 	if err := c.CheckEvent(ev, h); err != nil {
 		return true, err.Error()
 	}

@@ -26,26 +26,28 @@ func (r *Relay) deliverRemote(ev *nostr.Event, a buzz.Admitted) {
 	}
 }
 
-// communityNow is the access state to judge a request by. On a store other
-// processes share it is the database's state now (RL-33): a channel created
-// or a member added through another process holds here from the next
-// request, not from whenever its notification arrives. Should the store
-// not answer, the state last seen stands: every read is judged again by
-// the store in its own snapshot, so a stale state can refuse or answer
-// nothing, never show what it must not.
-func (r *Relay) communityNow(ctx context.Context) *buzz.Community {
+// communityFor is the access state to judge a request by: the one last
+// seen when it admits the request, else, on a store other processes share,
+// the database's state now (RL-33): a channel created or a member added
+// through another process holds here from the next request, not from
+// whenever its notification arrives. Only a refusal costs the round trip:
+// a stale state that admits is judged again by the store in its own
+// snapshot, so it can never show what it must not. Should the store not
+// answer, the state last seen stands.
+func (r *Relay) communityFor(ctx context.Context, admits func(*buzz.Community) bool) *buzz.Community {
+	c := r.store.Community()
 	shared, ok := r.store.(buzz.SharedStore)
-	if !ok {
-		return r.store.Community()
+	if !ok || admits(c) {
+		return c
 	}
-	c, err := shared.CommunityNow(ctx)
+	now, err := shared.CommunityNow(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("reading the access state", "err", err)
 		}
-		return r.store.Community()
+		return c
 	}
-	return c
+	return now
 }
 
 // shareEphemeral is khatru's OnEphemeralEvent hook on a store other

@@ -132,11 +132,11 @@ func startHooked(t *testing.T, h serverHooks, edit ...func(*Config)) *testServer
 		h.store(&opts)
 	}
 	pgURL := ""
-	if onPostgres(t) {
-		pgURL = pgtest.FreshDatabase(t)
-	}
-	if h.twin != nil {
+	switch {
+	case h.twin != nil:
 		key, opts, pgURL = h.twin.key, h.twin.opts, h.twin.pgURL
+	case onPostgres(t):
+		pgURL = pgtest.FreshDatabase(t)
 	}
 	store, dbPath := openTestStore(t, key, pgURL, opts)
 	cfg := Config{Key: key, Info: Info{Name: "buzz-lite test", Description: "test relay", Version: "test"}}

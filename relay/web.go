@@ -479,7 +479,7 @@ func (r *Relay) webIndex(ctx context.Context, q url.Values, v *webView) error {
 			return err
 		}
 	}
-	c := r.communityNow(ctx)
+	c := r.store.Community()
 	now := r.now()
 	var lastShown int64
 	more, full := true, false
@@ -567,7 +567,7 @@ func webChannelName(ch *buzz.Channel) string {
 // webReadable is the channel h when an anonymous reader may read it,
 // errWebNotFound otherwise (RL-13).
 func (r *Relay) webReadable(ctx context.Context, h string) (*webChannelItem, error) {
-	c := r.communityNow(ctx)
+	c := r.communityFor(ctx, func(c *buzz.Community) bool { return c.CanReadChannel(buzz.Anonymous, h) })
 	ch := c.Channel(h)
 	if !c.CanRead(buzz.Anonymous, ch) {
 		return nil, errWebNotFound
