@@ -12,6 +12,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
+	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
 
 // Check verifies the database: every thread counter against the subtree
@@ -93,8 +94,8 @@ func checkCounters(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int
 		}
 		rep.Counters = append(rep.Counters, fmt.Sprintf(
 			"event %s: reply_count %d, descendant_count %d, last_reply_at %s, %d participants; want %d, %d, %s, %d",
-			hex.EncodeToString(id), have.replies, have.descendants, nullString(have.lastReplyAt), len(have.participants)/participantSize,
-			w.replies, w.descendants, nullString(w.lastReplyAt), len(w.participants)/participantSize))
+			hex.EncodeToString(id), have.replies, have.descendants, nullString(have.lastReplyAt), len(have.participants)/threadcount.Size,
+			w.replies, w.descendants, nullString(w.lastReplyAt), len(w.participants)/threadcount.Size))
 		fixes = append(fixes, seq)
 	}
 	for rows.Next() {
@@ -124,21 +125,9 @@ func checkCounters(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int
 	return fixes, nil
 }
 
-// threadNode is one classified event while its thread's counters are
-// computed.
-type threadNode struct {
-	parent  int64
-	pubkey  []byte
-	at      int64
-	deleted bool
-	newest  map[string]int64 // authors below -> their newest event there
-	c       counters
-}
-
 // expectedCounters computes, thread by thread, the counters every event
 // with something below it should have. It reads every reply once, a
-// thread's replies together and the deepest first, so that each subtree
-// is summed from its children's rather than walked again.
+// thread's replies together and the deepest first (threadcount.Tally).
 func expectedCounters(ctx context.Context, tx pgx.Tx) (map[int64]counters, error) {
 	rows, err := tx.Query(ctx, `SELECT root, seq, parent, pubkey, created_at, deleted_at IS NOT NULL
 		FROM events WHERE root IS NOT NULL ORDER BY root, depth DESC`)
@@ -147,75 +136,44 @@ func expectedCounters(ctx context.Context, tx pgx.Tx) (map[int64]counters, error
 	}
 	defer rows.Close()
 	want := map[int64]counters{}
-	var (
-		root  int64
-		nodes map[int64]*threadNode
-		order []int64 // deepest first: children before their parents
-	)
+	var root int64
+	var replies []threadcount.Reply
+	sum := func() error {
+		if len(replies) == 0 {
+			return nil
+		}
+		counts, err := threadcount.Tally(root, replies)
+		if err != nil {
+			return fmt.Errorf("check counters: %w", err)
+		}
+		for seq, c := range counts {
+			last := c.LastReplyAt
+			want[seq] = counters{replies: c.Replies, descendants: c.Descendants, lastReplyAt: &last,
+				participants: threadcount.Encode(c.Participants)}
+		}
+		return nil
+	}
 	for rows.Next() {
-		var n threadNode
-		var r, seq int64
-		if err := rows.Scan(&r, &seq, &n.parent, &n.pubkey, &n.at, &n.deleted); err != nil {
+		var r threadcount.Reply
+		var thread int64
+		if err := rows.Scan(&thread, &r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted); err != nil {
 			return nil, fmt.Errorf("check counters: %w", err)
 		}
-		if nodes == nil || r != root {
-			if err := sumThread(root, nodes, order, want); err != nil {
+		if thread != root {
+			if err := sum(); err != nil {
 				return nil, err
 			}
-			root, nodes, order = r, map[int64]*threadNode{r: {newest: map[string]int64{}}}, order[:0]
+			root, replies = thread, replies[:0]
 		}
-		n.newest = map[string]int64{}
-		nodes[seq] = &n
-		order = append(order, seq)
+		replies = append(replies, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("check counters: %w", err)
 	}
-	if err := sumThread(root, nodes, order, want); err != nil {
+	if err := sum(); err != nil {
 		return nil, err
 	}
 	return want, nil
-}
-
-// sumThread adds to want the counters of the events of thread root that
-// have something below them, from the thread's nodes, its replies listed
-// in order children first.
-func sumThread(root int64, nodes map[int64]*threadNode, order []int64, want map[int64]counters) error {
-	for _, seq := range order {
-		n := nodes[seq]
-		p, ok := nodes[n.parent]
-		if !ok {
-			return fmt.Errorf("check counters: #%d names parent #%d outside its thread #%d", seq, n.parent, root)
-		}
-		if !n.deleted {
-			p.c.replies++
-			p.c.descendants++
-			if at, ok := p.newest[string(n.pubkey)]; !ok || n.at > at {
-				p.newest[string(n.pubkey)] = n.at
-			}
-		}
-		p.c.descendants += n.c.descendants
-		for pk, at := range n.newest {
-			if cur, ok := p.newest[pk]; !ok || at > cur {
-				p.newest[pk] = at
-			}
-		}
-	}
-	for seq, n := range nodes {
-		if n.c.descendants == 0 {
-			continue
-		}
-		ps := make([]participant, 0, len(n.newest))
-		for pk, at := range n.newest {
-			ps = append(ps, participant{pubkey: []byte(pk), at: at})
-		}
-		sortParticipants(ps)
-		last := ps[0].at
-		n.c.lastReplyAt = &last
-		n.c.participants = encodeParticipants(ps[:min(len(ps), maxParticipants)])
-		want[seq] = n.c
-	}
-	return nil
 }
 
 // repairCounters makes the counters of seq those of its subtree as stored

@@ -3,82 +3,13 @@ package postgres
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
-
-// maxParticipants is how many distinct reply authors a subtree keeps
-// (CW-19).
-const maxParticipants = 10
-
-// participantSize is one packed participant: 32-byte pubkey, 8-byte
-// big-endian created_at of the author's newest event in the subtree.
-const participantSize = 40
-
-// participant is a distinct author below an event and the created_at of
-// their newest event there.
-type participant struct {
-	pubkey []byte
-	at     int64
-}
-
-func decodeParticipants(b []byte) []participant {
-	out := make([]participant, 0, len(b)/participantSize+1)
-	for len(b) >= participantSize {
-		out = append(out, participant{pubkey: b[:32], at: int64(binary.BigEndian.Uint64(b[32:40]))})
-		b = b[participantSize:]
-	}
-	return out
-}
-
-func encodeParticipants(ps []participant) []byte {
-	b := make([]byte, 0, len(ps)*participantSize)
-	for _, p := range ps {
-		b = append(b, p.pubkey...)
-		b = binary.BigEndian.AppendUint64(b, uint64(p.at))
-	}
-	return b
-}
-
-// sortParticipants orders by newest event first, then pubkey (CW-19).
-func sortParticipants(ps []participant) {
-	sort.SliceStable(ps, func(i, j int) bool {
-		if ps[i].at != ps[j].at {
-			return ps[i].at > ps[j].at
-		}
-		return bytes.Compare(ps[i].pubkey, ps[j].pubkey) < 0
-	})
-}
-
-// mergeParticipant adds an event by pubkey at time at to a participants
-// list of the top authors by their newest event. An event only ever
-// raises its author's newest time, so the list stays exact without
-// looking at the rest of the subtree.
-func mergeParticipant(blob, pubkey []byte, at int64) []byte {
-	ps := decodeParticipants(blob)
-	found := false
-	for i := range ps {
-		if bytes.Equal(ps[i].pubkey, pubkey) {
-			found = true
-			if at <= ps[i].at {
-				return blob
-			}
-			ps[i].at = at
-		}
-	}
-	if !found {
-		ps = append(ps, participant{pubkey: pubkey, at: at})
-	}
-	sortParticipants(ps)
-	if len(ps) > maxParticipants {
-		ps = ps[:maxParticipants]
-	}
-	return encodeParticipants(ps)
-}
 
 // counters are the subtree counters of one event (RL-5).
 type counters struct {
@@ -142,7 +73,7 @@ func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
 		if c.lastReplyAt == nil || at > *c.lastReplyAt {
 			c.lastReplyAt = &at
 		}
-		c.participants = mergeParticipant(c.participants, pubkey, at)
+		c.participants = threadcount.Merge(c.participants, pubkey, at)
 		if err := tx.writeCounters(seq, c); err != nil {
 			return err
 		}
@@ -211,7 +142,7 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 			if err := below.add(tx.ctx, tx.tx, seq, known); err != nil {
 				return err
 			}
-			c.lastReplyAt, c.participants = below.lastReplyAt(), encodeParticipants(below.top)
+			c.lastReplyAt, c.participants = below.lastReplyAt(), threadcount.Encode(below.top)
 		}
 		if err := tx.writeCounters(seq, c); err != nil {
 			return err
@@ -224,9 +155,9 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 // wasNewestOf reports whether an event of pubkey at time at is what puts
 // its author in the participants list.
 func wasNewestOf(parts, pubkey []byte, at int64) bool {
-	for _, p := range decodeParticipants(parts) {
-		if bytes.Equal(p.pubkey, pubkey) {
-			return p.at == at
+	for _, p := range threadcount.Decode(parts) {
+		if bytes.Equal(p.PubKey, pubkey) {
+			return p.At == at
 		}
 	}
 	return false
@@ -254,8 +185,8 @@ func (tx *writeTx) threadRecent(seq int64) (*int64, []byte, error) {
 			return nil, nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
 		}
 	}
-	sortParticipants(ps)
-	return last, encodeParticipants(ps[:min(len(ps), maxParticipants)]), nil
+	threadcount.Sort(ps)
+	return last, threadcount.Encode(ps[:min(len(ps), threadcount.Max)]), nil
 }
 
 // threadAuthorsSQL lists the authors of the live replies of thread root
@@ -273,16 +204,16 @@ const threadAuthorsSQL = `WITH RECURSIVE authors(pubkey) AS (
 	SELECT a.pubkey, (SELECT max(e.created_at) FROM events e WHERE e.root = $1 AND e.deleted_at IS NULL AND e.pubkey = a.pubkey)
 	FROM authors a WHERE a.pubkey IS NOT NULL`
 
-func scanParticipant(row pgx.CollectableRow) (participant, error) {
-	var p participant
-	err := row.Scan(&p.pubkey, &p.at)
+func scanParticipant(row pgx.CollectableRow) (threadcount.Participant, error) {
+	var p threadcount.Participant
+	err := row.Scan(&p.PubKey, &p.At)
 	return p, err
 }
 
 // newestAuthors reads the newest recentRows live replies of root seq until
 // the ten newest authors (and every author tied with the tenth) are known;
 // complete is false when the rows ran out first with more unread.
-func (tx *writeTx) newestAuthors(seq int64) (last *int64, ps []participant, complete bool, err error) {
+func (tx *writeTx) newestAuthors(seq int64) (last *int64, ps []threadcount.Participant, complete bool, err error) {
 	rows, err := tx.tx.Query(tx.ctx, `SELECT pubkey, created_at FROM events
 		WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`, seq, recentRows)
 	if err != nil {
@@ -292,20 +223,20 @@ func (tx *writeTx) newestAuthors(seq int64) (last *int64, ps []participant, comp
 	seen := map[string]bool{}
 	n := 0
 	for rows.Next() {
-		var p participant
-		if err := rows.Scan(&p.pubkey, &p.at); err != nil {
+		var p threadcount.Participant
+		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
 			return nil, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
 		}
 		n++
 		if last == nil {
-			at := p.at
+			at := p.At
 			last = &at
 		}
-		if len(ps) >= maxParticipants && p.at < ps[len(ps)-1].at {
+		if len(ps) >= threadcount.Max && p.At < ps[len(ps)-1].At {
 			return last, ps, true, nil
 		}
-		if !seen[string(p.pubkey)] {
-			seen[string(p.pubkey)] = true
+		if !seen[string(p.PubKey)] {
+			seen[string(p.PubKey)] = true
 			ps = append(ps, p)
 		}
 	}
@@ -321,10 +252,10 @@ func (tx *writeTx) newestAuthors(seq int64) (last *int64, ps []participant, comp
 type subtreeAuthors struct {
 	n      int64
 	newest map[string]int64
-	// top are the maxParticipants authors with the newest events, in
+	// top are the threadcount.Max authors with the newest events, in
 	// CW-19 order. An author outside it whom add does not raise stays
 	// outside, as the authors inside only rise.
-	top []participant
+	top []threadcount.Participant
 }
 
 // add adds the subtree of seq; when known is set, it names a reply of seq
@@ -335,10 +266,10 @@ func (a *subtreeAuthors) add(ctx context.Context, q queryer, seq int64, known *i
 		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	defer rows.Close()
-	ps := make([]participant, 0, len(a.top))
+	ps := make([]threadcount.Participant, 0, len(a.top))
 	inTop := make(map[string]bool, len(a.top))
 	for _, p := range a.top {
-		inTop[string(p.pubkey)] = true
+		inTop[string(p.PubKey)] = true
 	}
 	for rows.Next() {
 		var pubkey []byte
@@ -352,17 +283,17 @@ func (a *subtreeAuthors) add(ctx context.Context, q queryer, seq int64, known *i
 		}
 		a.newest[string(pubkey)] = at
 		if !inTop[string(pubkey)] {
-			ps = append(ps, participant{pubkey: pubkey, at: at})
+			ps = append(ps, threadcount.Participant{PubKey: pubkey, At: at})
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	for _, p := range a.top {
-		ps = append(ps, participant{pubkey: p.pubkey, at: a.newest[string(p.pubkey)]})
+		ps = append(ps, threadcount.Participant{PubKey: p.PubKey, At: a.newest[string(p.PubKey)]})
 	}
-	sortParticipants(ps)
-	a.top = ps[:min(len(ps), maxParticipants)]
+	threadcount.Sort(ps)
+	a.top = ps[:min(len(ps), threadcount.Max)]
 	return nil
 }
 
@@ -371,7 +302,7 @@ func (a *subtreeAuthors) lastReplyAt() *int64 {
 	if len(a.top) == 0 {
 		return nil
 	}
-	at := a.top[0].at
+	at := a.top[0].At
 	return &at
 }
 
@@ -401,7 +332,7 @@ func subtreeCounters(ctx context.Context, q queryer, seq int64) (counters, error
 	}
 	c.descendants = below.n
 	c.lastReplyAt = below.lastReplyAt()
-	c.participants = encodeParticipants(below.top)
+	c.participants = threadcount.Encode(below.top)
 	return c, nil
 }
 

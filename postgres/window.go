@@ -13,6 +13,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pagecache"
+	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -197,8 +198,8 @@ func (c *counterColumns) summary(id string) buzz.Summary {
 // participantKeys decodes a participants blob into hex pubkeys.
 func participantKeys(blob []byte) []string {
 	keys := []string{}
-	for _, p := range decodeParticipants(blob) {
-		keys = append(keys, hex.EncodeToString(p.pubkey))
+	for _, p := range threadcount.Decode(blob) {
+		keys = append(keys, hex.EncodeToString(p.PubKey))
 	}
 	return keys
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
+	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
 
 // counterFix names an event whose counters repair recomputes.
@@ -89,7 +90,7 @@ func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error
 				return err
 			}
 			if _, err := w.upsertThread.ExecContext(w.ctx, f.seq, c.ReplyCount, c.DescendantCount,
-				c.lastReplyAt(), encodeParticipants(c.Participants), w.now); err != nil {
+				c.lastReplyAt(), threadcount.Encode(c.Participants), w.now); err != nil {
 				return fmt.Errorf("repair counters of #%d: %w", f.seq, err)
 			}
 		}
@@ -136,12 +137,12 @@ func checkCounters(ctx context.Context, tx *sql.Tx, rep *buzz.CheckReport) ([]co
 	seen := map[int64]bool{}
 	mismatch := func(seq int64, id []byte, replies, desc int64, last sql.NullInt64, parts []byte) {
 		w := want[seq]
-		if replies == w.ReplyCount && desc == w.DescendantCount && last == w.lastReplyAt() && bytes.Equal(parts, encodeParticipants(w.Participants)) {
+		if replies == w.ReplyCount && desc == w.DescendantCount && last == w.lastReplyAt() && bytes.Equal(parts, threadcount.Encode(w.Participants)) {
 			return
 		}
 		rep.Counters = append(rep.Counters, fmt.Sprintf(
 			"event %s: reply_count %d, descendant_count %d, last_reply_at %v, %d participants; want %d, %d, %v, %d",
-			hex.EncodeToString(id), replies, desc, nullString(last), len(parts)/participantSize,
+			hex.EncodeToString(id), replies, desc, nullString(last), len(parts)/threadcount.Size,
 			w.ReplyCount, w.DescendantCount, nullString(w.lastReplyAt()), len(w.Participants)))
 		fixes = append(fixes, counterFix{seq: seq})
 	}
@@ -174,19 +175,8 @@ func checkCounters(ctx context.Context, tx *sql.Tx, rep *buzz.CheckReport) ([]co
 	return fixes, nil
 }
 
-// threadNode is one classified event while its thread's counters are
-// computed.
-type threadNode struct {
-	parent  int64
-	pubkey  []byte
-	at      int64
-	deleted bool
-	newest  map[string]int64 // authors below -> their newest event there
-	c       Counters
-}
-
 // expectedCounters computes, thread by thread, the counters every event
-// with something below it should have.
+// with something below it should have (threadcount.Tally).
 func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, error) {
 	roots, err := tx.QueryContext(ctx, `SELECT DISTINCT root FROM events INDEXED BY events_root WHERE root IS NOT NULL`)
 	if err != nil {
@@ -196,69 +186,37 @@ func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, erro
 	if err != nil {
 		return nil, fmt.Errorf("check counters: %w", err)
 	}
-	thread, err := tx.PrepareContext(ctx, `SELECT seq, parent, pubkey, created_at, deleted_at IS NOT NULL, depth
+	thread, err := tx.PrepareContext(ctx, `SELECT seq, parent, pubkey, created_at, deleted_at IS NOT NULL
 		FROM events INDEXED BY events_root WHERE root = ? ORDER BY depth DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("check counters: %w", err)
 	}
 	defer thread.Close()
 	want := map[int64]Counters{}
+	var replies []threadcount.Reply
 	for _, root := range rootSeqs {
 		rows, err := thread.QueryContext(ctx, root)
 		if err != nil {
 			return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
 		}
-		nodes := map[int64]*threadNode{root: {newest: map[string]int64{}}}
-		var order []int64 // deepest first: children before their parents
+		replies = replies[:0]
 		for rows.Next() {
-			var n threadNode
-			var seq, depth int64
-			if err := rows.Scan(&seq, &n.parent, &n.pubkey, &n.at, &n.deleted, &depth); err != nil {
+			var r threadcount.Reply
+			if err := rows.Scan(&r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
 			}
-			n.newest = map[string]int64{}
-			nodes[seq] = &n
-			order = append(order, seq)
+			replies = append(replies, r)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
 		}
-		for _, seq := range order {
-			n := nodes[seq]
-			p, ok := nodes[n.parent]
-			if !ok {
-				return nil, fmt.Errorf("check counters: #%d names parent #%d outside its thread #%d", seq, n.parent, root)
-			}
-			if !n.deleted {
-				p.c.ReplyCount++
-				p.c.DescendantCount++
-				if at, ok := p.newest[string(n.pubkey)]; !ok || n.at > at {
-					p.newest[string(n.pubkey)] = n.at
-				}
-			}
-			p.c.DescendantCount += n.c.DescendantCount
-			for pk, at := range n.newest {
-				if cur, ok := p.newest[pk]; !ok || at > cur {
-					p.newest[pk] = at
-				}
-			}
+		counts, err := threadcount.Tally(root, replies)
+		if err != nil {
+			return nil, fmt.Errorf("check counters: %w", err)
 		}
-		for seq, n := range nodes {
-			if n.c.DescendantCount == 0 {
-				continue
-			}
-			ps := make([]Participant, 0, len(n.newest))
-			for pk, at := range n.newest {
-				ps = append(ps, Participant{PubKey: []byte(pk), At: at})
-			}
-			sortParticipants(ps)
-			n.c.LastReplyAt = ps[0].At
-			if len(ps) > maxParticipants {
-				ps = ps[:maxParticipants]
-			}
-			n.c.Participants = ps
-			want[seq] = n.c
+		for seq, c := range counts {
+			want[seq] = Counters{ReplyCount: c.Replies, DescendantCount: c.Descendants, LastReplyAt: c.LastReplyAt, Participants: c.Participants}
 		}
 	}
 	return want, nil

@@ -4,81 +4,11 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"fmt"
-	"sort"
 
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
+	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
-
-// maxParticipants is how many distinct reply authors a subtree keeps
-// (CW-19).
-const maxParticipants = 10
-
-// participantSize is one packed participant: 32-byte pubkey, 8-byte
-// big-endian created_at of the author's newest event in the subtree.
-const participantSize = 40
-
-// Participant is a distinct author below an event and the created_at of
-// their newest event there.
-type Participant struct {
-	PubKey []byte
-	At     int64
-}
-
-func decodeParticipants(b []byte) []Participant {
-	out := make([]Participant, 0, len(b)/participantSize+1)
-	for len(b) >= participantSize {
-		out = append(out, Participant{PubKey: b[:32], At: int64(binary.BigEndian.Uint64(b[32:40]))})
-		b = b[participantSize:]
-	}
-	return out
-}
-
-func encodeParticipants(ps []Participant) []byte {
-	b := make([]byte, 0, len(ps)*participantSize)
-	for _, p := range ps {
-		b = append(b, p.PubKey...)
-		b = binary.BigEndian.AppendUint64(b, uint64(p.At))
-	}
-	return b
-}
-
-// mergeParticipant adds an event by pubkey at time at to a participants list
-// that holds the top authors by their newest event (created_at DESC, then
-// pubkey ASC). Since an event only ever raises its author's newest time, the
-// list stays exact without looking at the rest of the subtree.
-func mergeParticipant(blob, pubkey []byte, at int64) []byte {
-	ps := decodeParticipants(blob)
-	found := false
-	for i := range ps {
-		if bytes.Equal(ps[i].PubKey, pubkey) {
-			found = true
-			if at <= ps[i].At {
-				return blob
-			}
-			ps[i].At = at
-		}
-	}
-	if !found {
-		ps = append(ps, Participant{PubKey: pubkey, At: at})
-	}
-	sortParticipants(ps)
-	if len(ps) > maxParticipants {
-		ps = ps[:maxParticipants]
-	}
-	return encodeParticipants(ps)
-}
-
-// sortParticipants orders by newest event first, then pubkey (CW-19).
-func sortParticipants(ps []Participant) {
-	sort.SliceStable(ps, func(i, j int) bool {
-		if ps[i].At != ps[j].At {
-			return ps[i].At > ps[j].At
-		}
-		return bytes.Compare(ps[i].PubKey, ps[j].PubKey) < 0
-	})
-}
 
 // readThreadRow reads an event's parent and counters (zero without a row).
 func (tx *writeTx) readThreadRow(seq int64) (up sql.NullInt64, replies, desc int64, last sql.NullInt64, parts []byte, err error) {
@@ -115,7 +45,7 @@ func (tx *writeTx) countUp(seq int64, direct bool, pubkey []byte, at int64) erro
 		if !last.Valid || at > last.Int64 {
 			last = sql.NullInt64{Int64: at, Valid: true}
 		}
-		parts = mergeParticipant(parts, pubkey, at)
+		parts = threadcount.Merge(parts, pubkey, at)
 		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts, tx.now); err != nil {
 			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
 		}
@@ -179,7 +109,7 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 			if err := below.add(tx.ctx, tx.subtreeAuthors, seq, known); err != nil {
 				return err
 			}
-			last, parts = below.lastReplyAt(), encodeParticipants(below.top)
+			last, parts = below.lastReplyAt(), threadcount.Encode(below.top)
 		}
 		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts, tx.now); err != nil {
 			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
@@ -193,7 +123,7 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 // wasNewestOf reports whether an event of pubkey at time at is what puts
 // its author in the participants list.
 func wasNewestOf(parts, pubkey []byte, at int64) bool {
-	for _, p := range decodeParticipants(parts) {
+	for _, p := range threadcount.Decode(parts) {
 		if bytes.Equal(p.PubKey, pubkey) {
 			return p.At == at
 		}
@@ -237,17 +167,17 @@ func (tx *writeTx) threadRecent(seq int64) (sql.NullInt64, []byte, error) {
 			return last, nil, err
 		}
 	}
-	sortParticipants(ps)
-	if len(ps) > maxParticipants {
-		ps = ps[:maxParticipants]
+	threadcount.Sort(ps)
+	if len(ps) > threadcount.Max {
+		ps = ps[:threadcount.Max]
 	}
-	return last, encodeParticipants(ps), nil
+	return last, threadcount.Encode(ps), nil
 }
 
 // newestAuthors reads the newest recentRows live replies of root seq until
 // the ten newest authors (and every author tied with the tenth) are known;
 // complete is false when the rows ran out first with more unread.
-func (tx *writeTx) newestAuthors(seq int64) (last sql.NullInt64, ps []Participant, complete bool, err error) {
+func (tx *writeTx) newestAuthors(seq int64) (last sql.NullInt64, ps []threadcount.Participant, complete bool, err error) {
 	rows, err := tx.threadNewest.QueryContext(tx.ctx, seq, recentRows)
 	if err != nil {
 		return last, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
@@ -257,7 +187,7 @@ func (tx *writeTx) newestAuthors(seq int64) (last sql.NullInt64, ps []Participan
 	n := 0
 	complete = true
 	for rows.Next() {
-		var p Participant
+		var p threadcount.Participant
 		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
 			return last, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
 		}
@@ -265,7 +195,7 @@ func (tx *writeTx) newestAuthors(seq int64) (last sql.NullInt64, ps []Participan
 		if !last.Valid {
 			last = sql.NullInt64{Int64: p.At, Valid: true}
 		}
-		if len(ps) >= maxParticipants && p.At < ps[len(ps)-1].At {
+		if len(ps) >= threadcount.Max && p.At < ps[len(ps)-1].At {
 			return last, ps, true, nil
 		}
 		if !seen[string(p.PubKey)] {
@@ -282,15 +212,15 @@ func (tx *writeTx) newestAuthors(seq int64) (last sql.NullInt64, ps []Participan
 
 // everyAuthor is every author of root seq's live replies with the newest
 // of each.
-func (tx *writeTx) everyAuthor(seq int64) ([]Participant, error) {
+func (tx *writeTx) everyAuthor(seq int64) ([]threadcount.Participant, error) {
 	rows, err := tx.threadAuthors.QueryContext(tx.ctx, seq)
 	if err != nil {
 		return nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
 	}
 	defer rows.Close()
-	var ps []Participant
+	var ps []threadcount.Participant
 	for rows.Next() {
-		var p Participant
+		var p threadcount.Participant
 		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
 			return nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
 		}
@@ -307,7 +237,7 @@ type Counters struct {
 	ReplyCount      int64
 	DescendantCount int64
 	LastReplyAt     int64 // 0 when there is no non-deleted descendant
-	Participants    []Participant
+	Participants    []threadcount.Participant
 }
 
 func (c Counters) lastReplyAt() sql.NullInt64 {
@@ -342,11 +272,11 @@ func computeCounters(ctx context.Context, children, authors *sql.Stmt, seq int64
 type subtreeAuthors struct {
 	n      int64
 	newest map[string]int64
-	// top are the maxParticipants authors with the newest events, in
+	// top are the threadcount.Max authors with the newest events, in
 	// CW-19 order. An author outside it whom add does not raise stays
 	// outside, as the authors inside only rise: so add sorts only top and
 	// the authors it raised, never the whole subtree again.
-	top []Participant
+	top []threadcount.Participant
 }
 
 // add adds the subtree of seq with the statement subtreeAuthorsSQL; when
@@ -358,7 +288,7 @@ func (a *subtreeAuthors) add(ctx context.Context, authors *sql.Stmt, seq int64, 
 		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	defer rows.Close()
-	ps := make([]Participant, 0, len(a.top))
+	ps := make([]threadcount.Participant, 0, len(a.top))
 	inTop := make(map[string]bool, len(a.top))
 	for _, p := range a.top {
 		inTop[string(p.PubKey)] = true
@@ -375,17 +305,17 @@ func (a *subtreeAuthors) add(ctx context.Context, authors *sql.Stmt, seq int64, 
 		}
 		a.newest[string(pubkey)] = at
 		if !inTop[string(pubkey)] {
-			ps = append(ps, Participant{PubKey: pubkey, At: at})
+			ps = append(ps, threadcount.Participant{PubKey: pubkey, At: at})
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	for _, p := range a.top {
-		ps = append(ps, Participant{PubKey: p.PubKey, At: a.newest[string(p.PubKey)]})
+		ps = append(ps, threadcount.Participant{PubKey: p.PubKey, At: a.newest[string(p.PubKey)]})
 	}
-	sortParticipants(ps)
-	a.top = ps[:min(len(ps), maxParticipants)]
+	threadcount.Sort(ps)
+	a.top = ps[:min(len(ps), threadcount.Max)]
 	return nil
 }
 

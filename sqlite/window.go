@@ -15,6 +15,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pagecache"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
+	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -634,7 +635,7 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 // participantKeys decodes a participants blob into hex pubkeys.
 func participantKeys(blob []byte) []string {
 	keys := []string{}
-	for _, p := range decodeParticipants(blob) {
+	for _, p := range threadcount.Decode(blob) {
 		keys = append(keys, hex.EncodeToString(p.PubKey))
 	}
 	return keys
