@@ -26,11 +26,14 @@ func (s *Store) Community() *buzz.Community { return s.community.Load() }
 // process changed it since this one last read it (buzz.SharedStore).
 // Callers that ask at once share one round trip.
 func (s *Store) CommunityNow(ctx context.Context) (*buzz.Community, error) {
-	c, err, _ := s.probes.Do("access", func() (any, error) {
+	// The shared round trip is no one caller's: it runs on its own bound,
+	// and each caller waits for it only as long as its own context lasts.
+	shared := context.WithoutCancel(ctx)
+	ch := s.probes.DoChan("access", func() (any, error) {
+		probe, cancel := context.WithTimeout(shared, queryTimeout)
+		defer cancel()
 		cur := s.Community()
 		var version int64
-		probe, cancel := context.WithTimeout(ctx, queryTimeout)
-		defer cancel()
 		if err := s.pool.QueryRow(probe, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
 			return nil, fmt.Errorf("read access version: %w", err)
 		}
@@ -39,16 +42,21 @@ func (s *Store) CommunityNow(ctx context.Context) (*buzz.Community, error) {
 		}
 		// Read in one snapshot, as every read transaction reads it.
 		var fresh *buzz.Community
-		err := s.read(ctx, func(_ pgx.Tx, c *buzz.Community) error {
+		err := s.read(probe, func(_ pgx.Tx, c *buzz.Community) error {
 			fresh = c
 			return nil
 		})
 		return fresh, err
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*buzz.Community), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return c.(*buzz.Community), nil
 }
 
 // OnPublish sets fn to be called, after their transaction commits, with
@@ -339,7 +347,7 @@ func (s *Store) dropForeignGroupState(tx *writeTx) error {
 }
 
 // GroupStateSigner is the key that signed some of the group state in force
-// (39000-39002), when one other than this store's relay key did; "" when
+// (39000-39003, as dropForeignGroupState), when one other than this store's relay key did; "" when
 // all of it is this store's or there is none. Every process of a
 // community signs with one key (RL-33): a process started with another
 // would sign beside it.
@@ -350,8 +358,8 @@ func (s *Store) GroupStateSigner(ctx context.Context) (string, error) {
 		if err != nil {
 			mine = []byte{}
 		}
-		err = tx.QueryRow(ctx, `SELECT pubkey FROM events WHERE kind BETWEEN $1 AND $2 AND pubkey <> $3
-			AND deleted_at IS NULL LIMIT 1`, buzz.KindGroupMetadata, buzz.KindGroupMembers, mine).Scan(&other)
+		err = tx.QueryRow(ctx, `SELECT pubkey FROM events WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1
+			AND deleted_at IS NULL LIMIT 1`, mine).Scan(&other)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

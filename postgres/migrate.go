@@ -45,10 +45,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, existing bool) (err error)
 	}()
 	if existing {
 		var found bool
-		if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&found); err != nil {
+		if err := conn.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL AND to_regclass('page_versions') IS NOT NULL
+			AND to_regclass('thread_metadata') IS NOT NULL`).Scan(&found); err != nil {
 			return fmt.Errorf("migrate: %w", err)
 		}
-		if !found {
+		if !found { // schema_migrations alone is many tools' table
 			return fmt.Errorf("postgres: %w", errNoSchema)
 		}
 	}

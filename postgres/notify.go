@@ -138,8 +138,19 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn, done chan<- struct{}
 			}
 			s.log.Error("listening for other processes' writes", "err", err)
 		}
-		if err := s.refresh(ctx); err != nil {
+		// Heard again only once the access state the outage may have
+		// missed is read: until then the connection counts as lost.
+		for {
+			if err = s.refresh(ctx); err == nil {
+				break
+			}
 			s.log.Error("reading the access state", "err", err)
+			select {
+			case <-ctx.Done():
+				conn.Close(context.WithoutCancel(ctx))
+				return
+			case <-time.After(listenRetry):
+			}
 		}
 		s.hearing.Store(true)
 	}
@@ -281,7 +292,8 @@ func (s *Store) deliverRemote(ctx context.Context, note eventNote) error {
 }
 
 // threadChanges describes the events seqs whose thread counters changed,
-// each once, in the order first named, for the live summary push of CW-21:
+// each once, in the order first named, those still stored, for the live
+// summary push of CW-21:
 // one statement however many (a deletion recounts up to hundreds).
 func threadChanges(ctx context.Context, q queryer, seqs []int64) ([]buzz.ThreadChange, error) {
 	if len(seqs) == 0 {
@@ -312,11 +324,8 @@ func threadChanges(ctx context.Context, q queryer, seqs []int64) ([]buzz.ThreadC
 	out := make([]buzz.ThreadChange, 0, len(found))
 	seen := make(map[int64]bool, len(found))
 	for _, seq := range seqs {
-		c, ok := found[seq]
-		switch {
-		case !ok:
-			return nil, fmt.Errorf("read thread of #%d: not stored", seq)
-		case !seen[seq]:
+		// One removed since (purged, replaced) has no summary to push.
+		if c, ok := found[seq]; ok && !seen[seq] {
 			seen[seq] = true
 			out = append(out, c)
 		}

@@ -32,6 +32,9 @@ func (s *Store) Stats() (buzz.StoreStats, error) {
 	return st, nil
 }
 
+// errNotHearing fails readiness while the listening connection is down.
+var errNotHearing = errors.New("ping: not hearing the other processes' writes (the listening connection is down)")
+
 // Ping is a write round trip that writes nothing: a transaction that takes
 // the write lock behind this process's writers and every other process's,
 // and commits.
@@ -39,9 +42,6 @@ func (s *Store) Stats() (buzz.StoreStats, error) {
 // ends (RL-30 readiness), and while this process does not hear the other
 // processes' writes: it would not deliver their events live (RL-33), and
 // a load balancer should send its clients elsewhere until it does again.
-// errNotHearing fails readiness while the listening connection is down.
-var errNotHearing = errors.New("ping: not hearing the other processes' writes (the listening connection is down)")
-
 func (s *Store) Ping(ctx context.Context) error {
 	s.closeMu.RLock()
 	defer s.closeMu.RUnlock()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -27,12 +28,24 @@ func LoadOrCreateKey(path string) (sk string, created bool, err error) {
 		return sk, err == nil, err
 	}
 	// Another process created it first: its key, unless what is there is
-	// no file that holds one (a link to nowhere).
-	if sk, err = readKey(path); errors.Is(err, fs.ErrNotExist) {
+	// no file that holds one (a link to nowhere). Where it is written in
+	// place (no hard links), it may be read before the writer finished.
+	for try := 1; ; try++ {
+		sk, err = readKey(path)
+		if err == nil || errors.Is(err, fs.ErrNotExist) || try == keyReadTries {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, fmt.Errorf("relay key %s: exists but cannot be read: %w", path, err)
 	}
 	return sk, false, err
 }
+
+// keyReadTries is how often a key another process is writing in place is
+// read before what is there counts as no key.
+const keyReadTries = 20
 
 // readKey reads the key kept at path.
 func readKey(path string) (string, error) {
@@ -92,7 +105,8 @@ func createKey(path string) (string, error) {
 		err = f.Sync()
 	}
 	if err = errors.Join(err, f.Close()); err != nil {
-		return "", fmt.Errorf("relay key: %w", err)
+		// No half key left at the path for every later start to refuse.
+		return "", fmt.Errorf("relay key: %w", errors.Join(err, os.Remove(path)))
 	}
 	return sk, nil
 }

@@ -228,7 +228,11 @@ func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string)
 		return true, fmt.Sprintf("invalid: event too large (%d bytes, limit %d)", n, r.cfg.Limits.MaxEventBytes)
 	}
 	h, _ := buzz.ChannelOf(ev.Tags) // CheckSubmission refused a bad h
-	c := r.communityFor(ctx, func(c *buzz.Community) bool { return c.CheckEvent(ev, h) == nil })
+	// An ephemeral event is judged here alone, the store never sees it:
+	// always by the access state the database has now.
+	c := r.communityFor(ctx, func(c *buzz.Community) bool {
+		return !buzz.IsEphemeralKind(ev.Kind) && c.CheckEvent(ev, h) == nil
+	})
 	if err := c.CheckEvent(ev, h); err != nil {
 		return true, err.Error()
 	}

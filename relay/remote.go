@@ -30,10 +30,11 @@ func (r *Relay) deliverRemote(ev *nostr.Event, a buzz.Admitted) {
 // seen when it admits the request, else, on a store other processes share,
 // the database's state now (RL-33): a channel created or a member added
 // through another process holds here from the next request, not from
-// whenever its notification arrives. Only a refusal costs the round trip:
-// a stale state that admits is judged again by the store in its own
-// snapshot, so it can never show what it must not. Should the store not
-// answer, the state last seen stands.
+// whenever its notification arrives. Only what admits returns false for
+// costs the round trip: a refusal, or what no later check judges again
+// (an ephemeral event); a stale state that admits a read or a stored
+// write is judged again by the store in its own snapshot. Should the
+// store not answer, the state last seen stands.
 func (r *Relay) communityFor(ctx context.Context, admits func(*buzz.Community) bool) *buzz.Community {
 	c := r.store.Community()
 	shared, ok := r.store.(buzz.SharedStore)
