@@ -1,6 +1,7 @@
 package buzz
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -85,4 +86,32 @@ func (c *Community) ApplySetting(ev *nostr.Event, now int64) (bool, error) {
 		return false, ErrNotRelayAdmin
 	}
 	return ThreadRepliesSetting(ev, time.Unix(now, 0))
+}
+
+// RenewGroupState is what renewing ch's relay-signed group state (RL-11)
+// does, from the versions lk finds at its addresses: for a deleted
+// channel, every version removed; else each kind's event for ch now,
+// dated past the versions stored (GroupStateAt) and signed with key,
+// which replaces them when stored.
+func RenewGroupState(lk Lookup, ch *Channel, key, pubkey string, now int64) (remove []*StoredEvent, store []*nostr.Event, err error) {
+	for _, kind := range GroupStateKinds {
+		versions, err := lk.Versions(kind, pubkey, ch.H)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ch.Deleted {
+			remove = append(remove, versions...)
+			continue
+		}
+		dates := make([]int64, len(versions))
+		for i, v := range versions {
+			dates[i] = v.CreatedAt
+		}
+		ev := GroupState(ch, kind, GroupStateAt(now, dates))
+		if err := ev.Sign(key); err != nil {
+			return nil, nil, fmt.Errorf("sign group state: %w", err)
+		}
+		store = append(store, ev)
+	}
+	return remove, store, nil
 }

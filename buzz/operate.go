@@ -4,6 +4,8 @@ package buzz
 // store with these filters and results, so that the command line is
 // written once whatever database holds the relay.
 
+import "context"
+
 // ExportFilter selects the events a store's Export writes.
 type ExportFilter struct {
 	// Channel limits the export to one channel's events (its h value).
@@ -63,4 +65,20 @@ type BackfillResult struct {
 	// stored, or their tags break a thread rule (another channel, a wrong
 	// root marker, too deep). They stay rows of the window (CW-12).
 	Waiting int
+}
+
+// BackfillPasses runs a store's backfill pass, which looks at every
+// unclassified message once, until one classifies nothing: a reply
+// classified in a pass can be the parent of one the pass saw before it
+// (CW-12). It sums what the passes classified; Waiting is the last one's.
+func BackfillPasses(ctx context.Context, pass func(context.Context) (classified, waiting int, err error)) (BackfillResult, error) {
+	var res BackfillResult
+	for {
+		classified, waiting, err := pass(ctx)
+		res.Classified += classified
+		res.Waiting = waiting
+		if err != nil || classified == 0 {
+			return res, err
+		}
+	}
 }

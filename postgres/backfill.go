@@ -20,15 +20,7 @@ const backfillPage = 200
 // nothing (a reply classified in a pass can be the parent of one the pass
 // saw before it): how many it classified, how many still wait.
 func (s *Store) Backfill(ctx context.Context) (buzz.BackfillResult, error) {
-	var res buzz.BackfillResult
-	for {
-		classified, waiting, err := s.backfillPass(ctx)
-		res.Classified += classified
-		res.Waiting = waiting
-		if err != nil || classified == 0 {
-			return res, err
-		}
-	}
+	return buzz.BackfillPasses(ctx, s.backfillPass)
 }
 
 // backfillPass looks at every unclassified event once, in (created_at,

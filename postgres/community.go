@@ -264,29 +264,18 @@ func (tx *writeTx) applySetting(ev *nostr.Event, now int64) error {
 // the clock, and BIP-340 signing is deterministic: every process holding
 // the same key signs the same event for the same state and second.
 func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
-	pubkey, _ := hex.DecodeString(s.pubkey)
 	now := s.nowUnix()
-	for _, kind := range buzz.GroupStateKinds {
-		versions, err := tx.versions(kind, pubkey, ch.H)
-		if err != nil {
+	lk := &lookup{tx: tx}
+	old, fresh, err := buzz.RenewGroupState(lk, ch, s.key, s.pubkey, now)
+	if err != nil {
+		return err
+	}
+	for _, v := range lk.records(old) {
+		if err := tx.remove(v, now); err != nil {
 			return err
 		}
-		if ch.Deleted {
-			for _, v := range versions {
-				if err := tx.remove(v, now); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		dates := make([]int64, len(versions))
-		for i, v := range versions {
-			dates[i] = v.createdAt
-		}
-		ev := buzz.GroupState(ch, kind, buzz.GroupStateAt(now, dates))
-		if err := ev.Sign(s.key); err != nil {
-			return fmt.Errorf("sign group state: %w", err)
-		}
+	}
+	for _, ev := range fresh {
 		r, err := newRecord(ev)
 		if err != nil {
 			return fmt.Errorf("group state: %w", err)

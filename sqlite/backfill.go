@@ -24,15 +24,7 @@ const backfillPage = 200
 // in this pass is taken in the next. It is idempotent, and safe while the
 // relay serves: every page is one short writer job.
 func (s *Store) Backfill(ctx context.Context) (buzz.BackfillResult, error) {
-	var res buzz.BackfillResult
-	for {
-		classified, waiting, err := s.backfillPass(ctx)
-		res.Classified += classified
-		res.Waiting = waiting
-		if err != nil || classified == 0 {
-			return res, err
-		}
-	}
+	return buzz.BackfillPasses(ctx, s.backfillPass)
 }
 
 func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err error) {

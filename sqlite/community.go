@@ -367,29 +367,18 @@ func (s *Store) finish(tx *writeTx) error {
 // renewGroupState replaces the relay-signed group state of ch (RL-11): 39000
 // metadata, 39001 admins, 39002 members; a deleted channel's is removed.
 func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
-	pubkey, _ := hex.DecodeString(s.pubkey)
 	now := s.nowUnix()
-	for _, kind := range buzz.GroupStateKinds {
-		versions, err := tx.versions(kind, pubkey, ch.H)
-		if err != nil {
+	lk := &lookup{tx: tx}
+	old, fresh, err := buzz.RenewGroupState(lk, ch, s.key, s.pubkey, now)
+	if err != nil {
+		return err
+	}
+	for _, v := range lk.records(old) {
+		if err := tx.remove(v, now); err != nil {
 			return err
 		}
-		if ch.Deleted {
-			for _, v := range versions {
-				if err := tx.remove(v, now); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		dates := make([]int64, len(versions))
-		for i, v := range versions {
-			dates[i] = v.createdAt
-		}
-		ev := buzz.GroupState(ch, kind, buzz.GroupStateAt(now, dates))
-		if err := ev.Sign(s.key); err != nil {
-			return fmt.Errorf("sign group state: %w", err)
-		}
+	}
+	for _, ev := range fresh {
 		r, err := newRecord(ev)
 		if err != nil {
 			return fmt.Errorf("group state: %w", err)
