@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -624,6 +626,7 @@ func withLoadRelay(ctx context.Context, run relayRun, processes int, pageCache b
 	if m.Peak > report.PeakRSS {
 		report.PeakRSS, report.RSSAnon, report.RSSFile = m.Peak, m.Anon, m.File
 	}
+	report.PeakRSSAnon = max(report.PeakRSSAnon, m.PeakAnon)
 	return err
 }
 
@@ -696,6 +699,7 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 		relayLog(stderr, addr, run.warn)
 	}()
 	pid := cmd.Process.Pid
+	stopSampling, peakAnon := sampleAnon(pid)
 	var runPeak int64
 	peak := func() (int64, bool) {
 		p := memoryOf(pid).Peak
@@ -714,8 +718,10 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 		runErr = errors.New("the relay did not start serving within a minute")
 	}
 	// What shutdown adds is not counted.
+	stopSampling()
 	m := memoryOf(pid)
 	m.Peak = max(runPeak, m.Peak)
+	m.PeakAnon = max(peakAnon(), m.Anon)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) && runErr == nil {
 		runErr = fmt.Errorf("stop the relay: %w", err)
 	}
@@ -742,6 +748,38 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 	return m, runErr
 }
 
+// anonSampling is how often sampleAnon reads a process's anonymous
+// resident set.
+const anonSampling = 50 * time.Millisecond
+
+// sampleAnon reads process pid's anonymous resident set (RssAnon) every
+// anonSampling until stop is called; peak is the largest read. The kernel
+// keeps a peak only of the whole resident set, which counts the pages of
+// the database that the page reads map (file pages, the kernel's page
+// cache) with the relay's own memory.
+func sampleAnon(pid int) (stop func(), peak func() int64) {
+	var largest atomic.Int64
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(anonSampling)
+		defer tick.Stop()
+		for {
+			if a := memoryOf(pid).Anon; a > largest.Load() {
+				largest.Store(a)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-stopped }) }, largest.Load
+}
+
 // withRelays is withRelay for processes relay processes on one database
 // (PostgreSQL), started one after the other: t's peers are the processes
 // after the first, and peak and the memory given are the largest
@@ -763,10 +801,12 @@ func withRelays(ctx context.Context, run relayRun, processes int, fn func(t benc
 		})
 		return err
 	})
+	largest := first
 	if rest.Peak > first.Peak {
-		return rest, err
+		largest = rest
 	}
-	return first, err
+	largest.PeakAnon = max(first.PeakAnon, rest.PeakAnon)
+	return largest, err
 }
 
 // servingLine is the relay's log line that gives its address.

@@ -106,7 +106,7 @@ func TestBenchCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"ingest", "window deep uncached", "first screen (uncached pages)",
-		"of the verification limit", "page cache under writes", "peak RSS of the relay", "B per event", "the generic way takes"} {
+		"of the verification limit", "page cache under writes", "peak anonymous RSS of the relay", "B per event", "the generic way takes"} {
 		if !bytes.Contains(out.Bytes(), []byte(s)) {
 			t.Errorf("the report does not mention %q:\n%s", s, out.Bytes())
 		}

@@ -14,8 +14,12 @@ type memory struct {
 	// Peak is VmHWM, the peak resident set (since the last resetPeak);
 	// Anon and File split the present one (RssAnon: heap and stacks,
 	// SQLite's page caches included; RssFile: file pages mapped, the
-	// program's code and the WAL index, which the kernel may drop).
+	// program's code, the WAL index and the database's pages that the
+	// page reads map, which the kernel may drop).
 	Peak, Anon, File int64
+	// PeakAnon is the largest Anon seen by whoever sampled it: the
+	// kernel keeps no peak of it.
+	PeakAnon int64
 }
 
 func memoryOf(pid int) memory {

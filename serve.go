@@ -37,8 +37,9 @@ func serveCommand() *cli.Command {
 // otherwise: collecting a fifth as often gives a third more window pages
 // a second (BenchmarkQueryWindow), and the memory limit keeps the heap that
 // this lets grow within a Raspberry Pi's means: with SQLite's caches
-// beside it, the relay stays near 150 MB resident on a million events
-// with a thousand subscribers (buzz-lite bench, docs/performance.md).
+// beside it, the relay's own (anonymous) memory stays near 130 MB on a
+// million events with a thousand subscribers (buzz-lite bench,
+// docs/performance.md).
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)

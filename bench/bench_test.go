@@ -67,7 +67,9 @@ func TestResultPercentiles(t *testing.T) {
 // Each target is judged against its aim: met just inside, missed just
 // outside.
 func TestVerdicts(t *testing.T) {
-	base := Report{Cores: 2, VerifyPerCore: 1000, PeakRSS: 100_000_000, StoredEvents: 10, DBBytes: 1000, JSONBytes: 600,
+	// The database's mapped pages count in the resident set, not in the
+	// relay's own (anonymous) memory, which the target bounds.
+	base := Report{Cores: 2, VerifyPerCore: 1000, PeakRSS: 900_000_000, PeakRSSAnon: 100_000_000, StoredEvents: 10, DBBytes: 1000, JSONBytes: 600,
 		Screens: map[string]Screen{
 			"window uncached":  {Requests: 1, Bytes: 100, Elapsed: time.Millisecond},
 			"generic uncached": {Requests: 9, Bytes: 400, Elapsed: 6 * time.Millisecond},
@@ -82,7 +84,7 @@ func TestVerdicts(t *testing.T) {
 		"met  ingest 1600 events/s = 80% of the verification limit 2000/s",
 		"met  window head: 1500 pages/s, p99 24.0 ms",
 		"MISSED  window deep: 1499 pages/s",
-		"met  peak RSS of the relay 100 MB",
+		"met  peak anonymous RSS of the relay 100 MB (peak RSS 900 MB",
 		"met  database 100 B per event, 1.67x its JSON (60 B)",
 		"met  first screen, uncached: the generic way takes 4.0x the bytes and 6.0x the time",
 	} {
@@ -90,10 +92,10 @@ func TestVerdicts(t *testing.T) {
 			t.Errorf("verdicts lack %q:\n%s", want, got)
 		}
 	}
-	base.PeakRSS, base.DBBytes = 150_000_000, 1300
+	base.PeakRSSAnon, base.DBBytes = 150_000_000, 1300
 	base.Results[0].Ops = 1599
 	got = strings.Join(base.verdicts(), "\n")
-	for _, want := range []string{"MISSED  ingest", "MISSED  peak RSS", "MISSED  database"} {
+	for _, want := range []string{"MISSED  ingest", "MISSED  peak anonymous RSS", "MISSED  database"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("verdicts lack %q:\n%s", want, got)
 		}

@@ -47,7 +47,7 @@ type directStmt struct {
 const sqliteTransient = ^uintptr(0)
 
 // openDirect opens path read-only, with the pragmas of the read pool
-// (dsn): busy_timeout, query_only, no memory-mapped reads.
+// (dsn): busy_timeout, query_only, the file mapped (readMmapSize).
 func openDirect(path string) (*directConn, error) {
 	c := &directConn{tls: libc.NewTLS(), stmts: map[string]*directStmt{}}
 	name, err := libc.CString("file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro")
@@ -74,7 +74,7 @@ func openDirect(path string) (*directConn, error) {
 	for _, pragma := range []string{
 		fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS),
 		"PRAGMA query_only = 1",
-		"PRAGMA mmap_size = 0",
+		fmt.Sprintf("PRAGMA mmap_size = %d", readMmapSize),
 	} {
 		if err := c.exec(pragma); err != nil {
 			c.close()
