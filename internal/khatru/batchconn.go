@@ -26,7 +26,10 @@ type batchConn struct {
 	net.Conn
 	mu      sync.Mutex
 	holding bool
-	kept    []byte
+	// kept is the buffer lent from batchBuffers while the batch holds
+	// frames; nil otherwise. Lent and returned as the pointer it came as,
+	// so that a return allocates nothing (patch 26).
+	kept *[]byte
 }
 
 // hold starts a batch.
@@ -54,23 +57,31 @@ func (c *batchConn) flushLocked() error {
 		return nil
 	}
 	var err error
-	if len(c.kept) > 0 {
-		_, err = c.Conn.Write(c.kept)
+	if len(*c.kept) > 0 {
+		_, err = c.Conn.Write(*c.kept)
 	}
-	b := c.kept[:0]
-	batchBuffers.Put(&b)
+	*c.kept = (*c.kept)[:0]
+	batchBuffers.Put(c.kept)
 	c.kept = nil
 	return err
+}
+
+// keptLen is how many bytes the batch holds.
+func (c *batchConn) keptLen() int {
+	if c.kept == nil {
+		return 0
+	}
+	return len(*c.kept)
 }
 
 func (c *batchConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.holding && len(c.kept)+len(p) <= batchBytes {
+	if c.holding && c.keptLen()+len(p) <= batchBytes {
 		if c.kept == nil {
-			c.kept = *batchBuffers.Get().(*[]byte)
+			c.kept = batchBuffers.Get().(*[]byte)
 		}
-		c.kept = append(c.kept, p...)
+		*c.kept = append(*c.kept, p...)
 		return len(p), nil
 	}
 	if err := c.flushLocked(); err != nil {

@@ -2,10 +2,16 @@ package khatru
 
 import (
 	"bytes"
+	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
 // recordingConn is the network end of a connection: it records each
@@ -100,5 +106,38 @@ func TestBatchConnCloseDuringBlockedWrite(t *testing.T) {
 	}
 	if err := <-wrote; err == nil {
 		t.Fatal("the blocked write succeeded after Close")
+	}
+}
+
+// buzz-lite patch 26: a live event that finds its subscriber's queue
+// empty is written without a batch buffer. Each delivery borrowed a 16
+// KiB buffer from a pool that every collection empties, and under a
+// live community's fan-out the collector ran all the time: the relay
+// allocated 16 KiB a delivery. The pool is emptied before each event
+// here, as continuous collection empties it.
+func TestLoneLiveEventBorrowsNoBatchBuffer(t *testing.T) {
+	signer := testutil.NewSigner(t)
+	rl := NewRelay()
+	c := dialRelay(t, rl)
+	c.subscribe("live", nostr.Filter{Kinds: []int{1}})
+	const events = 20
+	var allocated uint64
+	for i := range events {
+		ev := signer.Event(t, 1, time.Now().Unix(), fmt.Sprintf("live %d", i))
+		runtime.GC()
+		runtime.GC() // the pool's victim cache too
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if n := rl.BroadcastEvent(ev); n != 1 {
+			t.Fatalf("event %d reached %d subscribers", i, n)
+		}
+		if label, rest := c.read(); label != "EVENT" || len(rest) != 2 {
+			t.Fatalf("event %d: got %s %s", i, label, rest)
+		}
+		runtime.ReadMemStats(&after)
+		allocated += after.TotalAlloc - before.TotalAlloc
+	}
+	if per := allocated / events; per >= batchBytes/2 {
+		t.Fatalf("%d bytes allocated a delivery, want under %d: a lone event borrowed a batch buffer", per, batchBytes/2)
 	}
 }

@@ -177,6 +177,13 @@ func (ws *WebSocket) queuedNext() []byte {
 	return b
 }
 
+// hasQueued reports whether a message is queued.
+func (ws *WebSocket) hasQueued() bool {
+	ws.qmu.Lock()
+	defer ws.qmu.Unlock()
+	return len(ws.queue) > 0
+}
+
 // written takes n bytes written out of the queue's count, and lets the
 // answers waiting for room go on when there is.
 func (ws *WebSocket) written(n int) {
@@ -230,7 +237,13 @@ func (ws *WebSocket) writeLoop() {
 		}
 		ws.mutex.Lock()
 		ws.conn.SetWriteDeadline(time.Now().Add(ws.writeWait))
-		if ws.batch != nil {
+		// buzz-lite patch 26: a message found alone is written as it is.
+		// Batching it gained no system call and borrowed a 16 KiB buffer
+		// for each live event a subscriber received; under a live
+		// community's fan-out those buffers, lost from their pool at
+		// every collection, were most of what the relay allocated.
+		batching := ws.batch != nil && ws.hasQueued()
+		if batching {
 			ws.batch.hold()
 		}
 		n := 0
@@ -238,12 +251,12 @@ func (ws *WebSocket) writeLoop() {
 		for b != nil && err == nil {
 			err = ws.conn.WriteMessage(websocket.TextMessage, b)
 			n += len(b)
-			if n >= batchBytes {
+			if !batching || n >= batchBytes {
 				break
 			}
 			b = ws.queuedNext()
 		}
-		if ws.batch != nil {
+		if batching {
 			err = errors.Join(err, ws.batch.release())
 		}
 		ws.mutex.Unlock()
