@@ -3,14 +3,19 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // ovSummaries asks for the head window of ch and returns its 39005 and
@@ -68,5 +73,113 @@ func TestSummaryStableUntilThreadChanges(t *testing.T) {
 		if ok, err := ev.CheckSignature(); !ok || err != nil {
 			t.Fatalf("summary signature: %v", err)
 		}
+	}
+}
+
+// Issue 15, CW-19: a window page's summaries are kept signed and encoded
+// by their row, and served from there while the row's summary is what they
+// were made of: the same bytes as building, signing and encoding it anew.
+// Any change to what a summary says (its counters, last reply,
+// participants, channel or date) makes a fresh one.
+func TestSummaryJSONKeptWhileUnchanged(t *testing.T) {
+	sk := nostr.GeneratePrivateKey()
+	pk, _ := nostr.GetPublicKey(sk)
+	o := newOverlaySigner(sk, pk)
+	last := int64(1_700_000_100)
+	base := buzz.Summary{ID: strings.Repeat("ab", 32), UpdatedAt: 1_700_000_200,
+		Summary: nipcw.Summary{ReplyCount: 2, DescendantCount: 3, LastReplyAt: &last, Participants: []string{pk, strings.Repeat("cd", 32)}}}
+	const now = 1_800_000_000
+	fresh := func(channel string, sm buzz.Summary) []byte {
+		t.Helper()
+		ev, err := summaryEvent(channel, sm, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.PubKey = pk
+		if err := ev.Sign(sk); err != nil {
+			t.Fatal(err)
+		}
+		j, err := ev.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	get := func(channel string, sm buzz.Summary) []byte {
+		t.Helper()
+		j, err := o.summaryJSON(channel, sm, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev nostr.Event
+		if err := json.Unmarshal(j, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := ev.CheckSignature(); !ok || err != nil {
+			t.Fatalf("summary does not verify: %v", err)
+		}
+		return j
+	}
+	first := get("general", base)
+	// Signatures are random (BIP-340 aux randomness): compare all but sig.
+	withoutSig := func(j []byte) string {
+		var ev nostr.Event
+		if err := json.Unmarshal(j, &ev); err != nil {
+			t.Fatal(err)
+		}
+		ev.Sig = ""
+		out, _ := ev.MarshalJSON()
+		return string(out)
+	}
+	if withoutSig(first) != withoutSig(fresh("general", base)) {
+		t.Fatalf("kept summary %s differs from one built anew %s", first, fresh("general", base))
+	}
+	caller := slices.Clone(base.Participants)
+	again := base
+	again.Participants = caller
+	if j := get("general", again); &j[0] != &first[0] {
+		t.Fatal("an unchanged summary was built again")
+	}
+	caller[0] = strings.Repeat("ef", 32) // the caller's slice is not the kept one
+	if j := get("general", base); &j[0] != &first[0] {
+		t.Fatal("the kept summary shares the caller's participants")
+	}
+
+	later := int64(1_700_000_150)
+	changes := []struct {
+		name    string
+		channel string
+		edit    func(*buzz.Summary)
+	}{
+		{"reply count", "general", func(s *buzz.Summary) { s.ReplyCount++ }},
+		{"descendant count", "general", func(s *buzz.Summary) { s.DescendantCount++ }},
+		{"last reply", "general", func(s *buzz.Summary) { s.LastReplyAt = &later }},
+		{"no last reply", "general", func(s *buzz.Summary) { s.LastReplyAt = nil }},
+		{"participants", "general", func(s *buzz.Summary) { s.Participants = []string{s.Participants[1], s.Participants[0]} }},
+		{"fewer participants", "general", func(s *buzz.Summary) { s.Participants = s.Participants[:1] }},
+		{"date", "general", func(s *buzz.Summary) { s.UpdatedAt++ }},
+		{"date unknown", "general", func(s *buzz.Summary) { s.UpdatedAt = 0 }},
+		{"channel", "random", func(*buzz.Summary) {}},
+	}
+	for _, c := range changes {
+		sm := base
+		sm.Participants = slices.Clone(base.Participants)
+		c.edit(&sm)
+		j := get(c.channel, sm)
+		if withoutSig(j) != withoutSig(fresh(c.channel, sm)) || withoutSig(j) == withoutSig(first) {
+			t.Errorf("%s: got %s, want %s", c.name, j, fresh(c.channel, sm))
+		}
+		get("general", base) // back to the first, for the next change
+	}
+
+	for i := range 2*maxCachedSummaries + 1 {
+		sm := base
+		sm.ID = fmt.Sprintf("%064x", i+1)
+		if _, err := o.summaryJSON("general", sm, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(o.summaries) + len(o.oldSummaries); n > 2*maxCachedSummaries {
+		t.Fatalf("%d summaries kept, bound %d", n, 2*maxCachedSummaries)
 	}
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -24,13 +25,84 @@ type overlaySigner struct {
 
 	mu        sync.Mutex
 	cur, prev map[string]string // event id -> signature
+
+	// summaries keeps the summaries of window pages signed and encoded,
+	// in two generations as signatures are (summaryJSON).
+	summariesMu             sync.Mutex
+	summaries, oldSummaries map[string]*encodedSummary // row id -> its summary
 }
 
 // maxCachedSignatures bounds one generation of the cache (some 10 MB).
 const maxCachedSignatures = 1 << 16
 
+// maxCachedSummaries bounds one generation of the encoded summaries: some
+// 80 pages' worth, about 1 KB each (3 MB at most for both generations with
+// ten participants to every summary).
+const maxCachedSummaries = 1 << 12
+
 func newOverlaySigner(secret, pubkey string) *overlaySigner {
-	return &overlaySigner{secret: secret, pubkey: pubkey, cur: map[string]string{}, prev: map[string]string{}}
+	return &overlaySigner{secret: secret, pubkey: pubkey, cur: map[string]string{}, prev: map[string]string{},
+		summaries: map[string]*encodedSummary{}, oldSummaries: map[string]*encodedSummary{}}
+}
+
+// encodedSummary is the signed summary overlay of a row as served: what
+// it was made of, and its JSON.
+type encodedSummary struct {
+	channel string
+	at      int64
+	sum     nipcw.Summary
+	json    []byte
+}
+
+// made reports whether e is the summary of sm in channel dated at.
+func (e *encodedSummary) made(channel string, at int64, sm nipcw.Summary) bool {
+	return e.channel == channel && e.at == at && e.sum.ReplyCount == sm.ReplyCount &&
+		e.sum.DescendantCount == sm.DescendantCount &&
+		(e.sum.LastReplyAt == nil) == (sm.LastReplyAt == nil) &&
+		(sm.LastReplyAt == nil || *e.sum.LastReplyAt == *sm.LastReplyAt) &&
+		slices.Equal(e.sum.Participants, sm.Participants)
+}
+
+// summaryJSON is the summary overlay of sm in channel (summaryEvent),
+// signed and encoded. A page asked for again serves the same summaries, and
+// building, hashing and encoding fifty events a page was two fifths of
+// what a cached window page cost the relay (issue 15): each is kept by its
+// row, and used while the row's summary is what it was made of.
+func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) ([]byte, error) {
+	at := summaryDate(sm, now)
+	o.summariesMu.Lock()
+	e, ok := o.summaries[sm.ID]
+	if !ok {
+		e, ok = o.oldSummaries[sm.ID]
+	}
+	o.summariesMu.Unlock()
+	if ok && e.made(channel, at, sm.Summary) {
+		return e.json, nil
+	}
+	ev, err := summaryEvent(channel, sm, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.sign(ev); err != nil {
+		return nil, err
+	}
+	j, err := ev.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode thread summary: %w", err)
+	}
+	e = &encodedSummary{channel: channel, at: at, sum: sm.Summary, json: j}
+	e.sum.Participants = slices.Clone(sm.Participants)
+	if sm.LastReplyAt != nil {
+		last := *sm.LastReplyAt
+		e.sum.LastReplyAt = &last
+	}
+	o.summariesMu.Lock()
+	if len(o.summaries) >= maxCachedSummaries {
+		o.oldSummaries, o.summaries = o.summaries, make(map[string]*encodedSummary, maxCachedSummaries)
+	}
+	o.summaries[sm.ID] = e
+	o.summariesMu.Unlock()
+	return j, nil
 }
 
 func (o *overlaySigner) sign(ev *nostr.Event) error {
@@ -62,10 +134,7 @@ func (o *overlaySigner) sign(ev *nostr.Event) error {
 // exactly e, d and h, content the counters, dated when the thread last
 // changed (now when that is unknown).
 func summaryEvent(channel string, sm buzz.Summary, now int64) (*nostr.Event, error) {
-	at := now
-	if sm.UpdatedAt > 0 {
-		at = sm.UpdatedAt
-	}
+	at := summaryDate(sm, now)
 	content := sm.Summary
 	if content.Participants == nil {
 		content.Participants = []string{}
@@ -80,6 +149,15 @@ func summaryEvent(channel string, sm buzz.Summary, now int64) (*nostr.Event, err
 		Tags:      summaryTags(sm.ID, channel),
 		Content:   string(b),
 	}, nil
+}
+
+// summaryDate is the date of sm's overlay: when its thread last changed,
+// now when that is unknown.
+func summaryDate(sm buzz.Summary, now int64) int64 {
+	if sm.UpdatedAt > 0 {
+		return sm.UpdatedAt
+	}
+	return now
 }
 
 // summaryTags are the tags of the summary of row id in channel: exactly

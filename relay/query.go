@@ -260,9 +260,14 @@ func (o *response) next() {
 
 func (o *response) raw(evs []buzz.RawEvent) {
 	for _, ev := range evs {
-		o.next()
-		o.buf = append(o.buf, ev.JSON...)
+		o.encoded(ev.JSON)
 	}
+}
+
+// encoded adds an event already encoded.
+func (o *response) encoded(ev []byte) {
+	o.next()
+	o.buf = append(o.buf, ev...)
 }
 
 func (o *response) events(evs []*nostr.Event) error {
@@ -497,16 +502,12 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 	now := r.now().Unix()
 	out.raw(page.Rows)
 	out.raw(page.Aux)
-	overlays := make([]*nostr.Event, 0, len(page.Summaries)+1)
 	for _, sm := range page.Summaries {
-		ev, err := summaryEvent(pw.req.Channel, sm, now)
+		j, err := r.overlays.summaryJSON(pw.req.Channel, sm, now)
 		if err != nil {
 			return err
 		}
-		if err := r.overlays.sign(ev); err != nil {
-			return err
-		}
-		overlays = append(overlays, ev)
+		out.encoded(j)
 	}
 	bounds := nipcw.Bounds{HasMore: page.HasMore, ThreadRepliesInChannel: projection}
 	if page.Next != nil {
@@ -519,7 +520,7 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 	if err := r.overlays.sign(ev); err != nil {
 		return err
 	}
-	return out.events(append(overlays, ev))
+	return out.events([]*nostr.Event{ev})
 }
 
 // queryError answers a `/query` request with an error (writeError), which
