@@ -390,12 +390,9 @@ func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, dir strin
 				first = strings.TrimSpace(line)
 			}
 		}}
-		_, err := withRelay(ctx, run, func(t bench.Target, peak func() (int64, bool)) error {
+		_, err := withRelay(ctx, run, func(t bench.Target, peak func() int64) error {
 			var err error
-			res, err = abuse.Run(ctx, t, name, bench.Probe{PeakRSS: func() int64 {
-				p, _ := peak() // unreset, the peak is the process's: an upper bound of the attack's
-				return p
-			}, WALBytes: probeWAL})
+			res, err = abuse.Run(ctx, t, name, bench.Probe{PeakRSS: peak, WALBytes: probeWAL})
 			return err
 		})
 		switch {
@@ -610,18 +607,8 @@ func withLoadRelay(ctx context.Context, run relayRun, processes int, pageCache b
 	if !pageCache {
 		run.env = append(run.env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
 	}
-	m, err := withRelays(ctx, run, processes, func(t bench.Target, peak func() (int64, bool)) error {
-		// Where the peak cannot be reset, VmHWM is the run's peak so far,
-		// which is no measurement's own but the first's: then only the
-		// run's peak is reported.
-		own := true
-		return fn(t, func(r *bench.Result) {
-			p, fresh := peak()
-			if own {
-				r.PeakRSS = p
-			}
-			own = fresh
-		})
+	m, err := withRelays(ctx, run, processes, func(t bench.Target, peak func() int64) error {
+		return fn(t, func(r *bench.Result) { r.PeakRSS = peak() })
 	})
 	if m.Peak > report.PeakRSS {
 		report.PeakRSS, report.RSSAnon, report.RSSFile = m.Peak, m.Anon, m.File
@@ -661,7 +648,7 @@ var (
 // the run and its resident set at the end. fn's peak gives VmHWM and
 // resets it to the present resident set, saying whether it could: the
 // next call then gives the peak since this one.
-func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak func() (int64, bool)) error) (memory, error) {
+func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak func() int64) error) (memory, error) {
 	exe, err := relayExecutable()
 	if err != nil {
 		return memory{}, fmt.Errorf("the relay program: %w", err)
@@ -699,13 +686,7 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 		relayLog(stderr, addr, run.warn)
 	}()
 	pid := cmd.Process.Pid
-	stopSampling, peakAnon := sampleAnon(pid)
-	var runPeak int64
-	peak := func() (int64, bool) {
-		p := memoryOf(pid).Peak
-		runPeak = max(runPeak, p)
-		return p, resetPeak(pid) == nil
-	}
+	stopSampling, peakSince, peakAnon := sampleAnon(pid)
 	var runErr error
 	select {
 	case a, ok := <-addr:
@@ -713,14 +694,13 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 			runErr = errors.New("the relay exited before serving")
 			break
 		}
-		runErr = fn(bench.Target{WS: "ws://" + a, HTTP: "http://" + a}, peak)
+		runErr = fn(bench.Target{WS: "ws://" + a, HTTP: "http://" + a}, peakSince)
 	case <-time.After(time.Minute):
 		runErr = errors.New("the relay did not start serving within a minute")
 	}
 	// What shutdown adds is not counted.
 	stopSampling()
 	m := memoryOf(pid)
-	m.Peak = max(runPeak, m.Peak)
 	m.PeakAnon = max(peakAnon(), m.Anon)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) && runErr == nil {
 		runErr = fmt.Errorf("stop the relay: %w", err)
@@ -753,12 +733,22 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 const anonSampling = 50 * time.Millisecond
 
 // sampleAnon reads process pid's anonymous resident set (RssAnon) every
-// anonSampling until stop is called; peak is the largest read. The kernel
-// keeps a peak only of the whole resident set, which counts the pages of
-// the database that the page reads map (file pages, the kernel's page
-// cache) with the relay's own memory.
-func sampleAnon(pid int) (stop func(), peak func() int64) {
-	var largest atomic.Int64
+// anonSampling until stop is called. since is the largest read since its
+// last call (or the start), and peak the largest of all. The kernel keeps
+// a peak only of the whole resident set (VmHWM), which counts the pages of
+// the database that the read connections map (file pages, the kernel's
+// page cache, once per connection) with the relay's own memory.
+func sampleAnon(pid int) (stop func(), since, peak func() int64) {
+	var sinceLast, largest atomic.Int64
+	raise := func(v *atomic.Int64, a int64) {
+		for old := v.Load(); a > old && !v.CompareAndSwap(old, a); old = v.Load() {
+		}
+	}
+	read := func() int64 {
+		a := memoryOf(pid).Anon
+		raise(&largest, a)
+		return a
+	}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -766,9 +756,7 @@ func sampleAnon(pid int) (stop func(), peak func() int64) {
 		tick := time.NewTicker(anonSampling)
 		defer tick.Stop()
 		for {
-			if a := memoryOf(pid).Anon; a > largest.Load() {
-				largest.Store(a)
-			}
+			raise(&sinceLast, read())
 			select {
 			case <-done:
 				return
@@ -777,27 +765,25 @@ func sampleAnon(pid int) (stop func(), peak func() int64) {
 		}
 	}()
 	var once sync.Once
-	return func() { once.Do(func() { close(done); <-stopped }) }, largest.Load
+	stop = func() { once.Do(func() { close(done); <-stopped }) }
+	since = func() int64 { return max(sinceLast.Swap(0), read()) }
+	return stop, since, largest.Load
 }
 
 // withRelays is withRelay for processes relay processes on one database
 // (PostgreSQL), started one after the other: t's peers are the processes
 // after the first, and peak and the memory given are the largest
 // process's.
-func withRelays(ctx context.Context, run relayRun, processes int, fn func(t bench.Target, peak func() (int64, bool)) error) (memory, error) {
+func withRelays(ctx context.Context, run relayRun, processes int, fn func(t bench.Target, peak func() int64) error) (memory, error) {
 	if processes <= 1 {
 		return withRelay(ctx, run, fn)
 	}
 	var rest memory
-	first, err := withRelay(ctx, run, func(t bench.Target, firstPeak func() (int64, bool)) error {
+	first, err := withRelay(ctx, run, func(t bench.Target, firstPeak func() int64) error {
 		var err error
-		rest, err = withRelays(ctx, run, processes-1, func(others bench.Target, othersPeak func() (int64, bool)) error {
+		rest, err = withRelays(ctx, run, processes-1, func(others bench.Target, othersPeak func() int64) error {
 			t.Peers = append([]bench.Target{{WS: others.WS, HTTP: others.HTTP}}, others.Peers...)
-			return fn(t, func() (int64, bool) {
-				p, fresh := firstPeak()
-				q, othersFresh := othersPeak()
-				return max(p, q), fresh && othersFresh
-			})
+			return fn(t, func() int64 { return max(firstPeak(), othersPeak()) })
 		})
 		return err
 	})

@@ -11,7 +11,7 @@ import (
 // started by Go's vfork-style spawn takes its parent's peak as its own
 // when it execs, so a large bench process would show as the relay's.
 type memory struct {
-	// Peak is VmHWM, the peak resident set (since the last resetPeak);
+	// Peak is VmHWM, the peak resident set;
 	// Anon and File split the present one (RssAnon: heap and stacks,
 	// SQLite's page caches included; RssFile: file pages mapped, the
 	// program's code, the WAL index and the database's pages that the
@@ -47,10 +47,4 @@ func memoryOf(pid int) memory {
 		}
 	}
 	return m
-}
-
-// resetPeak sets the process's peak resident set back to its present one
-// (Linux), so that the next peak read is of what follows.
-func resetPeak(pid int) error {
-	return os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0)
 }

@@ -24,7 +24,8 @@ import (
 var AbuseTargets = struct {
 	// P95 bounds the innocent client's publish->OK and REQ->EOSE.
 	P95 time.Duration
-	// PeakRSS bounds the relay's peak resident set during an attack.
+	// PeakRSS bounds the relay's peak anonymous resident set during an
+	// attack.
 	PeakRSS int64
 	// WAL bounds the write-ahead log while readers run without pause.
 	WAL int64
@@ -51,8 +52,9 @@ type AbuseOptions struct {
 
 // Probe reads the relay process from outside: what the wire does not say.
 type Probe struct {
-	// PeakRSS is the relay's peak resident set since the last call (since
-	// it started where that cannot be reset), in bytes; 0 when unknown.
+	// PeakRSS is the relay's peak anonymous resident set (RssAnon,
+	// sampled) since the last call, in bytes; 0 when unknown. The mapped
+	// database pages, the kernel's page cache, are not the relay's memory.
 	PeakRSS func() int64
 	// WALBytes is the size of the relay's write-ahead log now.
 	WALBytes func() (int64, error)
@@ -101,7 +103,8 @@ type AttackResult struct {
 	// Publish is the innocent client's publish->OK, REQ its REQ->EOSE.
 	Publish Latency `json:"publish"`
 	REQ     Latency `json:"req"`
-	// PeakRSS is the relay's peak resident set during the attack.
+	// PeakRSS is the relay's peak anonymous resident set during the
+	// attack.
 	PeakRSS int64 `json:"peak_rss"`
 	// WALBytes is the largest write-ahead log seen, where the attack
 	// measures it.

@@ -62,8 +62,9 @@ type Result struct {
 	P50 time.Duration `json:"p50_ns"`
 	P95 time.Duration `json:"p95_ns"`
 	P99 time.Duration `json:"p99_ns"`
-	// PeakRSS is the relay's peak resident set once this measurement
-	// was done, in bytes, when the caller knows it.
+	// PeakRSS is the relay's peak anonymous resident set (RssAnon,
+	// sampled) during this measurement, in bytes, when the caller knows
+	// it: its own memory, not the database pages its reads map.
 	PeakRSS int64 `json:"peak_rss,omitempty"`
 }
 

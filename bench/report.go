@@ -92,7 +92,7 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "database: %d events before the run; channel %s: %d messages, %d window pages of 50\n\n",
 		r.Events, r.Channel, r.Messages, r.WindowPages)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measurement\tclients\tops\tper second\tp50\tp95\tp99\tKB/op\tpeak RSS\t")
+	fmt.Fprintln(tw, "measurement\tclients\tops\tper second\tp50\tp95\tp99\tKB/op\tpeak anon\t")
 	for _, x := range r.Results {
 		kb := 0.0
 		if x.Ops > 0 {
@@ -155,7 +155,7 @@ func (r Report) verdicts() []string {
 		out = append(out, fmt.Sprintf("%s  %s: %.0f pages/s, p99 %s; aim %.0f pages/s, p99 under %s",
 			verdict(met), name, x.Rate(), ms(x.P99), Targets.WindowPages, ms(Targets.WindowP99)))
 	}
-	if r.PeakRSS > 0 {
+	if r.PeakRSSAnon > 0 {
 		of := "the relay"
 		if r.Processes > 1 {
 			of = "the largest relay process"
@@ -163,7 +163,7 @@ func (r Report) verdicts() []string {
 		if r.Store == "postgres" {
 			of += " (the PostgreSQL server not counted)"
 		}
-		out = append(out, fmt.Sprintf("%s  peak anonymous RSS of %s %.0f MB (peak RSS %.0f MB with the files mapped; at the end of that measurement %.0f MB anonymous, %.0f MB of files); aim under %.0f MB anonymous",
+		out = append(out, fmt.Sprintf("%s  peak anonymous RSS of %s %.0f MB (peak RSS %.0f MB with the files mapped; at the end of that relay run %.0f MB anonymous, %.0f MB of files); aim under %.0f MB anonymous",
 			verdict(r.PeakRSSAnon < Targets.PeakRSS), of, mb(r.PeakRSSAnon), mb(r.PeakRSS), mb(r.RSSAnon), mb(r.RSSFile), mb(Targets.PeakRSS)))
 	}
 	if r.StoredEvents > 0 && r.JSONBytes > 0 {
