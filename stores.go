@@ -150,6 +150,7 @@ func storeOptions(cfg config.Config, key string) (sqlite.Options, error) {
 		Policy:    &policy,
 		RelayKey:  key,
 		PageCache: pageCacheOption(cfg),
+		NoMap:     !cfg.Storage.MapReads,
 		Logger:    newLogger(cfg),
 	}, nil
 }

@@ -115,7 +115,7 @@ level = "debug"
 			Admins:      []string{envAdmin1npub, envAdmin2},
 		},
 		Server:  Server{Listen: "0.0.0.0:8080", Metrics: true, Web: true},
-		Storage: Storage{DataDir: "/var/lib/buzz", PageCache: def.Storage.PageCache},
+		Storage: Storage{DataDir: "/var/lib/buzz", PageCache: def.Storage.PageCache, MapReads: def.Storage.MapReads},
 		Access:  def.Access,
 		Limits: func() Limits {
 			l := def.Limits

@@ -48,7 +48,7 @@ func (s *Store) Backup(ctx context.Context, path string, force bool) error {
 
 	// The read pool is query-only, which VACUUM INTO counts as a write: a
 	// connection of its own, which writes nothing to the database.
-	db, err := sql.Open("sqlite", dsn(s.path, false))
+	db, err := sql.Open("sqlite", dsn(s.path, false, 0))
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}

@@ -47,8 +47,8 @@ type directStmt struct {
 const sqliteTransient = ^uintptr(0)
 
 // openDirect opens path read-only, with the pragmas of the read pool
-// (dsn): busy_timeout, query_only, the file mapped (readMmapSize).
-func openDirect(path string) (*directConn, error) {
+// (dsn): busy_timeout, query_only, mapSize bytes of the file mapped.
+func openDirect(path string, mapSize int64) (*directConn, error) {
 	c := &directConn{tls: libc.NewTLS(), stmts: map[string]*directStmt{}}
 	name, err := libc.CString("file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro")
 	if err != nil {
@@ -74,7 +74,7 @@ func openDirect(path string) (*directConn, error) {
 	for _, pragma := range []string{
 		fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS),
 		"PRAGMA query_only = 1",
-		fmt.Sprintf("PRAGMA mmap_size = %d", readMmapSize),
+		fmt.Sprintf("PRAGMA mmap_size = %d", mapSize),
 	} {
 		if err := c.exec(pragma); err != nil {
 			c.close()
@@ -241,15 +241,16 @@ func (st *directStmt) bytes(col int) []byte {
 
 // directPool holds up to size direct connections to one database.
 type directPool struct {
-	path  string
-	slots chan struct{} // one per connection open or being opened
-	mu    sync.Mutex
-	idle  []*directConn
-	shut  bool
+	path    string
+	mapSize int64         // openDirect's
+	slots   chan struct{} // one per connection open or being opened
+	mu      sync.Mutex
+	idle    []*directConn
+	shut    bool
 }
 
-func newDirectPool(path string, size int) *directPool {
-	return &directPool{path: path, slots: make(chan struct{}, size)}
+func newDirectPool(path string, size int, mapSize int64) *directPool {
+	return &directPool{path: path, mapSize: mapSize, slots: make(chan struct{}, size)}
 }
 
 // get returns an idle connection, or opens one while fewer than size are
@@ -273,7 +274,7 @@ func (p *directPool) get(ctx context.Context) (*directConn, error) {
 		return c, nil
 	}
 	p.mu.Unlock()
-	c, err := openDirect(p.path)
+	c, err := openDirect(p.path, p.mapSize)
 	if err != nil {
 		<-p.slots
 		return nil, err

@@ -220,7 +220,7 @@ func TestMigrateConnectionPragmas(t *testing.T) {
 		t.Errorf("readers: synchronous = %d, want 1 (NORMAL)", v)
 	}
 	// The writer's connection string, on a connection of our own.
-	wdb, err := sql.Open("sqlite", dsn(path, false))
+	wdb, err := sql.Open("sqlite", dsn(path, false, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,10 @@ type Options struct {
 	PageCache int
 	// ReadConns bounds the read pool; 0 picks a default from the CPU count.
 	ReadConns int
+	// NoMap keeps the read connections from mapping the database file
+	// (readMmapSize): every page then comes through read calls into each
+	// connection's own page cache (storage.map_reads = false).
+	NoMap bool
 	// WALLimit bounds the WAL file, also while readers run without pause
 	// (RL-1, RL-27a); 0 means DefaultWALLimit. Tests set a small one.
 	WALLimit int64
@@ -155,7 +159,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		s.pubkey = pk
 	}
 
-	wdb, err := sql.Open("sqlite", dsn(opts.Path, false))
+	wdb, err := sql.Open("sqlite", dsn(opts.Path, false, 0))
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", opts.Path, err)
 	}
@@ -222,7 +226,11 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 	}
 
-	s.readers, err = sql.Open("sqlite", dsn(opts.Path, true))
+	mapSize := int64(readMmapSize)
+	if opts.NoMap {
+		mapSize = 0
+	}
+	s.readers, err = sql.Open("sqlite", dsn(opts.Path, true, mapSize))
 	if err != nil {
 		conn.Close()
 		wdb.Close()
@@ -234,7 +242,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s.readers.SetMaxOpenConns(n)
 	s.readers.SetMaxIdleConns(n)
-	s.direct = newDirectPool(opts.Path, n)
+	s.direct = newDirectPool(opts.Path, n, mapSize)
 
 	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish, s.nowUnix, opts.Path+"-wal", walLimit)
 	if err != nil {
@@ -262,14 +270,15 @@ const readMmapSize = 0x7fff0000 * (strconv.IntSize / 64)
 // dsn builds the connection string: busy_timeout first (the driver orders
 // it so), NORMAL sync, foreign keys (RL-1). WAL mode and the bound on the WAL
 // file left after a checkpoint are set by Open once the file is known to be
-// a buzz-lite database.
-func dsn(path string, readOnly bool) string {
+// a buzz-lite database. A read connection maps mapSize bytes of the file;
+// the writer maps nothing.
+func dsn(path string, readOnly bool, mapSize int64) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	if readOnly {
-		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", readMmapSize))
+		q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", mapSize))
 		q.Add("_pragma", "query_only(1)")
 		q.Set("mode", "ro")
 	} else {

@@ -27,7 +27,7 @@ func ttExec(t *testing.T, s *Store, stmt string) {
 	if err := s.readers.QueryRow(`SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&path); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", dsn(path, false))
+	db, err := sql.Open("sqlite", dsn(path, false, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
