@@ -134,18 +134,33 @@ func TestSummaryJSONKeptWhileUnchanged(t *testing.T) {
 	if withoutSig(first) != withoutSig(fresh("general", base)) {
 		t.Fatalf("kept summary %s differs from one built anew %s", first, fresh("general", base))
 	}
-	caller := slices.Clone(base.Participants)
 	again := base
-	again.Participants = caller
+	again.Participants = slices.Clone(base.Participants)
 	if j := get("general", again); &j[0] != &first[0] {
 		t.Fatal("an unchanged summary was built again")
 	}
-	caller[0] = strings.Repeat("ef", 32) // the caller's slice is not the kept one
-	if j := get("general", base); &j[0] != &first[0] {
-		t.Fatal("the kept summary shares the caller's participants")
+
+	// What a summary is kept as is its own: a caller that changes the
+	// participants or last reply it was made from, and then asks for the
+	// summary they now say, gets a fresh one.
+	other := base
+	other.ID = strings.Repeat("12", 32)
+	participants := slices.Clone(base.Participants)
+	lastAt := last
+	other.Participants, other.LastReplyAt = participants, &lastAt
+	kept := get("general", other)
+	participants[0] = strings.Repeat("ef", 32)
+	changed := get("general", other)
+	if &changed[0] == &kept[0] || !strings.Contains(string(changed), strings.Repeat("ef", 32)) {
+		t.Fatalf("the kept summary shares the caller's participants: %s", changed)
+	}
+	lastAt++
+	later := get("general", other)
+	if &later[0] == &changed[0] || !strings.Contains(string(later), fmt.Sprint(lastAt)) {
+		t.Fatalf("the kept summary shares the caller's last reply: %s", later)
 	}
 
-	later := int64(1_700_000_150)
+	newer := int64(1_700_000_150)
 	changes := []struct {
 		name    string
 		channel string
@@ -153,7 +168,7 @@ func TestSummaryJSONKeptWhileUnchanged(t *testing.T) {
 	}{
 		{"reply count", "general", func(s *buzz.Summary) { s.ReplyCount++ }},
 		{"descendant count", "general", func(s *buzz.Summary) { s.DescendantCount++ }},
-		{"last reply", "general", func(s *buzz.Summary) { s.LastReplyAt = &later }},
+		{"last reply", "general", func(s *buzz.Summary) { s.LastReplyAt = &newer }},
 		{"no last reply", "general", func(s *buzz.Summary) { s.LastReplyAt = nil }},
 		{"participants", "general", func(s *buzz.Summary) { s.Participants = []string{s.Participants[1], s.Participants[0]} }},
 		{"fewer participants", "general", func(s *buzz.Summary) { s.Participants = s.Participants[:1] }},

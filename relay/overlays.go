@@ -32,13 +32,21 @@ type overlaySigner struct {
 	summaries, oldSummaries map[string]*encodedSummary // row id -> its summary
 }
 
-// maxCachedSignatures bounds one generation of the cache (some 10 MB).
-const maxCachedSignatures = 1 << 16
-
-// maxCachedSummaries bounds one generation of the encoded summaries: some
-// 80 pages' worth, about 1 KB each (3 MB at most for both generations with
-// ten participants to every summary).
-const maxCachedSummaries = 1 << 12
+const (
+	// maxCachedSignatures bounds one generation of the signatures (some
+	// 16 MB a generation, 32 MB for both): a deep page read again finds its summaries' signatures here
+	// (a page's fifty signatures cost more than reading it; with 4,096 the
+	// million-event bench's deep pages were 2.4 times slower).
+	maxCachedSignatures = 1 << 16
+	// maxCachedSummaries bounds one generation of the encoded summaries:
+	// the ten pages or so asked for most, 1-2 KB a summary (its JSON and
+	// the participants it was made of). Under load
+	// the relay's heap sits at its soft memory limit (tuneGC), where every
+	// megabyte held for good makes the collector run more often for every
+	// request: 8 MB of summaries cost the million-event bench a fifth of
+	// its REQs and window pages a second.
+	maxCachedSummaries = 1 << 9
+)
 
 func newOverlaySigner(secret, pubkey string) *overlaySigner {
 	return &overlaySigner{secret: secret, pubkey: pubkey, cur: map[string]string{}, prev: map[string]string{},
@@ -73,7 +81,11 @@ func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) 
 	o.summariesMu.Lock()
 	e, ok := o.summaries[sm.ID]
 	if !ok {
-		e, ok = o.oldSummaries[sm.ID]
+		// A summary asked for again moves to the newer generation, so
+		// that the pages asked for all the time stay kept.
+		if e, ok = o.oldSummaries[sm.ID]; ok {
+			o.keepSummary(sm.ID, e)
+		}
 	}
 	o.summariesMu.Unlock()
 	if ok && e.made(channel, at, sm.Summary) {
@@ -97,12 +109,18 @@ func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) 
 		e.sum.LastReplyAt = &last
 	}
 	o.summariesMu.Lock()
+	o.keepSummary(sm.ID, e)
+	o.summariesMu.Unlock()
+	return j, nil
+}
+
+// keepSummary keeps e as row id's summary in the newer generation, which
+// becomes the older once full; called with summariesMu held.
+func (o *overlaySigner) keepSummary(id string, e *encodedSummary) {
 	if len(o.summaries) >= maxCachedSummaries {
 		o.oldSummaries, o.summaries = o.summaries, make(map[string]*encodedSummary, maxCachedSummaries)
 	}
-	o.summaries[sm.ID] = e
-	o.summariesMu.Unlock()
-	return j, nil
+	o.summaries[id] = e
 }
 
 func (o *overlaySigner) sign(ev *nostr.Event) error {
