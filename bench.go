@@ -46,11 +46,11 @@ func benchCommand() *cli.Command {
 		Description: "Generates a community into the data directory unless it holds a database already,\n" +
 			"starts `buzz-lite serve` on it on loopback, and measures ingest over WebSocket, window,\n" +
 			"thread and REQ reads, the home feed, live fan-out and the first screen, then the window again with\n" +
-			"the page cache off. Prints throughput, latency percentiles, the relay's peak RSS and\n" +
+			"the page cache off. Prints throughput, latency percentiles, the relay's peak anonymous RSS and\n" +
 			"the database size per event, each against its target.\n\n" +
 			"With --abuse it runs the attacks of issue 13 instead, each against a relay started for it\n" +
 			"with its default limits, while an innocent client on another loopback address publishes\n" +
-			"and REQs; it prints that client's latencies and the relay's peak RSS during each attack,\n" +
+			"and REQs; it prints that client's latencies and the relay's peak anonymous RSS during each attack,\n" +
 			"judged against RL-27.",
 		ArgsUsage: " ",
 		Flags: []cli.Flag{
@@ -644,10 +644,10 @@ var (
 )
 
 // withRelay runs `buzz-lite serve` on run.dir on a loopback port, runs fn
-// against it and stops it. It gives the relay's peak resident set over
-// the run and its resident set at the end. fn's peak gives VmHWM and
-// resets it to the present resident set, saying whether it could: the
-// next call then gives the peak since this one.
+// against it and stops it. It gives the relay's peak resident set (VmHWM)
+// and peak anonymous resident set over the run, and its resident set at
+// the end. fn's peak gives the largest anonymous resident set sampled
+// since its last call (or the start).
 func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak func() int64) error) (memory, error) {
 	exe, err := relayExecutable()
 	if err != nil {

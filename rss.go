@@ -15,7 +15,7 @@ type memory struct {
 	// Anon and File split the present one (RssAnon: heap and stacks,
 	// SQLite's page caches included; RssFile: file pages mapped, the
 	// program's code, the WAL index and the database's pages that the
-	// page reads map, which the kernel may drop).
+	// read connections map, which the kernel may drop).
 	Peak, Anon, File int64
 	// PeakAnon is the largest Anon seen by whoever sampled it: the
 	// kernel keeps no peak of it.

@@ -105,7 +105,7 @@ type AttackResult struct {
 	REQ     Latency `json:"req"`
 	// PeakRSS is the relay's peak anonymous resident set during the
 	// attack.
-	PeakRSS int64 `json:"peak_rss"`
+	PeakRSS int64 `json:"peak_rss_anon"`
 	// WALBytes is the largest write-ahead log seen, where the attack
 	// measures it.
 	WALBytes int64 `json:"wal_bytes,omitempty"`
@@ -122,7 +122,8 @@ type AttackResult struct {
 }
 
 // Judge sets Met and Missed against AbuseTargets: the innocent client's
-// p95s, its failures, the relay's peak RSS and, where measured, the WAL.
+// p95s, its failures, the relay's peak anonymous RSS and, where measured,
+// the WAL.
 func (r *AttackResult) Judge() {
 	r.Missed = nil
 	for _, l := range []struct {
@@ -140,7 +141,7 @@ func (r *AttackResult) Judge() {
 		}
 	}
 	if r.PeakRSS >= AbuseTargets.PeakRSS {
-		r.Missed = append(r.Missed, fmt.Sprintf("peak RSS %.0f MiB", mib(r.PeakRSS)))
+		r.Missed = append(r.Missed, fmt.Sprintf("peak anonymous RSS %.0f MiB", mib(r.PeakRSS)))
 	}
 	if r.WALBytes >= AbuseTargets.WAL {
 		r.Missed = append(r.Missed, fmt.Sprintf("WAL %.0f MiB", mib(r.WALBytes)))

@@ -39,7 +39,7 @@ func (r AbuseReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "the attacker dials from %s; each attack lasts %s against a relay started for it with its default limits\n\n",
 		r.Attacker, r.Duration)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "attack\tactions\trefused\tpublish p50\tp95\tREQ p50\tp95\tpeak RSS\tverdict\t")
+	fmt.Fprintln(tw, "attack\tactions\trefused\tpublish p50\tp95\tREQ p50\tp95\tpeak anon\tverdict\t")
 	for _, x := range r.Results {
 		verdict := "met"
 		if !x.Met {
@@ -77,7 +77,7 @@ func (r AbuseReport) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  the relay exited: %s\n", x.RelayExit)
 		}
 	}
-	fmt.Fprintf(&b, "\nverdicts (RL-27: the innocent client's p95 under %s, none of its operations failed, the relay's peak RSS under %.0f MiB; RL-27a: the WAL under %.0f MiB):\n",
+	fmt.Fprintf(&b, "\nverdicts (RL-27: the innocent client's p95 under %s, none of its operations failed, the relay's peak anonymous RSS under %.0f MiB; RL-27a: the WAL under %.0f MiB):\n",
 		ms(AbuseTargets.P95), mib(AbuseTargets.PeakRSS), mib(AbuseTargets.WAL))
 	for _, x := range r.Results {
 		if x.Met {

@@ -138,7 +138,7 @@ func TestJudge(t *testing.T) {
 		{func(r *AttackResult) { r.REQ.P95 = time.Second }, "REQ p95 1000.0 ms"},
 		{func(r *AttackResult) { r.REQ.Failed = map[string]int{"unanswered": 2} }, "2 innocent REQ failed"},
 		{func(r *AttackResult) { r.Publish = Latency{} }, "no innocent publish answered"},
-		{func(r *AttackResult) { r.PeakRSS = 300 << 20 }, "peak RSS 300 MiB"},
+		{func(r *AttackResult) { r.PeakRSS = 300 << 20 }, "peak anonymous RSS 300 MiB"},
 		{func(r *AttackResult) { r.WALBytes = 234 << 20 }, "WAL 234 MiB"},
 		{func(r *AttackResult) { r.RelayExit = "signal: killed" }, "the relay exited: signal: killed"},
 	} {

@@ -65,7 +65,7 @@ type Result struct {
 	// PeakRSS is the relay's peak anonymous resident set (RssAnon,
 	// sampled) during this measurement, in bytes, when the caller knows
 	// it: its own memory, not the database pages its reads map.
-	PeakRSS int64 `json:"peak_rss,omitempty"`
+	PeakRSS int64 `json:"peak_rss_anon,omitempty"`
 }
 
 // Rate is operations per second.

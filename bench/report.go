@@ -56,7 +56,7 @@ type Report struct {
 	// RSSAnon and RSSFile split its resident set at the end of that run:
 	// anonymous memory (Go's heap and stacks, SQLite's caches) and file
 	// pages mapped (the program's code, the WAL index, the database's
-	// pages the page reads map). PeakRSSAnon is the largest anonymous
+	// pages the read connections map). PeakRSSAnon is the largest anonymous
 	// resident set sampled over the whole bench: the relay's own memory,
 	// which Targets.PeakRSS bounds.
 	PeakRSS     int64 `json:"peak_rss"`
@@ -163,7 +163,7 @@ func (r Report) verdicts() []string {
 		if r.Store == "postgres" {
 			of += " (the PostgreSQL server not counted)"
 		}
-		out = append(out, fmt.Sprintf("%s  peak anonymous RSS of %s %.0f MB (peak RSS %.0f MB with the files mapped; at the end of that relay run %.0f MB anonymous, %.0f MB of files); aim under %.0f MB anonymous",
+		out = append(out, fmt.Sprintf("%s  peak anonymous RSS of %s %.0f MB (peak RSS %.0f MB with the files mapped; at the end of the relay run with that peak %.0f MB anonymous, %.0f MB of files); aim under %.0f MB anonymous",
 			verdict(r.PeakRSSAnon < Targets.PeakRSS), of, mb(r.PeakRSSAnon), mb(r.PeakRSS), mb(r.RSSAnon), mb(r.RSSFile), mb(Targets.PeakRSS)))
 	}
 	if r.StoredEvents > 0 && r.JSONBytes > 0 {

@@ -187,6 +187,28 @@ func TestSummaryJSONKeptWhileUnchanged(t *testing.T) {
 		get("general", base) // back to the first, for the next change
 	}
 
+	// A summary asked for again moves to the newer generation: the
+	// pages asked for all the time stay kept however many others pass.
+	fill := func(from, n int) {
+		t.Helper()
+		for i := range n {
+			sm := base
+			sm.ID = fmt.Sprintf("%064x", from+i)
+			if _, err := o.summaryJSON("general", sm, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hot := get("general", base)
+	fill(1_000_000, maxCachedSummaries)
+	if j := get("general", base); &j[0] != &hot[0] {
+		t.Fatal("a summary one generation old was built again")
+	}
+	fill(2_000_000, maxCachedSummaries)
+	if j := get("general", base); &j[0] != &hot[0] {
+		t.Fatal("a summary asked for in every generation was dropped")
+	}
+
 	for i := range 2*maxCachedSummaries + 1 {
 		sm := base
 		sm.ID = fmt.Sprintf("%064x", i+1)

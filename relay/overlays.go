@@ -34,9 +34,10 @@ type overlaySigner struct {
 
 const (
 	// maxCachedSignatures bounds one generation of the signatures (some
-	// 16 MB a generation, 32 MB for both): a deep page read again finds its summaries' signatures here
-	// (a page's fifty signatures cost more than reading it; with 4,096 the
-	// million-event bench's deep pages were 2.4 times slower).
+	// 16 MB a generation, 32 MB for both): a deep page read again finds
+	// its summaries' signatures here (a page's fifty signatures cost more
+	// than reading it; with 4,096 the million-event bench's deep pages
+	// were 2.4 times slower).
 	maxCachedSignatures = 1 << 16
 	// maxCachedSummaries bounds one generation of the encoded summaries:
 	// the ten pages or so asked for most, 1-2 KB a summary (its JSON and

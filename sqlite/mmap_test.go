@@ -18,6 +18,7 @@ func TestReadConnectionsMapTheDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { s.Close() })
 		want := int64(readMmapSize)
 		if noMap {
 			want = 0
@@ -39,9 +40,6 @@ func TestReadConnectionsMapTheDatabase(t *testing.T) {
 		}
 		if pool != want || page != want || writer != 0 {
 			t.Errorf("NoMap %v: read pool maps %d, page connections %d, writer %d; want %d, %d, 0", noMap, pool, page, writer, want, want)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

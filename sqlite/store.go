@@ -271,7 +271,7 @@ const readMmapSize = 0x7fff0000 * (strconv.IntSize / 64)
 // it so), NORMAL sync, foreign keys (RL-1). WAL mode and the bound on the WAL
 // file left after a checkpoint are set by Open once the file is known to be
 // a buzz-lite database. A read connection maps mapSize bytes of the file;
-// the writer maps nothing.
+// the writer maps nothing, whatever mapSize says.
 func dsn(path string, readOnly bool, mapSize int64) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMS))
