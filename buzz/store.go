@@ -25,9 +25,10 @@ type Store interface {
 	// and stored, once committed.
 	OnPublish(fn func([]*nostr.Event))
 	// QueryBounded is Query continuing after the composite cursor (until,
-	// beforeID) of RL-19, reading no more than maxBytes of events (0: no
-	// bound); truncated says it stopped there (RL-27a).
-	QueryBounded(ctx context.Context, f nostr.Filter, v Viewer, beforeID string, maxBytes int) (evs []*nostr.Event, truncated bool, err error)
+	// beforeID) of RL-19, serving each event as its signed JSON and
+	// reading no more than maxBytes of it (0: no bound); truncated says it
+	// stopped there (RL-27a).
+	QueryBounded(ctx context.Context, f nostr.Filter, v Viewer, beforeID string, maxBytes int) (evs []RawEvent, truncated bool, err error)
 	// Positions is QueryBounded reading only each event's (created_at,
 	// id), within f's limit: the set of a NIP-77 sync (RL-34).
 	Positions(ctx context.Context, f nostr.Filter, v Viewer, beforeID string) ([]Position, error)

@@ -2,6 +2,9 @@ package buzz
 
 import (
 	"errors"
+	"fmt"
+
+	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
@@ -92,4 +95,17 @@ type RawEvent struct {
 	CreatedAt int64
 	Kind      int
 	JSON      []byte
+}
+
+// Decode decodes raws into events, in their order.
+func Decode(raws []RawEvent) ([]*nostr.Event, error) {
+	evs := make([]*nostr.Event, len(raws))
+	for i, raw := range raws {
+		ev := &nostr.Event{}
+		if err := ev.UnmarshalJSON(raw.JSON); err != nil {
+			return nil, fmt.Errorf("decode stored event %s: %w", raw.ID, err)
+		}
+		evs[i] = ev
+	}
+	return evs, nil
 }

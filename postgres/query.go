@@ -53,15 +53,18 @@ func (s *Store) readFor(ctx context.Context, timeout time.Duration, fn func(tx p
 // and v may read, in `created_at DESC, id ASC` order, at most f.Limit
 // (DefaultLimit when f has none), with NIP-01 semantics.
 func (s *Store) Query(ctx context.Context, f nostr.Filter, v buzz.Viewer) ([]*nostr.Event, error) {
-	evs, _, err := s.QueryBounded(ctx, f, v, "", 0)
-	return evs, err
+	raws, _, err := s.QueryBounded(ctx, f, v, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	return buzz.Decode(raws)
 }
 
 // QueryBounded is Query continuing after the composite cursor (f.Until,
-// beforeID) of RL-19, that stops reading once the events read would pass
-// maxBytes (buzz.EventSize; 0: no bound), saying so with truncated
-// (RL-27a).
-func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []*nostr.Event, truncated bool, err error) {
+// beforeID) of RL-19, serving each event as its signed JSON, that stops
+// reading once the JSON read would pass maxBytes (0: no bound), saying so
+// with truncated (RL-27a).
+func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []buzz.RawEvent, truncated bool, err error) {
 	if matchesNothing(f) {
 		return nil, false, nil
 	}
@@ -85,12 +88,12 @@ func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer,
 			if err := rows.Scan(cols.dest()...); err != nil {
 				return fmt.Errorf("query events: %w", err)
 			}
-			ev, err := cols.event()
+			ev, err := cols.raw()
 			if err != nil {
 				s.log.Warn("skipping unreadable stored event", "err", err)
 				continue
 			}
-			if size += buzz.EventSize(ev); maxBytes > 0 && size > maxBytes {
+			if size += len(ev.JSON); maxBytes > 0 && size > maxBytes {
 				truncated = true
 				return nil
 			}

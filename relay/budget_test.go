@@ -22,8 +22,8 @@ import (
 
 // memoryMeter counts, deterministically, what the relay holds of the
 // answers to its clients: the bytes of the events the store handed it
-// (buzz.EventSize, which is at least their JSON) less the bytes it wrote to
-// its sockets. What it wrote waits in the kernel, not in the relay.
+// (their JSON, or buzz.EventSize, which is at least that, for decoded
+// events) less the bytes it wrote to its sockets. What it wrote waits in the kernel, not in the relay.
 type memoryMeter struct {
 	read    atomic.Int64
 	written atomic.Int64
@@ -66,9 +66,12 @@ func (s meteredStore) Query(ctx context.Context, f nostr.Filter, v buzz.Viewer) 
 	return evs, err
 }
 
-func (s meteredStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+func (s meteredStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
 	evs, truncated, err := s.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
-	s.m.readEvents(evs)
+	for _, ev := range evs {
+		s.m.read.Add(int64(len(ev.JSON)))
+	}
+	s.m.sample()
 	return evs, truncated, err
 }
 
@@ -488,7 +491,7 @@ type blockingStore struct {
 	entered chan struct{}
 }
 
-func (s blockingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+func (s blockingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
 	if len(f.Kinds) == 1 && f.Kinds[0] == gatedKind {
 		s.entered <- struct{}{}
 		<-ctx.Done()

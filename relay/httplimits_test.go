@@ -361,7 +361,7 @@ func TestQuerySlots(t *testing.T) {
 // panic, as a bug in a read would.
 type panickingStore struct{ buzz.Store }
 
-func (s panickingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+func (s panickingStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
 	if len(f.Kinds) == 1 && f.Kinds[0] == gatedKind {
 		panic("a read that panics")
 	}
@@ -465,13 +465,9 @@ func (s *spyStore) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.Thread
 	return page, err
 }
 
-func (s *spyStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+func (s *spyStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
 	evs, truncated, err := s.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
-	n := 0
-	for _, ev := range evs {
-		n += buzz.EventSize(ev)
-	}
-	s.saw(n)
+	s.saw(rawSize(evs))
 	return evs, truncated, err
 }
 

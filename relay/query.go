@@ -451,9 +451,7 @@ func (r *Relay) generic(ctx context.Context, p *queryPlan, g *nipcw.GenericReque
 		if err != nil {
 			return err
 		}
-		if err := out.events(evs); err != nil {
-			return err
-		}
+		out.raw(evs)
 		if err := out.settle(ctx); err != nil {
 			return err
 		}
@@ -465,7 +463,7 @@ func (r *Relay) generic(ctx context.Context, p *queryPlan, g *nipcw.GenericReque
 		}
 		if len(evs) > 0 {
 			tail := evs[len(evs)-1]
-			until := tail.CreatedAt
+			until := nostr.Timestamp(tail.CreatedAt)
 			f.Until, before = &until, tail.ID
 			f.Limit -= len(evs)
 		}

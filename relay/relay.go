@@ -310,7 +310,7 @@ const chunkBytes = 256 << 10
 // read slots, and queued for the client before the next is read, so that a
 // client that does not read stops the reading; the next chunk continues
 // after the composite cursor (created_at, id) of the last event sent.
-func (r *Relay) streamEvents(ctx context.Context, f nostr.Filter, send func(*nostr.Event) error) error {
+func (r *Relay) streamEvents(ctx context.Context, f nostr.Filter, send func(event []byte) error) error {
 	conn := r.connOf(ctx)
 	if conn == nil {
 		return nil // the connection is gone
@@ -344,7 +344,7 @@ type chunkCursor struct {
 // streamChunk reads the next chunk of c and sends it, in the connection's
 // turn. An error of send (the subscription or connection ended) is
 // returned as it is.
-func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor, send func(*nostr.Event) error) error {
+func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor, send func(event []byte) error) error {
 	if !conn.readTurn(ctx) {
 		return ctx.Err()
 	}
@@ -361,7 +361,7 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 		return err
 	}
 	for _, ev := range evs {
-		if err := send(ev); err != nil {
+		if err := send(ev.JSON); err != nil {
 			return err
 		}
 	}
@@ -371,7 +371,7 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 		return nil
 	}
 	last := evs[len(evs)-1]
-	until := last.CreatedAt
+	until := nostr.Timestamp(last.CreatedAt)
 	c.filter.Until = &until
 	c.beforeID = last.ID
 	return nil
@@ -383,7 +383,7 @@ var errConnectionClosed = errors.New("connection closed")
 // readChunk reads the next chunk of c in one of the relay's read slots;
 // more says events may follow it. An event larger than a chunk is read
 // alone.
-func (r *Relay) readChunk(ctx context.Context, ip netip.Addr, c *chunkCursor) (evs []*nostr.Event, more bool, err error) {
+func (r *Relay) readChunk(ctx context.Context, ip netip.Addr, c *chunkCursor) (evs []buzz.RawEvent, more bool, err error) {
 	if !r.reads.acquire(ctx, ip) {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err

@@ -651,19 +651,17 @@ func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, mem
 	if err != nil {
 		return err
 	}
-	found, err := webRead(ctx, mem, func(maxBytes int) ([]*nostr.Event, error) {
+	rawRoot, err := webRead(ctx, mem, func(maxBytes int) ([]buzz.RawEvent, error) {
 		evs, truncated, err := r.store.QueryBounded(ctx, nostr.Filter{IDs: []string{route.event}, Limit: 1}, buzz.Anonymous, "", maxBytes)
 		if err == nil && truncated {
 			return nil, buzz.ErrTooLarge
 		}
 		return evs, err
-	}, func(evs []*nostr.Event) int {
-		n := 0
-		for _, ev := range evs {
-			n += buzz.EventSize(ev)
-		}
-		return n
-	})
+	}, func(evs []buzz.RawEvent) int { return rawSize(evs) })
+	if err != nil {
+		return err
+	}
+	found, err := decodeRaw(ctx, mem, rawRoot)
 	if err != nil {
 		return err
 	}
@@ -756,15 +754,7 @@ func decodeRaw(ctx context.Context, mem *webMemory, raws []buzz.RawEvent) ([]*no
 	if err := mem.reserve(ctx, int64(rawSize(raws))); err != nil {
 		return nil, err
 	}
-	out := make([]*nostr.Event, len(raws))
-	for i, raw := range raws {
-		ev := &nostr.Event{}
-		if err := ev.UnmarshalJSON(raw.JSON); err != nil {
-			return nil, fmt.Errorf("decode stored event %s: %w", raw.ID, err)
-		}
-		out[i] = ev
-	}
-	return out, nil
+	return buzz.Decode(raws)
 }
 
 // webProfiles reads the display names of the authors of evs from their
@@ -787,7 +777,11 @@ func (r *Relay) webProfiles(ctx context.Context, evs []*nostr.Event, mem *webMem
 		return nil, err
 	}
 	f := nostr.Filter{Kinds: []int{0}, Authors: authors, Limit: len(authors)}
-	profiles, _, err := r.store.QueryBounded(ctx, f, buzz.Anonymous, "", webProfileBytes)
+	raws, _, err := r.store.QueryBounded(ctx, f, buzz.Anonymous, "", webProfileBytes)
+	if err != nil {
+		return nil, err
+	}
+	profiles, err := decodeRaw(ctx, mem, raws)
 	if err != nil {
 		return nil, err
 	}

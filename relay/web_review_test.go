@@ -138,13 +138,9 @@ func (m *meterStore) note(what string, n int) {
 	}
 }
 
-func (m *meterStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]*nostr.Event, bool, error) {
+func (m *meterStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
 	evs, truncated, err := m.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
-	n := 0
-	for _, ev := range evs {
-		n += buzz.EventSize(ev)
-	}
-	m.note("a query", n)
+	m.note("a query", rawSize(evs))
 	return evs, truncated, err
 }
 

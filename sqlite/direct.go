@@ -129,11 +129,15 @@ func (c *directConn) prepare(query string) (*directStmt, error) {
 		return nil, fmt.Errorf("prepare: %w", c.errorOf(rc))
 	}
 	st := &directStmt{c: c, p: *(*uintptr)(cMem(pp))}
-	if len(c.stmts) >= maxReadStmts { // statement texts vary with a filter's kinds
+	if len(c.stmts) >= maxReadStmts { // statement texts vary with a filter's shape
 		for q, old := range c.stmts {
-			sqlite3.Xsqlite3_finalize(c.tls, old.p)
-			delete(c.stmts, q)
-			break
+			// One a read is stepping through is kept: finalized, it
+			// would leave that read a dangling statement.
+			if sqlite3.Xsqlite3_stmt_busy(c.tls, old.p) == 0 {
+				sqlite3.Xsqlite3_finalize(c.tls, old.p)
+				delete(c.stmts, q)
+				break
+			}
 		}
 	}
 	c.stmts[query] = st
@@ -151,8 +155,8 @@ func (c *directConn) close() {
 	c.tls.Close()
 }
 
-// bind binds args to ?1, ?2, ...: int, int64, []byte (nil binds NULL),
-// string and nil.
+// bind binds args to ?1, ?2, ...: int, int64, bool (as 0 or 1), []byte
+// (nil binds NULL), string and nil.
 func (st *directStmt) bind(args ...any) error {
 	tls := st.c.tls
 	for i, a := range args {
@@ -165,6 +169,12 @@ func (st *directStmt) bind(args ...any) error {
 			rc = sqlite3.Xsqlite3_bind_int64(tls, st.p, n, int64(v))
 		case int64:
 			rc = sqlite3.Xsqlite3_bind_int64(tls, st.p, n, v)
+		case bool:
+			var b int64
+			if v {
+				b = 1
+			}
+			rc = sqlite3.Xsqlite3_bind_int64(tls, st.p, n, b)
 		case []byte:
 			if v == nil {
 				rc = sqlite3.Xsqlite3_bind_null(tls, st.p, n)
@@ -401,4 +411,18 @@ func (tx directTx) int64(query string, args ...any) (int64, error) {
 		return 0, errors.New("no row")
 	}
 	return st.int64(0), nil
+}
+
+// channelSeq is a channelLookup in tx.
+func (tx directTx) channelSeq(h string) (int64, bool, error) {
+	st, err := tx.query(channelSeqSQL, h)
+	if err != nil {
+		return 0, false, err
+	}
+	defer st.reset()
+	found, err := st.step()
+	if err != nil || !found {
+		return 0, false, err
+	}
+	return st.int64(0), true, nil
 }

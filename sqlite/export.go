@@ -49,7 +49,7 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		var seqs []any
 		err := s.readTx(ctx, func(tx *sql.Tx) error {
 			var err error
-			seqs, err = s.channelSeqs(ctx, tx, []string{f.Channel})
+			seqs, err = s.channelSeqs([]string{f.Channel}, channelIn(ctx, tx))
 			return err
 		})
 		if err != nil {

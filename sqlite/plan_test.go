@@ -25,7 +25,7 @@ func queryPlan(t *testing.T, s *Store, f nostr.Filter) string {
 	err := s.readTx(context.Background(), func(tx *sql.Tx) error {
 		var ok bool
 		var err error
-		q, ok, err = s.translate(context.Background(), tx, f, buzz.Anonymous, nil, eventSelect)
+		q, ok, err = s.translateIn(context.Background(), tx, f, buzz.Anonymous, nil, rawSelect)
 		if err != nil || !ok {
 			t.Fatalf("filter %v translated to nothing (%v)", f, err)
 		}

@@ -54,7 +54,7 @@ func positionPlan(t *testing.T, s *Store, f nostr.Filter, v buzz.Viewer, beforeI
 	err = s.readTx(context.Background(), func(tx *sql.Tx) error {
 		var ok bool
 		var err error
-		if q, ok, err = s.translate(context.Background(), tx, f, v, before, positionSelect); err == nil && !ok {
+		if q, ok, err = s.translateIn(context.Background(), tx, f, v, before, positionSelect); err == nil && !ok {
 			t.Fatalf("filter %v translated to nothing", f)
 		}
 		return err

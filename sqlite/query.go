@@ -33,16 +33,22 @@ func (s *Store) Query(ctx context.Context, f nostr.Filter, v buzz.Viewer) ([]*no
 // beforeID) of RL-19: events strictly after it in `created_at DESC, id
 // ASC` order. An empty beforeID is no cursor beyond f.Until.
 func (s *Store) QueryBefore(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]*nostr.Event, error) {
-	evs, _, err := s.QueryBounded(ctx, f, v, beforeID, 0)
-	return evs, err
+	raws, _, err := s.QueryBounded(ctx, f, v, beforeID, 0)
+	if err != nil {
+		return nil, err
+	}
+	return buzz.Decode(raws)
 }
 
-// QueryBounded is QueryBefore that stops reading rows once the events read
-// would pass maxBytes (buzz.EventSize; 0: no bound), reporting truncated
-// when it stopped early: what a client may make the relay hold is bounded
-// while it is read, not after (RL-27a). The event that would pass the
-// bound is not returned.
-func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []*nostr.Event, truncated bool, err error) {
+// QueryBounded is QueryBefore serving each event as its signed JSON, that
+// stops reading rows once the JSON read would pass maxBytes (0: no bound),
+// reporting truncated when it stopped early: what a client may make the
+// relay hold is bounded while it is read, not after (RL-27a). The event
+// that would pass the bound is not returned. It reads on a direct
+// connection, as window pages do, and writes each event's JSON straight
+// from its columns: a REQ spent half its time in database/sql's per-value
+// conversion, in building a nostr.Event and in encoding it again.
+func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []buzz.RawEvent, truncated bool, err error) {
 	if matchesNothing(f) {
 		return nil, false, nil
 	}
@@ -50,41 +56,50 @@ func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer,
 	if err != nil {
 		return nil, false, err
 	}
-	var out []*nostr.Event
-	size := 0
-	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, v, before, eventSelect)
+	err = s.pageRead(ctx, func(tx directTx) error {
+		evs, truncated = evs[:0], false
+		c, err := s.communityDirect(ctx, tx)
+		if err != nil {
+			return err
+		}
+		q, ok, err := s.translate(f, c, v, before, rawSelect, tx.channelSeq)
 		if err != nil || !ok {
 			return err
 		}
-		st, err := s.prepared(ctx, tx, q.sql)
+		st, err := tx.query(q.sql, q.args...)
 		if err != nil {
 			return fmt.Errorf("query events: %w", err)
 		}
-		rows, err := st.QueryContext(ctx, q.args...)
-		if err != nil {
-			return fmt.Errorf("query events: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			ev, err := scanEvent(rows)
+		defer st.reset()
+		size := 0
+		for {
+			found, err := st.step()
+			if err != nil {
+				return fmt.Errorf("query events: %w", err)
+			}
+			if !found {
+				return nil
+			}
+			ev, err := storedEvent(st, 0, 1, 2).raw()
 			if err != nil {
 				s.log.Warn("skipping unreadable stored event", "err", err)
 				continue
 			}
-			if size += buzz.EventSize(ev); maxBytes > 0 && size > maxBytes {
+			if size += len(ev.JSON); maxBytes > 0 && size > maxBytes {
 				truncated = true
 				return nil
 			}
-			out = append(out, ev)
+			evs = append(evs, ev)
 		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("query events: %w", err)
-		}
-		return nil
 	})
-	return out, truncated, err
+	if err != nil {
+		return nil, false, err
+	}
+	return evs, truncated, nil
 }
+
+// rawSelect is the projection storedEvent(st, 0, 1, 2) reads.
+const rawSelect = "e.id, e.created_at, " + eventSQL
 
 // Positions is QueryBefore reading only the (created_at, id) of each
 // event: the set of a NIP-77 sync (RL-34), with the same statement, index
@@ -99,7 +114,7 @@ func (s *Store) Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, be
 	}
 	var out []buzz.Position
 	err = s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, v, before, positionSelect)
+		q, ok, err := s.translateIn(ctx, tx, f, v, before, positionSelect)
 		if err != nil || !ok {
 			return err
 		}
@@ -150,7 +165,7 @@ func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64
 	}
 	var n int64
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		q, ok, err := s.translate(ctx, tx, f, v, nil, countSelect)
+		q, ok, err := s.translateIn(ctx, tx, f, v, nil, countSelect)
 		if err != nil || !ok {
 			return err
 		}
@@ -193,14 +208,42 @@ const (
 	positionSelect = "e.created_at, e.id"
 )
 
+// translateIn is translate in a read transaction of the read pool.
+func (s *Store) translateIn(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buzz.Viewer, before []byte, projection string) (q sqlQuery, ok bool, err error) {
+	c, err := s.communityIn(ctx, tx)
+	if err != nil {
+		return q, false, err
+	}
+	return s.translate(f, c, v, before, projection, channelIn(ctx, tx))
+}
+
+// channelSeqSQL looks a channel's number up by its id.
+const channelSeqSQL = "SELECT seq FROM channels WHERE h = ?"
+
+// channelIn looks channels up in tx.
+func channelIn(ctx context.Context, tx *sql.Tx) channelLookup {
+	return func(h string) (int64, bool, error) {
+		var seq int64
+		switch err := tx.QueryRowContext(ctx, channelSeqSQL, h).Scan(&seq); err {
+		case nil:
+			return seq, true, nil
+		case sql.ErrNoRows:
+			return 0, false, nil
+		default:
+			return 0, false, err
+		}
+	}
+}
+
 // translate turns a NIP-01 filter into one SQL statement driven by an index:
 // ids by events_id, channels by events_channel, tags by the tags table,
 // authors by events_pubkey, kinds by events_kind, time by events_created
 // (SQLite picks among those present), selecting projection (countSelect,
-// eventSelect or positionSelect); all but the count are in Query's order
-// within the filter's limit. ok is false when the filter can match
-// nothing, so no statement is needed.
-func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buzz.Viewer, before []byte, projection string) (q sqlQuery, ok bool, err error) {
+// rawSelect or positionSelect); all but the count are in Query's order
+// within the filter's limit. c is the access state of the read's snapshot
+// and lookup finds a channel's number in it. ok is false when the filter
+// can match nothing, so no statement is needed.
+func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, before []byte, projection string, lookup channelLookup) (q sqlQuery, ok bool, err error) {
 	if f.Search != "" {
 		return q, false, nil
 	}
@@ -211,10 +254,6 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buz
 		args = append(args, a...)
 	}
 	add("e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?)", s.nowUnix())
-	c, err := s.communityIn(ctx, tx)
-	if err != nil {
-		return q, false, err
-	}
 	if c.MayHide(v) {
 		add(readScopeSQL, readScopeArgs(c, v)...)
 	}
@@ -298,7 +337,7 @@ func (s *Store) translate(ctx context.Context, tx *sql.Tx, f nostr.Filter, v buz
 			return q, false, nil
 		}
 		if name == "h" {
-			seqs, err := s.channelSeqs(ctx, tx, values)
+			seqs, err := s.channelSeqs(values, lookup)
 			if err != nil {
 				return q, false, err
 			}
@@ -402,21 +441,26 @@ func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
 }
 
+// channelLookup finds the number of the channel h in a read's snapshot;
+// found is false when no channel has that id.
+type channelLookup func(h string) (seq int64, found bool, err error)
+
 // channelSeqs maps `h` values to channel numbers, leaving out channels that
 // have no events. Known channels are cached: a channel number never changes.
-func (s *Store) channelSeqs(ctx context.Context, tx *sql.Tx, hs []string) ([]any, error) {
+func (s *Store) channelSeqs(hs []string, lookup channelLookup) ([]any, error) {
 	out := make([]any, 0, len(hs))
 	for _, h := range hs {
 		s.channelsMu.RLock()
 		seq, ok := s.channels[h]
 		s.channelsMu.RUnlock()
 		if !ok {
-			err := tx.QueryRowContext(ctx, "SELECT seq FROM channels WHERE h = ?", h).Scan(&seq)
-			if err == sql.ErrNoRows {
-				continue
-			}
-			if err != nil {
+			var found bool
+			var err error
+			if seq, found, err = lookup(h); err != nil {
 				return nil, fmt.Errorf("look up channel: %w", err)
+			}
+			if !found {
+				continue
 			}
 			s.channelsMu.Lock()
 			s.channels[h] = seq

@@ -88,7 +88,7 @@ func skStatement(t *testing.T, s *Store, f nostr.Filter, v buzz.Viewer) sqlQuery
 	err := s.readTx(context.Background(), func(tx *sql.Tx) error {
 		var ok bool
 		var err error
-		if q, ok, err = s.translate(context.Background(), tx, f, v, nil, eventSelect); !ok && err == nil {
+		if q, ok, err = s.translateIn(context.Background(), tx, f, v, nil, rawSelect); !ok && err == nil {
 			t.Fatalf("filter %v translated to nothing", f)
 		}
 		return err

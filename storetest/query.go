@@ -5,6 +5,7 @@ package storetest
 // (RL-6 deleted, NIP-40 expired). Helpers start with "qt".
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -368,8 +369,9 @@ func testQueryDefaultLimit(t *testing.T, open Opener) {
 	}
 }
 
-// RL-27a: QueryBounded stops reading once the events would pass its byte
-// bound and says so; without a bound, or under it, it returns everything.
+// RL-27a: QueryBounded stops reading once the events' JSON would pass its
+// byte bound and says so; without a bound, or under it, it returns
+// everything, each event as JSON that decodes to the event signed.
 func testQueryBounded(t *testing.T, open Opener) {
 	s := qtOpen(t, open, nil)
 	a := testutil.NewSigner(t)
@@ -378,7 +380,11 @@ func testQueryBounded(t *testing.T, open Opener) {
 		evs = append(evs, a.Event(t, 1, qtT0+int64(i), strings.Repeat("x", 1000)))
 	}
 	qtIngest(t, s, evs...)
-	one := buzz.EventSize(evs[0])
+	signed, err := evs[0].MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := len(signed) // every event's JSON is as long: same fields, same digits
 	ctx := context.Background()
 	f := nostr.Filter{Authors: []string{a.PK}}
 	for _, tc := range []struct {
@@ -394,6 +400,13 @@ func testQueryBounded(t *testing.T, open Opener) {
 		}
 		if len(got) > 0 && got[0].ID != evs[4].ID {
 			t.Errorf("bound %d: first %s, want the newest", tc.max, got[0].ID)
+		}
+		for i, raw := range got {
+			var ev nostr.Event
+			want := evs[4-i]
+			if err := ev.UnmarshalJSON(raw.JSON); err != nil || ev.ID != want.ID || ev.Sig != want.Sig || !bytes.Equal(ev.Serialize(), want.Serialize()) {
+				t.Errorf("bound %d: event %d is %s (%v), not the event signed", tc.max, i, raw.JSON, err)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package khatru
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -55,10 +56,11 @@ func TestBroadcastEnvelopePerSubscriber(t *testing.T) {
 	}
 }
 
-// buzz-lite patch 24: a stored event answering a REQ is encoded by the
-// event's own encoder and wrapped with the subscription id quoted, however
-// hostile the id and content: each answer decodes, names its subscription
-// and verifies, and every event reaches the peer (written in batches).
+// buzz-lite patches 24 and 27: a stored event answering a REQ goes out as
+// the JSON its hook handed over, wrapped with the subscription id quoted,
+// however hostile the id and content: each answer decodes, names its
+// subscription and verifies, and every event reaches the peer (written in
+// batches).
 func TestReqAnswerEnvelopes(t *testing.T) {
 	signer := testutil.NewSigner(t)
 	var stored []*nostr.Event
@@ -66,8 +68,12 @@ func TestReqAnswerEnvelopes(t *testing.T) {
 		stored = append(stored, signer.Event(t, 1, time.Now().Unix()-int64(i), "<b>\"hostile\"</b> & \u2028 \\ 🐝", nostr.Tag{"t", "</script>"}))
 	}
 	rl := NewRelay()
-	rl.StreamEvents = append(rl.StreamEvents, func(_ context.Context, _ nostr.Filter, send func(*nostr.Event) error) error {
-		for _, ev := range stored {
+	encoded := make([][]byte, len(stored))
+	for i, ev := range stored {
+		encoded[i], _ = ev.MarshalJSON()
+	}
+	rl.StreamEvents = append(rl.StreamEvents, func(_ context.Context, _ nostr.Filter, send func([]byte) error) error {
+		for _, ev := range encoded {
 			if err := send(ev); err != nil {
 				return err
 			}
@@ -92,6 +98,9 @@ func TestReqAnswerEnvelopes(t *testing.T) {
 			}
 			if of != sub || got.ID != stored[i].ID || got.Content != stored[i].Content {
 				t.Fatalf("subscription %q: event %d is %q of %q", sub, i, got.ID, of)
+			}
+			if !bytes.Equal(rest[1], encoded[i]) { // patch 27: as the hook gave it
+				t.Fatalf("subscription %q: event %d went out as\n%s\nnot as given:\n%s", sub, i, rest[1], encoded[i])
 			}
 			if ok, err := got.CheckSignature(); !ok || err != nil {
 				t.Fatalf("subscription %q: event %d does not verify: %v", sub, i, err)

@@ -264,11 +264,21 @@ listenersloop:
 
 // eventEnvelope is `["EVENT",<id>,<event>]` with event already encoded.
 func eventEnvelope(id string, event []byte) []byte {
+	return appendEventEnvelope(eventEnvelopeHead(id), event)
+}
+
+// eventEnvelopeHead is `["EVENT",<id>,`, the head of every envelope of
+// subscription id.
+func eventEnvelopeHead(id string) []byte {
 	quoted, _ := json.Marshal(id) // a string always encodes
-	b := make([]byte, 0, len(`["EVENT",,]`)+len(quoted)+len(event))
-	b = append(b, `["EVENT",`...)
-	b = append(b, quoted...)
-	b = append(b, ',')
+	return append(append([]byte(`["EVENT",`), quoted...), ',')
+}
+
+// appendEventEnvelope is the envelope of an encoded event after its head,
+// in a slice of its own.
+func appendEventEnvelope(head, event []byte) []byte {
+	b := make([]byte, 0, len(head)+len(event)+1)
+	b = append(b, head...)
 	b = append(b, event...)
 	return append(b, ']')
 }

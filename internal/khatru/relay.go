@@ -116,8 +116,10 @@ type Relay struct {
 	// one event for the client, waiting while the connection's queue is
 	// full, and fails once the subscription or the connection ended. An
 	// error ends the subscription, answered CLOSED with it as the reason.
+	// An event is handed over as its signed JSON, which the hook vouches
+	// for, and goes out as it is (no OverwriteResponseEvent hook sees it).
 	// buzz-lite patch.
-	StreamEvents []func(ctx context.Context, filter nostr.Filter, send func(*nostr.Event) error) error
+	StreamEvents []func(ctx context.Context, filter nostr.Filter, send func(event []byte) error) error
 	// ValidateAuth, when set, decides whether a NIP-42 AUTH event for the
 	// connection's challenge authenticates its pubkey, instead of
 	// nip42.ValidateAuthEvent against getBaseURL, which, without
