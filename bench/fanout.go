@@ -148,8 +148,9 @@ func (f *fanout) stop() {
 // read records when each event reaches one subscriber, until the
 // connection closes.
 func (f *fanout) read(c *websocket.Conn, at []time.Time) error {
+	var buf bytes.Buffer
 	for {
-		msg, err := read(c)
+		msg, err := readInto(c, &buf)
 		if err != nil {
 			if f.closing.Load() {
 				return nil

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
@@ -24,6 +25,7 @@ func Feed(ctx context.Context, t Target, name string, body []byte, reader string
 	return closedLoop(ctx, t, name, "feeds", clients, d, func(_ context.Context, process Target) (op, func(), error) {
 		// The token names the URL of the process it is sent to (NIP-98).
 		url := process.HTTP + "/query"
+		var answer bytes.Buffer
 		return func(ctx context.Context, _ *rand.Rand) (int, error) {
 			auth := ""
 			if reader != "" {
@@ -32,8 +34,8 @@ func Feed(ctx context.Context, t Target, name string, body []byte, reader string
 					return 0, err
 				}
 			}
-			answer, err := postAs(ctx, process, body, auth)
-			return len(answer), err
+			err := postInto(ctx, process, body, auth, &answer)
+			return answer.Len(), err
 		}, func() {}, nil
 	})
 }

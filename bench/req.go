@@ -81,16 +81,16 @@ var (
 )
 
 // drain sends req, a REQ of the subscription "bench", reads its answers
-// whole up to EOSE and closes it, returning the bytes read. Unlike
+// whole (into buf) up to EOSE and closes it, returning the bytes read. Unlike
 // request it decodes no event: on the relay's own cores, decoding 50
 // events a REQ took the measured relay more CPU than answering.
-func drain(c *websocket.Conn, req []byte) (int, error) {
+func drain(c *websocket.Conn, req []byte, buf *bytes.Buffer) (int, error) {
 	if err := c.WriteMessage(websocket.TextMessage, req); err != nil {
 		return 0, fmt.Errorf("send REQ: %w", err)
 	}
 	n := 0
 	for {
-		msg, err := read(c)
+		msg, err := readInto(c, buf)
 		if err != nil {
 			return n, fmt.Errorf("read: %w", err)
 		}
@@ -121,8 +121,9 @@ func REQ(ctx context.Context, t Target, name string, filters []nostr.Filter, cli
 		if err != nil {
 			return nil, nil, err
 		}
+		var buf bytes.Buffer
 		return func(_ context.Context, rng *rand.Rand) (int, error) {
-			return drain(c, reqs[rng.IntN(len(reqs))])
+			return drain(c, reqs[rng.IntN(len(reqs))], &buf)
 		}, func() { c.Close() }, nil
 	})
 }
