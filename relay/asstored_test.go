@@ -3,10 +3,13 @@ package relay
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
 // RL-22, RL-19 (issue 15): REQ and a /query filter serve a stored event as
@@ -48,4 +51,39 @@ func TestEventsServedAsSigned(t *testing.T) {
 	}
 	check("REQ", fetch(t, c, f))
 	check("/query", qyPost(t, s, `[{"authors":["`+a.PK+`"]}]`, "").events(t))
+}
+
+// RL-19, RL-27a: answers written at once, each built in a buffer another
+// answer used before (responseBuffers), are each whole and their own: a
+// buffer goes back to the pool only once its answer is written.
+func TestConcurrentAnswersKeepTheirOwnBytes(t *testing.T) {
+	s := startServer(t)
+	now := time.Now().Unix()
+	var bodies []string
+	for i := range 6 {
+		a := testutil.NewSigner(t)
+		for j := range 20 + 40*i { // answers of different lengths
+			if err := s.ingest(t.Context(), a.Event(t, 1, now-int64(j), strings.Repeat("abcdefgh", 50*(i+1)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		bodies = append(bodies, `[{"authors":["`+a.PK+`"]}]`)
+	}
+	want := make([][]byte, len(bodies))
+	for i, body := range bodies {
+		want[i] = qyPost(t, s, body, "").body
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for k := range 15 {
+				i := (g + k) % len(bodies)
+				if got := qyPost(t, s, bodies[i], "").body; !bytes.Equal(got, want[i]) {
+					t.Errorf("answer %d read at once with others differs: %d bytes, want %d", i, len(got), len(want[i]))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

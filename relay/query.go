@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -121,7 +122,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
-	out := &response{buf: make([]byte, 0, 64<<10), budget: r.queryMemory}
+	out := newResponse(r.queryMemory)
 	defer out.release()
 	start := time.Now()
 	err = r.runInSlot(ctx, limited, plan, out)
@@ -209,11 +210,33 @@ func retryAfter(rate Rate) string {
 // every byte again, a quarter of a page's time). What it holds, and what
 // it is about to read, is reserved from budget first (RL-27a).
 type response struct {
-	buf []byte
-	n   int
+	buf    []byte
+	n      int
+	pooled *[]byte // where buf goes back to responseBuffers; nil: not pooled
 
 	budget   *byteBudget
 	reserved int64
+}
+
+// responseBuffers keeps answer buffers between requests. A window page's
+// answer is about 100 KB, and a buffer made for each, grown as it filled,
+// was most of what the relay allocated serving cached pages: under the
+// relay's memory limit, every byte allocated is the collector's work.
+var responseBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 64<<10)
+	return &b
+}}
+
+// maxPooledResponse is the largest buffer kept for another answer: the
+// pool holds one per answer being written at once, and the rare large
+// answer's buffer is left to the collector.
+const maxPooledResponse = 256 << 10
+
+// newResponse is an empty answer whose memory is reserved from budget, in
+// a buffer from responseBuffers.
+func newResponse(budget *byteBudget) *response {
+	pooled := responseBuffers.Get().(*[]byte)
+	return &response{buf: (*pooled)[:0], pooled: pooled, budget: budget}
 }
 
 // reserve takes n bytes of the budget for the answer; errQueryBusy when
@@ -244,6 +267,11 @@ func (o *response) settle(ctx context.Context) error {
 func (o *response) release() {
 	o.budget.give(o.reserved)
 	o.reserved = 0
+	if o.pooled != nil && cap(o.buf) <= maxPooledResponse {
+		*o.pooled = o.buf[:0]
+		responseBuffers.Put(o.pooled)
+	}
+	o.buf, o.pooled = nil, nil
 }
 
 // left is how many bytes the answer may still grow by.
