@@ -55,10 +55,7 @@ func (r *Relay) pushSummaries(changed []buzz.ThreadChange) {
 		if !r.kh.Listening(ev, false) {
 			continue
 		}
-		if err := r.overlays.sign(ev); err != nil {
-			r.log.Error("signing a thread summary", "err", err)
-			continue
-		}
+		r.overlays.sign(ev)
 		r.kh.BroadcastEvent(ev)
 	}
 }

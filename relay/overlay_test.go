@@ -14,6 +14,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/sign"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
@@ -84,7 +85,11 @@ func TestSummaryStableUntilThreadChanges(t *testing.T) {
 func TestSummaryJSONKeptWhileUnchanged(t *testing.T) {
 	sk := nostr.GeneratePrivateKey()
 	pk, _ := nostr.GetPublicKey(sk)
-	o := newOverlaySigner(sk, pk)
+	key, err := sign.NewKey(sk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOverlaySigner(key)
 	last := int64(1_700_000_100)
 	base := buzz.Summary{ID: strings.Repeat("ab", 32), UpdatedAt: 1_700_000_200,
 		Summary: nipcw.Summary{ReplyCount: 2, DescendantCount: 3, LastReplyAt: &last, Participants: []string{pk, strings.Repeat("cd", 32)}}}

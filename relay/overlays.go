@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -9,6 +11,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/sign"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -21,7 +24,8 @@ import (
 // The cache holds two generations of maxCachedSignatures: when the newer
 // fills up it becomes the older, and the older is dropped.
 type overlaySigner struct {
-	secret, pubkey string
+	key    *sign.Key
+	pubkey string
 
 	mu        sync.Mutex
 	cur, prev map[string]string // event id -> signature
@@ -49,8 +53,8 @@ const (
 	maxCachedSummaries = 1 << 9
 )
 
-func newOverlaySigner(secret, pubkey string) *overlaySigner {
-	return &overlaySigner{secret: secret, pubkey: pubkey, cur: map[string]string{}, prev: map[string]string{},
+func newOverlaySigner(key *sign.Key) *overlaySigner {
+	return &overlaySigner{key: key, pubkey: key.PubKey(), cur: map[string]string{}, prev: map[string]string{},
 		summaries: map[string]*encodedSummary{}, oldSummaries: map[string]*encodedSummary{}}
 }
 
@@ -96,9 +100,7 @@ func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) 
 	if err != nil {
 		return nil, err
 	}
-	if err := o.sign(ev); err != nil {
-		return nil, err
-	}
+	o.sign(ev)
 	j, err := ev.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("encode thread summary: %w", err)
@@ -124,9 +126,11 @@ func (o *overlaySigner) keepSummary(id string, e *encodedSummary) {
 	o.summaries[id] = e
 }
 
-func (o *overlaySigner) sign(ev *nostr.Event) error {
+// sign sets ev's pubkey, id and signature, the signature made once an id.
+func (o *overlaySigner) sign(ev *nostr.Event) {
 	ev.PubKey = o.pubkey
-	ev.ID = ev.GetID()
+	hash := sha256.Sum256(ev.Serialize())
+	ev.ID = hex.EncodeToString(hash[:])
 	o.mu.Lock()
 	sig, ok := o.cur[ev.ID]
 	if !ok {
@@ -135,18 +139,16 @@ func (o *overlaySigner) sign(ev *nostr.Event) error {
 	o.mu.Unlock()
 	if ok {
 		ev.Sig = sig
-		return nil
+		return
 	}
-	if err := ev.Sign(o.secret); err != nil {
-		return fmt.Errorf("sign overlay: %w", err)
-	}
+	signature := o.key.Sign(hash)
+	ev.Sig = hex.EncodeToString(signature[:])
 	o.mu.Lock()
 	if len(o.cur) >= maxCachedSignatures {
 		o.prev, o.cur = o.cur, make(map[string]string, maxCachedSignatures)
 	}
 	o.cur[ev.ID] = ev.Sig
 	o.mu.Unlock()
-	return nil
 }
 
 // summaryEvent is the thread summary overlay of a row (CW-19): tags

@@ -28,6 +28,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/khatru"
+	"github.com/buzz-lite/buzz-lite/internal/sign"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -123,10 +124,11 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 	if !nostr.IsValid32ByteHex(cfg.Key) {
 		return nil, errors.New("relay identity key: want 64 hex characters")
 	}
-	pubkey, err := nostr.GetPublicKey(cfg.Key)
+	key, err := sign.NewKey(cfg.Key)
 	if err != nil {
 		return nil, fmt.Errorf("relay identity key: %w", err)
 	}
+	pubkey := key.PubKey()
 	cfg.Limits = cfg.Limits.withDefaults()
 	r := &Relay{
 		cfg:    cfg,
@@ -156,7 +158,7 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 	}
 	r.metrics = r.newMetrics()
 	r.nip98 = newNIP98Verifier(r.now)
-	r.overlays = newOverlaySigner(cfg.Key, pubkey)
+	r.overlays = newOverlaySigner(key)
 	r.kh = khatru.NewRelay()
 	r.wire()
 	return r, nil
