@@ -47,6 +47,9 @@ type listener struct {
 	filter nostr.Filter
 	ws     *WebSocket
 	spec   *listenerSpec
+	// head is the envelope's head for the subscription (eventEnvelopeHead),
+	// made once rather than for every event delivered.
+	head []byte
 }
 
 func (rl *Relay) GetListeningFilters() []nostr.Filter {
@@ -80,6 +83,7 @@ func (rl *Relay) addListener(
 			id:     sub.id,
 			filter: filter,
 			spec:   spec,
+			head:   eventEnvelopeHead(sub.id),
 		})
 	}
 }
@@ -225,11 +229,20 @@ func (rl *Relay) deliverTo(event *nostr.Event) func(ws *WebSocket) bool {
 // connection, who may receive it: DeliverTo's or SaveEvent's answer,
 // asked once per event.
 func (rl *Relay) notifyListeners(event *nostr.Event, deliver func(ws *WebSocket) bool) int {
+	// buzz-lite patch 28: what a delivery needs of a matching listener,
+	// not a copy of the listener and its filter, each envelope's head made
+	// when the listener was added: a broadcast to a thousand subscribers
+	// grew a slice of a thousand filters, and encoded the subscription id
+	// a thousand times.
+	type target struct {
+		ws   *WebSocket
+		head []byte
+	}
 	rl.clientsMutex.Lock()
-	matched := make([]listener, 0, 8)
+	matched := make([]target, 0, 16)
 	for _, l := range rl.listeners {
 		if l.filter.Matches(event) {
-			matched = append(matched, l)
+			matched = append(matched, target{l.ws, l.head})
 		}
 	}
 	rl.clientsMutex.Unlock()
@@ -256,15 +269,10 @@ listenersloop:
 				continue listenersloop
 			}
 		}
-		listener.ws.trySend(eventEnvelope(listener.id, encoded))
+		listener.ws.trySend(appendEventEnvelope(listener.head, encoded))
 		count++
 	}
 	return count
-}
-
-// eventEnvelope is `["EVENT",<id>,<event>]` with event already encoded.
-func eventEnvelope(id string, event []byte) []byte {
-	return appendEventEnvelope(eventEnvelopeHead(id), event)
 }
 
 // eventEnvelopeHead is `["EVENT",<id>,`, the head of every envelope of

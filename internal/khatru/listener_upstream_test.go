@@ -90,7 +90,7 @@ func setState(rl *Relay, clients map[*WebSocket][]specView, listeners []listener
 			spec := &listenerSpec{sub: &subscription{id: v.id, ctx: ctx, cancel: cancel}, index: v.index, subrelay: v.subrelay}
 			rl.clients[ws] = append(rl.clients[ws], spec)
 			l := listeners[v.index]
-			rl.listeners[v.index] = listener{id: l.id, filter: l.filter, ws: l.ws, spec: spec}
+			rl.listeners[v.index] = listener{id: l.id, filter: l.filter, ws: l.ws, spec: spec, head: eventEnvelopeHead(l.id)}
 		}
 	}
 }
