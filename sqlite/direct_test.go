@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,5 +73,40 @@ func TestDirectReadPanicLeavesNoOpenSnapshot(t *testing.T) {
 	}()
 	if page, err := s.Window(context.Background(), buzz.WindowQuery{Channel: ttChan, Limit: 10}); err != nil || len(page.Rows) != 1 {
 		t.Fatalf("window after a panicking read: %v, %+v", err, page)
+	}
+}
+
+// RL-19, RL-27a: a connection's statement cache, full of the statement
+// texts filters of many shapes make, never finalizes a statement a read is
+// still stepping through to make room: the read goes on to its last row.
+func TestDirectStatementCacheKeepsBusyStatements(t *testing.T) {
+	s := qtOpenWith(t, Options{ReadConns: 1})
+	err := s.directRead(context.Background(), func(tx directTx) error {
+		const rows = 5
+		busy, err := tx.query(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT i FROM n`, rows)
+		if err != nil {
+			return err
+		}
+		defer busy.reset()
+		if more, err := busy.step(); !more || err != nil || busy.int64(0) != 1 {
+			return fmt.Errorf("first row: %v, %v", more, err)
+		}
+		for i := range 3 * maxReadStmts { // every other statement pushed out
+			if n, err := tx.int64(fmt.Sprintf("SELECT %d", i)); err != nil || n != int64(i) {
+				return fmt.Errorf("statement %d: %d, %v", i, n, err)
+			}
+		}
+		if len(tx.c.stmts) > maxReadStmts {
+			return fmt.Errorf("%d statements cached, bound %d", len(tx.c.stmts), maxReadStmts)
+		}
+		for want := int64(2); want <= rows; want++ {
+			if more, err := busy.step(); !more || err != nil || busy.int64(0) != want {
+				return fmt.Errorf("row %d of the busy statement: %v, %v, %d", want, more, err, busy.int64(0))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
