@@ -13,9 +13,9 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The window and thread pages read through connections of their own,
-// opened on modernc's SQLite engine without its database/sql driver (issue
-// 15). A page is some 180 events of a dozen values each, and through the
+// The window and thread pages, and the events of REQs and `/query`
+// filters, are read through connections of their own, opened on modernc's
+// SQLite engine without its database/sql driver (issue 15). A page is some 180 events of a dozen values each, and through the
 // driver every value cost a lock (the driver opens connections
 // full-mutex), a type lookup, a copy into a fresh Go value boxed in an
 // interface, and database/sql's conversion into the scan target: two
@@ -34,13 +34,18 @@ func cMem(p uintptr) unsafe.Pointer {
 type directConn struct {
 	tls   *libc.TLS
 	db    uintptr
-	stmts map[string]*directStmt
+	stmts map[string]*directStmt // kept for reuse (prepare)
+	seen  map[string]struct{}    // texts prepared once and not kept
+	clock uint64                 // orders the kept statements by last use
 }
 
-// directStmt is a statement prepared once per connection and reused.
+// directStmt is a statement of a connection, from prepare to reset.
 type directStmt struct {
-	c *directConn
-	p uintptr
+	c     *directConn
+	p     uintptr
+	kept  bool   // in c.stmts, reused; otherwise finalized at reset
+	inUse bool   // between prepare and reset: never finalized to make room
+	used  uint64 // c.clock when last prepared
 }
 
 // sqliteTransient makes SQLite copy a bound value during the bind call.
@@ -49,7 +54,7 @@ const sqliteTransient = ^uintptr(0)
 // openDirect opens path read-only, with the pragmas of the read pool
 // (dsn): busy_timeout, query_only, mapSize bytes of the file mapped.
 func openDirect(path string, mapSize int64) (*directConn, error) {
-	c := &directConn{tls: libc.NewTLS(), stmts: map[string]*directStmt{}}
+	c := &directConn{tls: libc.NewTLS(), stmts: map[string]*directStmt{}, seen: map[string]struct{}{}}
 	name, err := libc.CString("file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro")
 	if err != nil {
 		c.tls.Close()
@@ -110,10 +115,24 @@ func (c *directConn) exec(query string) error {
 	return err
 }
 
-// prepare returns query prepared on c, once per connection.
+// prepare returns query prepared on c, for the caller to reset once done.
+// A text is kept for reuse the second time it is prepared, up to
+// maxReadStmts of them, the least recently used giving way: statement
+// texts vary with a filter's shape (how many ids, kinds, tags), and a
+// client sending filters of ever new shapes must not push out the
+// statements every page runs (parsing them again was a tenth of a page).
+// A statement a read holds is never finalized to make room: the cache then
+// grows past its bound until the read resets it.
 func (c *directConn) prepare(query string) (*directStmt, error) {
+	c.clock++
 	if st, ok := c.stmts[query]; ok {
+		st.used, st.inUse = c.clock, true
 		return st, nil
+	}
+	_, again := c.seen[query]
+	var flags uint32
+	if again {
+		flags = sqlite3.SQLITE_PREPARE_PERSISTENT
 	}
 	z, err := libc.CString(query)
 	if err != nil {
@@ -125,23 +144,40 @@ func (c *directConn) prepare(query string) (*directStmt, error) {
 		return nil, errors.New("prepare: out of memory")
 	}
 	defer libc.Xfree(c.tls, pp)
-	if rc := sqlite3.Xsqlite3_prepare_v3(c.tls, c.db, z, -1, sqlite3.SQLITE_PREPARE_PERSISTENT, pp, 0); rc != sqlite3.SQLITE_OK {
+	if rc := sqlite3.Xsqlite3_prepare_v3(c.tls, c.db, z, -1, flags, pp, 0); rc != sqlite3.SQLITE_OK {
 		return nil, fmt.Errorf("prepare: %w", c.errorOf(rc))
 	}
-	st := &directStmt{c: c, p: *(*uintptr)(cMem(pp))}
-	if len(c.stmts) >= maxReadStmts { // statement texts vary with a filter's shape
-		for q, old := range c.stmts {
-			// One a read is stepping through is kept: finalized, it
-			// would leave that read a dangling statement.
-			if sqlite3.Xsqlite3_stmt_busy(c.tls, old.p) == 0 {
-				sqlite3.Xsqlite3_finalize(c.tls, old.p)
-				delete(c.stmts, q)
-				break
-			}
+	st := &directStmt{c: c, p: *(*uintptr)(cMem(pp)), inUse: true, used: c.clock}
+	if !again {
+		if len(c.seen) >= 4*maxReadStmts {
+			clear(c.seen)
 		}
+		c.seen[query] = struct{}{}
+		return st, nil
 	}
+	delete(c.seen, query)
+	if len(c.stmts) >= maxReadStmts {
+		c.evictOldest()
+	}
+	st.kept = true
 	c.stmts[query] = st
 	return st, nil
+}
+
+// evictOldest finalizes the least recently used kept statement that no
+// read holds.
+func (c *directConn) evictOldest() {
+	var oldest string
+	var o *directStmt
+	for q, st := range c.stmts {
+		if !st.inUse && (o == nil || st.used < o.used) {
+			oldest, o = q, st
+		}
+	}
+	if o != nil {
+		sqlite3.Xsqlite3_finalize(c.tls, o.p)
+		delete(c.stmts, oldest)
+	}
 }
 
 // close finalizes c's statements and closes it.
@@ -217,8 +253,15 @@ func (st *directStmt) step() (bool, error) {
 	}
 }
 
-// reset makes the statement ready to bind and run again.
+// reset makes the statement ready to bind and run again, or finalizes it
+// when it is not kept.
 func (st *directStmt) reset() {
+	st.inUse = false
+	if !st.kept {
+		sqlite3.Xsqlite3_finalize(st.c.tls, st.p)
+		st.p = 0
+		return
+	}
 	sqlite3.Xsqlite3_reset(st.c.tls, st.p)
 }
 
@@ -371,8 +414,8 @@ func (s *Store) directRead(ctx context.Context, fn func(tx directTx) error) (err
 	return err
 }
 
-// pageRead is directRead for a window or thread page, read again (at most
-// twice more) when the access state moved during the read.
+// pageRead is directRead for a page or a filter's events, read again (at
+// most twice more) when the access state moved during the read.
 func (s *Store) pageRead(ctx context.Context, fn func(tx directTx) error) error {
 	for try := 0; ; try++ {
 		err := s.directRead(ctx, fn)

@@ -95,8 +95,9 @@ func TestPreparedCachesForThePool(t *testing.T) {
 }
 
 // Issue 15: the window and thread pages prepare their statements once per
-// direct connection and reuse them: the second page runs the very
-// statements the first one prepared.
+// direct connection, to keep, and reuse them: a connection keeps a
+// statement the second time it is asked for (directConn.prepare), and the
+// third page runs the very statements the second one kept.
 func TestDirectStatementsPreparedOnce(t *testing.T) {
 	s := qtOpenWith(t, Options{ReadConns: 1, PageCache: -1})
 	sg := testutil.NewSigner(t)
@@ -117,6 +118,7 @@ func TestDirectStatementsPreparedOnce(t *testing.T) {
 		}
 		return maps.Clone(s.direct.idle[0].stmts)
 	}
+	prepared()
 	first, second := prepared(), prepared()
 	for _, query := range []string{windowRowsSQL(false, false, 0, true), hop1SQL, pageVersionSQL} {
 		if first[query] == nil || first[query] != second[query] {
@@ -124,7 +126,7 @@ func TestDirectStatementsPreparedOnce(t *testing.T) {
 		}
 	}
 	if len(first) != len(second) {
-		t.Errorf("%d statements after one page, %d after two", len(first), len(second))
+		t.Errorf("%d statements after two pages, %d after three", len(first), len(second))
 	}
 }
 
