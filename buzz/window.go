@@ -88,6 +88,12 @@ type ThreadPage struct {
 	Aux     []RawEvent
 }
 
+// RawEventFixedBytes is the most a stored event's JSON holds besides its
+// tags and content: the keys and punctuation (73 bytes), 256 hex digits
+// and a date and kind of at most 20 and 11 digits. A store sizes the buffer
+// it writes an event's JSON in by it, so that writing does not grow it.
+const RawEventFixedBytes = 360
+
 // RawEvent is a stored event as it goes on the wire: its signed JSON, and
 // what a caller needs to know of it without decoding that.
 type RawEvent struct {

@@ -194,7 +194,7 @@ func (c *eventColumns) raw() (buzz.RawEvent, error) {
 	if !tagjson.Valid(string(c.tags)) {
 		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", c.id, tagjson.ErrMalformed)
 	}
-	b := make([]byte, 0, 300+len(c.tags)+len(c.content)+len(c.content)/8)
+	b := make([]byte, 0, buzz.RawEventFixedBytes+len(c.tags)+len(c.content)+len(c.content)/8)
 	b = append(b, `{"id":"`...)
 	b = hex.AppendEncode(b, c.id)
 	hexID := string(b[len(b)-64:])

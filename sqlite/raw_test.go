@@ -9,6 +9,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
@@ -52,6 +53,11 @@ func FuzzRawEvent(f *testing.F) {
 		raw, err := rest.raw()
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The buffer is sized once: JSON within its estimate never grows it.
+		if sized := buzz.RawEventFixedBytes + len(rest.tags) + len(content) + len(content)/8; kind == int(int32(kind)) &&
+			len(raw.JSON) <= sized && cap(raw.JSON) != sized {
+			t.Fatalf("JSON of %d bytes grew its buffer from %d to %d", len(raw.JSON), sized, cap(raw.JSON))
 		}
 		var ev nostr.Event
 		if err := json.Unmarshal(raw.JSON, &ev); err != nil {

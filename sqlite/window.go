@@ -242,7 +242,7 @@ func (r storedColumns) raw() (buzz.RawEvent, error) {
 	if !tagjson.Valid(transient(r.tags)) {
 		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", r.id, tagjson.ErrMalformed)
 	}
-	b := make([]byte, 0, 300+len(r.tags)+len(r.content)+len(r.content)/8)
+	b := make([]byte, 0, buzz.RawEventFixedBytes+len(r.tags)+len(r.content)+len(r.content)/8)
 	b = append(b, `{"id":"`...)
 	b = hex.AppendEncode(b, r.id)
 	hexID := string(b[len(b)-64:])
