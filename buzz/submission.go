@@ -47,7 +47,8 @@ func CheckSubmission(ev *nostr.Event, now time.Time) error {
 
 // EventSize is the length of ev's JSON, give or take the escapes: what
 // the event size limit measures (RL-27) and what bounds in bytes count
-// (RL-27a).
+// (RL-27a) for decoded events (events read as stored JSON count that
+// JSON's length).
 func EventSize(ev *nostr.Event) int {
 	n := 64 + 64 + 128 + 100 + len(ev.Content)
 	for _, tag := range ev.Tags {

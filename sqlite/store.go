@@ -1,7 +1,8 @@
 // Package sqlite is buzz-lite's store: one SQLite file in WAL mode, written
 // by a single writer connection that commits events in batches, read through
-// a pool of read-only connections (the window and thread pages through
-// connections of their own, without database/sql: direct.go). It knows SQL
+// a pool of read-only connections (the window and thread pages and the
+// events of filters through connections of their own, without
+// database/sql: direct.go). It knows SQL
 // and nostr events and nothing
 // of HTTP or khatru. Thread metadata and channel state are computed inside
 // the ingest transaction (RL-4, RL-5, RL-10); window pages, thread pages and
@@ -69,7 +70,8 @@ type Store struct {
 	path    string
 	writer  *writer
 	readers *sql.DB
-	// direct serves the window and thread pages (direct.go).
+	// direct serves the window and thread pages and filters' events
+	// (direct.go).
 	direct *directPool
 	log    *slog.Logger
 	now    func() time.Time

@@ -48,7 +48,7 @@ type listener struct {
 	ws     *WebSocket
 	spec   *listenerSpec
 	// head is the envelope's head for the subscription (eventEnvelopeHead),
-	// made once rather than for every event delivered.
+	// made once rather than for every event delivered. buzz-lite patch 28.
 	head []byte
 }
 

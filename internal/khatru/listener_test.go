@@ -1,6 +1,7 @@
 package khatru
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -83,6 +84,9 @@ func checkListeners(rl *Relay, model listenerModel) error {
 		}
 		if l.id != l.spec.sub.id || l.ws.subs[l.id] != l.spec.sub {
 			return fmt.Errorf("listener %d: not of the open subscription %q", i, l.id)
+		}
+		if !bytes.Equal(l.head, eventEnvelopeHead(l.id)) { // patch 28
+			return fmt.Errorf("listener %d of %q: envelope head %q", i, l.id, l.head)
 		}
 		if got[l.ws] == nil {
 			got[l.ws] = map[string][]int{}
