@@ -115,11 +115,18 @@ func TestDirectStatementCache(t *testing.T) {
 		}
 
 		const rows = 5
-		busy, err := tx.query(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT i FROM n`, rows)
+		const counting = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT i FROM n`
+		if _, err := tx.int64(counting, rows); err != nil { // once, so that the next is kept
+			return err
+		}
+		busy, err := tx.query(counting, rows)
 		if err != nil {
 			return err
 		}
 		defer busy.reset()
+		if tx.c.stmts[counting] != busy {
+			return errors.New("a text prepared twice is not kept")
+		}
 		if more, err := busy.step(); !more || err != nil || busy.int64(0) != 1 {
 			return fmt.Errorf("first row: %v, %v", more, err)
 		}
