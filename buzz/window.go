@@ -90,8 +90,9 @@ type ThreadPage struct {
 
 // RawEventFixedBytes is the most a stored event's JSON holds besides its
 // tags and content: the keys and punctuation (73 bytes), 256 hex digits
-// and a date and kind of at most 20 and 11 digits. A store sizes the buffer
-// it writes an event's JSON in by it, so that writing does not grow it.
+// and a date and kind of at most 20 and 11 digits (a kind past an int32's
+// range would only make the buffer grow). A store sizes the buffer it
+// writes an event's JSON in by it, so that writing does not grow it.
 const RawEventFixedBytes = 360
 
 // RawEvent is a stored event as it goes on the wire: its signed JSON, and

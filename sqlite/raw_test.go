@@ -54,9 +54,16 @@ func FuzzRawEvent(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The buffer is sized once: JSON within its estimate never grows it.
+		// Besides tags and content, the JSON holds at most
+		// RawEventFixedBytes (for a kind that fits an int32), so a buffer
+		// sized by it is never grown unless escapes lengthen the content
+		// past the eighth allowed for them.
+		escaped := len(tagjson.AppendString(nil, content)) - 2
+		if fixed := len(raw.JSON) - len(rest.tags) - escaped; kind == int(int32(kind)) && fixed > buzz.RawEventFixedBytes {
+			t.Fatalf("%d bytes besides tags and content, RawEventFixedBytes is %d", fixed, buzz.RawEventFixedBytes)
+		}
 		if sized := buzz.RawEventFixedBytes + len(rest.tags) + len(content) + len(content)/8; kind == int(int32(kind)) &&
-			len(raw.JSON) <= sized && cap(raw.JSON) != sized {
+			escaped <= len(content)+len(content)/8 && cap(raw.JSON) != sized {
 			t.Fatalf("JSON of %d bytes grew its buffer from %d to %d", len(raw.JSON), sized, cap(raw.JSON))
 		}
 		var ev nostr.Event
