@@ -19,11 +19,7 @@ const readWait = time.Minute
 
 // read reads the next message from c, waiting at most readWait.
 func read(c *websocket.Conn) ([]byte, error) {
-	if err := c.SetReadDeadline(time.Now().Add(readWait)); err != nil {
-		return nil, err
-	}
-	_, msg, err := c.ReadMessage()
-	return msg, err
+	return readInto(c, new(bytes.Buffer))
 }
 
 // readInto is read into buf, which a measurement's connection reuses: the

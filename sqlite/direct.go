@@ -13,16 +13,16 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The window and thread pages, and the events of REQs and `/query`
-// filters, are read through connections of their own, opened on modernc's
-// SQLite engine without its database/sql driver (issue 15). A page is some 180 events of a dozen values each, and through the
-// driver every value cost a lock (the driver opens connections
-// full-mutex), a type lookup, a copy into a fresh Go value boxed in an
-// interface, and database/sql's conversion into the scan target: two
-// fifths of a page's time went to reading values, not finding them. Here a
-// connection is opened without SQLite's mutex (one goroutine uses it at a
-// time), values are read where SQLite keeps them, and an event's JSON is
-// written straight from them.
+// The window and thread pages, and the events of REQs and `/query` filters,
+// are read through connections of their own, opened on modernc's SQLite
+// engine without its database/sql driver (issue 15). A page is some 180
+// events of a dozen values each, and through the driver every value cost a
+// lock (the driver opens connections full-mutex), a type lookup, a copy
+// into a fresh Go value boxed in an interface, and database/sql's
+// conversion into the scan target: two fifths of a page's time went to
+// reading values, not finding them. Here a connection is opened without
+// SQLite's mutex (one goroutine uses it at a time), values are read where
+// SQLite keeps them, and an event's JSON is written straight from them.
 
 // cMem is the address p of memory the engine allocated (outside Go's
 // heap, so the collector neither moves nor frees it) as a pointer.
