@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -224,4 +225,72 @@ func TestSummaryJSONKeptWhileUnchanged(t *testing.T) {
 	if n := len(o.summaries) + len(o.oldSummaries); n > 2*maxCachedSummaries {
 		t.Fatalf("%d summaries kept, bound %d", n, 2*maxCachedSummaries)
 	}
+}
+
+// Issue 15, CW-19: a summary written straight from its parts
+// (encodeSummary) is the event summaryEvent builds, signed and encoded by
+// go-nostr: the same id (so the same NIP-01 serialization), signature,
+// tags and content, and for a channel and participants that JSON writes
+// without escapes, the same bytes. The relay's key signs both, the
+// signature kept by id, so even the signature must be equal.
+func FuzzEncodeSummary(f *testing.F) {
+	f.Add("general", int64(2), int64(3), true, int64(1_700_000_100), int64(1_700_000_200), 2)
+	f.Add("1b4e28ba-2fa1-41d2-883f-0016d3cca427", int64(0), int64(0), false, int64(0), int64(0), 0)
+	f.Add("we\"ird\\ <chan>&\u2028\x01\x7f é", int64(-1), int64(1<<62), true, int64(-5), int64(-1), 11)
+	key, err := sign.NewKey(strings.Repeat("01", 32))
+	if err != nil {
+		f.Fatal(err)
+	}
+	o := newOverlaySigner(key)
+	f.Fuzz(func(t *testing.T, channel string, replies, descendants int64, hasLast bool, last, at int64, participants int) {
+		if !utf8.ValidString(channel) {
+			t.Skip("channel ids are validated UTF-8 long before a summary is made")
+		}
+		sm := buzz.Summary{ID: fmt.Sprintf("%064x", uint64(replies)^uint64(at)), UpdatedAt: at,
+			Summary: nipcw.Summary{ReplyCount: replies, DescendantCount: descendants}}
+		if hasLast {
+			sm.LastReplyAt = &last
+		}
+		for i := range min(max(participants, 0), 12) {
+			sm.Participants = append(sm.Participants, fmt.Sprintf("%064x", i*7919+int(descendants)))
+		}
+		got := o.encodeSummary(channel, sm, at)
+		ev, err := summaryEvent(channel, sm, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.sign(ev)
+		want, err := ev.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var decoded nostr.Event
+		if err := json.Unmarshal(got, &decoded); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		if !decoded.CheckID() {
+			t.Fatalf("id of %s is not its hash", got)
+		}
+		if ok, err := decoded.CheckSignature(); !ok || err != nil {
+			t.Fatalf("%s does not verify: %v", got, err)
+		}
+		if decoded.ID != ev.ID || decoded.Sig != ev.Sig || decoded.PubKey != ev.PubKey || decoded.Kind != ev.Kind ||
+			decoded.CreatedAt != ev.CreatedAt || decoded.Content != ev.Content || !slices.EqualFunc(decoded.Tags, ev.Tags, slices.Equal) {
+			t.Fatalf("encoded %s, event %s", got, want)
+		}
+		if plainJSON(channel) && !bytes.Equal(got, want) {
+			t.Fatalf("encoded %s, event %s", got, want)
+		}
+	})
+}
+
+// plainJSON reports whether both JSON writers write s as it is: printable
+// ASCII without quotes or backslashes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e || s[i] == '"' || s[i] == '\\' {
+			return false
+		}
+	}
+	return true
 }
