@@ -17,7 +17,7 @@ import (
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "verify the database: SQLite integrity, thread counters, tag index, group state signed by the relay key; exit 1 when anything is wrong",
+		Usage:     "verify the database: SQLite integrity, thread counters, tag index, deletion marks, group state signed by the relay key; exit 1 when anything is wrong",
 		UsageText: "buzz-lite check [--repair [--rekey]]",
 		Before: func(c *cli.Context) error {
 			if c.Bool("rekey") && !c.Bool("repair") {
@@ -26,7 +26,7 @@ func checkCommand() *cli.Command {
 			return argsBetween(0, 0, "")(c)
 		},
 		Flags: append(commonFlags(), postgresFlag(),
-			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters and tag index rows, and sign the group state with the relay key, in one transaction"},
+			&cli.BoolFlag{Name: "repair", Usage: "fix wrong counters, tag index rows and deletion marks, and sign the group state with the relay key, in one transaction"},
 			&cli.BoolFlag{Name: "rekey", Usage: "with --repair on PostgreSQL: sign the group state another relay key signed with this one (every process of the community must then use it)"},
 		),
 		Action: onExistingKeyed(check, checkKey),
@@ -72,6 +72,10 @@ func check(ctx context.Context, c *cli.Context, store commandStore) error {
 		fmt.Fprintf(out, "tag index: %s missing, %s that no event calls for\n",
 			plural(rep.MissingTags, "row", "rows"), plural(rep.ExtraTags, "row", "rows"))
 	}
+	if rep.DeletionMarks > 0 {
+		fmt.Fprintf(out, "deletion marks: %s that a stored deletion names not marked so\n",
+			plural(rep.DeletionMarks, "event", "events"))
+	}
 	for i, line := range rep.GroupState {
 		if i == maxListed {
 			fmt.Fprintf(out, "group state: ... and %d more\n", len(rep.GroupState)-maxListed)
@@ -87,7 +91,7 @@ func check(ctx context.Context, c *cli.Context, store commandStore) error {
 		fmt.Fprintln(out, "repaired")
 		return nil
 	case rep.Repaired:
-		return errors.New("counters, tag index and group state repaired; the file itself is damaged: restore a backup")
+		return errors.New("counters, tag index, deletion marks and group state repaired; the file itself is damaged: restore a backup")
 	}
-	return errors.New("check found problems (run with --repair to fix counters, tag index and group state)")
+	return errors.New("check found problems (run with --repair to fix counters, tag index, deletion marks and group state)")
 }

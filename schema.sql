@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 5
+-- schema_version: 6
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -74,6 +74,13 @@ INSERT INTO settings (key, value) VALUES ('access_version', 0);
 --                 RL-13): its own channel; for a reaction or deletion without
 --                 an h tag, its target's; for the relay's group state
 --                 (39000-39002), the channel it describes. NULL: everyone.
+--   named_by_deletion  for the aux kinds (5, 7, 9005, 40003): 1 once a
+--                 deletion (5 or 9005) stored names it in an e tag, set by
+--                 whichever of the two arrives second. Hop 2 of a window's
+--                 aux closure (CW-18) asks only about these instead of
+--                 searching tags_aux for every hop-1 event. It is not
+--                 cleared when the deletion goes (expiry): hop 2 then finds
+--                 nothing, as it would have.
 CREATE TABLE events (
   seq        INTEGER PRIMARY KEY,
   id         BLOB    NOT NULL,
@@ -92,7 +99,8 @@ CREATE TABLE events (
   depth      INTEGER,
   broadcast  INTEGER NOT NULL DEFAULT 0,
   row_class  INTEGER NOT NULL DEFAULT 0,
-  scope      INTEGER
+  scope      INTEGER,
+  named_by_deletion INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
 CREATE UNIQUE INDEX events_id ON events(id);

@@ -46,6 +46,11 @@ type CheckReport struct {
 	// GroupState lists the group state events (39000-39003) that the
 	// relay key did not sign (RL-11, RL-21).
 	GroupState []string
+	// DeletionMarks counts the aux events that a stored deletion names
+	// but that do not say so (sqlite's events.named_by_deletion): a window
+	// would not serve that deletion (CW-18). PostgreSQL keeps no such
+	// mark: it stays 0 there.
+	DeletionMarks int
 	// Repaired is set when Check was asked to repair and did.
 	Repaired bool
 }
@@ -53,7 +58,7 @@ type CheckReport struct {
 // OK reports whether nothing is wrong.
 func (r CheckReport) OK() bool {
 	return len(r.Integrity) == 0 && r.ForeignKeys == 0 && len(r.Counters) == 0 && r.MissingTags == 0 && r.ExtraTags == 0 &&
-		len(r.GroupState) == 0
+		len(r.GroupState) == 0 && r.DeletionMarks == 0
 }
 
 // BackfillResult says what a store's Backfill did.

@@ -20,9 +20,10 @@ type counterFix struct {
 
 // Check verifies the database: SQLite's integrity and foreign key checks,
 // then every thread counter against the subtree it counts, every tag
-// index row against the events' tags, and that the store's relay key
-// signed the group state. With repair, what is wrong in the counters, the
-// tag index and the group state is made right in one transaction (a
+// index row against the events' tags, the aux events' deletion marks, and
+// that the store's relay key signed the group state. With repair, what is
+// wrong in the counters, the tag index, the marks and the group state is
+// made right in one transaction (a
 // damaged file is beyond repair here: restore a backup). Check reads one snapshot
 // and never holds the writer while it reads, so the relay keeps serving.
 func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error) {
@@ -63,6 +64,10 @@ func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error
 		if err := checkGroupState(ctx, tx, s.pubkey, &rep); err != nil {
 			return err
 		}
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE kind IN (5, 7, 9005, 40003)
+			AND named_by_deletion = 0 AND id IN (`+deletionNamedSQL+`)`).Scan(&rep.DeletionMarks); err != nil {
+			return fmt.Errorf("check deletion marks: %w", err)
+		}
 		if missing, err = checkTags(ctx, tx, &rep); err != nil || !repair || rep.ExtraTags == 0 {
 			return err
 		}
@@ -82,6 +87,11 @@ func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error
 		if resign {
 			if err := s.dropForeignGroupState(w); err != nil {
 				return err
+			}
+		}
+		if rep.DeletionMarks > 0 {
+			if _, err := s.writer.conn.ExecContext(w.ctx, markNamedByDeletion); err != nil {
+				return fmt.Errorf("repair deletion marks: %w", err)
 			}
 		}
 		for _, f := range fixes {

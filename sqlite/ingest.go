@@ -96,10 +96,10 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	if ev.Kind == buzz.KindCommunityAdmin {
 		return buzz.Admitted{Applied: true}, tx.applySetting(r, now)
 	}
-	// One statement asks both questions every event raises: stored
-	// already, or deleted (NIP-09) before it arrived?
-	var dup, deleted bool
-	if err := tx.seen.QueryRowContext(tx.ctx, r.id, r.pubkey).Scan(&dup, &deleted); err != nil {
+	// One statement asks the questions every event raises: stored
+	// already, deleted (NIP-09) before it arrived, named by a deletion?
+	var dup, deleted, named bool
+	if err := tx.seen.QueryRowContext(tx.ctx, r.id, r.pubkey, nipcw.IsAuxKind(ev.Kind)).Scan(&dup, &deleted, &named); err != nil {
 		return buzz.Admitted{}, fmt.Errorf("look up event: %w", err)
 	}
 	switch {
@@ -192,7 +192,7 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	}
 	res, err := tx.insertEvent.ExecContext(tx.ctx, r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind,
 		r.tagsJSON, ev.Content, r.sig, channel, r.dtag, r.expiresAt,
-		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope)
+		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope, named)
 	if err != nil {
 		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
 	}
@@ -201,9 +201,15 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
 	}
 	tx.storedIn(channel, scope)
+	deletion := ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete
 	for _, t := range r.tags {
 		if _, err := tx.insertTag.ExecContext(tx.ctx, t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
 			return buzz.Admitted{}, fmt.Errorf("insert tag: %w", err)
+		}
+		if id, ok := t.value.([]byte); ok && deletion && t.name == "e" {
+			if _, err := tx.nameByDeletion.ExecContext(tx.ctx, id); err != nil {
+				return buzz.Admitted{}, fmt.Errorf("name a deleted event: %w", err)
+			}
 		}
 	}
 	if cls.parent.Valid {

@@ -137,7 +137,20 @@ var migrations = map[int]string{
 	// whole thread.
 	4: `CREATE INDEX events_root_authors ON events(root, pubkey, created_at)
 		  WHERE root IS NOT NULL AND deleted_at IS NULL;`,
+	// Aux events say whether a deletion names them (issue 15): hop 2 of
+	// the aux closure no longer searches tags_aux for every hop-1 event.
+	5: `ALTER TABLE events ADD COLUMN named_by_deletion INTEGER NOT NULL DEFAULT 0;` + markNamedByDeletion + `;`,
 }
+
+// markNamedByDeletion marks every aux event that a stored deletion names
+// (schema.sql, named_by_deletion): migration 5 and check's repair.
+const markNamedByDeletion = `UPDATE events SET named_by_deletion = 1
+	WHERE kind IN (5, 7, 9005, 40003) AND named_by_deletion = 0 AND id IN (` + deletionNamedSQL + `)`
+
+// deletionNamedSQL is the ids that a stored deletion (5 or 9005) names
+// in an e tag, from tags_aux (its WHERE repeated word for word).
+const deletionNamedSQL = `SELECT value FROM tags INDEXED BY tags_aux
+	WHERE name = 'e' AND kind IN (5, 7, 9005, 40003) AND kind IN (5, 9005)`
 
 var versionLine = regexp.MustCompile(`(?m)^-- schema_version: (\d+)$`)
 

@@ -116,8 +116,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 5 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 5", v, err)
+	if err != nil || v != 6 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 6", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -414,7 +414,7 @@ func TestMigrateForward(t *testing.T) {
 	}
 }
 
-// mgDowngradeToV3 takes a database of version 5 back to version 3: no
+// mgDowngradeToV3 takes a database of version 6 back to version 3: no
 // page versions and their triggers, no aux index, but write_version.
 func mgDowngradeToV3(t testing.TB, path string) {
 	t.Helper()
@@ -431,10 +431,22 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV4 takes a database of version 5 back to version 4: no
+// mgDowngradeToV5 takes a database of version 6 back to version 5: no
+// events.named_by_deletion.
+func mgDowngradeToV5(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`ALTER TABLE events DROP COLUMN named_by_deletion; PRAGMA user_version = 5`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV4 takes a database of version 6 back to version 4: no
 // index of a thread's authors.
 func mgDowngradeToV4(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV5(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP INDEX events_root_authors; PRAGMA user_version = 4`); err != nil {
@@ -442,7 +454,7 @@ func mgDowngradeToV4(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV2 takes a database of version 5 back to version 2: no
+// mgDowngradeToV2 takes a database of version 6 back to version 2: no
 // channel state, no members, no settings, no event scope.
 func mgDowngradeToV2(t testing.TB, path string) {
 	t.Helper()
@@ -657,7 +669,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 	if got == "" || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("events_root_authors after migration:\n%s\nfresh:\n%s", got, want)
 	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 5 {
-		t.Errorf("user_version %d, want 5", n)
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 6 {
+		t.Errorf("user_version %d, want 6", n)
 	}
 }

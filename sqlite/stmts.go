@@ -11,7 +11,7 @@ import (
 // writer connection.
 type writeStmts struct {
 	begin, commit, rollback                                   *sql.Stmt
-	insertEvent, insertTag, deleteTag                         *sql.Stmt
+	insertEvent, insertTag, deleteTag, nameByDeletion         *sql.Stmt
 	eventByID, eventBySeq                                     *sql.Stmt
 	seen, deletedAddress                                      *sql.Stmt
 	replaceableVersions, addressableVersion                   *sql.Stmt
@@ -77,17 +77,22 @@ func (s *writeStmts) list() []writeStmt {
 		{&s.rollback, `ROLLBACK`},
 		{&s.insertEvent, `INSERT INTO events
 			(id, pubkey, created_at, kind, tags, content, sig, channel, dtag, expires_at,
-			 parent, root, depth, broadcast, row_class, scope)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+			 parent, root, depth, broadcast, row_class, scope, named_by_deletion)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+		// An aux event a deletion names, stored before it (schema.sql).
+		{&s.nameByDeletion, `UPDATE events SET named_by_deletion = 1
+			WHERE id = ? AND kind IN (5, 7, 9005, 40003) AND named_by_deletion = 0`},
 		{&s.insertTag, `INSERT OR IGNORE INTO tags (name, value, created_at, seq, kind) VALUES (?,?,?,?,?)`},
 		{&s.deleteTag, `DELETE FROM tags WHERE name = ? AND value = ? AND created_at = ? AND seq = ?`},
 		{&s.eventByID, `SELECT ` + eventColumns + ` FROM events WHERE id = ?`},
 		{&s.eventBySeq, `SELECT ` + eventColumns + ` FROM events WHERE seq = ?`},
 		// Is event ?1 stored; has its author ?2 deleted it (NIP-09) before
-		// it arrived?
+		// it arrived; if it is of an aux kind (?3), does any deletion name
+		// it (named_by_deletion)?
 		{&s.seen, `SELECT EXISTS (SELECT 1 FROM events WHERE id = ?1),
 			EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
-				WHERE t.name = 'e' AND t.value = ?1 AND t.kind = 5 AND d.pubkey = ?2 AND d.deleted_at IS NULL)`},
+				WHERE t.name = 'e' AND t.value = ?1 AND t.kind = 5 AND d.pubkey = ?2 AND d.deleted_at IS NULL),
+			CASE WHEN ?3 THEN EXISTS (SELECT 1 FROM tags WHERE name = 'e' AND value = ?1 AND kind IN (5, 9005)) ELSE 0 END`},
 		// NIP-09: an `a` deletion by the author dated at or after the event.
 		{&s.deletedAddress, `SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
 			WHERE t.name = 'a' AND t.value = ? AND t.kind = 5 AND t.created_at >= ? AND d.pubkey = ?

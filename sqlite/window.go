@@ -295,8 +295,10 @@ const (
 // the planner may not use it), in its own order (target, created_at,
 // event), so no page is sorted, and the statement text is the same for
 // any list, so it is prepared once. Each event found says whether a
-// deletion names it: hop 2 asks only for those, most pages none (it was a
-// statement probing every reaction of the page, an eighth of its time).
+// deletion names it (events.named_by_deletion, which the writer keeps):
+// hop 2 asks only for those, most pages none. It was a statement probing
+// every reaction of the page, an eighth of its time, then a search of
+// tags_aux for each, the largest part of the aux closure's seeks.
 func auxSQL(kinds []int) string {
 	list := make([]string, len(kinds))
 	for i, k := range kinds {
@@ -304,8 +306,7 @@ func auxSQL(kinds []int) string {
 	}
 	return `SELECT e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1), e.scope,
 		e.created_at, e.expires_at, t.value, t.created_at,
-		EXISTS (SELECT 1 FROM tags d INDEXED BY tags_aux WHERE d.name = 'e' AND d.kind IN (5, 7, 9005, 40003)
-			AND d.value = e.id AND d.kind IN (5, 9005)),
+		e.named_by_deletion,
 		` + eventSQL + `
 		FROM tags t INDEXED BY tags_aux JOIN events e ON e.seq = t.seq
 		WHERE t.name = 'e' AND t.kind IN (5, 7, 9005, 40003) AND t.value IN (SELECT unhex(value) FROM json_each(?2))

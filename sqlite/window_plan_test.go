@@ -102,8 +102,9 @@ func TestThreadQueryPlan(t *testing.T) {
 
 // Issue 15, CW-18, CW-19: the aux hops read tags_aux, which holds the aux
 // kinds' `e` tags only, by target in keyset order (no sort), each event
-// found by its number and whether a deletion names it by tags_aux again, on the first keyset page and on a later one;
-// a page's version is one search of page_versions.
+// found by its number, which says whether a deletion names it (no second
+// search of tags_aux), on the first keyset page and on a later one; a
+// page's version is one search of page_versions.
 func TestAuxQueryPlan(t *testing.T) {
 	s := ttOpen(t)
 	later := []any{int64(1700000000), `["` + strings.Repeat("ab", 32) + `"]`, make([]byte, 32), int64(1700000000), int64(7)}
@@ -112,7 +113,7 @@ func TestAuxQueryPlan(t *testing.T) {
 		for page, args := range map[string][]any{"first": first, "later": later} {
 			plan := explain(t, s, query, args...)
 			if !strings.Contains(plan, "SEARCH t USING COVERING INDEX tags_aux (value=?)") ||
-				!strings.Contains(plan, "SEARCH d USING COVERING INDEX tags_aux (value=?)") ||
+				strings.Count(plan, "tags_aux") != 1 ||
 				!strings.Contains(plan, "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)") ||
 				strings.Contains(plan, "TEMP B-TREE") || planScansEvents(plan) {
 				t.Errorf("%s, %s keyset page: plan\n%s", name, page, plan)
