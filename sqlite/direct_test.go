@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
@@ -149,5 +151,38 @@ func TestDirectStatementCache(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Issue 15, RL-27a: window and thread pages take turns, pageBuilds at
+// once, in order; a page waits for its turn only as long as its context
+// lets it. Filters' reads take no turn: a client whose reads hold every
+// turn holds up no REQ.
+func TestPagesTakeTurnsFiltersDoNot(t *testing.T) {
+	s := qtOpenWith(t, Options{PageCache: -1})
+	sg := testutil.NewSigner(t)
+	root := ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
+	if cap(s.pageSlots) != pageBuilds() || pageBuilds() < 2 {
+		t.Fatalf("%d page turns, want pageBuilds() = %d (at least 2)", cap(s.pageSlots), pageBuilds())
+	}
+	for range cap(s.pageSlots) {
+		s.pageSlots <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Window(ctx, buzz.WindowQuery{Channel: ttChan, Limit: 10}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("window page with every turn taken: %v, want the context's deadline", err)
+	}
+	if _, err := s.Thread(ctx, buzz.ThreadQuery{Root: root.ID, DepthLimit: 1}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("thread page with every turn taken: %v, want the context's deadline", err)
+	}
+	evs, _, err := s.QueryBounded(context.Background(), nostr.Filter{Kinds: []int{9}}, buzz.Anonymous, "", 1<<20)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("filter with every page turn taken: %d events, %v", len(evs), err)
+	}
+	<-s.pageSlots
+	page, err := s.Window(context.Background(), buzz.WindowQuery{Channel: ttChan, Limit: 10})
+	if err != nil || len(page.Rows) != 1 {
+		t.Fatalf("window page with a turn free: %+v, %v", page, err)
 	}
 }

@@ -71,12 +71,13 @@ type Store struct {
 	writer  *writer
 	readers *sql.DB
 	// direct serves the window and thread pages and filters' events
-	// (direct.go).
-	direct *directPool
-	log    *slog.Logger
-	now    func() time.Time
-	key    string // relay identity secret key, hex; "" signs nothing
-	pubkey string
+	// (direct.go); pageSlots are the pages built at once (pageBuild).
+	direct    *directPool
+	pageSlots chan struct{}
+	log       *slog.Logger
+	now       func() time.Time
+	key       string // relay identity secret key, hex; "" signs nothing
+	pubkey    string
 
 	// readStmts caches the statements of the read pool's repeated reads
 	// (a REQ's filter shape, the access version, the feed), prepared once
@@ -245,6 +246,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.readers.SetMaxOpenConns(n)
 	s.readers.SetMaxIdleConns(n)
 	s.direct = newDirectPool(opts.Path, n, mapSize)
+	s.pageSlots = make(chan struct{}, pageBuilds())
 
 	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish, s.nowUnix, opts.Path+"-wal", walLimit)
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 // is shared: callers must not modify it.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	var page *buzz.WindowPage
-	err := s.pageRead(ctx, func(tx directTx) (err error) {
+	err := s.pageBuild(ctx, func(tx directTx) (err error) {
 		page = &buzz.WindowPage{}
 		// Access once more, in the snapshot the page is read from: a
 		// removal or a 9002 private committed since the caller asked must
@@ -468,7 +468,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 	if !ok {
 		return page, nil
 	}
-	err := s.pageRead(ctx, func(tx directTx) error {
+	err := s.pageBuild(ctx, func(tx directTx) error {
 		page = &buzz.ThreadPage{}
 		bound := newPageBound(q.MaxBytes)
 		root, err := tx.query(`SELECT seq, depth, scope FROM events WHERE id = ?`, id)
