@@ -84,7 +84,7 @@ func (e *encodedSummary) made(channel string, at int64, sm nipcw.Summary) bool {
 // building, hashing and encoding fifty events a page was two fifths of
 // what a cached window page cost the relay (issue 15): each is kept by its
 // row, and used while the row's summary is what it was made of.
-func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) ([]byte, error) {
+func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) []byte {
 	at := summaryDate(sm, now)
 	o.summariesMu.Lock()
 	e, ok := o.summaries[sm.ID]
@@ -97,7 +97,7 @@ func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) 
 	}
 	o.summariesMu.Unlock()
 	if ok && e.made(channel, at, sm.Summary) {
-		return e.json, nil
+		return e.json
 	}
 	j := o.encodeSummary(channel, sm, at)
 	e = &encodedSummary{channel: channel, at: at, sum: sm.Summary, json: j}
@@ -109,12 +109,13 @@ func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) 
 	o.summariesMu.Lock()
 	o.keepSummary(sm.ID, e)
 	o.summariesMu.Unlock()
-	return j, nil
+	return j
 }
 
 // encodeSummary is summaryEvent of sm in channel dated at, signed and
-// encoded as Event.MarshalJSON would, byte for byte, but written straight
-// from its parts: a deep page's summaries are mostly not kept, and building
+// encoded as Event.MarshalJSON would (byte for byte for every channel id
+// the relay accepts, which need no escapes), but written straight from
+// its parts: a deep page's summaries are mostly not kept, and building
 // each as an event, serializing, hashing and encoding it through
 // encoding/json and easyjson was a sixth of what such a page cost.
 func (o *overlaySigner) encodeSummary(channel string, sm buzz.Summary, at int64) []byte {

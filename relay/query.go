@@ -529,11 +529,7 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 	out.raw(page.Rows)
 	out.raw(page.Aux)
 	for _, sm := range page.Summaries {
-		j, err := r.overlays.summaryJSON(pw.req.Channel, sm, now)
-		if err != nil {
-			return err
-		}
-		out.encoded(j)
+		out.encoded(r.overlays.summaryJSON(pw.req.Channel, sm, now))
 	}
 	bounds := nipcw.Bounds{HasMore: page.HasMore, ThreadRepliesInChannel: projection}
 	if page.Next != nil {

@@ -89,11 +89,6 @@ func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error
 				return err
 			}
 		}
-		if rep.DeletionMarks > 0 {
-			if _, err := s.writer.conn.ExecContext(w.ctx, markNamedByDeletion); err != nil {
-				return fmt.Errorf("repair deletion marks: %w", err)
-			}
-		}
 		for _, f := range fixes {
 			c, err := w.subtreeCounters(f.seq)
 			if err != nil {
@@ -117,6 +112,12 @@ func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error
 			}
 			if _, err := w.insertTag.ExecContext(w.ctx, m.name, m.value, m.createdAt, m.seq, m.kind); err != nil {
 				return fmt.Errorf("repair tags of #%d: %w", m.seq, err)
+			}
+		}
+		// After the tag rows: a deletion's e tag put back names events too.
+		if rep.DeletionMarks > 0 || len(missing) > 0 {
+			if _, err := s.writer.conn.ExecContext(w.ctx, markNamedByDeletion); err != nil {
+				return fmt.Errorf("repair deletion marks: %w", err)
 			}
 		}
 		return nil

@@ -429,7 +429,8 @@ func (s *Store) directRead(ctx context.Context, fn func(tx directTx) error) (err
 func pageBuilds() int { return max(2, runtime.NumCPU()) }
 
 // pageBuild is pageRead for a window or thread page, waiting its turn
-// among pageBuilds, in order of arrival, for as long as a read may take.
+// among pageBuilds, in order of arrival. One queryTimeout bounds the wait
+// and the read, its tries included, which hold the turn.
 func (s *Store) pageBuild(ctx context.Context, fn func(tx directTx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
 	defer cancel()

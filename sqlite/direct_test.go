@@ -155,8 +155,7 @@ func TestDirectStatementCache(t *testing.T) {
 }
 
 // Issue 15, RL-27a: window and thread pages take turns, pageBuilds at
-// once, in order; a page waits for its turn only as long as its context
-// lets it. Filters' reads take no turn: a client whose reads hold every
+// once; a page waits for its turn only as long as its context lets it. Filters' reads take no turn: a client whose reads hold every
 // turn holds up no REQ.
 func TestPagesTakeTurnsFiltersDoNot(t *testing.T) {
 	s := qtOpenWith(t, Options{PageCache: -1})

@@ -41,9 +41,13 @@ func nmHop2Events(t *testing.T) (stored []*nostr.Event, aux []string) {
 	d2 := c.Event(t, 5, qtT0+2, "", ttE(r2.ID))
 	// A reaction no deletion names.
 	r3 := c.Event(t, 7, qtT0+4, "?", ttH(ttChan), ttE(msg.ID))
+	// A message of another channel deleted by its author: not an aux
+	// kind, never marked.
+	other := a.Event(t, 9, qtT0+5, "elsewhere", ttH(ttChan2))
+	gone := a.Event(t, 5, qtT0+6, "", ttE(other.ID))
 	aux = []string{d1.ID, r2.ID, d2.ID, r3.ID}
 	slices.Sort(aux)
-	return []*nostr.Event{msg, r1, d1, d2, r2, r3}, aux
+	return []*nostr.Event{msg, r1, d1, d2, r2, r3, other, gone}, aux
 }
 
 // Issue 15, CW-18: hop 2 serves every deletion that names a hop-1 event,
