@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"unsafe"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -139,7 +138,7 @@ func (o *overlaySigner) encodeSummary(channel string, sm buzz.Summary, at int64)
 
 	// The serialization escapes the tags and the content as the JSON does:
 	// each is written once and used twice.
-	quoted := tagjson.AppendString(make([]byte, 0, len(content)+len(content)/4), transient(content))
+	quoted := tagjson.AppendString(make([]byte, 0, len(content)+len(content)/4), string(content))
 	tags := tagjson.AppendTags(make([]byte, 0, 32+2*len(sm.ID)+len(channel)), summaryTags(sm.ID, channel))
 	b := make([]byte, 0, 2*len(quoted)+2*len(tags)+300)
 	b = append(b, `[0,"`...)
@@ -160,9 +159,6 @@ func (o *overlaySigner) encodeSummary(channel string, sm buzz.Summary, at int64)
 	b = append(append(b, `,"sig":"`...), o.signature(id, hash)...)
 	return append(b, `"}`...)
 }
-
-// transient views b as a string for a call that does not keep it.
-func transient(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // keepSummary keeps e as row id's summary in the newer generation, which
 // becomes the older once full; called with summariesMu held.
