@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,7 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "abuse-duration", Value: 10 * time.Second, Usage: "length of each attack"},
 			&cli.Float64Flag{Name: "abuse-pace", Value: 4, Usage: "publishes and REQs a second of the innocent client, each"},
 			&cli.IntFlag{Name: "abuse-large", Value: 300, Usage: "events near the event size limit the attacker stores to ask for"},
+			&cli.StringSliceFlag{Name: "abuse-attack", Usage: "run only the attacks named (repeat the flag; baseline, \"/query flood\", ...), each as in the full run"},
 			&cli.IntFlag{Name: "abuse-sockets", Value: 3000, Usage: "WebSockets of the many-sockets attack (a sixth as many slowloris connections)"},
 		},
 		Action: runBench,
@@ -381,7 +383,16 @@ func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, dir strin
 		}
 		return st.Size(), nil
 	}
-	for _, name := range abuse.Attacks() {
+	names := abuse.Attacks()
+	if only := c.StringSlice("abuse-attack"); len(only) > 0 {
+		for _, name := range only {
+			if !slices.Contains(names, name) {
+				return fmt.Errorf("--abuse-attack: no attack %q; the attacks: %s", name, strings.Join(names, ", "))
+			}
+		}
+		names = slices.DeleteFunc(names, func(name string) bool { return !slices.Contains(only, name) })
+	}
+	for _, name := range names {
 		progress("abuse: %s", name)
 		var res bench.AttackResult
 		warnings, first := 0, ""

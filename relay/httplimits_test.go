@@ -2,13 +2,16 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +21,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/chunks"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -518,6 +522,9 @@ func TestQueryBoundedWhileReading(t *testing.T) {
 			if largest > maxResponseBytes {
 				t.Errorf("the store handed over %d bytes in one read, more than %d", largest, maxResponseBytes)
 			}
+			if name == "generic" && largest > firstGrant {
+				t.Errorf("a generic filter's read handed over %d bytes, more than the %d of a read", largest, firstGrant)
+			}
 			if free := budgetFree(s.relay); free != budget {
 				t.Errorf("%d bytes of the budget free afterwards, want all %d", free, budget)
 			}
@@ -526,8 +533,9 @@ func TestQueryBoundedWhileReading(t *testing.T) {
 }
 
 // RL-19, RL-20, RL-27a: answers larger than a first read are served
-// whole and in order: a generic filter read in growing pieces, each after
-// the last, and a window page read again with a larger bound.
+// whole, in order and byte for byte as signed, across the answer's chunks:
+// a generic filter read in pieces, each after the last, and a window page
+// read again with a larger bound.
 func TestQueryLargeAnswersWhole(t *testing.T) {
 	s := startServer(t)
 	h, _, reactions := reactedRoot(t, s, 15, 100<<10)
@@ -541,12 +549,57 @@ func TestQueryLargeAnswersWhole(t *testing.T) {
 		qyAdmit(t, s, note)
 		notes = append(notes, note)
 	}
-	qySameIDs(t, "generic, 4 MiB", qyPost(t, s, `[{"kinds":[1]}]`, "").events(t), qySortDesc(notes))
+	whole := qyPost(t, s, `[{"kinds":[1]}]`, "").events(t)
+	qySameIDs(t, "generic, 4 MiB", whole, qySortDesc(notes))
+	for _, ev := range whole {
+		if ok, err := ev.CheckSignature(); !ok {
+			t.Fatalf("event %s of the 4 MiB answer is not as signed: %v", ev.ID, err)
+		}
+	}
 	qySameIDs(t, "generic, limit 25", qyPost(t, s, `[{"kinds":[1],"limit":25}]`, "").events(t), qySortDesc(notes)[:25])
 	evs := qyPost(t, s, `[{"top_level":true,"#h":["`+h+`"],"include_aux":true}]`, "").events(t)
 	for _, r := range reactions {
 		if !qyHas(evs, r.ID) {
 			t.Fatalf("the 1.5 MiB window page lacks reaction %s", r.ID)
 		}
+	}
+}
+
+// RL-16, RL-27a: an answer is the events written to it, across chunk
+// boundaries (an event that straddles one, one larger than a chunk), as
+// one JSON array whose length is said; the chunks go back to the pool.
+func TestResponseAcrossChunks(t *testing.T) {
+	pool := chunks.NewPool(2, 4)
+	for name, sizes := range map[string][]int{
+		"none":              nil,
+		"one":               {10},
+		"straddling":        {chunks.Size - 5, 20, 7},
+		"larger than one":   {3, 2*chunks.Size + 11, chunks.Size},
+		"filling one whole": {chunks.Size - 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := newResponse(newByteBudget(64<<20), pool)
+			var want []string
+			for i, n := range sizes {
+				ev := bytes.Repeat([]byte{'a' + byte(i)}, n)
+				out.encoded(ev)
+				want = append(want, string(ev))
+			}
+			rec := httptest.NewRecorder()
+			if err := out.writeTo(rec); err != nil {
+				t.Fatal(err)
+			}
+			out.release()
+			wantBody := "[" + strings.Join(want, ",") + "]\n"
+			if got := rec.Body.String(); got != wantBody {
+				t.Fatalf("answer of %d bytes differs from the %d written", len(got), len(wantBody))
+			}
+			if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(len(wantBody)) {
+				t.Fatalf("Content-Length %s, want %d", cl, len(wantBody))
+			}
+			if out.chunks != nil || out.size != 0 {
+				t.Fatal("the released answer still holds chunks")
+			}
+		})
 	}
 }

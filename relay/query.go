@@ -12,12 +12,12 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/chunks"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -122,7 +122,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
-	out := newResponse(r.queryMemory)
+	out := newResponse(r.queryMemory, r.answerChunks)
 	defer out.release()
 	start := time.Now()
 	err = r.runInSlot(ctx, limited, plan, out)
@@ -148,7 +148,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	if err := rc.SetWriteDeadline(time.Now().Add(queryWriteTimeout)); err != nil {
 		r.log.Warn("bounding the time to write an answer", "err", err)
 	}
-	if _, err := w.Write(out.bytes()); err != nil {
+	if err := out.writeTo(w); err != nil {
 		r.log.Debug("writing query response", "err", err)
 	}
 }
@@ -208,35 +208,36 @@ func retryAfter(rate Rate) string {
 // stored events as the store wrote them, overlays and generic results by
 // their own encoder, each once (encoding/json would check and compact
 // every byte again, a quarter of a page's time). What it holds, and what
-// it is about to read, is reserved from budget first (RL-27a).
+// it is about to read, is reserved from budget first (RL-27a). Its bytes
+// are in chunks of the relay's pool, outside the Go heap: a buffer grown
+// by doubling copied a 32 MiB answer twice over and left the collector
+// 64 MiB of garbage for each.
 type response struct {
-	buf    []byte
+	chunks []chunks.Chunk // the last one is being filled
+	size   int
 	n      int
-	pooled *[]byte // where buf goes back to responseBuffers; nil: not pooled
+	pool   *chunks.Pool
 
 	budget   *byteBudget
 	reserved int64
 }
 
-// responseBuffers keeps answer buffers between requests. A window page's
-// answer is about 100 KB, and a buffer made for each, grown as it filled,
-// was most of what the relay allocated serving cached pages: under the
-// relay's memory limit, every byte allocated is the collector's work.
-var responseBuffers = sync.Pool{New: func() any {
-	b := make([]byte, 0, 64<<10)
-	return &b
-}}
+// keptAnswerChunks is how many chunks the pool keeps for later answers
+// (8 MiB): as many as the answers of busy window reading use at once, and
+// not what a burst of large answers took.
+const keptAnswerChunks = 32
 
-// maxPooledResponse is the largest buffer kept for another answer: the
-// pool holds one per answer being written at once, and the rare large
-// answer's buffer is left to the collector.
-const maxPooledResponse = 256 << 10
+// newAnswerChunks is the pool of the answers' chunks: enough outside the
+// heap for what the budget lets answers hold, and the part-filled last
+// chunk of each running request.
+func newAnswerChunks(l Limits) *chunks.Pool {
+	return chunks.NewPool(keptAnswerChunks, int(l.QueryMemoryBytes/chunks.Size)+l.MaxConcurrentQueries)
+}
 
-// newResponse is an empty answer whose memory is reserved from budget, in
-// a buffer from responseBuffers.
-func newResponse(budget *byteBudget) *response {
-	pooled := responseBuffers.Get().(*[]byte)
-	return &response{buf: (*pooled)[:0], pooled: pooled, budget: budget}
+// newResponse is an empty answer whose memory is reserved from budget and
+// held in chunks of pool.
+func newResponse(budget *byteBudget, pool *chunks.Pool) *response {
+	return &response{budget: budget, pool: pool}
 }
 
 // reserve takes n bytes of the budget for the answer; errQueryBusy when
@@ -253,7 +254,7 @@ func (o *response) reserve(ctx context.Context, n int64) error {
 // was reserved for a read beyond what the read brought, and reserves what
 // was written beyond the reservation (the overlays).
 func (o *response) settle(ctx context.Context) error {
-	d := int64(len(o.buf)) - o.reserved
+	d := int64(o.size) - o.reserved
 	if d > 0 {
 		return o.reserve(ctx, d)
 	}
@@ -262,26 +263,44 @@ func (o *response) settle(ctx context.Context) error {
 	return nil
 }
 
-// release gives the whole reservation back, once the answer is written or
-// refused.
+// release gives the whole reservation and every chunk back, once the
+// answer is written or refused.
 func (o *response) release() {
 	o.budget.give(o.reserved)
 	o.reserved = 0
-	if o.pooled != nil && cap(o.buf) <= maxPooledResponse {
-		*o.pooled = o.buf[:0]
-		responseBuffers.Put(o.pooled)
+	for _, c := range o.chunks {
+		o.pool.Put(c)
 	}
-	o.buf, o.pooled = nil, nil
+	o.chunks, o.size = nil, 0
 }
 
 // left is how many bytes the answer may still grow by.
-func (o *response) left() int { return maxResponseBytes - len(o.buf) }
+func (o *response) left() int { return maxResponseBytes - o.size }
+
+// write appends p, across chunks.
+func (o *response) write(p []byte) {
+	o.size += len(p)
+	for len(p) > 0 {
+		if len(o.chunks) == 0 || len(o.chunks[len(o.chunks)-1].B) == chunks.Size {
+			o.chunks = append(o.chunks, o.pool.Get())
+		}
+		c := &o.chunks[len(o.chunks)-1]
+		k := copy(c.B[len(c.B):chunks.Size], p)
+		c.B = c.B[:len(c.B)+k]
+		p = p[k:]
+	}
+}
+
+var (
+	arrayOpen  = []byte{'['}
+	arrayComma = []byte{','}
+)
 
 func (o *response) next() {
 	if o.n == 0 {
-		o.buf = append(o.buf, '[')
+		o.write(arrayOpen)
 	} else {
-		o.buf = append(o.buf, ',')
+		o.write(arrayComma)
 	}
 	o.n++
 }
@@ -295,7 +314,7 @@ func (o *response) raw(evs []buzz.RawEvent) {
 // encoded adds an event already encoded.
 func (o *response) encoded(ev []byte) {
 	o.next()
-	o.buf = append(o.buf, ev...)
+	o.write(ev)
 }
 
 func (o *response) events(evs []*nostr.Event) error {
@@ -304,17 +323,26 @@ func (o *response) events(evs []*nostr.Event) error {
 		if err != nil {
 			return fmt.Errorf("encode event %s: %w", ev.ID, err)
 		}
-		o.next()
-		o.buf = append(o.buf, j...)
+		o.encoded(j)
 	}
 	return nil
 }
 
-func (o *response) bytes() []byte {
+// writeTo writes the whole answer, closing the array, with its length
+// said first.
+func (o *response) writeTo(w http.ResponseWriter) error {
+	end := []byte("]\n")
 	if o.n == 0 {
-		return append(o.buf, '[', ']', '\n')
+		end = []byte("[]\n")
 	}
-	return append(o.buf, ']', '\n')
+	w.Header().Set("Content-Length", strconv.Itoa(o.size+len(end)))
+	for _, c := range o.chunks {
+		if _, err := w.Write(c.B); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(end)
+	return err
 }
 
 // queryPlan is a request whose every filter has been checked: windows,
@@ -461,20 +489,23 @@ func (r *Relay) thread(ctx context.Context, p *queryPlan, t *nipcw.ThreadRequest
 	return nil
 }
 
-// generic serves one NIP-01 filter (RL-19) in reads of growing byte
-// bounds, each reserved first and each continuing after the last event
-// of the one before, until the filter is served or the answer would pass
-// maxResponseBytes (RL-27a).
+// generic serves one NIP-01 filter (RL-19) in reads of at most firstGrant
+// bytes, each reserved first and each continuing after the last event of
+// the one before, until the filter is served or the answer would pass
+// maxResponseBytes (RL-27a); a larger read only for an event that a read
+// did not fit alone. A read's events are garbage once in the answer:
+// reads of doubling bounds, the last of 16 MiB, made the collector's work
+// grow with the answer.
 func (r *Relay) generic(ctx context.Context, p *queryPlan, g *nipcw.GenericRequest, out *response) error {
 	f, before := g.Filter, g.BeforeID
-	for grant := min(firstGrant, out.left()); f.Limit > 0; grant = min(2*grant, out.left()) {
+	for grant := firstGrant; f.Limit > 0; {
+		grant = min(grant, out.left())
 		if grant <= 0 {
 			return errResponseTooLarge
 		}
 		if err := out.reserve(ctx, int64(grant)); err != nil {
 			return err
 		}
-		last := grant == out.left()
 		evs, truncated, err := r.store.QueryBounded(ctx, f, p.viewer, before, grant)
 		if err != nil {
 			return err
@@ -483,18 +514,20 @@ func (r *Relay) generic(ctx context.Context, p *queryPlan, g *nipcw.GenericReque
 		if err := out.settle(ctx); err != nil {
 			return err
 		}
-		if !truncated {
+		switch {
+		case !truncated:
 			return nil
-		}
-		if last {
+		case len(evs) == 0 && grant == out.left():
 			return errResponseTooLarge
+		case len(evs) == 0:
+			grant *= 2 // the next event alone is larger than the grant
+			continue
 		}
-		if len(evs) > 0 {
-			tail := evs[len(evs)-1]
-			until := nostr.Timestamp(tail.CreatedAt)
-			f.Until, before = &until, tail.ID
-			f.Limit -= len(evs)
-		}
+		tail := evs[len(evs)-1]
+		until := nostr.Timestamp(tail.CreatedAt)
+		f.Until, before = &until, tail.ID
+		f.Limit -= len(evs)
+		grant = firstGrant
 	}
 	return nil
 }

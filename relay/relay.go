@@ -27,6 +27,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/chunks"
 	"github.com/buzz-lite/buzz-lite/internal/khatru"
 	"github.com/buzz-lite/buzz-lite/internal/sign"
 	"github.com/buzz-lite/buzz-lite/nipcw"
@@ -100,6 +101,8 @@ type Relay struct {
 	// are off (RL-27a, RL-27).
 	queryMemory *byteBudget
 	queryRate   *keyedLimiter
+	// answerChunks hold the answers of `/query` requests.
+	answerChunks *chunks.Pool
 	// syncMemory is what the NIP-77 sync sessions hold together, syncIdle
 	// how long one is kept without a message and syncLifetime how long
 	// one is kept at all (RL-34).
@@ -142,6 +145,7 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 		events: newEventRates(cfg.Limits.Rates),
 
 		queryMemory:   newByteBudget(cfg.Limits.QueryMemoryBytes),
+		answerChunks:  newAnswerChunks(cfg.Limits),
 		syncMemory:    newByteBudget(cfg.Limits.SyncMemoryBytes),
 		syncIdle:      syncIdle,
 		syncLifetime:  syncLifetime,
