@@ -192,16 +192,7 @@ func (c *counterColumns) dest() []any {
 func (c *counterColumns) summary(id string) buzz.Summary {
 	return buzz.Summary{ID: id, UpdatedAt: c.updatedAt, Summary: nipcw.Summary{
 		ReplyCount: value(c.replies), DescendantCount: value(c.descendants),
-		LastReplyAt: c.lastReplyAt, Participants: participantKeys(c.participants)}}
-}
-
-// participantKeys decodes a participants blob into hex pubkeys.
-func participantKeys(blob []byte) []string {
-	keys := []string{}
-	for _, p := range threadcount.Decode(blob) {
-		keys = append(keys, hex.EncodeToString(p.PubKey))
-	}
-	return keys
+		LastReplyAt: c.lastReplyAt, Participants: threadcount.HexKeys(c.participants)}}
 }
 
 // pageBound is what a window or thread page may still read of its

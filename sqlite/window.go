@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -147,6 +146,8 @@ func (s *Store) windowRows(tx directTx, channel int64, q buzz.WindowQuery, page 
 	}
 	defer st.reset()
 	taken := 0
+	var lastAt int64
+	var lastID []byte // the last row taken, which the next cursor names
 	for {
 		more, err := st.step()
 		if err != nil {
@@ -157,6 +158,9 @@ func (s *Store) windowRows(tx directTx, channel int64, q buzz.WindowQuery, page 
 		}
 		if taken == q.Limit {
 			page.HasMore = true
+			if taken > 0 {
+				page.Next = &buzz.Position{CreatedAt: lastAt, ID: hex.EncodeToString(lastID)}
+			}
 			break
 		}
 		seq, createdAt, id := st.int64(0), st.int64(1), st.bytes(2)
@@ -164,7 +168,7 @@ func (s *Store) windowRows(tx directTx, channel int64, q buzz.WindowQuery, page 
 			*expires = min(*expires, exp)
 		}
 		taken++
-		page.Next = &buzz.Position{CreatedAt: createdAt, ID: hex.EncodeToString(id)}
+		lastAt, lastID = createdAt, append(lastID[:0], id...)
 		ev, err := storedEvent(st, 2, 1, 3).raw()
 		if err != nil {
 			s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
@@ -179,9 +183,6 @@ func (s *Store) windowRows(tx directTx, channel int64, q buzz.WindowQuery, page 
 				page.Summaries = append(page.Summaries, sm)
 			}
 		}
-	}
-	if !page.HasMore {
-		page.Next = nil
 	}
 	return nil
 }
@@ -276,7 +277,7 @@ func summaryAt(st *directStmt, col int, id string) (buzz.Summary, bool) {
 		return buzz.Summary{}, false
 	}
 	sm := buzz.Summary{ID: id, UpdatedAt: st.int64(col + 4), Summary: nipcw.Summary{
-		ReplyCount: st.int64(col), DescendantCount: st.int64(col + 1), Participants: participantKeys(st.bytes(col + 3))}}
+		ReplyCount: st.int64(col), DescendantCount: st.int64(col + 1), Participants: threadcount.HexKeys(st.bytes(col + 3))}}
 	if at, ok := st.nullInt64(col + 2); ok {
 		sm.LastReplyAt = &at
 	}
@@ -396,14 +397,17 @@ var auxStart = auxKey{value: []byte{0}, createdAt: math.MinInt64}
 // per hop; a hop that reaches the cap is logged and served as drained. An
 // error of fn stops the draining and is returned.
 func (s *Store) drainAux(ctx context.Context, tx directTx, query string, names [][]byte, hop int, fn func(auxRow) error) error {
-	hexNames := make([]string, len(names))
+	list := make([]byte, 0, 2+len(names)*(2*32+3))
+	list = append(list, '[')
 	for i, n := range names {
-		hexNames[i] = hex.EncodeToString(n)
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = append(list, '"')
+		list = hex.AppendEncode(list, n)
+		list = append(list, '"')
 	}
-	list, err := json.Marshal(hexNames)
-	if err != nil {
-		return fmt.Errorf("aux closure: %w", err)
-	}
+	list = append(list, ']')
 	now := s.nowUnix()
 	after := auxKey{value: bytes.Clone(auxStart.value), createdAt: auxStart.createdAt, seq: auxStart.seq}
 	for pages := 0; ; pages++ {
@@ -616,7 +620,7 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 				return fmt.Errorf("summaries: %w", err)
 			}
 			sm.ID = hex.EncodeToString(id)
-			sm.Participants = participantKeys(parts)
+			sm.Participants = threadcount.HexKeys(parts)
 			byID[sm.ID] = sm
 		}
 		return rows.Err()
@@ -631,13 +635,4 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 		}
 	}
 	return out, nil
-}
-
-// participantKeys decodes a participants blob into hex pubkeys.
-func participantKeys(blob []byte) []string {
-	keys := []string{}
-	for _, p := range threadcount.Decode(blob) {
-		keys = append(keys, hex.EncodeToString(p.PubKey))
-	}
-	return keys
 }

@@ -8,6 +8,7 @@ package threadcount
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"sort"
 )
@@ -34,6 +35,27 @@ func Decode(b []byte) []Participant {
 		b = b[Size:]
 	}
 	return out
+}
+
+// HexKeys is the pubkeys of packed participants in hex, in their order:
+// a summary's participants as served. They are slices of one string: a
+// deep window page decodes the participants of every row, and a string
+// for each key was a third of the objects a page allocated.
+func HexKeys(b []byte) []string {
+	n := len(b) / Size
+	keys := make([]string, n)
+	if n == 0 {
+		return keys
+	}
+	h := make([]byte, 0, n*2*32)
+	for i := range n {
+		h = hex.AppendEncode(h, b[i*Size:i*Size+32])
+	}
+	all := string(h)
+	for i := range keys {
+		keys[i] = all[i*64 : (i+1)*64]
+	}
+	return keys
 }
 
 // Encode packs participants as stored.
