@@ -75,7 +75,7 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "abuse-duration", Value: 10 * time.Second, Usage: "length of each attack"},
 			&cli.Float64Flag{Name: "abuse-pace", Value: 4, Usage: "publishes and REQs a second of the innocent client, each"},
 			&cli.IntFlag{Name: "abuse-large", Value: 300, Usage: "events near the event size limit the attacker stores to ask for"},
-			&cli.StringSliceFlag{Name: "abuse-attack", Usage: "run only the attacks named (repeat the flag; baseline, \"/query flood\", ...), each as in the full run"},
+			&cli.GenericFlag{Name: "abuse-attack", Value: &attackNames{}, Usage: "run only the attack named, each as in the full run; repeat the flag for several (baseline, \"/query flood\", ...)"},
 			&cli.IntFlag{Name: "abuse-sockets", Value: 3000, Usage: "WebSockets of the many-sockets attack (a sixth as many slowloris connections)"},
 		},
 		Action: runBench,
@@ -147,11 +147,15 @@ func runBench(c *cli.Context) error {
 		return errors.New("--abuse runs on the data directory's SQLite file, not with --postgres")
 	}
 	var abuse *bench.Abuse
+	var attacks []string
 	if c.Bool("abuse") {
 		var err error
 		abuse, err = bench.NewAbuse(bench.AbuseOptions{Duration: c.Duration("abuse-duration"), Pace: c.Float64("abuse-pace"),
 			LargeEvents: c.Int("abuse-large"), Sockets: c.Int("abuse-sockets"), Attacker: abuseAttacker, Innocent: abuseInnocent})
 		if err != nil {
+			return err
+		}
+		if attacks, err = chosenAttacks(abuse.Attacks(), *c.Generic("abuse-attack").(*attackNames)); err != nil {
 			return err
 		}
 	}
@@ -176,7 +180,7 @@ func runBench(c *cli.Context) error {
 		return err
 	}
 	if abuse != nil {
-		return runAbuse(ctx, c, abuse, dir, progress)
+		return runAbuse(ctx, c, abuse, attacks, dir, progress)
 	}
 
 	// What the run publishes, signed before any clock starts: a fresh
@@ -345,6 +349,31 @@ func runBench(c *cli.Context) error {
 	return report.WriteText(c.App.Writer)
 }
 
+// attackNames are the values of --abuse-attack, each whole: a string
+// slice flag would split "event flood, one socket" at its comma.
+type attackNames []string
+
+func (a *attackNames) Set(name string) error {
+	*a = append(*a, name)
+	return nil
+}
+
+func (a *attackNames) String() string { return strings.Join(*a, "; ") }
+
+// chosenAttacks is all, in its order, or those of it named by only; an
+// error for a name not in all, before anything is generated.
+func chosenAttacks(all []string, only attackNames) ([]string, error) {
+	if len(only) == 0 {
+		return all, nil
+	}
+	for _, name := range only {
+		if !slices.Contains(all, name) {
+			return nil, fmt.Errorf("--abuse-attack: no attack %q; the attacks: %s", name, strings.Join(all, "; "))
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(all), func(name string) bool { return !slices.Contains(only, name) }), nil
+}
+
 // abuseTopLevel is the top-level messages per channel of the community
 // the abuse run generates unless told: about 180,000 events, the size of
 // the database the attacks of issue 13 were found on.
@@ -365,7 +394,7 @@ const abuseStopWait = 10 * time.Second
 // A fresh process per attack, so that none inherits the last one's
 // backlog (queued deletions, listeners being removed, stalled sockets),
 // its spent rate budgets or its grown heap, which would count against it.
-func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, dir string, progress func(string, ...any)) error {
+func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, attacks []string, dir string, progress func(string, ...any)) error {
 	var before bench.Report
 	if err := storeSize(ctx, dir, &before); err != nil {
 		return err
@@ -383,16 +412,7 @@ func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, dir strin
 		}
 		return st.Size(), nil
 	}
-	names := abuse.Attacks()
-	if only := c.StringSlice("abuse-attack"); len(only) > 0 {
-		for _, name := range only {
-			if !slices.Contains(names, name) {
-				return fmt.Errorf("--abuse-attack: no attack %q; the attacks: %s", name, strings.Join(names, ", "))
-			}
-		}
-		names = slices.DeleteFunc(names, func(name string) bool { return !slices.Contains(only, name) })
-	}
-	for _, name := range names {
+	for _, name := range attacks {
 		progress("abuse: %s", name)
 		var res bench.AttackResult
 		warnings, first := 0, ""

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -226,6 +227,30 @@ func TestBenchCommandRefusesEmptyMeasurements(t *testing.T) {
 		if entries, _ := os.ReadDir(data); len(entries) != 0 {
 			t.Errorf("bench %s %s wrote %d files", tc.flag, tc.value, len(entries))
 		}
+	}
+}
+
+// `--abuse-attack` names one attack whole, commas and all, and a name that
+// is no attack is refused before anything is generated; repeated, it runs
+// those attacks in the order of the full run.
+func TestBenchAbuseAttackNames(t *testing.T) {
+	data := t.TempDir()
+	err := newApp().Run([]string{"buzz-lite", "bench", "--data", data, "--abuse", "--abuse-attack", "baseline",
+		"--abuse-attack", "event flood, one sockets"})
+	want := `--abuse-attack: no attack "event flood, one sockets"; the attacks: baseline; `
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("bench --abuse-attack with a wrong name: %v, want %q...", err, want)
+	}
+	if entries, _ := os.ReadDir(data); len(entries) != 0 {
+		t.Errorf("the refused bench wrote %d files", len(entries))
+	}
+	all := []string{"baseline", "/query flood", "event flood, one socket", "REQ flood"}
+	got, err := chosenAttacks(all, attackNames{"REQ flood", "event flood, one socket"})
+	if err != nil || !slices.Equal(got, []string{"event flood, one socket", "REQ flood"}) {
+		t.Fatalf("chosen attacks %q, %v; want the two named, in the full run's order", got, err)
+	}
+	if got, _ := chosenAttacks(all, nil); !slices.Equal(got, all) {
+		t.Fatalf("with none named: %q, want all", got)
 	}
 }
 

@@ -567,7 +567,8 @@ func TestQueryLargeAnswersWhole(t *testing.T) {
 
 // RL-16, RL-27a: an answer is the events written to it, across chunk
 // boundaries (an event that straddles one, one larger than a chunk), as
-// one JSON array whose length is said; the chunks go back to the pool.
+// one JSON array whose length is said; the chunks it holds are reserved
+// whole, and they and the reservation go back once it is released.
 func TestResponseAcrossChunks(t *testing.T) {
 	pool := chunks.NewPool(2, 4)
 	for name, sizes := range map[string][]int{
@@ -578,12 +579,25 @@ func TestResponseAcrossChunks(t *testing.T) {
 		"filling one whole": {chunks.Size - 2},
 	} {
 		t.Run(name, func(t *testing.T) {
-			out := newResponse(newByteBudget(64<<20), pool)
+			budget := newByteBudget(64 << 20)
+			out := newResponse(budget, pool)
 			var want []string
 			for i, n := range sizes {
 				ev := bytes.Repeat([]byte{'a' + byte(i)}, n)
 				out.encoded(ev)
 				want = append(want, string(ev))
+			}
+			// RL-27a: the answer holds its chunks whole, and the budget
+			// says so, so that small answers stalled in writing cannot
+			// hold more than it.
+			if err := out.settle(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			budget.mu.Lock()
+			taken := budget.size - budget.free
+			budget.mu.Unlock()
+			if want := int64(len(out.chunks)) * chunks.Size; taken != want || len(out.chunks) != (out.size+chunks.Size-1)/chunks.Size {
+				t.Fatalf("the budget has %d bytes taken for %d bytes in %d chunks, want %d", taken, out.size, len(out.chunks), want)
 			}
 			rec := httptest.NewRecorder()
 			if err := out.writeTo(rec); err != nil {
@@ -597,8 +611,8 @@ func TestResponseAcrossChunks(t *testing.T) {
 			if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(len(wantBody)) {
 				t.Fatalf("Content-Length %s, want %d", cl, len(wantBody))
 			}
-			if out.chunks != nil || out.size != 0 {
-				t.Fatal("the released answer still holds chunks")
+			if out.chunks != nil || out.size != 0 || budget.free != budget.size {
+				t.Fatal("the released answer still holds chunks or budget")
 			}
 		})
 	}

@@ -228,8 +228,8 @@ type response struct {
 const keptAnswerChunks = 32
 
 // newAnswerChunks is the pool of the answers' chunks: enough outside the
-// heap for what the budget lets answers hold, and the part-filled last
-// chunk of each running request.
+// heap for what the budget lets answers hold, and a chunk for each read
+// slot, whose writes run ahead of its reservation until it settles.
 func newAnswerChunks(l Limits) *chunks.Pool {
 	return chunks.NewPool(keptAnswerChunks, int(l.QueryMemoryBytes/chunks.Size)+l.MaxConcurrentQueries)
 }
@@ -250,11 +250,13 @@ func (o *response) reserve(ctx context.Context, n int64) error {
 	return nil
 }
 
-// settle makes the reservation what the answer holds: it gives back what
-// was reserved for a read beyond what the read brought, and reserves what
-// was written beyond the reservation (the overlays).
+// settle makes the reservation what the answer holds, its chunks whole
+// (an answer of a few bytes holds a chunk while a stalled client is slow
+// to take it): it gives back what was reserved for a read beyond what the
+// read brought, and reserves what was written beyond the reservation (the
+// overlays).
 func (o *response) settle(ctx context.Context) error {
-	d := int64(o.size) - o.reserved
+	d := int64(len(o.chunks))*chunks.Size - o.reserved
 	if d > 0 {
 		return o.reserve(ctx, d)
 	}
@@ -398,7 +400,8 @@ const maxResponseBytes = 32 << 20
 // maxResponseBytes; like every error it refuses the whole request.
 var errResponseTooLarge = errors.New("invalid filters: the answer would exceed 32 MiB; ask for fewer events")
 
-// firstGrant is the byte bound of a path's first read: most answers fit.
+// firstGrant is the byte bound of a window's or thread's first read (most
+// pages fit) and of each read of a generic filter.
 const firstGrant = 1 << 20
 
 func (r *Relay) runQuery(ctx context.Context, p *queryPlan, out *response) error {
