@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 6
+-- schema_version: 7
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -105,8 +105,12 @@ CREATE TABLE events (
 
 CREATE UNIQUE INDEX events_id ON events(id);
 CREATE INDEX events_created ON events(created_at);
-CREATE INDEX events_kind ON events(kind, created_at);
-CREATE INDEX events_pubkey ON events(pubkey, kind, created_at);
+-- A kind's and an author's events in the order reads serve them
+-- (created_at DESC, id ASC): the home feed's activity stops at the events
+-- it needs, not at the end of their second, and a REQ by kind or author
+-- needs no sort.
+CREATE INDEX events_kind ON events(kind, created_at DESC, id);
+CREATE INDEX events_pubkey ON events(pubkey, kind, created_at DESC, id);
 -- REQ by channel and, later, projection-mode windows.
 CREATE INDEX events_channel ON events(channel, created_at DESC, id)
   WHERE channel IS NOT NULL;

@@ -57,19 +57,21 @@ func feedMentionSQL(kinds []int) string {
 		ORDER BY t.created_at DESC, t.seq DESC LIMIT ?5`
 }
 
-// feedActivitySQL walks the channel messages of kinds, newest first: one
+// feedActivitySQL walks the channel messages of kinds in feed order: one
 // range of events_kind a kind, merged in order, so that the walk costs the
 // same with ten channels or a hundred thousand and needs no list of them.
-// Parameters as feedMentionSQL's; an event without a channel is no
-// channel message and is not served.
+// Parameters as feedMentionSQL's but for the keyset position (?3, ?4),
+// which is (created_at, id): the index is in feed order, and a walk stops
+// at the events it needs even when hundreds share their second. An event
+// without a channel is no channel message and is not served.
 func feedActivitySQL(kinds []int) string {
 	arms := make([]string, len(kinds))
 	for i, k := range kinds {
 		arms[i] = `SELECT ` + feedCandidate(" AND e.channel IS NOT NULL") +
 			` FROM events e INDEXED BY events_kind WHERE e.kind = ` + strconv.Itoa(k) +
-			` AND e.created_at >= ?2 AND e.created_at <= ?3 AND (e.created_at < ?3 OR e.seq < ?4)`
+			` AND e.created_at >= ?2 AND e.created_at <= ?3 AND (e.created_at < ?3 OR e.id > ?4)`
 	}
-	return strings.Join(arms, " UNION ALL ") + ` ORDER BY 1 DESC, 2 DESC LIMIT ?5`
+	return strings.Join(arms, " UNION ALL ") + ` ORDER BY 1 DESC, 3 ASC LIMIT ?5`
 }
 
 // feedLoadSQL reads the events of a JSON list of event numbers.
@@ -134,7 +136,7 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 			default:
 				return fmt.Errorf("feed: unknown type %q", t)
 			}
-			found, err := s.feedWalk(ctx, sctx, tx, query, extra, since, need, &budget, func(scope sql.NullInt64, seq int64) bool {
+			found, err := s.feedWalk(ctx, sctx, tx, query, t == buzz.FeedActivity, extra, since, need, &budget, func(scope sql.NullInt64, seq int64) bool {
 				return readable(scope) && !served[seq]
 			})
 			if err != nil {
@@ -155,11 +157,13 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 }
 
 // feedWalk runs a walk statement page by page and returns the need newest
-// candidates that are live and that take accepts, in feed order. The walk
-// goes on past the need-th until the second changes, so that candidates
-// of one second are ordered by id whatever their order in the index; it
-// stops once it has examined what is left of budget, which it spends.
-func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, extra []any, since int64, need int, budget *int,
+// candidates that are live and that take accepts, in feed order. A walk
+// in feed order (byID: its keyset position is (created_at, id)) stops at
+// the need-th; one in (created_at, seq) order goes on past it until the
+// second changes, so that candidates of one second are ordered by id
+// whatever their order in the index. A walk stops once it has examined
+// what is left of budget, which it spends.
+func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, byID bool, extra []any, since int64, need int, budget *int,
 	take func(scope sql.NullInt64, seq int64) bool) ([]feedHit, error) {
 	st, err := s.prepared(sctx, tx, query)
 	if err != nil {
@@ -167,7 +171,10 @@ func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, ex
 	}
 	now := s.nowUnix()
 	var hits []feedHit
-	posAt, posSeq := int64(math.MaxInt64), int64(math.MaxInt64)
+	posAt, pos := int64(math.MaxInt64), any(int64(math.MaxInt64))
+	if byID {
+		pos = []byte{} // before every id
+	}
 	for *budget > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -175,7 +182,7 @@ func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, ex
 		page := min(feedPageRows, *budget)
 		n, done := 0, false
 		err := func() error {
-			rows, err := st.QueryContext(sctx, append([]any{now, since, posAt, posSeq, page}, extra...)...)
+			rows, err := st.QueryContext(sctx, append([]any{now, since, posAt, pos, page}, extra...)...)
 			if err != nil {
 				return err
 			}
@@ -187,12 +194,16 @@ func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, ex
 				if err := rows.Scan(&h.createdAt, &h.seq, &h.id, &live, &scope); err != nil {
 					return err
 				}
-				if len(hits) >= need && h.createdAt < hits[len(hits)-1].createdAt {
+				if len(hits) >= need && (byID || h.createdAt < hits[len(hits)-1].createdAt) {
 					done = true
 					return nil
 				}
 				n++
-				posAt, posSeq = h.createdAt, h.seq
+				if posAt = h.createdAt; byID {
+					pos = h.id
+				} else {
+					pos = h.seq
+				}
 				if live && take(scope, h.seq) {
 					hits = append(hits, h)
 				}

@@ -73,4 +73,18 @@ func BenchmarkFeed(b *testing.B) {
 	run("member activity", buzz.FeedQuery{Viewer: buzz.Viewer(member), Limit: 100, Types: []buzz.FeedType{buzz.FeedActivity}})
 	run("anonymous", buzz.FeedQuery{Viewer: buzz.Anonymous, Limit: 20, Types: []buzz.FeedType{buzz.FeedActivity}})
 	run("bound", buzz.FeedQuery{Viewer: buzz.Viewer(stranger.PK), Limit: 20, Types: []buzz.FeedType{buzz.FeedMentions}})
+
+	// A burst: 300 messages of an open channel in the newest second, as a
+	// busy minute of a community or one client's backdated events make
+	// them. The feed is ordered by id within a second.
+	var burst []*nostr.Event
+	newest := int64(evs[len(evs)-1].CreatedAt) + 1000
+	for i := range 300 {
+		burst = append(burst, mentioner.Event(b, 9, newest, fmt.Sprint("burst ", i), nostr.Tag{"h", c.Channels[0]}))
+	}
+	outcomes, err := s.ImportBatch(ctx, burst)
+	if err = errors.Join(append(outcomes, err)...); err != nil {
+		b.Fatal(err)
+	}
+	run("burst anonymous", buzz.FeedQuery{Viewer: buzz.Anonymous, Limit: 20, Types: []buzz.FeedType{buzz.FeedActivity}})
 }

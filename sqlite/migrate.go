@@ -140,6 +140,14 @@ var migrations = map[int]string{
 	// Aux events say whether a deletion names them (issue 15): hop 2 of
 	// the aux closure no longer searches tags_aux for every hop-1 event.
 	5: `ALTER TABLE events ADD COLUMN named_by_deletion INTEGER NOT NULL DEFAULT 0;` + markNamedByDeletion + `;`,
+	// A kind's and an author's events in the order reads serve them
+	// (created_at DESC, id ASC): the home feed's activity walk stops at the
+	// events it needs instead of reading the whole of their second (4.6x
+	// cheaper when 300 share it), and REQs by kind or author need no sort.
+	6: `DROP INDEX events_kind;
+		CREATE INDEX events_kind ON events(kind, created_at DESC, id);
+		DROP INDEX events_pubkey;
+		CREATE INDEX events_pubkey ON events(pubkey, kind, created_at DESC, id);`,
 }
 
 // markNamedByDeletion marks every aux event that a stored deletion names

@@ -116,8 +116,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 6 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 6", v, err)
+	if err != nil || v != 7 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 7", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -414,7 +414,7 @@ func TestMigrateForward(t *testing.T) {
 	}
 }
 
-// mgDowngradeToV3 takes a database of version 6 back to version 3: no
+// mgDowngradeToV3 takes a database of version 7 back to version 3: no
 // page versions and their triggers, no aux index, but write_version.
 func mgDowngradeToV3(t testing.TB, path string) {
 	t.Helper()
@@ -431,10 +431,24 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV5 takes a database of version 6 back to version 5: no
+// mgDowngradeToV6 takes a database of version 7 back to version 6:
+// events_kind and events_pubkey without the id.
+func mgDowngradeToV6(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP INDEX events_kind; CREATE INDEX events_kind ON events(kind, created_at);
+		DROP INDEX events_pubkey; CREATE INDEX events_pubkey ON events(pubkey, kind, created_at);
+		PRAGMA user_version = 6`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV5 takes a database of version 7 back to version 5: no
 // events.named_by_deletion.
 func mgDowngradeToV5(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV6(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`ALTER TABLE events DROP COLUMN named_by_deletion; PRAGMA user_version = 5`); err != nil {
@@ -442,7 +456,7 @@ func mgDowngradeToV5(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV4 takes a database of version 6 back to version 4: no
+// mgDowngradeToV4 takes a database of version 7 back to version 4: no
 // index of a thread's authors.
 func mgDowngradeToV4(t testing.TB, path string) {
 	t.Helper()
@@ -454,7 +468,7 @@ func mgDowngradeToV4(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV2 takes a database of version 6 back to version 2: no
+// mgDowngradeToV2 takes a database of version 7 back to version 2: no
 // channel state, no members, no settings, no event scope.
 func mgDowngradeToV2(t testing.TB, path string) {
 	t.Helper()
@@ -669,7 +683,67 @@ func TestMigrateFromVersion4(t *testing.T) {
 	if got == "" || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("events_root_authors after migration:\n%s\nfresh:\n%s", got, want)
 	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 6 {
-		t.Errorf("user_version %d, want 6", n)
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 7 {
+		t.Errorf("user_version %d, want 7", n)
+	}
+}
+
+// mgObjects lists a database's schema objects, each as type, name and its
+// SQL with whitespace collapsed.
+func mgObjects(t testing.TB, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT type, name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var typ, name, text string
+		if err := rows.Scan(&typ, &name, &text); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, typ+" "+name+": "+strings.Join(strings.Fields(text), " "))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// RL-2, RL-35: a version 6 database gets events_kind and events_pubkey in
+// the order reads serve (created_at DESC, id ASC), every
+// object of it then as a fresh database has it, and the feed's activity
+// of one crowded second is served in id order from the new index.
+func TestMigrateFromVersion6(t *testing.T) {
+	a := testutil.NewSigner(t)
+	var evs []*nostr.Event
+	for i := range 30 {
+		evs = append(evs, a.Event(t, 9, qtT0, fmt.Sprint("one second ", i), nostr.Tag{"h", "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a"}))
+	}
+	path := mgNewDB(t, evs...)
+	mgDowngradeToV6(t, path)
+	s, err := mgOpen(t, path, testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := mgOpen(t, mgNewDB(t), testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := mgObjects(t, s.readers), mgObjects(t, fresh.readers); !slices.Equal(got, want) {
+		t.Errorf("schema after migration:\n%s\nfresh:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 7 {
+		t.Errorf("user_version %d, want 7", n)
+	}
+	got, err := s.Feed(context.Background(), buzz.FeedQuery{Viewer: buzz.Viewer(a.PK), Limit: 10, Types: []buzz.FeedType{buzz.FeedActivity}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testutil.IDs(evs...)
+	slices.Sort(want)
+	if ids := testutil.IDs(got...); !slices.Equal(ids, want[:10]) {
+		t.Errorf("feed of one second %v, want the 10 smallest ids %v", ids, want[:10])
 	}
 }

@@ -126,9 +126,9 @@ func TestQueryPlans(t *testing.T) {
 		{"ids + kinds", nostr.Filter{IDs: []string{id, id2}, Kinds: []int{1}}, []string{idIndex, "!" + kindIndex}},
 		{"ids + authors", nostr.Filter{IDs: []string{id}, Authors: []string{id2}}, []string{idIndex}},
 		{"authors", nostr.Filter{Authors: []string{id}}, []string{pubkeyIndex}},
-		{"kinds + authors", nostr.Filter{Authors: []string{id}, Kinds: []int{0}}, []string{"SEARCH e USING INDEX events_pubkey (pubkey=? AND kind=?)"}},
+		{"kinds + authors", nostr.Filter{Authors: []string{id}, Kinds: []int{0}}, []string{"SEARCH e USING INDEX events_pubkey (pubkey=? AND kind=?)", noSort}},
 		{"kinds + authors, several", nostr.Filter{Authors: []string{id, id2}, Kinds: []int{0, 3, 10002}}, []string{"SEARCH e USING INDEX events_pubkey (pubkey=? AND kind=?)"}},
-		{"kinds", nostr.Filter{Kinds: []int{1}}, []string{kindIndex}},
+		{"kinds", nostr.Filter{Kinds: []int{1}}, []string{kindIndex, noSort}},
 		{"since", nostr.Filter{Since: &since}, []string{"SEARCH e USING INDEX events_created (created_at>?)"}},
 		{"until", nostr.Filter{Until: &until}, []string{"SEARCH e USING INDEX events_created (created_at<?)"}},
 	} {
