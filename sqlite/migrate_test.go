@@ -50,6 +50,21 @@ func mgOpen(t testing.TB, path, schema string) (*Store, error) {
 	return s, err
 }
 
+// mgMigrated opens the database at path with the repository's schema,
+// which migrates it, and a fresh database beside it to compare it with.
+func mgMigrated(t testing.TB, path string) (migrated, fresh *Store) {
+	t.Helper()
+	migrated, err := mgOpen(t, path, testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err = mgOpen(t, mgNewDB(t), testutil.Schema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return migrated, fresh
+}
+
 // mgRaw opens path with plain database/sql and the modernc driver.
 func mgRaw(t testing.TB, path string) *sql.DB {
 	t.Helper()
@@ -519,14 +534,7 @@ func TestMigrateFromVersion2(t *testing.T) {
 	path := mgNewDB(t, msg, free, react, reactFree, del)
 	mgDowngradeToV2(t, path)
 
-	s, err := mgOpen(t, path, testutil.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := mgOpen(t, mgNewDB(t), testutil.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, fresh := mgMigrated(t, path)
 	for _, table := range []string{"events", "channels", "members", "settings", "thread_metadata"} {
 		if got, want := mgColumns(t, s.readers, table), mgColumns(t, fresh.readers, table); !slices.Equal(got, want) {
 			t.Errorf("%s after migration: %v, fresh: %v", table, got, want)
@@ -663,14 +671,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 	msg := a.Event(t, 9, qtT0, "before", nostr.Tag{"h", "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a"})
 	path := mgNewDB(t, msg)
 	mgDowngradeToV4(t, path)
-	s, err := mgOpen(t, path, testutil.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := mgOpen(t, mgNewDB(t), testutil.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, fresh := mgMigrated(t, path)
 	const index = `SELECT coalesce((SELECT sql FROM sqlite_schema WHERE name = 'events_root_authors'), '')`
 	var got, want string
 	if err := s.readers.QueryRow(index).Scan(&got); err != nil {
@@ -723,14 +724,7 @@ func TestMigrateFromVersion6(t *testing.T) {
 	}
 	path := mgNewDB(t, evs...)
 	mgDowngradeToV6(t, path)
-	s, err := mgOpen(t, path, testutil.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := mgOpen(t, mgNewDB(t), testutil.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, fresh := mgMigrated(t, path)
 	if got, want := mgObjects(t, s.readers), mgObjects(t, fresh.readers); !slices.Equal(got, want) {
 		t.Errorf("schema after migration:\n%s\nfresh:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

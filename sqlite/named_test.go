@@ -72,14 +72,7 @@ func TestMigrateFromVersion5(t *testing.T) {
 	stored, want := nmHop2Events(t)
 	path := mgNewDB(t, stored...)
 	mgDowngradeToV5(t, path)
-	s, err := mgOpen(t, path, testutil.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fresh, err := mgOpen(t, mgNewDB(t), testutil.Schema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, fresh := mgMigrated(t, path)
 	if got, want := mgColumns(t, s.readers, "events"), mgColumns(t, fresh.readers, "events"); !slices.Equal(got, want) {
 		t.Errorf("events after migration %v, fresh %v", got, want)
 	}
