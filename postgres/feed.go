@@ -43,18 +43,20 @@ func feedMentionSQL(kinds []int) string {
 		ORDER BY t.created_at DESC, t.seq DESC LIMIT $5`
 }
 
-// feedActivitySQL walks the channel messages of kinds, newest first, one
+// feedActivitySQL walks the channel messages of kinds in feed order, one
 // range of events_kind a kind merged in order. Parameters as
-// feedMentionSQL's, without $6.
+// feedMentionSQL's, without $6, but for the keyset position ($3, $4),
+// which is (created_at, id): the index is in feed order, and a walk stops
+// at the events it needs even when hundreds share their second.
 func feedActivitySQL(kinds []int) string {
 	arms := make([]string, len(kinds))
 	for i, k := range kinds {
 		arms[i] = `(SELECT ` + feedCandidate(" AND e.channel IS NOT NULL") +
 			` FROM events e WHERE e.kind = ` + strconv.Itoa(k) +
-			` AND e.created_at >= $2 AND e.created_at <= $3 AND (e.created_at < $3 OR e.seq < $4)
-			ORDER BY e.created_at DESC, e.seq DESC LIMIT $5)`
+			` AND e.created_at >= $2 AND e.created_at <= $3 AND (e.created_at < $3 OR e.id > $4)
+			ORDER BY e.created_at DESC, e.id LIMIT $5)`
 	}
-	return strings.Join(arms, " UNION ALL ") + ` ORDER BY 1 DESC, 2 DESC LIMIT $5`
+	return strings.Join(arms, " UNION ALL ") + ` ORDER BY 1 DESC, 3 LIMIT $5`
 }
 
 func intList(ns []int) string {
@@ -111,7 +113,7 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 			default:
 				return fmt.Errorf("feed: unknown type %q", t)
 			}
-			found, err := s.feedWalk(ctx, tx, query, extra, since, need, &budget, func(scope *int64, seq int64) bool {
+			found, err := s.feedWalk(ctx, tx, query, t == buzz.FeedActivity, extra, since, need, &budget, func(scope *int64, seq int64) bool {
 				return readable(scope) && !served[seq]
 			})
 			if err != nil {
@@ -133,18 +135,22 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 }
 
 // feedWalk reads the candidates of one feed type newest first, page by
-// page, until it holds need of them that take accepts (and every
-// candidate of the second of the last), the candidates run out, or budget
-// is spent. It returns them in feed order, at most need.
-func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, extra []any, since int64, need int, budget *int,
+// page, until it holds need of them that take accepts (and, unless the
+// walk is in feed order (byID: its keyset position is (created_at, id)),
+// every candidate of the second of the last), the candidates run out, or
+// budget is spent. It returns them in feed order, at most need.
+func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool, extra []any, since int64, need int, budget *int,
 	take func(scope *int64, seq int64) bool) ([]feedHit, error) {
 	now := s.nowUnix()
 	var hits []feedHit
-	posAt, posSeq := int64(math.MaxInt64), int64(math.MaxInt64)
+	posAt, pos := int64(math.MaxInt64), any(int64(math.MaxInt64))
+	if byID {
+		pos = []byte{} // before every id
+	}
 	for *budget > 0 {
 		page := min(feedPageRows, *budget)
 		n, done := 0, false
-		rows, err := tx.Query(ctx, query, append([]any{now, since, posAt, posSeq, page}, extra...)...)
+		rows, err := tx.Query(ctx, query, append([]any{now, since, posAt, pos, page}, extra...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -156,12 +162,16 @@ func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, extra []a
 				rows.Close()
 				return nil, err
 			}
-			if len(hits) >= need && h.createdAt < hits[len(hits)-1].createdAt {
+			if len(hits) >= need && (byID || h.createdAt < hits[len(hits)-1].createdAt) {
 				done = true
 				break
 			}
 			n++
-			posAt, posSeq = h.createdAt, h.seq
+			if posAt = h.createdAt; byID {
+				pos = h.id
+			} else {
+				pos = h.seq
+			}
 			if live && take(scope, h.seq) {
 				hits = append(hits, h)
 			}

@@ -259,3 +259,48 @@ func testFeedNoPublicRead(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// RL-35: activity of one crowded second is served in id order across the
+// walk's pages: 300 messages of a private channel the requester may not
+// read and 30 of an open one, all dated alike, ids interleaved, so that
+// the walk passes its first page of candidates inside the second and
+// continues after its last position, skipping nothing and nothing twice.
+func testFeedCrowdedSecond(t *testing.T, open Opener) {
+	s := ttOpen(t, open)
+	owner, outsider := testutil.NewSigner(t), testutil.NewSigner(t)
+	ctx := context.Background()
+	ttIngest(t, s, owner.Event(t, 9007, ttBase, "", ttH(ttChan), nostr.Tag{"private"}))
+	ttIngest(t, s, owner.Event(t, 9007, ttBase, "", ttH(ttChan2)))
+	var evs []*nostr.Event
+	var open2 []string
+	for i := range 330 {
+		ch := ttChan
+		if i%11 == 0 {
+			ch = ttChan2
+		}
+		ev := owner.Event(t, 9, ttBase+10, "crowded "+strconv.Itoa(i), ttH(ch))
+		if ch == ttChan2 {
+			open2 = append(open2, ev.ID)
+		}
+		evs = append(evs, ev)
+	}
+	outcomes, err := s.ImportBatch(ctx, evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range outcomes {
+		if err != nil {
+			t.Fatalf("import %d: %v", i, err)
+		}
+	}
+	slices.Sort(open2)
+	for _, limit := range []int{20, 30, 40} {
+		got, err := s.Feed(ctx, buzz.FeedQuery{Viewer: buzz.Viewer(outsider.PK), Types: []buzz.FeedType{buzz.FeedActivity}, Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids, want := testutil.IDs(got...), open2[:min(limit, len(open2))]; !slices.Equal(ids, want) {
+			t.Fatalf("limit %d: feed %v, want the open channel's %d smallest ids %v", limit, ids, len(want), want)
+		}
+	}
+}

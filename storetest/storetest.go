@@ -173,6 +173,7 @@ var suite = []struct {
 	{"ExpireRootWithReplies", testExpireRootWithReplies},
 	{"ExpiredTargetsAreGone", testExpiredTargetsAreGone},
 	{"FeedModel", testFeedModel},
+	{"FeedCrowdedSecond", testFeedCrowdedSecond},
 	{"FeedRemovedMember", testFeedRemovedMember},
 	{"FeedByteBound", testFeedByteBound},
 	{"FeedNoPublicRead", testFeedNoPublicRead},
