@@ -162,7 +162,7 @@ func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool
 				rows.Close()
 				return nil, err
 			}
-			if len(hits) >= need && (byID || h.createdAt < hits[len(hits)-1].createdAt) {
+			if len(hits) >= need && h.createdAt < hits[len(hits)-1].createdAt {
 				done = true
 				break
 			}
@@ -174,6 +174,10 @@ func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool
 			}
 			if live && take(scope, h.seq) {
 				hits = append(hits, h)
+				if byID && len(hits) == need {
+					done = true
+					break
+				}
 			}
 		}
 		rows.Close()

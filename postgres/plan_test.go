@@ -61,6 +61,7 @@ func TestPlans(t *testing.T) {
 		{"query #p, an author rarely named", mustTranslate(t, s.Store, nostr.Filter{Tags: nostr.TagMap{"p": {planID(4)}}, Limit: 100}), "tags_pkey"},
 		{"query #p of two", mustTranslate(t, s.Store, nostr.Filter{Tags: nostr.TagMap{"p": {planID(4), planID(5)}}, Limit: 100}), "tags_pkey"},
 		{"query authors", mustTranslate(t, s.Store, nostr.Filter{Authors: []string{author}, Limit: 100}), "events_pubkey"},
+		{"query authors + kinds", mustTranslate(t, s.Store, nostr.Filter{Authors: []string{author}, Kinds: []int{9}, Limit: 100}), "events_pubkey"},
 		{"query ids", mustTranslate(t, s.Store, nostr.Filter{IDs: someIDs}), "events_id_key"},
 		{"query #h", mustTranslate(t, s.Store, nostr.Filter{Tags: nostr.TagMap{"h": {"ch1"}}, Limit: 100}), "Index Scan using events_channel"},
 		{"query kinds + #h", mustTranslate(t, s.Store, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {"ch1"}}, Limit: 100}), "events_channel"},

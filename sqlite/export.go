@@ -64,7 +64,13 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 	dated, at := exportDated(f, "e")
 	where, args = append(where, dated...), append(args, at...)
 	if len(f.Kinds) > 0 {
-		where = append(where, "e.kind IN ("+placeholders(len(f.Kinds))+")")
+		// A channel's export walks the channel, not the kind across
+		// every channel (the unary + keeps events_kind from driving).
+		col := "e.kind"
+		if f.Channel != "" {
+			col = "+e.kind"
+		}
+		where = append(where, col+" IN ("+placeholders(len(f.Kinds))+")")
 		for _, k := range f.Kinds {
 			args = append(args, k)
 		}

@@ -194,7 +194,7 @@ func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, by
 				if err := rows.Scan(&h.createdAt, &h.seq, &h.id, &live, &scope); err != nil {
 					return err
 				}
-				if len(hits) >= need && (byID || h.createdAt < hits[len(hits)-1].createdAt) {
+				if len(hits) >= need && h.createdAt < hits[len(hits)-1].createdAt {
 					done = true
 					return nil
 				}
@@ -206,6 +206,10 @@ func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, by
 				}
 				if live && take(scope, h.seq) {
 					hits = append(hits, h)
+					if byID && len(hits) == need {
+						done = true
+						return nil
+					}
 				}
 			}
 			return rows.Err()

@@ -25,7 +25,7 @@ func TestFeedQueryPlans(t *testing.T) {
 			[]string{"SEARCH t USING PRIMARY KEY (name=? AND value=? AND created_at>? AND created_at<?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}},
 		{"needs_action", feedNeedsActionQuery, append(walkArgs, pkey),
 			[]string{"SEARCH t USING PRIMARY KEY (name=? AND value=? AND created_at>? AND created_at<?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"activity", feedActivityQuery, walkArgs,
+		{"activity", feedActivityQuery, []any{int64(1700000000), int64(1600000000), int64(math.MaxInt64), []byte{}, feedPageRows},
 			[]string{"MERGE (UNION ALL)", "SEARCH e USING INDEX events_kind (kind=? AND created_at>? AND created_at<?)"}},
 		{"load", feedLoadSQL, []any{"[1,2,3]"},
 			[]string{"SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}},

@@ -290,8 +290,11 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 		for i, k := range f.Kinds {
 			kinds[i] = k
 		}
+		// Beside a channel, the channel drives: events_kind is as free of
+		// a sort as events_channel, and without statistics the planner
+		// would take whichever index the schema lists last.
 		col := "e.kind"
-		if selective {
+		if selective || f.Tags["h"] != nil {
 			col = "+e.kind"
 		}
 		add(col+" IN ("+placeholders(len(kinds))+")", kinds...)
