@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Max is how many distinct reply authors a subtree keeps (CW-19).
@@ -47,13 +48,16 @@ func HexKeys(b []byte) []string {
 	if n == 0 {
 		return keys
 	}
-	h := make([]byte, 0, n*2*32)
+	var all strings.Builder // its String is the bytes written, not a copy
+	all.Grow(n * 2 * 32)
+	var key [2 * 32]byte
 	for i := range n {
-		h = hex.AppendEncode(h, b[i*Size:i*Size+32])
+		hex.Encode(key[:], b[i*Size:i*Size+32])
+		all.Write(key[:])
 	}
-	all := string(h)
+	keysHex := all.String()
 	for i := range keys {
-		keys[i] = all[i*64 : (i+1)*64]
+		keys[i] = keysHex[i*64 : (i+1)*64]
 	}
 	return keys
 }
