@@ -7,6 +7,7 @@ package sqlite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -131,8 +132,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 7 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 7", v, err)
+	if err != nil || v != 8 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 8", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -429,7 +430,7 @@ func TestMigrateForward(t *testing.T) {
 	}
 }
 
-// mgDowngradeToV3 takes a database of version 7 back to version 3: no
+// mgDowngradeToV3 takes a database of version 8 back to version 3: no
 // page versions and their triggers, no aux index, but write_version.
 func mgDowngradeToV3(t testing.TB, path string) {
 	t.Helper()
@@ -446,10 +447,28 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV6 takes a database of version 7 back to version 6:
+// mgDowngradeToV7 takes a database of version 8 back to version 7: the
+// indexes read newest first in created_at DESC order, the author's with
+// the id.
+func mgDowngradeToV7(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP INDEX events_kind; CREATE INDEX events_kind ON events(kind, created_at DESC, id);
+		DROP INDEX events_pubkey; CREATE INDEX events_pubkey ON events(pubkey, kind, created_at DESC, id);
+		DROP INDEX events_channel; CREATE INDEX events_channel ON events(channel, created_at DESC, id) WHERE channel IS NOT NULL;
+		DROP INDEX events_toplevel; CREATE INDEX events_toplevel ON events(channel, created_at DESC, id) WHERE row_class = 2 AND deleted_at IS NULL;
+		DROP INDEX events_projection; CREATE INDEX events_projection ON events(channel, created_at DESC, id) WHERE row_class >= 1 AND deleted_at IS NULL;
+		PRAGMA user_version = 7`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV6 takes a database of version 8 back to version 6:
 // events_kind and events_pubkey without the id.
 func mgDowngradeToV6(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV7(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP INDEX events_kind; CREATE INDEX events_kind ON events(kind, created_at);
@@ -459,7 +478,7 @@ func mgDowngradeToV6(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV5 takes a database of version 7 back to version 5: no
+// mgDowngradeToV5 takes a database of version 8 back to version 5: no
 // events.named_by_deletion.
 func mgDowngradeToV5(t testing.TB, path string) {
 	t.Helper()
@@ -471,7 +490,7 @@ func mgDowngradeToV5(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV4 takes a database of version 7 back to version 4: no
+// mgDowngradeToV4 takes a database of version 8 back to version 4: no
 // index of a thread's authors.
 func mgDowngradeToV4(t testing.TB, path string) {
 	t.Helper()
@@ -483,7 +502,7 @@ func mgDowngradeToV4(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV2 takes a database of version 7 back to version 2: no
+// mgDowngradeToV2 takes a database of version 8 back to version 2: no
 // channel state, no members, no settings, no event scope.
 func mgDowngradeToV2(t testing.TB, path string) {
 	t.Helper()
@@ -684,8 +703,8 @@ func TestMigrateFromVersion4(t *testing.T) {
 	if got == "" || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("events_root_authors after migration:\n%s\nfresh:\n%s", got, want)
 	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 7 {
-		t.Errorf("user_version %d, want 7", n)
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 8 {
+		t.Errorf("user_version %d, want 8", n)
 	}
 }
 
@@ -728,8 +747,8 @@ func TestMigrateFromVersion6(t *testing.T) {
 	if got, want := mgObjects(t, s.readers), mgObjects(t, fresh.readers); !slices.Equal(got, want) {
 		t.Errorf("schema after migration:\n%s\nfresh:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 7 {
-		t.Errorf("user_version %d, want 7", n)
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 8 {
+		t.Errorf("user_version %d, want 8", n)
 	}
 	got, err := s.Feed(context.Background(), buzz.FeedQuery{Viewer: buzz.Viewer(a.PK), Limit: 10, Types: []buzz.FeedType{buzz.FeedActivity}})
 	if err != nil {
@@ -739,5 +758,56 @@ func TestMigrateFromVersion6(t *testing.T) {
 	slices.Sort(want)
 	if ids := testutil.IDs(got...); !slices.Equal(ids, want[:10]) {
 		t.Errorf("feed of one second %v, want the 10 smallest ids %v", ids, want[:10])
+	}
+}
+
+// RL-2, RL-35: a version 7 database gets the indexes read newest first
+// with their order reversed and the author's index without the id, every
+// object of it then as a fresh database has it, and reads along each
+// rebuilt index still serve created_at DESC, id ASC: a REQ by channel, by
+// kind, by an author's kinds, and a window page.
+func TestMigrateFromVersion7(t *testing.T) {
+	const h = "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a"
+	a := testutil.NewSigner(t)
+	var evs []*nostr.Event
+	for i := range 24 {
+		// Three seconds of eight messages each: ties within each second.
+		evs = append(evs, a.Event(t, 9, qtT0+int64(i/8), fmt.Sprint("message ", i), nostr.Tag{"h", h}))
+	}
+	path := mgNewDB(t, evs...)
+	mgDowngradeToV7(t, path)
+	s, fresh := mgMigrated(t, path)
+	if got, want := mgObjects(t, s.readers), mgObjects(t, fresh.readers); !slices.Equal(got, want) {
+		t.Errorf("schema after migration:\n%s\nfresh:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 8 {
+		t.Errorf("user_version %d, want 8", n)
+	}
+	want := slices.Clone(evs)
+	slices.SortFunc(want, func(x, y *nostr.Event) int {
+		if c := cmp.Compare(y.CreatedAt, x.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(x.ID, y.ID)
+	})
+	for _, f := range []nostr.Filter{
+		{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}, Limit: 10},
+		{Kinds: []int{9}, Limit: 10},
+		{Authors: []string{a.PK}, Kinds: []int{9}, Limit: 10},
+	} {
+		if got := storetest.QueryIDs(t, s, f, buzz.Anonymous); !slices.Equal(got, testutil.IDs(want[:10]...)) {
+			t.Errorf("%v: %v, want %v", f, got, testutil.IDs(want[:10]...))
+		}
+	}
+	page, err := s.Window(context.Background(), buzz.WindowQuery{Channel: h, Kinds: []int{9}, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, r := range page.Rows {
+		rows = append(rows, r.ID)
+	}
+	if !slices.Equal(rows, testutil.IDs(want[:10]...)) {
+		t.Errorf("window page %v, want %v", rows, testutil.IDs(want[:10]...))
 	}
 }

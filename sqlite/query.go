@@ -315,10 +315,17 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 	}
 	slices.Sort(names) // one statement text per filter shape
 
+	from, order := "events e", "e.created_at DESC"
+	if f.Authors != nil && f.Kinds != nil && !selective && f.Tags["h"] == nil {
+		// An author's kinds: events_pubkey narrows to both and sorts one
+		// second's ties, events_kind narrows to the kind alone with no sort
+		// at all, and without statistics the planner takes the sort-free
+		// one, walking every author's events of the kind.
+		from = "events e INDEXED BY events_pubkey"
+	}
 	// A filter on one value of one tag (the common `#e`, `#p` lookups) is
 	// driven by that tag's index range itself, newest first, so that a
 	// LIMIT stops the scan early however many events carry the value.
-	from, order := "events e", "e.created_at DESC"
 	if drive, ok := singleTagValue(f); ok {
 		from, order = "tags t JOIN events e ON e.seq = t.seq", "t.created_at DESC"
 		add("t.name = ? AND t.value = ?", drive[0], tagValue(drive[1]))
