@@ -10,7 +10,7 @@ import (
 
 // channelsAfterSQL lists channels in store order after a number, each
 // open one with the created_at of its newest event: one seek into
-// events_channel per channel, which finds the maximum at the front of the
+// events_channel per channel, which finds the maximum at the end of the
 // channel's range.
 const channelsAfterSQL = `SELECT c.seq, c.h,
 	CASE WHEN c.private = 0 AND c.deleted_at IS NULL

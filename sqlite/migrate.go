@@ -152,18 +152,19 @@ var migrations = map[int]string{
 	// ascending, the end where events arrive, so that their pages stay
 	// full; the author's index loses the id again (schema.sql). A database
 	// grown to a million events on version 7 was 2.04x its events' JSON,
-	// 1.67x on version 8.
-	7: `DROP INDEX events_kind;
+	// 1.67x on version 8. IF EXISTS: a development database of version 3
+	// may lack events_projection, which this creates.
+	7: `DROP INDEX IF EXISTS events_kind;
 		CREATE INDEX events_kind ON events(kind, created_at, id DESC);
-		DROP INDEX events_pubkey;
+		DROP INDEX IF EXISTS events_pubkey;
 		CREATE INDEX events_pubkey ON events(pubkey, kind, created_at);
-		DROP INDEX events_channel;
+		DROP INDEX IF EXISTS events_channel;
 		CREATE INDEX events_channel ON events(channel, created_at, id DESC)
 		  WHERE channel IS NOT NULL;
-		DROP INDEX events_toplevel;
+		DROP INDEX IF EXISTS events_toplevel;
 		CREATE INDEX events_toplevel ON events(channel, created_at, id DESC)
 		  WHERE row_class = 2 AND deleted_at IS NULL;
-		DROP INDEX events_projection;
+		DROP INDEX IF EXISTS events_projection;
 		CREATE INDEX events_projection ON events(channel, created_at, id DESC)
 		  WHERE row_class >= 1 AND deleted_at IS NULL;`,
 }

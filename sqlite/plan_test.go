@@ -124,6 +124,8 @@ func testQueryPlans(t *testing.T, s *Store) {
 			[]string{"USING INDEX events_channel (channel=? AND created_at>?)", noSort}},
 		{"#h + until + limit", nostr.Filter{Tags: nostr.TagMap{"h": {ch}}, Until: &until, Limit: 50}, []string{channelIndex, noSort}},
 		{"authors + #h", nostr.Filter{Authors: []string{id}, Tags: nostr.TagMap{"h": {ch}}}, []string{"SEARCH e USING INDEX events_"}},
+		// The channel drives, not the index an author's kinds name.
+		{"authors + kinds + #h", nostr.Filter{Authors: []string{id}, Kinds: []int{9}, Tags: nostr.TagMap{"h": {ch}}}, []string{channelIndex, "!events_pubkey"}},
 		{"two channels", nostr.Filter{Tags: nostr.TagMap{"h": {ch, ch2}}}, []string{channelIndex}},
 
 		// Tag filters: the exact (name, value) key of the tags table.
