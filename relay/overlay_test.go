@@ -288,3 +288,60 @@ func plainJSON(s string) bool {
 	}
 	return true
 }
+
+// Issue 15, CW-19: a participant that is not a plain hex key (the stores
+// give only those) is escaped twice, as a string in the content and as part
+// of the content in the event: the summary still decodes, its id is its
+// hash, its signature verifies and its content gives the participants back.
+func TestEncodeSummaryEscapedParticipants(t *testing.T) {
+	key, err := sign.NewKey(strings.Repeat("02", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOverlaySigner(key)
+	for _, p := range []string{`quo"te`, `back\slash`, "line\nbreak", "tab\tand\x01", "é \u2028 <&>", strings.Repeat("ab", 32)} {
+		sm := buzz.Summary{ID: strings.Repeat("cd", 32), UpdatedAt: 1_700_000_000,
+			Summary: nipcw.Summary{ReplyCount: 1, DescendantCount: 1, Participants: []string{strings.Repeat("ef", 32), p}}}
+		got := o.encodeSummary("general", sm, sm.UpdatedAt)
+		var ev nostr.Event
+		if err := json.Unmarshal(got, &ev); err != nil {
+			t.Fatalf("%q: %s: %v", p, got, err)
+		}
+		if !ev.CheckID() {
+			t.Errorf("%q: id of %s is not its hash", p, got)
+		}
+		if ok, err := ev.CheckSignature(); !ok || err != nil {
+			t.Errorf("%q: %s does not verify: %v", p, got, err)
+		}
+		var content nipcw.Summary
+		if err := json.Unmarshal([]byte(ev.Content), &content); err != nil {
+			t.Fatalf("%q: content %q: %v", p, ev.Content, err)
+		}
+		if !slices.Equal(content.Participants, sm.Participants) {
+			t.Errorf("participants %q, want %q", content.Participants, sm.Participants)
+		}
+	}
+}
+
+// BenchmarkEncodeSummary is one summary overlay of a row with four
+// participants written from its parts, its signature kept (issue 15: a
+// deep page encodes fifty).
+func BenchmarkEncodeSummary(b *testing.B) {
+	key, err := sign.NewKey(strings.Repeat("01", 32))
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := newOverlaySigner(key)
+	last := int64(1_700_000_200)
+	sm := buzz.Summary{ID: fmt.Sprintf("%064x", 12345), UpdatedAt: 1_700_000_300,
+		Summary: nipcw.Summary{ReplyCount: 7, DescendantCount: 12, LastReplyAt: &last}}
+	for i := range 4 {
+		sm.Participants = append(sm.Participants, fmt.Sprintf("%064x", i*7919))
+	}
+	const channel = "1b4e28ba-2fa1-41d2-883f-0016d3cca427"
+	o.encodeSummary(channel, sm, sm.UpdatedAt)
+	b.ReportAllocs()
+	for b.Loop() {
+		o.encodeSummary(channel, sm, sm.UpdatedAt)
+	}
+}

@@ -116,40 +116,30 @@ func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) 
 // the relay accepts, which need no escapes), but written straight from
 // its parts: a deep page's summaries are mostly not kept, and building
 // each as an event, serializing, hashing and encoding it through
-// encoding/json and easyjson was a sixth of what such a page cost.
+// encoding/json and easyjson was a sixth of what such a page cost. The
+// content is written as the JSON string it is served as, and the tags as
+// JSON, once each, into a pooled buffer beside the serialization that is
+// hashed: the summary's JSON is its one allocation.
 func (o *overlaySigner) encodeSummary(channel string, sm buzz.Summary, at int64) []byte {
-	content := make([]byte, 0, 96+67*len(sm.Participants))
-	content = strconv.AppendInt(append(content, `{"reply_count":`...), sm.ReplyCount, 10)
-	content = strconv.AppendInt(append(content, `,"descendant_count":`...), sm.DescendantCount, 10)
-	content = append(content, `,"last_reply_at":`...)
-	if sm.LastReplyAt == nil {
-		content = append(content, "null"...)
-	} else {
-		content = strconv.AppendInt(content, *sm.LastReplyAt, 10)
-	}
-	content = append(content, `,"participants":[`...)
-	for i, p := range sm.Participants {
-		if i > 0 {
-			content = append(content, ',')
-		}
-		content = tagjson.AppendString(content, p)
-	}
-	content = append(content, "]}"...)
+	scratch := summaryScratch.Get().(*[]byte)
+	defer summaryScratch.Put(scratch)
+	buf := appendQuotedSummary((*scratch)[:0], sm.Summary)
+	quotedEnd := len(buf)
+	buf = appendSummaryTags(buf, sm.ID, channel)
+	tagsEnd := len(buf)
+	buf = append(buf, `[0,"`...)
+	buf = append(buf, o.pubkey...)
+	buf = strconv.AppendInt(append(buf, `",`...), at, 10)
+	buf = strconv.AppendInt(append(buf, ','), nipcw.KindThreadSummary, 10)
+	buf = append(append(buf, ','), buf[quotedEnd:tagsEnd]...)
+	buf = append(append(buf, ','), buf[:quotedEnd]...)
+	buf = append(buf, ']')
+	hash := sha256.Sum256(buf[tagsEnd:])
+	*scratch = buf
+	quoted, tags := buf[:quotedEnd], buf[quotedEnd:tagsEnd]
 
-	// The serialization escapes the tags and the content as the JSON does:
-	// each is written once and used twice.
-	quoted := tagjson.AppendString(make([]byte, 0, len(content)+len(content)/4), string(content))
-	tags := tagjson.AppendTags(make([]byte, 0, 32+2*len(sm.ID)+len(channel)), summaryTags(sm.ID, channel))
-	b := make([]byte, 0, 2*len(quoted)+2*len(tags)+300)
-	b = append(b, `[0,"`...)
-	b = append(b, o.pubkey...)
-	b = strconv.AppendInt(append(b, `",`...), at, 10)
-	b = strconv.AppendInt(append(b, ','), nipcw.KindThreadSummary, 10)
-	b = append(append(b, ','), tags...)
-	b = append(append(b, ','), quoted...)
-	hash := sha256.Sum256(append(b, ']'))
-
-	b = strconv.AppendInt(append(b[:0], `{"kind":`...), nipcw.KindThreadSummary, 10)
+	b := make([]byte, 0, len(quoted)+len(tags)+400)
+	b = strconv.AppendInt(append(b, `{"kind":`...), nipcw.KindThreadSummary, 10)
 	b = hex.AppendEncode(append(b, `,"id":"`...), hash[:])
 	id := string(b[len(b)-64:])
 	b = append(append(b, `","pubkey":"`...), o.pubkey...)
@@ -158,6 +148,59 @@ func (o *overlaySigner) encodeSummary(channel string, sm buzz.Summary, at int64)
 	b = append(append(b, `,"content":`...), quoted...)
 	b = append(append(b, `,"sig":"`...), o.signature(id, hash)...)
 	return append(b, `"}`...)
+}
+
+// summaryScratch holds the buffers encodeSummary writes a summary's parts
+// and serialization into.
+var summaryScratch = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// appendQuotedSummary appends the JSON of sm (as json.Marshal writes a
+// nipcw.Summary, participants never null) as a JSON string: the summary
+// event's content as its JSON and its serialization carry it.
+func appendQuotedSummary(dst []byte, sm nipcw.Summary) []byte {
+	dst = strconv.AppendInt(append(dst, `"{\"reply_count\":`...), sm.ReplyCount, 10)
+	dst = strconv.AppendInt(append(dst, `,\"descendant_count\":`...), sm.DescendantCount, 10)
+	dst = append(dst, `,\"last_reply_at\":`...)
+	if sm.LastReplyAt == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = strconv.AppendInt(dst, *sm.LastReplyAt, 10)
+	}
+	dst = append(dst, `,\"participants\":[`...)
+	for i, p := range sm.Participants {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		// A participant is a hex key, which needs no escape in either
+		// string; anything else is escaped as a string, then again as part
+		// of the content.
+		if plainString(p) {
+			dst = append(append(append(dst, `\"`...), p...), `\"`...)
+			continue
+		}
+		inner := tagjson.AppendString(nil, p)
+		outer := tagjson.AppendString(nil, string(inner))
+		dst = append(dst, outer[1:len(outer)-1]...)
+	}
+	return append(dst, `]}"`...)
+}
+
+// appendSummaryTags appends the JSON of summaryTags(id, channel).
+func appendSummaryTags(dst []byte, id, channel string) []byte {
+	dst = tagjson.AppendString(append(dst, `[["e",`...), id)
+	dst = tagjson.AppendString(append(dst, `],["d",`...), id)
+	dst = tagjson.AppendString(append(dst, `],["h",`...), channel)
+	return append(dst, "]]"...)
+}
+
+// plainString reports whether s is written in a JSON string as it is.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // keepSummary keeps e as row id's summary in the newer generation, which
