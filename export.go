@@ -4,7 +4,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -57,20 +59,43 @@ func export(ctx context.Context, c *cli.Context, store commandStore) error {
 	out := os.Stdout
 	tmp := ""
 	if path := c.String("output"); path != "" {
-		// Written beside the target and renamed when complete: an
-		// interrupted export never leaves a truncated file under its name.
-		file, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-		if err != nil {
+		st, err := os.Stat(path)
+		switch {
+		case err == nil && st.IsDir():
+			return fmt.Errorf("export: %s is a directory", path)
+		case err == nil && !st.Mode().IsRegular():
+			// A device or a pipe (/dev/null, /dev/stdout, a FIFO) is
+			// written to: renamed over, it would become a file.
+			file, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			defer file.Close()
+			out = file
+		case err == nil || errors.Is(err, fs.ErrNotExist):
+			// Written beside the target and renamed when complete: an
+			// interrupted export never leaves a truncated file under its
+			// name.
+			file, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			defer os.Remove(file.Name())
+			defer file.Close()
+			out, tmp = file, file.Name()
+		default:
 			return fmt.Errorf("export: %w", err)
 		}
-		defer os.Remove(file.Name())
-		defer file.Close()
-		out, tmp = file, file.Name()
 	}
 	start := time.Now()
 	n, err := store.Export(ctx, f, out)
 	if err != nil {
 		return err
+	}
+	if out != os.Stdout && tmp == "" {
+		if err := out.Close(); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
 	}
 	if tmp != "" {
 		if err := out.Sync(); err != nil {

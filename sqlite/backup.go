@@ -27,6 +27,10 @@ func (s *Store) Backup(ctx context.Context, path string, force bool) error {
 		if live, lerr := os.Stat(s.path); lerr == nil && os.SameFile(st, live) {
 			return fmt.Errorf("backup %s: that is the database itself", path)
 		}
+		if !st.Mode().IsRegular() {
+			// Renamed over, a device such as /dev/null would become a file.
+			return fmt.Errorf("backup %s: not a regular file", path)
+		}
 		if !force {
 			return fmt.Errorf("backup %s: %w", path, ErrBackupExists)
 		}
