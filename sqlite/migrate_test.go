@@ -66,6 +66,21 @@ func mgMigrated(t testing.TB, path string) (migrated, fresh *Store) {
 	return migrated, fresh
 }
 
+// mgMigratedAsFresh opens path with the current schema, migrating it,
+// and fails the test unless every schema object and the version are then
+// as a fresh database has them.
+func mgMigratedAsFresh(t testing.TB, path string) *Store {
+	t.Helper()
+	s, fresh := mgMigrated(t, path)
+	if got, want := mgObjects(t, s.readers), mgObjects(t, fresh.readers); !slices.Equal(got, want) {
+		t.Errorf("schema after migration:\n%s\nfresh:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got, want := qtSQLCount(t, s, `PRAGMA user_version`), qtSQLCount(t, fresh, `PRAGMA user_version`); got != want {
+		t.Errorf("user_version %d, want %d", got, want)
+	}
+	return s
+}
+
 // mgRaw opens path with plain database/sql and the modernc driver.
 func mgRaw(t testing.TB, path string) *sql.DB {
 	t.Helper()
@@ -743,13 +758,7 @@ func TestMigrateFromVersion6(t *testing.T) {
 	}
 	path := mgNewDB(t, evs...)
 	mgDowngradeToV6(t, path)
-	s, fresh := mgMigrated(t, path)
-	if got, want := mgObjects(t, s.readers), mgObjects(t, fresh.readers); !slices.Equal(got, want) {
-		t.Errorf("schema after migration:\n%s\nfresh:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 8 {
-		t.Errorf("user_version %d, want 8", n)
-	}
+	s := mgMigratedAsFresh(t, path)
 	got, err := s.Feed(context.Background(), buzz.FeedQuery{Viewer: buzz.Viewer(a.PK), Limit: 10, Types: []buzz.FeedType{buzz.FeedActivity}})
 	if err != nil {
 		t.Fatal(err)
@@ -776,13 +785,7 @@ func TestMigrateFromVersion7(t *testing.T) {
 	}
 	path := mgNewDB(t, evs...)
 	mgDowngradeToV7(t, path)
-	s, fresh := mgMigrated(t, path)
-	if got, want := mgObjects(t, s.readers), mgObjects(t, fresh.readers); !slices.Equal(got, want) {
-		t.Errorf("schema after migration:\n%s\nfresh:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 8 {
-		t.Errorf("user_version %d, want 8", n)
-	}
+	s := mgMigratedAsFresh(t, path)
 	want := slices.Clone(evs)
 	slices.SortFunc(want, func(x, y *nostr.Event) int {
 		if c := cmp.Compare(y.CreatedAt, x.CreatedAt); c != 0 {
