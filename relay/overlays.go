@@ -174,7 +174,7 @@ func appendQuotedSummary(dst []byte, sm nipcw.Summary) []byte {
 		// A participant is a hex key, which needs no escape in either
 		// string; anything else is escaped as a string, then again as part
 		// of the content.
-		if plainString(p) {
+		if tagjson.Plain(p) {
 			dst = append(append(append(dst, `\"`...), p...), `\"`...)
 			continue
 		}
@@ -191,16 +191,6 @@ func appendSummaryTags(dst []byte, id, channel string) []byte {
 	dst = tagjson.AppendString(append(dst, `],["d",`...), id)
 	dst = tagjson.AppendString(append(dst, `],["h",`...), channel)
 	return append(dst, "]]"...)
-}
-
-// plainString reports whether s is written in a JSON string as it is.
-func plainString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }
 
 // keepSummary keeps e as row id's summary in the newer generation, which

@@ -7,7 +7,6 @@ package sqlite
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -786,20 +785,14 @@ func TestMigrateFromVersion7(t *testing.T) {
 	path := mgNewDB(t, evs...)
 	mgDowngradeToV7(t, path)
 	s := mgMigratedAsFresh(t, path)
-	want := slices.Clone(evs)
-	slices.SortFunc(want, func(x, y *nostr.Event) int {
-		if c := cmp.Compare(y.CreatedAt, x.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(x.ID, y.ID)
-	})
+	want := storetest.Ordered(evs)[:10]
 	for _, f := range []nostr.Filter{
 		{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}, Limit: 10},
 		{Kinds: []int{9}, Limit: 10},
 		{Authors: []string{a.PK}, Kinds: []int{9}, Limit: 10},
 	} {
-		if got := storetest.QueryIDs(t, s, f, buzz.Anonymous); !slices.Equal(got, testutil.IDs(want[:10]...)) {
-			t.Errorf("%v: %v, want %v", f, got, testutil.IDs(want[:10]...))
+		if got := storetest.QueryIDs(t, s, f, buzz.Anonymous); !slices.Equal(got, want) {
+			t.Errorf("%v: %v, want %v", f, got, want)
 		}
 	}
 	page, err := s.Window(context.Background(), buzz.WindowQuery{Channel: h, Kinds: []int{9}, Limit: 10})
@@ -810,7 +803,7 @@ func TestMigrateFromVersion7(t *testing.T) {
 	for _, r := range page.Rows {
 		rows = append(rows, r.ID)
 	}
-	if !slices.Equal(rows, testutil.IDs(want[:10]...)) {
-		t.Errorf("window page %v, want %v", rows, testutil.IDs(want[:10]...))
+	if !slices.Equal(rows, want) {
+		t.Errorf("window page %v, want %v", rows, want)
 	}
 }

@@ -105,7 +105,7 @@ func testExpireLifecycle(t *testing.T, open Opener) {
 	}
 	check := func(step string, want ...*nostr.Event) {
 		t.Helper()
-		ids := qtOrdered(want)
+		ids := Ordered(want)
 		for _, f := range filters {
 			if got := QueryIDs(t, s, f, buzz.Anonymous); !slices.Equal(got, ids) {
 				t.Errorf("%s: Query(%v) = %v, want %v", step, f, got, ids)

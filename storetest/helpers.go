@@ -82,9 +82,9 @@ func IngestConcurrently(t testing.TB, s buzz.Store, evs []*nostr.Event) {
 	}
 }
 
-// qtOrdered returns the ids of evs in the order the contract asks for,
+// Ordered returns the ids of evs in the order the contract asks for,
 // created_at DESC then id ASC, computed independently of the store.
-func qtOrdered(evs []*nostr.Event) []string {
+func Ordered(evs []*nostr.Event) []string {
 	sorted := slices.Clone(evs)
 	slices.SortFunc(sorted, func(a, b *nostr.Event) int {
 		if a.CreatedAt != b.CreatedAt {

@@ -217,7 +217,7 @@ func testQueryFilters(t *testing.T, open Opener) {
 				}
 				evs = append(evs, ev)
 			}
-			want := qtOrdered(evs)
+			want := Ordered(evs)
 			if tc.limit > 0 {
 				want = want[:tc.limit]
 			}
@@ -297,7 +297,7 @@ func testQueryOrderSameSecond(t *testing.T, open Opener) {
 		evs = append(evs, signers[i%3].Event(t, 1, sec, fmt.Sprintf("tie %d", i), nostr.Tag{"t", "tie"}))
 	}
 	qtIngest(t, s, evs...)
-	want := qtOrdered(evs)
+	want := Ordered(evs)
 
 	for _, f := range []nostr.Filter{
 		{},
@@ -311,7 +311,7 @@ func testQueryOrderSameSecond(t *testing.T, open Opener) {
 			t.Errorf("Query(%v) order\n got %v\nwant %v", f, got, want)
 		}
 	}
-	// The property itself, independently of qtOrdered.
+	// The property itself, independently of Ordered.
 	got, err := s.Query(context.Background(), nostr.Filter{}, buzz.Anonymous)
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +347,7 @@ func testQueryDefaultLimit(t *testing.T, open Opener) {
 		return signers[i%2], &nostr.Event{Kind: 1, CreatedAt: nostr.Timestamp(qtT0 + int64(i/3)), Content: strconv.Itoa(i)}
 	})
 	IngestConcurrently(t, s, evs)
-	want := qtOrdered(evs)
+	want := Ordered(evs)
 
 	if got := QueryIDs(t, s, nostr.Filter{}, buzz.Anonymous); !slices.Equal(got, want[:defaultLimit]) {
 		t.Errorf("no limit: got %d events, want the first %d of the order", len(got), defaultLimit)

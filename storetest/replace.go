@@ -179,7 +179,7 @@ func testReplaceAddressKeys(t *testing.T, open Opener) {
 	xx := a.Event(t, 30023, qtT0+12, "X", nostr.Tag{"d", "X"})
 	xp := a.Event(t, 30023, qtT0+13, "xx", nostr.Tag{"d", "xx"})
 	qtIngest(t, s, x1, y1, xx, xp, x2)
-	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, qtOrdered([]*nostr.Event{x2, y1, xx, xp})) {
+	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, Ordered([]*nostr.Event{x2, y1, xx, xp})) {
 		t.Errorf("addressable: got %v, want x2, y1, X, xx", got)
 	}
 	rpCheckIndex(t, s, x1)
@@ -313,7 +313,7 @@ func testReplaceAddressDeletionOtherAuthor(t *testing.T, open Opener) {
 	qtIngest(t, s, b.Event(t, 5, qtT0+20, "", nostr.Tag{"a", "30023:" + a.PK + ":y"}))
 	y := a.Event(t, 30023, qtT0+10, "y", nostr.Tag{"d", "y"})
 	qtIngest(t, s, y)
-	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, qtOrdered([]*nostr.Event{x, y})) {
+	if got := rpVisible(t, s, 30023, a.PK); !slices.Equal(got, Ordered([]*nostr.Event{x, y})) {
 		t.Errorf("got %v, want x and y", got)
 	}
 }

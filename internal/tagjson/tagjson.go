@@ -97,6 +97,16 @@ func escapeIn(w uint64) bool {
 	return (below|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs != 0
 }
 
+// Plain reports whether AppendString writes s as it is, between quotes.
+func Plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if needsEscape[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 // needsEscape marks the bytes AppendString escapes: quote, backslash and
 // the control characters.
 var needsEscape = func() (t [256]bool) {

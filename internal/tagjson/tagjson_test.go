@@ -43,6 +43,19 @@ func TestEscapeInEveryByte(t *testing.T) {
 	}
 }
 
+// Plain says whether AppendString writes a string as it is: every byte
+// value alone and inside a run of plain ones.
+func TestPlain(t *testing.T) {
+	for c := range 256 {
+		for _, s := range []string{string([]byte{byte(c)}), "ab" + string([]byte{byte(c)}) + "cdefghijk"} {
+			verbatim := string(AppendString(nil, s)) == `"`+s+`"`
+			if Plain(s) != verbatim {
+				t.Fatalf("Plain(%q) = %v, AppendString writes it as it is: %v", s, Plain(s), verbatim)
+			}
+		}
+	}
+}
+
 func BenchmarkAppendString(b *testing.B) {
 	plain := strings.Repeat("a reply with nothing to escape, ", 8)
 	escaped := strings.Repeat("a \"quoted\"\nline\\ ", 16)
