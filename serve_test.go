@@ -39,14 +39,22 @@ type serveProc struct {
 // if it still runs.
 func startServe(t *testing.T, wd, data string, args ...string) *serveProc {
 	t.Helper()
+	return startProc(t, wd, nil, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
+}
+
+// startProc starts `buzz-lite ARGS` (a serve command line) in the
+// directory wd, with env added to the environment, and reads its log
+// until it serves or exits, as startServe does.
+func startProc(t *testing.T, wd string, env []string, args ...string) *serveProc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &serveProc{done: make(chan struct{})}
-	p.cmd = exec.Command(exe, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0"}, args...)...)
+	p.cmd = exec.Command(exe, args...)
 	p.cmd.Dir = wd
-	p.cmd.Env = append(os.Environ(), asMainEnv+"=1", "BUZZ_LITE_LOG_LEVEL=info")
+	p.cmd.Env = append(append(os.Environ(), asMainEnv+"=1", "BUZZ_LITE_LOG_LEVEL=info"), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

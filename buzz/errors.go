@@ -48,7 +48,7 @@ var (
 )
 
 // The rejections of channels, membership and community settings (RL-10,
-// RL-14, RL-15). The README lists them.
+// RL-14, RL-15). docs/relay.md lists them.
 var (
 	ErrNotMember       = reject("restricted", "not a channel member")
 	ErrCannotJoin      = reject("restricted", "no such channel, or it is private")
