@@ -134,6 +134,7 @@ type Limits struct {
 	SyncMemoryBytes           int64 `toml:"sync_memory_bytes"`
 	HeaderTimeoutSeconds      int   `toml:"header_timeout_seconds"`
 	BodyTimeoutSeconds        int   `toml:"body_timeout_seconds"`
+	IPv6Prefix                int   `toml:"ipv6_prefix"`
 
 	Rates                   bool     `toml:"rates"`
 	IPEventsPerSecond       int      `toml:"ip_events_per_second"`
@@ -169,6 +170,7 @@ func (l Limits) Relay() relay.Limits {
 		SyncMemoryBytes:           l.SyncMemoryBytes,
 		HeaderTimeout:             time.Duration(l.HeaderTimeoutSeconds) * time.Second,
 		BodyTimeout:               time.Duration(l.BodyTimeoutSeconds) * time.Second,
+		IPv6Prefix:                l.IPv6Prefix,
 	}
 	out.Exempt, _ = prefixes(l.Exempt)
 	if l.Rates {
@@ -248,6 +250,7 @@ func defaultLimits() Limits {
 		SyncMemoryBytes:           d.SyncMemoryBytes,
 		HeaderTimeoutSeconds:      int(d.HeaderTimeout / time.Second),
 		BodyTimeoutSeconds:        int(d.BodyTimeout / time.Second),
+		IPv6Prefix:                d.IPv6Prefix,
 		Rates:                     true,
 		IPEventsPerSecond:         int(r.EventsPerIP.PerSecond),
 		IPEventsBurst:             r.EventsPerIP.Burst,
@@ -409,6 +412,10 @@ func (c *Config) Normalize() error {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %d", name, v))
 		}
+	}
+	if p := c.Limits.IPv6Prefix; p < relay.MinIPv6Prefix || p > relay.MaxIPv6Prefix {
+		errs = append(errs, fmt.Errorf("limits.ipv6_prefix: want %d to %d bits (an IPv6 client counts as its /%d), got %d",
+			relay.MinIPv6Prefix, relay.MaxIPv6Prefix, relay.DefaultLimits.IPv6Prefix, p))
 	}
 	if c.Limits.Rates {
 		for name, v := range map[string]int{

@@ -284,7 +284,7 @@ func TestQueryRequestsCountAsConnections(t *testing.T) {
 func perIPCount(r *Relay, ip string) int {
 	r.connsMu.Lock()
 	defer r.connsMu.Unlock()
-	return r.perIP[netip.MustParseAddr(ip)]
+	return r.perIP[r.cfg.Limits.client(netip.MustParseAddr(ip))]
 }
 
 // RL-27: upgrades that arrive together are counted as they open: however
@@ -349,7 +349,7 @@ func TestQueryRatePerIP(t *testing.T) {
 func TestQuerySlots(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
 	body := `[{"kinds":[1]}]`
-	if !s.relay.reads.acquire(context.Background(), netip.Addr{}) {
+	if !s.relay.reads.acquire(context.Background(), netip.Prefix{}) {
 		t.Fatal("no free slot")
 	}
 	r := qyPost(t, s, body, "")
@@ -357,7 +357,7 @@ func TestQuerySlots(t *testing.T) {
 	if r.header.Get("Retry-After") == "" {
 		t.Error("no Retry-After")
 	}
-	s.relay.reads.release(netip.Addr{})
+	s.relay.reads.release(netip.Prefix{})
 	qyPost(t, s, body, "").events(t)
 }
 

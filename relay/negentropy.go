@@ -411,7 +411,7 @@ func (r *Relay) syncChunk(ctx context.Context, conn *connState, c *chunkCursor) 
 		return nil, ctx.Err()
 	}
 	defer conn.endTurn()
-	ip := r.cfg.Limits.limitedIP(conn.ip)
+	ip := r.cfg.Limits.limitedClient(conn.ip)
 	if !r.reads.acquire(ctx, ip) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -480,7 +480,7 @@ func (r *Relay) reconcileRound(conn *connState, ws *khatru.WebSocket, s *syncSes
 		return "", ""
 	}
 	defer conn.endTurn()
-	ip := r.cfg.Limits.limitedIP(conn.ip)
+	ip := r.cfg.Limits.limitedClient(conn.ip)
 	if !r.reads.acquire(s.ctx, ip) {
 		if s.ctx.Err() != nil {
 			return "", ""

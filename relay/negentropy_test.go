@@ -384,7 +384,7 @@ func TestNegentropyRoundsBounded(t *testing.T) {
 	negExpect(c, "rounds", "blocked: too many sync rounds (limit 2)", "NEG-MSG", "rounds", start)
 
 	negExpect(c, "busy", "NEG-MSG", "NEG-OPEN", "busy", nostr.Filter{Kinds: []int{1}}, start)
-	ip := netip.MustParseAddr("127.0.0.1")
+	ip := netip.MustParsePrefix("127.0.0.1/32")
 	if !s.relay.reads.acquire(context.Background(), ip) {
 		t.Fatal("the client IP's one read slot was not free")
 	}

@@ -160,7 +160,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 // refusal is answered through refuse, with Retry-After for the rate, and
 // ok is false; otherwise leave must be called once the request is done.
 // limited is the IP the request's read slot counts by.
-func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse func(status int, msg string)) (limited netip.Addr, leave func(), ok bool) {
+func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse func(status int, msg string)) (limited netip.Prefix, leave func(), ok bool) {
 	ip := clientIP(req, r.cfg.TrustedProxies)
 	r.connsMu.Lock()
 	entered := r.enterIP(ip)
@@ -168,20 +168,20 @@ func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse fu
 	if !entered {
 		r.metrics.limited(limitConnections)
 		refuse(http.StatusTooManyRequests, errTooManyConnections)
-		return netip.Addr{}, nil, false
+		return netip.Prefix{}, nil, false
 	}
 	leave = func() {
 		r.connsMu.Lock()
 		r.leaveIP(ip)
 		r.connsMu.Unlock()
 	}
-	limited = r.cfg.Limits.limitedIP(ip)
+	limited = r.cfg.Limits.limitedClient(ip)
 	if limited.IsValid() && !r.queryRate.allow(limited.String(), r.now()) {
 		leave()
 		r.metrics.limited(limitQueries)
 		w.Header().Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
 		refuse(http.StatusTooManyRequests, errQueryRate)
-		return netip.Addr{}, nil, false
+		return netip.Prefix{}, nil, false
 	}
 	return limited, leave, true
 }
@@ -190,7 +190,7 @@ func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse fu
 // none comes free in time. The slot is given back however the query ends,
 // a panic included: net/http recovers it, and the slot would be lost to
 // every later request (RL-27a).
-func (r *Relay) runInSlot(ctx context.Context, ip netip.Addr, plan *queryPlan, out *response) error {
+func (r *Relay) runInSlot(ctx context.Context, ip netip.Prefix, plan *queryPlan, out *response) error {
 	if !r.reads.acquire(ctx, ip) {
 		return errQueryBusy
 	}

@@ -78,7 +78,7 @@ type Relay struct {
 	// perIP counts the open connections of each client IP outside the
 	// exempt networks: its WebSockets and its `/query` requests in flight
 	// (RL-27).
-	perIP map[netip.Addr]int
+	perIP map[netip.Prefix]int
 
 	// url is the URL NIP-42 AUTH events and NIP-98 tokens must name, set
 	// by Serve (RL-28); see publicURL.
@@ -133,6 +133,9 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 	}
 	pubkey := key.PubKey()
 	cfg.Limits = cfg.Limits.withDefaults()
+	if err := cfg.Limits.check(); err != nil {
+		return nil, err
+	}
 	r := &Relay{
 		cfg:    cfg,
 		store:  store,
@@ -140,7 +143,7 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 		now:    cfg.Now,
 		pubkey: pubkey,
 		conns:  make(map[*khatru.WebSocket]*connState),
-		perIP:  make(map[netip.Addr]int),
+		perIP:  make(map[netip.Prefix]int),
 		reads:  newReadSlots(cfg.Limits.MaxConcurrentQueries, cfg.Limits.MaxConcurrentQueriesPerIP),
 		events: newEventRates(cfg.Limits.Rates),
 
@@ -362,7 +365,7 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 		// for nothing meanwhile (RL-27a).
 		return errConnectionClosed
 	}
-	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedIP(conn.ip), c)
+	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedClient(conn.ip), c)
 	if err != nil {
 		return err
 	}
@@ -389,7 +392,7 @@ var errConnectionClosed = errors.New("connection closed")
 // readChunk reads the next chunk of c in one of the relay's read slots;
 // more says events may follow it. An event larger than a chunk is read
 // alone.
-func (r *Relay) readChunk(ctx context.Context, ip netip.Addr, c *chunkCursor) (evs []buzz.RawEvent, more bool, err error) {
+func (r *Relay) readChunk(ctx context.Context, ip netip.Prefix, c *chunkCursor) (evs []buzz.RawEvent, more bool, err error) {
 	if !r.reads.acquire(ctx, ip) {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
@@ -424,7 +427,7 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 		return 0, nil // the connection is gone: the answer would go nowhere
 	}
 	defer conn.endTurn()
-	ip := r.cfg.Limits.limitedIP(conn.ip)
+	ip := r.cfg.Limits.limitedClient(conn.ip)
 	if !r.reads.acquire(ctx, ip) {
 		r.metrics.limited(limitBusy)
 		r.refusedRequest(ctx, "COUNT", errBusy)
@@ -653,7 +656,7 @@ const errTooManyConnections = "rate-limited: too many connections from your addr
 // atConnectionCap reports whether ip has as many connections open as it
 // may; r.connsMu must be held.
 func (r *Relay) atConnectionCap(ip netip.Addr) bool {
-	return !r.cfg.Limits.exempt(ip) && r.perIP[ip] >= r.cfg.Limits.MaxConnectionsPerIP
+	return !r.cfg.Limits.exempt(ip) && r.perIP[r.cfg.Limits.client(ip)] >= r.cfg.Limits.MaxConnectionsPerIP
 }
 
 // enterIP counts one more connection of ip (a WebSocket, or a `/query`
@@ -665,7 +668,7 @@ func (r *Relay) enterIP(ip netip.Addr) bool {
 		return false
 	}
 	if !r.cfg.Limits.exempt(ip) {
-		r.perIP[ip]++
+		r.perIP[r.cfg.Limits.client(ip)]++
 	}
 	return true
 }
@@ -676,9 +679,10 @@ func (r *Relay) leaveIP(ip netip.Addr) {
 	if r.cfg.Limits.exempt(ip) {
 		return
 	}
-	r.perIP[ip]--
-	if r.perIP[ip] == 0 {
-		delete(r.perIP, ip)
+	c := r.cfg.Limits.client(ip)
+	r.perIP[c]--
+	if r.perIP[c] == 0 {
+		delete(r.perIP, c)
 	}
 }
 

@@ -349,7 +349,7 @@ func (p *webPageWriter) writeTo(w io.Writer) error {
 // webPageInSlot is webPage in one of the relay's read slots, shared with
 // REQ, COUNT and `/query`; errQueryBusy when none comes free in time
 // (RL-27a).
-func (r *Relay) webPageInSlot(ctx context.Context, ip netip.Addr, route webRoute, q url.Values, mem *webMemory) (string, *webView, error) {
+func (r *Relay) webPageInSlot(ctx context.Context, ip netip.Prefix, route webRoute, q url.Values, mem *webMemory) (string, *webView, error) {
 	if !r.reads.acquire(ctx, ip) {
 		return "", nil, errQueryBusy
 	}
