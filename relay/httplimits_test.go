@@ -423,11 +423,11 @@ func TestQueryMemoryBudget(t *testing.T) {
 	}
 	// Another request holding most of the budget leaves too little for
 	// even a small answer.
-	if !s.relay.queryMemory.take(context.Background(), (2<<20)-(512<<10)) {
+	if !s.relay.queryMemory.take(context.Background(), netip.Prefix{}, (2<<20)-(512<<10)) {
 		t.Fatal("budget not free")
 	}
 	qyPost(t, s, few, "").wantError(t, http.StatusTooManyRequests, errBusy)
-	s.relay.queryMemory.give((2 << 20) - (512 << 10))
+	s.relay.queryMemory.give(netip.Prefix{}, (2<<20)-(512<<10))
 	qyPost(t, s, few, "").events(t)
 	// A failure gives back too.
 	if err := s.store.Close(); err != nil {
@@ -579,7 +579,7 @@ func TestResponseAcrossChunks(t *testing.T) {
 		"filling one whole": {chunks.Size - 2},
 	} {
 		t.Run(name, func(t *testing.T) {
-			budget := newByteBudget(64 << 20)
+			budget := newByteBudget(64<<20, 0)
 			out := newResponse(budget, pool)
 			var want []string
 			for i, n := range sizes {

@@ -219,6 +219,7 @@ type response struct {
 	pool   *chunks.Pool
 
 	budget   *byteBudget
+	client   netip.Prefix // whose share of budget it holds
 	reserved int64
 }
 
@@ -243,7 +244,7 @@ func newResponse(budget *byteBudget, pool *chunks.Pool) *response {
 // reserve takes n bytes of the budget for the answer; errQueryBusy when
 // they do not come free in time.
 func (o *response) reserve(ctx context.Context, n int64) error {
-	if !o.budget.take(ctx, n) {
+	if !o.budget.take(ctx, o.client, n) {
 		return errQueryBusy
 	}
 	o.reserved += n
@@ -260,7 +261,7 @@ func (o *response) settle(ctx context.Context) error {
 	if d > 0 {
 		return o.reserve(ctx, d)
 	}
-	o.budget.give(-d)
+	o.budget.give(o.client, -d)
 	o.reserved += d
 	return nil
 }
@@ -268,7 +269,7 @@ func (o *response) settle(ctx context.Context) error {
 // release gives the whole reservation and every chunk back, once the
 // answer is written or refused.
 func (o *response) release() {
-	o.budget.give(o.reserved)
+	o.budget.give(o.client, o.reserved)
 	o.reserved = 0
 	for _, c := range o.chunks {
 		o.pool.Put(c)

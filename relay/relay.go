@@ -106,8 +106,12 @@ type Relay struct {
 	// syncMemory is what the NIP-77 sync sessions hold together, syncIdle
 	// how long one is kept without a message and syncLifetime how long
 	// one is kept at all (RL-34).
-	syncMemory   *byteBudget
-	syncIdle     time.Duration
+	syncMemory *byteBudget
+	syncIdle   time.Duration
+	// syncShares are the sync shares of the clients with a connection
+	// open (RL-34).
+	syncMu       sync.Mutex
+	syncShares   map[netip.Prefix]*syncShare
 	syncLifetime time.Duration
 	// maxSyncRounds is how many messages one session reconciles, from
 	// Limits.MaxSyncItems; tests lower it.
@@ -147,9 +151,10 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 		reads:  newReadSlots(cfg.Limits.MaxConcurrentQueries, cfg.Limits.MaxConcurrentQueriesPerIP),
 		events: newEventRates(cfg.Limits.Rates),
 
-		queryMemory:   newByteBudget(cfg.Limits.QueryMemoryBytes),
+		queryMemory:   newByteBudget(cfg.Limits.QueryMemoryBytes, 0),
 		answerChunks:  newAnswerChunks(cfg.Limits),
-		syncMemory:    newByteBudget(cfg.Limits.SyncMemoryBytes),
+		syncMemory:    newByteBudget(cfg.Limits.SyncMemoryBytes, 0),
+		syncShares:    map[netip.Prefix]*syncShare{},
 		syncIdle:      syncIdle,
 		syncLifetime:  syncLifetime,
 		maxSyncRounds: maxSyncRounds(cfg.Limits.MaxSyncItems),
@@ -603,13 +608,15 @@ type connState struct {
 	reqs *rate.Limiter
 	// turn is held by the one store read of the connection (readTurn).
 	turn chan struct{}
-	// sync are its open NIP-77 sync sessions (RL-34).
-	sync syncSessions
+	// sync are its open NIP-77 sync sessions, syncShare what they hold
+	// with those of its client's other connections (RL-34).
+	sync      syncSessions
+	syncShare *syncShare
 }
 
 func (r *Relay) newConnState(ip netip.Addr) *connState {
 	c := &connState{ip: ip, opened: time.Now(), turn: make(chan struct{}, 1),
-		sync: syncSessions{byID: map[string]*syncSession{}}}
+		sync: syncSessions{byID: map[string]*syncSession{}}, syncShare: r.joinSyncShare(ip)}
 	if rates := r.cfg.Limits.Rates; rates != nil && !r.cfg.Limits.exempt(c.ip) {
 		if rr := rates.ReqsPerConnection; rr.PerSecond > 0 && rr.Burst > 0 {
 			c.reqs = rate.NewLimiter(rate.Limit(rr.PerSecond), rr.Burst)
@@ -702,6 +709,7 @@ func (r *Relay) onDisconnect(ctx context.Context) {
 		return // refused by onConnect, never counted
 	}
 	r.closeAllSync(st)
+	r.leaveSyncShare(st.ip)
 	r.log.Info("connection closed", "ip", st.ip.String(), "duration", time.Since(st.opened))
 }
 

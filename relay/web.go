@@ -266,7 +266,7 @@ type webMemory = response
 // the reservation is made what the read holds (size) and stays with the
 // page.
 func webRead[T any](ctx context.Context, mem *webMemory, read func(maxBytes int) (T, error), size func(T) int) (T, error) {
-	one := &response{budget: mem.budget}
+	one := &response{budget: mem.budget, client: mem.client}
 	defer func() { mem.reserved += one.reserved }()
 	page, err := readBounded(ctx, one, read)
 	if err != nil {
@@ -275,7 +275,7 @@ func webRead[T any](ctx context.Context, mem *webMemory, read func(maxBytes int)
 	// The store read no more than the bound: what it read is at most
 	// what is reserved.
 	if spare := one.reserved - int64(size(page)); spare > 0 {
-		mem.budget.give(spare)
+		mem.budget.give(mem.client, spare)
 		one.reserved -= spare
 	}
 	return page, nil
