@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -142,6 +143,33 @@ func forwardedFrom(addr string) http.Header {
 	return http.Header{"X-Forwarded-For": {addr}}
 }
 
+// dialForwarded opens a WebSocket to s through a proxy that names addr
+// as the client, and says whether the relay kept it open: refused
+// connections are answered 429, or closed with 1013 when they raced past
+// the first check. An open one stays open until the test ends.
+func dialForwarded(t *testing.T, s *testServer, addr string) bool {
+	t.Helper()
+	conn, resp, err := websocket.DefaultDialer.Dial(s.wsURL, forwardedFrom(addr))
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+			return false
+		}
+		t.Fatalf("dial as %s: %v", addr, err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	msg, err := (&rawClient{t: t, conn: conn}).read()
+	var ce *websocket.CloseError
+	switch {
+	case errors.As(err, &ce) && ce.Code == websocket.CloseTryAgainLater:
+		return false
+	case err != nil:
+		t.Fatalf("dial as %s: reading the AUTH challenge: %v", addr, err)
+	case label(msg) != "AUTH":
+		t.Fatalf("dial as %s: first message %s", addr, joinRaw(msg))
+	}
+	return true
+}
+
 // Issue 29 item 2, RL-27, RL-28: behind a trusted proxy, the addresses of
 // one IPv6 /64 are one client: they share its connections, `/query` rate
 // and event rate, while an address of the next /64 is another client.
@@ -166,25 +194,15 @@ func TestIPv6ClientsCountPerPrefix(t *testing.T) {
 		})
 		in := func(net string, i int) string { return fmt.Sprintf("2001:db8:0:%s::%x", net, i+1) }
 		for i := range cap {
-			conn, _, err := websocket.DefaultDialer.Dial(s.wsURL, forwardedFrom(in("7", i)))
-			if err != nil {
-				t.Fatalf("/%d: connection %d: %v", tc.prefix, i+1, err)
+			if !dialForwarded(t, s, in("7", i)) {
+				t.Fatalf("/%d: connection %d refused", tc.prefix, i+1)
 			}
-			t.Cleanup(func() { conn.Close() })
 		}
-		conn, resp, err := websocket.DefaultDialer.Dial(s.wsURL, forwardedFrom(in("7", cap)))
-		switch {
-		case tc.refused && (err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests):
-			t.Fatalf("/%d: a fourth address of the /64 connected (%v), want 429", tc.prefix, err)
-		case !tc.refused && err != nil:
-			t.Fatalf("/%d: a fourth address refused: %v", tc.prefix, err)
-		case err == nil:
-			t.Cleanup(func() { conn.Close() })
+		if got := dialForwarded(t, s, in("7", cap)); got == tc.refused {
+			t.Fatalf("/%d: connection %d from another address of the /64: opened %v", tc.prefix, cap+1, got)
 		}
-		if conn, _, err := websocket.DefaultDialer.Dial(s.wsURL, forwardedFrom("2001:db8:0:8::1")); err != nil {
-			t.Fatalf("/%d: an address of another /64 refused: %v", tc.prefix, err)
-		} else {
-			conn.Close()
+		if !dialForwarded(t, s, "2001:db8:0:8::1") {
+			t.Fatalf("/%d: an address of another /64 refused", tc.prefix)
 		}
 
 		post := func(addr string) int {
