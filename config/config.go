@@ -129,6 +129,7 @@ type Limits struct {
 	MaxConcurrentQueries      int   `toml:"max_concurrent_queries"`
 	MaxConcurrentQueriesPerIP int   `toml:"max_concurrent_queries_per_ip"`
 	QueryMemoryBytes          int64 `toml:"query_memory_bytes"`
+	QueryMemoryBytesPerIP     int64 `toml:"query_memory_bytes_per_ip"`
 	SyncSessions              int   `toml:"sync_sessions"`
 	SyncItems                 int   `toml:"sync_items"`
 	SyncMemoryBytes           int64 `toml:"sync_memory_bytes"`
@@ -165,6 +166,7 @@ func (l Limits) Relay() relay.Limits {
 		MaxConcurrentQueries:      l.MaxConcurrentQueries,
 		MaxConcurrentQueriesPerIP: l.MaxConcurrentQueriesPerIP,
 		QueryMemoryBytes:          l.QueryMemoryBytes,
+		QueryMemoryBytesPerIP:     l.QueryMemoryBytesPerIP,
 		MaxSyncSessions:           l.SyncSessions,
 		MaxSyncItems:              l.SyncItems,
 		SyncMemoryBytes:           l.SyncMemoryBytes,
@@ -245,6 +247,7 @@ func defaultLimits() Limits {
 		MaxConcurrentQueries:      d.MaxConcurrentQueries,
 		MaxConcurrentQueriesPerIP: d.MaxConcurrentQueriesPerIP,
 		QueryMemoryBytes:          d.QueryMemoryBytes,
+		QueryMemoryBytesPerIP:     d.QueryMemoryBytesPerIP,
 		SyncSessions:              d.MaxSyncSessions,
 		SyncItems:                 d.MaxSyncItems,
 		SyncMemoryBytes:           d.SyncMemoryBytes,
@@ -403,6 +406,7 @@ func (c *Config) Normalize() error {
 		"limits.max_concurrent_queries":        int64(c.Limits.MaxConcurrentQueries),
 		"limits.max_concurrent_queries_per_ip": int64(c.Limits.MaxConcurrentQueriesPerIP),
 		"limits.query_memory_bytes":            c.Limits.QueryMemoryBytes,
+		"limits.query_memory_bytes_per_ip":     c.Limits.QueryMemoryBytesPerIP,
 		"limits.sync_sessions":                 int64(c.Limits.SyncSessions),
 		"limits.sync_items":                    int64(c.Limits.SyncItems),
 		"limits.sync_memory_bytes":             c.Limits.SyncMemoryBytes,

@@ -32,8 +32,10 @@ type Limits struct {
 	// hold at once.
 	MaxConcurrentQueriesPerIP int
 	// QueryMemoryBytes bounds the answers all running `/query` requests
-	// hold together.
-	QueryMemoryBytes int64
+	// and web pages hold together, QueryMemoryBytesPerIP those of one
+	// client (Limits.client) until they are written.
+	QueryMemoryBytes      int64
+	QueryMemoryBytesPerIP int64
 
 	// MaxSyncSessions bounds the NIP-77 sync sessions one connection may
 	// hold open, MaxSyncItems the events one session reconciles, and
@@ -97,6 +99,7 @@ var DefaultLimits = Limits{
 	MaxConcurrentQueries:      16,
 	MaxConcurrentQueriesPerIP: 2,
 	QueryMemoryBytes:          64 << 20,
+	QueryMemoryBytesPerIP:     40 << 20,
 	MaxSyncSessions:           4,
 	MaxSyncItems:              100_000,
 	SyncMemoryBytes:           64 << 20,
@@ -119,6 +122,7 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.MaxConcurrentQueries, d.MaxConcurrentQueries)
 	fill(&l.MaxConcurrentQueriesPerIP, d.MaxConcurrentQueriesPerIP)
 	fill(&l.QueryMemoryBytes, d.QueryMemoryBytes)
+	fill(&l.QueryMemoryBytesPerIP, d.QueryMemoryBytesPerIP)
 	fill(&l.MaxSyncSessions, d.MaxSyncSessions)
 	fill(&l.MaxSyncItems, d.MaxSyncItems)
 	fill(&l.SyncMemoryBytes, d.SyncMemoryBytes)

@@ -122,7 +122,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
-	out := newResponse(r.queryMemory, r.answerChunks)
+	out := newResponse(r.queryMemory, r.answerChunks, limited)
 	defer out.release()
 	start := time.Now()
 	err = r.runInSlot(ctx, limited, plan, out)
@@ -235,10 +235,10 @@ func newAnswerChunks(l Limits) *chunks.Pool {
 	return chunks.NewPool(keptAnswerChunks, int(l.QueryMemoryBytes/chunks.Size)+l.MaxConcurrentQueries)
 }
 
-// newResponse is an empty answer whose memory is reserved from budget and
-// held in chunks of pool.
-func newResponse(budget *byteBudget, pool *chunks.Pool) *response {
-	return &response{budget: budget, pool: pool}
+// newResponse is an empty answer whose memory is reserved from budget, in
+// client's share of it, and held in chunks of pool.
+func newResponse(budget *byteBudget, pool *chunks.Pool, client netip.Prefix) *response {
+	return &response{budget: budget, pool: pool, client: client}
 }
 
 // reserve takes n bytes of the budget for the answer; errQueryBusy when
@@ -264,6 +264,14 @@ func (o *response) settle(ctx context.Context) error {
 	o.budget.give(o.client, -d)
 	o.reserved += d
 	return nil
+}
+
+// keep gives back what is reserved beyond n bytes.
+func (o *response) keep(n int64) {
+	if spare := o.reserved - n; spare > 0 {
+		o.budget.give(o.client, spare)
+		o.reserved = n
+	}
 }
 
 // release gives the whole reservation and every chunk back, once the
@@ -332,17 +340,23 @@ func (o *response) events(evs []*nostr.Event) error {
 }
 
 // writeTo writes the whole answer, closing the array, with its length
-// said first.
+// said first. Each chunk written goes back to the pool and its bytes to
+// the budget at once: a client slow to read a large answer holds only
+// what it has not read yet (RL-27a).
 func (o *response) writeTo(w http.ResponseWriter) error {
 	end := []byte("]\n")
 	if o.n == 0 {
 		end = []byte("[]\n")
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(o.size+len(end)))
-	for _, c := range o.chunks {
+	for len(o.chunks) > 0 {
+		c := o.chunks[0]
 		if _, err := w.Write(c.B); err != nil {
 			return err
 		}
+		o.chunks = o.chunks[1:]
+		o.pool.Put(c)
+		o.keep(int64(len(o.chunks)) * chunks.Size)
 	}
 	_, err := w.Write(end)
 	return err

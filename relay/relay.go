@@ -96,8 +96,9 @@ type Relay struct {
 	reads *readSlots
 	// events are the token buckets of EVENTs (RL-27).
 	events eventRates
-	// queryMemory is what the answers of running `/query` requests may
-	// hold together; queryRate their rate per client IP, nil when rates
+	// queryMemory is what the answers of running `/query` requests and
+	// web pages may hold together, and each client's share of it;
+	// queryRate their rate per client IP, nil when rates
 	// are off (RL-27a, RL-27).
 	queryMemory *byteBudget
 	queryRate   *keyedLimiter
@@ -151,7 +152,7 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 		reads:  newReadSlots(cfg.Limits.MaxConcurrentQueries, cfg.Limits.MaxConcurrentQueriesPerIP),
 		events: newEventRates(cfg.Limits.Rates),
 
-		queryMemory:   newByteBudget(cfg.Limits.QueryMemoryBytes, 0),
+		queryMemory:   newByteBudget(cfg.Limits.QueryMemoryBytes, cfg.Limits.QueryMemoryBytesPerIP),
 		answerChunks:  newAnswerChunks(cfg.Limits),
 		syncMemory:    newByteBudget(cfg.Limits.SyncMemoryBytes, 0),
 		syncShares:    map[netip.Prefix]*syncShare{},
