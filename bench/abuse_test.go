@@ -25,6 +25,9 @@ func TestParseAnswer(t *testing.T) {
 		{`["COUNT","c",{"count":3}]`, answer{label: "COUNT", key: "c", ok: true}, ""},
 		{`["NOTICE","too many subscriptions"]`, answer{label: "NOTICE", reason: "too many subscriptions"}, "NOTICE (no prefix)"},
 		{`["EVENT","s1",{"id":"x"}]`, answer{label: "EVENT"}, ""},
+		{`["NEG-MSG","n1","6100"]`, answer{label: "NEG-MSG", key: "n1", ok: true}, ""}, // Issue 29 item 1
+		{`["NEG-ERR","n1","rate-limited: the relay is busy"]`, answer{label: "NEG-ERR", key: "n1", reason: "rate-limited: the relay is busy"}, "NEG-ERR rate-limited:"},
+		{`["NEG-ERR","n1"]`, answer{}, ""},
 		{`["AUTH","challenge"]`, answer{}, ""},
 		{`["OK","ab",true]`, answer{}, ""},
 		{`["OK","ab","yes",""]`, answer{}, ""},
