@@ -130,7 +130,10 @@ func TestJudge(t *testing.T) {
 	ok := Latency{Ops: 40, P50: time.Millisecond, P95: 249 * time.Millisecond, P99: time.Second}
 	base := AttackResult{Publish: ok, REQ: ok, PeakRSS: 300<<20 - 1, WALBytes: 128<<20 - 1}
 	base.Judge()
-	if !base.Met || len(base.Missed) != 0 {
+	probed := base
+	probed.ProbeName, probed.Probe = "syncs", &ok
+	probed.Judge()
+	if !base.Met || len(base.Missed) != 0 || !probed.Met {
 		t.Fatalf("just inside every aim: %+v", base)
 	}
 	for _, tc := range []struct {
@@ -144,6 +147,12 @@ func TestJudge(t *testing.T) {
 		{func(r *AttackResult) { r.PeakRSS = 300 << 20 }, "peak anonymous RSS 300 MiB"},
 		{func(r *AttackResult) { r.WALBytes = 234 << 20 }, "WAL 234 MiB"},
 		{func(r *AttackResult) { r.RelayExit = "signal: killed" }, "the relay exited: signal: killed"},
+		// Issue 29: what the innocent client probes of what the attack
+		// takes (its syncs, its POST /query) is judged alike.
+		{func(r *AttackResult) { r.ProbeName, r.Probe = "syncs", &Latency{Ops: 40, P95: time.Second} }, "syncs p95 1000.0 ms"},
+		{func(r *AttackResult) {
+			r.ProbeName, r.Probe = "syncs", &Latency{Ops: 38, P95: time.Millisecond, Failed: map[string]int{"NEG-ERR rate-limited:": 2}}
+		}, "2 innocent syncs failed"},
 	} {
 		r := base
 		tc.change(&r)

@@ -118,7 +118,7 @@ var attacks = []attack{
 			"the relay trusts the attacker's address as a proxy; %d concurrent POST /query, one after another, each of %d filters for the stored large events, each client naming another address of one IPv6 /64 in X-Forwarded-For; the innocent client POSTs /query every %s",
 			queryClients, queryFilters, innocentProbeEvery)},
 	{name: "unread /query answers", unit: "requests", prepare: unreadQueries, does: fmt.Sprintf(
-		"%d connections each POST /query for %d large events (about 6 MB), read the answer's headers and nothing more, and ask again once refused; the innocent client POSTs /query every %s",
+		"%d connections, each with a 4 KB receive buffer, POST /query for %d large events (about 6 MB), read the answer's headers and nothing more, and ask again once refused; the innocent client POSTs /query every %s",
 		unreadClients, unreadLarge, innocentProbeEvery)},
 }
 

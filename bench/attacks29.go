@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,7 +51,14 @@ const (
 type probes struct {
 	mu      sync.Mutex
 	lat     []time.Duration
-	refused map[string]int64
+	refused map[string]int
+}
+
+// innocentProbe makes what the innocent client sees of what the result
+// of the attack, judged as its publishes and REQs are.
+func (e *env) innocentProbe(what string) *probes {
+	e.probeName, e.probes = what, &probes{refused: map[string]int{}}
+	return e.probes
 }
 
 func (p *probes) answered(d time.Duration) {
@@ -61,23 +70,22 @@ func (p *probes) answered(d time.Duration) {
 func (p *probes) refuse(how string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.refused == nil {
-		p.refused = map[string]int64{}
-	}
 	p.refused[how]++
 }
 
-// report notes what the innocent client saw of what.
-func (p *probes) report(e *env, what string) {
+// latency is what p saw; nil for no probes.
+func (p *probes) latency() *Latency {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p50, p95, _ := percentiles(p.lat)
-	refused := "none refused"
+	l := &Latency{Ops: len(p.lat)}
 	if len(p.refused) > 0 {
-		refused = "refused: " + refusals(p.refused)
+		l.Failed = maps.Clone(p.refused)
 	}
-	e.note("the innocent client's %s: %d answered, p50 %s, p95 %s; %s", what, len(p.lat),
-		p50.Round(time.Millisecond), p95.Round(time.Millisecond), refused)
+	l.P50, l.P95, l.P99 = percentiles(slices.Clone(p.lat))
+	return l
 }
 
 // negStart is the first negentropy message of a client that holds
@@ -94,11 +102,11 @@ func negStart() string {
 // innocent client syncs a channel, and should not be refused busy.
 func syncHoard(ctx context.Context, e *env) (func(context.Context), error) {
 	start := negStart()
+	innocent := e.innocentProbe(fmt.Sprintf("syncs of %d events", innocentSyncItems))
 	return func(ctx context.Context) {
 		var accepted atomic.Int64
-		var innocent probes
 		var wg sync.WaitGroup
-		wg.Go(func() { e.innocentSyncs(ctx, start, &innocent) })
+		wg.Go(func() { e.innocentSyncs(ctx, start, innocent) })
 		for i := range syncSockets {
 			wg.Go(func() {
 				s := &sock{e: e}
@@ -131,7 +139,6 @@ func syncHoard(ctx context.Context, e *env) (func(context.Context), error) {
 		}
 		wg.Wait()
 		e.note("%d sessions of %d events accepted, held until the end", accepted.Load(), syncSessionItems)
-		innocent.report(e, fmt.Sprintf("syncs of %d events", innocentSyncItems))
 	}, nil
 }
 
@@ -211,11 +218,11 @@ func prefixQueryFlood(ctx context.Context, e *env) (func(context.Context), error
 	if err != nil {
 		return nil, err
 	}
+	innocent := e.innocentProbe(innocentQueryName)
 	return func(ctx context.Context) {
 		var answered, read atomic.Int64
-		var innocent probes
 		var wg sync.WaitGroup
-		wg.Go(func() { e.innocentQueries(ctx, &innocent) })
+		wg.Go(func() { e.innocentQueries(ctx, innocent) })
 		for i := range queryClients {
 			wg.Go(func() {
 				forwarded := fmt.Sprintf("%s%x", forwardedNet, i+1)
@@ -231,9 +238,11 @@ func prefixQueryFlood(ctx context.Context, e *env) (func(context.Context), error
 		}
 		wg.Wait()
 		e.note("%d requests answered 200 OK, %.0f MB of answers read", answered.Load(), float64(read.Load())/1e6)
-		innocent.report(e, "POST /query of 50 messages")
 	}, nil
 }
+
+// innocentQueryName names the innocent client's POST /query.
+const innocentQueryName = "POST /query of 50 messages"
 
 // innocentQueries POSTs /query for the channel's 50 newest messages every
 // innocentProbeEvery from the innocent address, and times each answer
@@ -295,11 +304,11 @@ func unreadQueries(ctx context.Context, e *env) (func(context.Context), error) {
 	if err != nil {
 		return nil, err
 	}
+	innocent := e.innocentProbe(innocentQueryName)
 	return func(ctx context.Context) {
 		var held atomic.Int64
-		var innocent probes
 		var wg sync.WaitGroup
-		wg.Go(func() { e.innocentQueries(ctx, &innocent) })
+		wg.Go(func() { e.innocentQueries(ctx, innocent) })
 		for range unreadClients {
 			wg.Go(func() {
 				for !over(ctx) {
@@ -316,7 +325,6 @@ func unreadQueries(ctx context.Context, e *env) (func(context.Context), error) {
 		}
 		wg.Wait()
 		e.note("%d answers left unread at once", held.Load())
-		innocent.report(e, "POST /query of 50 messages")
 	}, nil
 }
 
@@ -324,7 +332,9 @@ func unreadQueries(ctx context.Context, e *env) (func(context.Context), error) {
 // the answer's headers only: true, with the connection to keep open, when
 // it is 200 OK; anything else is counted, and the connection closed.
 func (e *env) unreadQuery(ctx context.Context, body []byte) (net.Conn, bool) {
-	conn, err := localDialer(e.o.Attacker).DialContext(ctx, "tcp", strings.TrimPrefix(e.t.HTTP, "http://"))
+	d := localDialer(e.o.Attacker)
+	d.Control = smallRecvBuffer
+	conn, err := d.DialContext(ctx, "tcp", strings.TrimPrefix(e.t.HTTP, "http://"))
 	if err != nil {
 		e.failed(ctx, err, "connection ")
 		return nil, false
