@@ -416,7 +416,7 @@ func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, attacks [
 		progress("abuse: %s", name)
 		var res bench.AttackResult
 		warnings, first := 0, ""
-		run := relayRun{dir: dir, config: c.String("config"), stopWait: abuseStopWait, warn: func(line string) {
+		run := relayRun{dir: dir, config: c.String("config"), env: abuse.RelayEnv(name), stopWait: abuseStopWait, warn: func(line string) {
 			if warnings++; warnings == 1 {
 				first = strings.TrimSpace(line)
 			}

@@ -103,6 +103,11 @@ type AttackResult struct {
 	// Publish is the innocent client's publish->OK, REQ its REQ->EOSE.
 	Publish Latency `json:"publish"`
 	REQ     Latency `json:"req"`
+	// Probe is what the innocent client saw of the requests the attack
+	// takes from beyond publishes and REQs (syncs, POST /query), which
+	// ProbeName names; nil for an attack without one.
+	ProbeName string   `json:"probe_name,omitempty"`
+	Probe     *Latency `json:"probe,omitempty"`
 	// PeakRSS is the relay's peak anonymous resident set during the
 	// attack.
 	PeakRSS int64 `json:"peak_rss_anon"`
@@ -126,10 +131,17 @@ type AttackResult struct {
 // the WAL.
 func (r *AttackResult) Judge() {
 	r.Missed = nil
-	for _, l := range []struct {
+	judged := []struct {
 		what string
 		lat  Latency
-	}{{"publish", r.Publish}, {"REQ", r.REQ}} {
+	}{{"publish", r.Publish}, {"REQ", r.REQ}}
+	if r.Probe != nil {
+		judged = append(judged, struct {
+			what string
+			lat  Latency
+		}{r.ProbeName, *r.Probe})
+	}
+	for _, l := range judged {
 		if l.lat.P95 >= AbuseTargets.P95 {
 			r.Missed = append(r.Missed, fmt.Sprintf("%s p95 %s", l.what, ms(l.lat.P95)))
 		}
@@ -252,6 +264,7 @@ func (a *Abuse) Run(ctx context.Context, t Target, name string, p Probe) (Attack
 		took = time.Since(start)
 	}()
 	res.Publish, res.REQ = e.innocent(actx, ic)
+	res.ProbeName, res.Probe = e.probeName, e.probes.latency()
 	select {
 	case <-attacked:
 	case <-time.After(time.Until(start.Add(a.o.Duration + stopWait))):
@@ -284,6 +297,10 @@ type env struct {
 	refused, setupRefused map[string]int64
 	setup, notes          []string
 	wal                   int64
+	// probes are what the innocent client saw of probeName, for an
+	// attack that has it probe what it takes (innocentProbe).
+	probeName string
+	probes    *probes
 }
 
 // env is a fresh account of an attack on the relay at t. The first one

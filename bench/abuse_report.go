@@ -70,6 +70,9 @@ func (r AbuseReport) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %s\n", n)
 		}
 		fmt.Fprintf(&b, "  innocent: %s; %s\n", x.Publish.describe("publishes"), x.REQ.describe("REQs"))
+		if x.Probe != nil {
+			fmt.Fprintf(&b, "  innocent: %s, p50 %s, p95 %s\n", x.Probe.describe(x.ProbeName), ms(x.Probe.P50), ms(x.Probe.P95))
+		}
 		if x.RelayWarnings > 0 {
 			fmt.Fprintf(&b, "  the relay logged %d warnings or errors, the first: %s\n", x.RelayWarnings, x.FirstWarning)
 		}

@@ -25,6 +25,9 @@ func TestParseAnswer(t *testing.T) {
 		{`["COUNT","c",{"count":3}]`, answer{label: "COUNT", key: "c", ok: true}, ""},
 		{`["NOTICE","too many subscriptions"]`, answer{label: "NOTICE", reason: "too many subscriptions"}, "NOTICE (no prefix)"},
 		{`["EVENT","s1",{"id":"x"}]`, answer{label: "EVENT"}, ""},
+		{`["NEG-MSG","n1","6100"]`, answer{label: "NEG-MSG", key: "n1", ok: true}, ""}, // Issue 29 item 1
+		{`["NEG-ERR","n1","rate-limited: the relay is busy"]`, answer{label: "NEG-ERR", key: "n1", reason: "rate-limited: the relay is busy"}, "NEG-ERR rate-limited:"},
+		{`["NEG-ERR","n1"]`, answer{}, ""},
 		{`["AUTH","challenge"]`, answer{}, ""},
 		{`["OK","ab",true]`, answer{}, ""},
 		{`["OK","ab","yes",""]`, answer{}, ""},
@@ -127,7 +130,10 @@ func TestJudge(t *testing.T) {
 	ok := Latency{Ops: 40, P50: time.Millisecond, P95: 249 * time.Millisecond, P99: time.Second}
 	base := AttackResult{Publish: ok, REQ: ok, PeakRSS: 300<<20 - 1, WALBytes: 128<<20 - 1}
 	base.Judge()
-	if !base.Met || len(base.Missed) != 0 {
+	probed := base
+	probed.ProbeName, probed.Probe = "syncs", &ok
+	probed.Judge()
+	if !base.Met || len(base.Missed) != 0 || !probed.Met {
 		t.Fatalf("just inside every aim: %+v", base)
 	}
 	for _, tc := range []struct {
@@ -141,6 +147,12 @@ func TestJudge(t *testing.T) {
 		{func(r *AttackResult) { r.PeakRSS = 300 << 20 }, "peak anonymous RSS 300 MiB"},
 		{func(r *AttackResult) { r.WALBytes = 234 << 20 }, "WAL 234 MiB"},
 		{func(r *AttackResult) { r.RelayExit = "signal: killed" }, "the relay exited: signal: killed"},
+		// Issue 29: what the innocent client probes of what the attack
+		// takes (its syncs, its POST /query) is judged alike.
+		{func(r *AttackResult) { r.ProbeName, r.Probe = "syncs", &Latency{Ops: 40, P95: time.Second} }, "syncs p95 1000.0 ms"},
+		{func(r *AttackResult) {
+			r.ProbeName, r.Probe = "syncs", &Latency{Ops: 38, P95: time.Millisecond, Failed: map[string]int{"NEG-ERR rate-limited:": 2}}
+		}, "2 innocent syncs failed"},
 	} {
 		r := base
 		tc.change(&r)

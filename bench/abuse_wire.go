@@ -189,7 +189,11 @@ func parseAnswer(msg []byte) answer {
 		if json.Unmarshal(env[2], &a.reason) != nil {
 			return answer{}
 		}
-	case a.label == "EOSE", a.label == "COUNT":
+	case a.label == "NEG-ERR" && len(env) >= 3:
+		if json.Unmarshal(env[2], &a.reason) != nil {
+			return answer{}
+		}
+	case a.label == "EOSE", a.label == "COUNT", a.label == "NEG-MSG":
 		a.ok = true
 	case a.label != "NOTICE":
 		return answer{}

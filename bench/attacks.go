@@ -38,6 +38,9 @@ type attack struct {
 	// prepare does what comes before the clock and gives the attack
 	// proper; nil for the baseline, which does nothing.
 	prepare func(ctx context.Context, e *env) (func(ctx context.Context), error)
+	// relayEnv are the settings, as BUZZ_LITE_ variables, of the relay
+	// the attack runs against, beyond the defaults.
+	relayEnv []string
 }
 
 // Sizes of the attacks.
@@ -107,6 +110,27 @@ var attacks = []attack{
 	{name: "WAL under readers", unit: "messages", prepare: walUnderReaders, does: fmt.Sprintf(
 		"%d sockets COUNT the channel's messages without pause while %d sockets publish large events as fast as the relay takes them; the WAL's size is read every %s",
 		walCounters, walWriters, walSampleEvery)},
+	{name: "sync memory, one client", unit: "NEG-OPENs", prepare: syncHoard, does: fmt.Sprintf(
+		"%d sockets each keep NEG-OPEN sessions of the %d newest events open, as many as the relay takes, never answering their first NEG-MSG; the innocent client syncs a channel's %d newest messages every %s",
+		syncSockets, syncSessionItems, innocentSyncItems, innocentProbeEvery)},
+	{name: "/query flood from one /64", unit: "requests", prepare: prefixQueryFlood, relayEnv: []string{"BUZZ_LITE_SERVER_TRUSTED_PROXIES=" + trustedProxy},
+		does: fmt.Sprintf(
+			"the relay trusts the attacker's address as a proxy; %d concurrent POST /query, one after another, each of %d filters for the stored large events, each client naming another address of one IPv6 /64 in X-Forwarded-For; the innocent client POSTs /query every %s",
+			queryClients, queryFilters, innocentProbeEvery)},
+	{name: "unread /query answers", unit: "requests", prepare: unreadQueries, does: fmt.Sprintf(
+		"%d connections, each with a 4 KB receive buffer, POST /query for %d large events (about 6 MB), read the answer's headers and nothing more, and ask again once refused; the innocent client POSTs /query every %s",
+		unreadClients, unreadLarge, innocentProbeEvery)},
+}
+
+// RelayEnv are the settings, as BUZZ_LITE_ variables, that the relay the
+// attack called name runs with beyond its defaults.
+func (a *Abuse) RelayEnv(name string) []string {
+	for _, at := range attacks {
+		if at.name == name {
+			return at.relayEnv
+		}
+	}
+	return nil
 }
 
 // deepThread: finding 1. A deletion recounts every ancestor of the
@@ -470,12 +494,21 @@ func queryFlood(ctx context.Context, e *env) (func(context.Context), error) {
 // query posts body to /query and reads the answer whole; the bytes read
 // and true when it was 200 OK. Anything else is counted.
 func (e *env) query(ctx context.Context, body []byte) (int64, bool) {
+	return e.queryAs(ctx, body, "")
+}
+
+// queryAs is query through a proxy that names forwarded as the client;
+// "" for none.
+func (e *env) queryAs(ctx context.Context, body []byte, forwarded string) (int64, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.t.HTTP+"/query", bytes.NewReader(body))
 	if err != nil {
 		e.note("stopped: %v", err)
 		return 0, false
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if forwarded != "" {
+		req.Header.Set("X-Forwarded-For", forwarded)
+	}
 	e.act()
 	resp, err := e.attackerHTTP.Do(req)
 	if err != nil {

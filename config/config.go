@@ -129,11 +129,13 @@ type Limits struct {
 	MaxConcurrentQueries      int   `toml:"max_concurrent_queries"`
 	MaxConcurrentQueriesPerIP int   `toml:"max_concurrent_queries_per_ip"`
 	QueryMemoryBytes          int64 `toml:"query_memory_bytes"`
+	QueryMemoryBytesPerIP     int64 `toml:"query_memory_bytes_per_ip"`
 	SyncSessions              int   `toml:"sync_sessions"`
 	SyncItems                 int   `toml:"sync_items"`
 	SyncMemoryBytes           int64 `toml:"sync_memory_bytes"`
 	HeaderTimeoutSeconds      int   `toml:"header_timeout_seconds"`
 	BodyTimeoutSeconds        int   `toml:"body_timeout_seconds"`
+	IPv6Prefix                int   `toml:"ipv6_prefix"`
 
 	Rates                   bool     `toml:"rates"`
 	IPEventsPerSecond       int      `toml:"ip_events_per_second"`
@@ -164,11 +166,13 @@ func (l Limits) Relay() relay.Limits {
 		MaxConcurrentQueries:      l.MaxConcurrentQueries,
 		MaxConcurrentQueriesPerIP: l.MaxConcurrentQueriesPerIP,
 		QueryMemoryBytes:          l.QueryMemoryBytes,
+		QueryMemoryBytesPerIP:     l.QueryMemoryBytesPerIP,
 		MaxSyncSessions:           l.SyncSessions,
 		MaxSyncItems:              l.SyncItems,
 		SyncMemoryBytes:           l.SyncMemoryBytes,
 		HeaderTimeout:             time.Duration(l.HeaderTimeoutSeconds) * time.Second,
 		BodyTimeout:               time.Duration(l.BodyTimeoutSeconds) * time.Second,
+		IPv6Prefix:                l.IPv6Prefix,
 	}
 	out.Exempt, _ = prefixes(l.Exempt)
 	if l.Rates {
@@ -243,11 +247,13 @@ func defaultLimits() Limits {
 		MaxConcurrentQueries:      d.MaxConcurrentQueries,
 		MaxConcurrentQueriesPerIP: d.MaxConcurrentQueriesPerIP,
 		QueryMemoryBytes:          d.QueryMemoryBytes,
+		QueryMemoryBytesPerIP:     d.QueryMemoryBytesPerIP,
 		SyncSessions:              d.MaxSyncSessions,
 		SyncItems:                 d.MaxSyncItems,
 		SyncMemoryBytes:           d.SyncMemoryBytes,
 		HeaderTimeoutSeconds:      int(d.HeaderTimeout / time.Second),
 		BodyTimeoutSeconds:        int(d.BodyTimeout / time.Second),
+		IPv6Prefix:                d.IPv6Prefix,
 		Rates:                     true,
 		IPEventsPerSecond:         int(r.EventsPerIP.PerSecond),
 		IPEventsBurst:             r.EventsPerIP.Burst,
@@ -400,6 +406,7 @@ func (c *Config) Normalize() error {
 		"limits.max_concurrent_queries":        int64(c.Limits.MaxConcurrentQueries),
 		"limits.max_concurrent_queries_per_ip": int64(c.Limits.MaxConcurrentQueriesPerIP),
 		"limits.query_memory_bytes":            c.Limits.QueryMemoryBytes,
+		"limits.query_memory_bytes_per_ip":     c.Limits.QueryMemoryBytesPerIP,
 		"limits.sync_sessions":                 int64(c.Limits.SyncSessions),
 		"limits.sync_items":                    int64(c.Limits.SyncItems),
 		"limits.sync_memory_bytes":             c.Limits.SyncMemoryBytes,
@@ -409,6 +416,10 @@ func (c *Config) Normalize() error {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s: must be positive, got %d", name, v))
 		}
+	}
+	if p := c.Limits.IPv6Prefix; p < relay.MinIPv6Prefix || p > relay.MaxIPv6Prefix {
+		errs = append(errs, fmt.Errorf("limits.ipv6_prefix: want %d to %d bits (an IPv6 client counts as its /%d), got %d",
+			relay.MinIPv6Prefix, relay.MaxIPv6Prefix, relay.DefaultLimits.IPv6Prefix, p))
 	}
 	if c.Limits.Rates {
 		for name, v := range map[string]int{

@@ -161,7 +161,7 @@ func TestEveryKeyHasEnv(t *testing.T) {
 	var cfg Config
 	err := eachKey(reflect.ValueOf(&cfg).Elem(), func(name string, field reflect.Value) error {
 		keys++
-		if !regexp.MustCompile(`^BUZZ_LITE_[A-Z]+_[A-Z_]+$`).MatchString(name) {
+		if !regexp.MustCompile(`^BUZZ_LITE_[A-Z]+_[A-Z0-9_]+$`).MatchString(name) {
 			t.Errorf("env var %q is not BUZZ_LITE_<SECTION>_<KEY>", name)
 		}
 		switch field.Kind() {
@@ -327,6 +327,9 @@ func TestNormalize(t *testing.T) {
 		{"negative max_message_bytes", func(c *Config) { c.Limits.MaxMessageBytes = -5 }, "limits.max_message_bytes"},
 		{"zero max_filters", func(c *Config) { c.Limits.MaxFilters = 0 }, "limits.max_filters"},
 		{"zero rate with rates on", func(c *Config) { c.Limits.IPEventsBurst = 0 }, "limits.ip_events_burst"},
+		{"ipv6_prefix under 48", func(c *Config) { c.Limits.IPv6Prefix = 47 }, "limits.ipv6_prefix: want 48 to 128 bits"}, // Issue 29 item 2
+		{"ipv6_prefix over 128", func(c *Config) { c.Limits.IPv6Prefix = 129 }, "limits.ipv6_prefix: want 48 to 128 bits"},
+		{"ipv6_prefix zero", func(c *Config) { c.Limits.IPv6Prefix = 0 }, "limits.ipv6_prefix: want 48 to 128 bits"},
 		{"bad exempt network", func(c *Config) { c.Limits.Exempt = []string{"10.0.0.0/33"} }, "limits.exempt"},
 		{"bad trusted proxy", func(c *Config) { c.Server.TrustedProxies = []string{"proxy.local"} }, "server.trusted_proxies"},
 		{"bad blocked pubkey", func(c *Config) { c.Access.BlockedPubkeys = []string{"npub1nope"} }, "access.blocked_pubkeys"},
@@ -351,6 +354,33 @@ func TestNormalize(t *testing.T) {
 	err := c.Normalize()
 	if err == nil || !strings.Contains(err.Error(), "limits.max_limit") || !strings.Contains(err.Error(), "log.level") {
 		t.Errorf("two problems: %v", err)
+	}
+}
+
+// Issue 29 item 2: limits.ipv6_prefix is 64 by default, and the file and
+// then BUZZ_LITE_LIMITS_IPV6_PREFIX set it, as every key.
+func TestIPv6PrefixLayering(t *testing.T) {
+	if got := Default().Limits.Relay().IPv6Prefix; got != 64 {
+		t.Errorf("default ipv6_prefix %d, want 64", got)
+	}
+	path := filepath.Join(t.TempDir(), "buzz-lite.toml")
+	if err := os.WriteFile(path, []byte("[limits]\nipv6_prefix = 56\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		env  env
+		want int
+	}{{env{}, 56}, {env{"BUZZ_LITE_LIMITS_IPV6_PREFIX": "128"}, 128}} {
+		cfg, err := Load(path, tc.env.get)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Limits.Relay().IPv6Prefix; got != tc.want {
+			t.Errorf("env %v: ipv6_prefix %d, want %d", tc.env, got, tc.want)
+		}
 	}
 }
 

@@ -41,6 +41,30 @@ func clientIP(req *http.Request, trusted []netip.Prefix) netip.Addr {
 	return peer
 }
 
+// client is who a limit per client IP counts ip as (RL-27, RL-34): an
+// IPv4 address alone, an IPv6 address by its prefix of Limits.IPv6Prefix
+// bits (a /64 by default). One IPv6 host is handed a /64 or more and
+// picks any address of it, so counting addresses would give it billions
+// of shares of every limit. Logs still name the whole address.
+func (l Limits) client(ip netip.Addr) netip.Prefix {
+	bits := ip.BitLen()
+	if ip.Is6() {
+		bits = l.IPv6Prefix
+	}
+	// New checked the bits, the only way Prefix fails.
+	p, _ := ip.Prefix(bits)
+	return p
+}
+
+// limitedClient is client(ip) when limits per client apply to ip, and
+// the invalid prefix, which no such limit counts, for an exempt network.
+func (l Limits) limitedClient(ip netip.Addr) netip.Prefix {
+	if l.exempt(ip) {
+		return netip.Prefix{}
+	}
+	return l.client(ip)
+}
+
 // remoteAddr parses an http.Request's RemoteAddr ("ip:port").
 func remoteAddr(s string) netip.Addr {
 	host, _, err := net.SplitHostPort(s)

@@ -43,7 +43,7 @@ func exempt(conn *connState, l Limits) bool { return conn != nil && l.exempt(con
 // is refused before anything else is done for it. It returns the refusal,
 // or "". conn is nil when the connection is gone.
 func (e eventRates) fromIP(conn *connState, l Limits, now time.Time) string {
-	if conn == nil || exempt(conn, l) || e.perIP.allow(conn.ip.String(), now) {
+	if conn == nil || exempt(conn, l) || e.perIP.allow(l.client(conn.ip).String(), now) {
 		return ""
 	}
 	return tooManyEvents

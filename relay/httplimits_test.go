@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -284,7 +285,7 @@ func TestQueryRequestsCountAsConnections(t *testing.T) {
 func perIPCount(r *Relay, ip string) int {
 	r.connsMu.Lock()
 	defer r.connsMu.Unlock()
-	return r.perIP[netip.MustParseAddr(ip)]
+	return r.perIP[r.cfg.Limits.client(netip.MustParseAddr(ip))]
 }
 
 // RL-27: upgrades that arrive together are counted as they open: however
@@ -349,7 +350,7 @@ func TestQueryRatePerIP(t *testing.T) {
 func TestQuerySlots(t *testing.T) {
 	s := startServer(t, func(c *Config) { c.Limits.MaxConcurrentQueries = 1 })
 	body := `[{"kinds":[1]}]`
-	if !s.relay.reads.acquire(context.Background(), netip.Addr{}) {
+	if !s.relay.reads.acquire(context.Background(), netip.Prefix{}) {
 		t.Fatal("no free slot")
 	}
 	r := qyPost(t, s, body, "")
@@ -357,7 +358,7 @@ func TestQuerySlots(t *testing.T) {
 	if r.header.Get("Retry-After") == "" {
 		t.Error("no Retry-After")
 	}
-	s.relay.reads.release(netip.Addr{})
+	s.relay.reads.release(netip.Prefix{})
 	qyPost(t, s, body, "").events(t)
 }
 
@@ -423,11 +424,11 @@ func TestQueryMemoryBudget(t *testing.T) {
 	}
 	// Another request holding most of the budget leaves too little for
 	// even a small answer.
-	if !s.relay.queryMemory.take(context.Background(), (2<<20)-(512<<10)) {
+	if !s.relay.queryMemory.take(context.Background(), netip.Prefix{}, (2<<20)-(512<<10)) {
 		t.Fatal("budget not free")
 	}
 	qyPost(t, s, few, "").wantError(t, http.StatusTooManyRequests, errBusy)
-	s.relay.queryMemory.give((2 << 20) - (512 << 10))
+	s.relay.queryMemory.give(netip.Prefix{}, (2<<20)-(512<<10))
 	qyPost(t, s, few, "").events(t)
 	// A failure gives back too.
 	if err := s.store.Close(); err != nil {
@@ -579,8 +580,8 @@ func TestResponseAcrossChunks(t *testing.T) {
 		"filling one whole": {chunks.Size - 2},
 	} {
 		t.Run(name, func(t *testing.T) {
-			budget := newByteBudget(64 << 20)
-			out := newResponse(budget, pool)
+			budget := newByteBudget(64<<20, 0)
+			out := newResponse(budget, pool, netip.Prefix{})
 			var want []string
 			for i, n := range sizes {
 				ev := bytes.Repeat([]byte{'a' + byte(i)}, n)
@@ -616,4 +617,143 @@ func TestResponseAcrossChunks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unreadQuery posts body to s's /query from ip over a connection with the
+// smallest receive buffer, reads the answer's status and headers only,
+// and leaves the rest unread, as a client that stalls on a large answer
+// does. It returns the status; the connection stays open until the test
+// ends.
+func unreadQuery(t *testing.T, s *testServer, ip, body string) int {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: waitTimeout, Control: smallRecvBuffer}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(s.httpURL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	req, err := http.NewRequest(http.MethodPost, qyURL(s), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Write(conn); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(4 * waitTimeout))
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 16), req)
+	if err != nil {
+		t.Fatalf("the answer's headers: %v", err)
+	}
+	return resp.StatusCode
+}
+
+// Issue 29 item 5, RL-27a: the answers one client leaves unread hold at
+// most its share of the answers' budget (query_memory_bytes_per_ip):
+// past it its requests are refused busy, and another client is answered
+// from what is left. (Twelve unread 6 MB answers of one address filled
+// the 64 MiB budget, and every other client waited.)
+func TestAnswerBudgetPerClient(t *testing.T) {
+	s := startHooked(t, serverHooks{
+		listen: func(ln net.Listener) net.Listener { return meteredListener{Listener: ln, m: &memoryMeter{}} },
+	}, func(c *Config) {
+		c.Limits.QueryMemoryBytes = 3 << 20
+		c.Limits.QueryMemoryBytesPerIP = 2 << 20
+	})
+	a := testutil.NewSigner(t)
+	big := strings.Repeat("x", 100<<10)
+	t0 := time.Now().Unix()
+	for i := range 4 {
+		qyAdmit(t, s, a.Event(t, 1, t0-int64(i), big))
+	}
+	// 400 KB, held in two chunks until read; each read reserves a
+	// megabyte first.
+	body := `[{"kinds":[1],"limit":4}]`
+	var statuses []int
+	for len(statuses) < 10 {
+		status := unreadQuery(t, s, "127.0.0.2", body)
+		statuses = append(statuses, status)
+		if status != http.StatusOK {
+			break
+		}
+	}
+	if last := statuses[len(statuses)-1]; last != http.StatusTooManyRequests {
+		t.Fatalf("unread answers from one client: %v, want refused 429 in the end", statuses)
+	}
+	if held := heldBy(s.relay, "127.0.0.2"); held > 2<<20 {
+		t.Errorf("one client's unread answers hold %d bytes, past its share", held)
+	}
+	if got := len(postFrom(t, s, "127.0.0.3", body).events(t)); got != 4 {
+		t.Fatalf("another client got %d events, want 4", got)
+	}
+}
+
+// heldBy is what the answers of ip hold of the relay's answers' budget.
+func heldBy(r *Relay, ip string) int64 {
+	b := r.queryMemory
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held[r.cfg.Limits.client(netip.MustParseAddr(ip))]
+}
+
+// budgetWriter is an http.ResponseWriter that notes, at each write, what
+// a budget has lent.
+type budgetWriter struct {
+	http.ResponseWriter
+	b     *byteBudget
+	taken []int64
+}
+
+func (w *budgetWriter) Write(p []byte) (int, error) {
+	w.b.mu.Lock()
+	w.taken = append(w.taken, w.b.size-w.b.free)
+	w.b.mu.Unlock()
+	return w.ResponseWriter.Write(p)
+}
+
+// Issue 29 item 5, RL-27a: an answer, and a web page, give their memory
+// back as they are written: a client slow to read holds only what it has
+// not read. A page gives back what its reads held before its first byte
+// is written: the page is rendered, they are garbage.
+func TestAnswerGivesBackWhatIsWritten(t *testing.T) {
+	client := netip.MustParsePrefix("192.0.2.1/32")
+	t.Run("query answer", func(t *testing.T) {
+		budget := newByteBudget(64<<20, 40<<20)
+		out := newResponse(budget, chunks.NewPool(4, 8), client)
+		defer out.release()
+		out.encoded(bytes.Repeat([]byte{'a'}, 3*chunks.Size-100))
+		if err := out.settle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w := &budgetWriter{ResponseWriter: httptest.NewRecorder(), b: budget}
+		if err := out.writeTo(w); err != nil {
+			t.Fatal(err)
+		}
+		want := []int64{3 * chunks.Size, 2 * chunks.Size, chunks.Size, 0} // the last write closes the array
+		if !slices.Equal(w.taken, want) {
+			t.Fatalf("lent at each write: %v, want %v", w.taken, want)
+		}
+	})
+	t.Run("web page", func(t *testing.T) {
+		budget := newByteBudget(64<<20, 40<<20)
+		mem := &webMemory{budget: budget, client: client}
+		defer mem.release()
+		if err := mem.reserve(context.Background(), 1<<20); err != nil { // what the page's reads held
+			t.Fatal(err)
+		}
+		page := &webPageWriter{ctx: context.Background(), mem: mem}
+		if _, err := page.Write(bytes.Repeat([]byte{'p'}, 2*webPageChunk+10)); err != nil {
+			t.Fatal(err)
+		}
+		w := &budgetWriter{ResponseWriter: httptest.NewRecorder(), b: budget}
+		if err := page.writeTo(w); err != nil {
+			t.Fatal(err)
+		}
+		want := []int64{3 * webPageChunk, 2 * webPageChunk, webPageChunk}
+		if !slices.Equal(w.taken, want) {
+			t.Fatalf("lent at each write: %v, want %v", w.taken, want)
+		}
+		if free := budget.free; free != budget.size {
+			t.Fatalf("%d bytes lent once the page is written", budget.size-free)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"sync"
 	"time"
@@ -31,8 +32,10 @@ type Limits struct {
 	// hold at once.
 	MaxConcurrentQueriesPerIP int
 	// QueryMemoryBytes bounds the answers all running `/query` requests
-	// hold together.
-	QueryMemoryBytes int64
+	// and web pages hold together, QueryMemoryBytesPerIP those of one
+	// client (Limits.client) until they are written.
+	QueryMemoryBytes      int64
+	QueryMemoryBytesPerIP int64
 
 	// MaxSyncSessions bounds the NIP-77 sync sessions one connection may
 	// hold open, MaxSyncItems the events one session reconciles, and
@@ -49,6 +52,9 @@ type Limits struct {
 	// Rates are the token buckets of RL-27; nil turns every rate limit off
 	// (`[limits] rates = false`), while the size and count limits stay.
 	Rates *Rates
+	// IPv6Prefix is how many leading bits of an IPv6 address make one
+	// client for every limit per client IP (48 to 128; 64 by default).
+	IPv6Prefix int
 	// Exempt are client networks to which no rate or connection limit
 	// applies; empty by default, so loopback clients are limited too.
 	Exempt []netip.Prefix
@@ -93,11 +99,13 @@ var DefaultLimits = Limits{
 	MaxConcurrentQueries:      16,
 	MaxConcurrentQueriesPerIP: 2,
 	QueryMemoryBytes:          64 << 20,
+	QueryMemoryBytesPerIP:     40 << 20,
 	MaxSyncSessions:           4,
 	MaxSyncItems:              100_000,
 	SyncMemoryBytes:           64 << 20,
 	HeaderTimeout:             10 * time.Second,
 	BodyTimeout:               30 * time.Second,
+	IPv6Prefix:                64,
 }
 
 // withDefaults fills every zero field of l from DefaultLimits.
@@ -114,11 +122,13 @@ func (l Limits) withDefaults() Limits {
 	fill(&l.MaxConcurrentQueries, d.MaxConcurrentQueries)
 	fill(&l.MaxConcurrentQueriesPerIP, d.MaxConcurrentQueriesPerIP)
 	fill(&l.QueryMemoryBytes, d.QueryMemoryBytes)
+	fill(&l.QueryMemoryBytesPerIP, d.QueryMemoryBytesPerIP)
 	fill(&l.MaxSyncSessions, d.MaxSyncSessions)
 	fill(&l.MaxSyncItems, d.MaxSyncItems)
 	fill(&l.SyncMemoryBytes, d.SyncMemoryBytes)
 	fill(&l.HeaderTimeout, d.HeaderTimeout)
 	fill(&l.BodyTimeout, d.BodyTimeout)
+	fill(&l.IPv6Prefix, d.IPv6Prefix)
 	return l
 }
 
@@ -134,18 +144,24 @@ func fill[T comparable](v *T, def T) {
 // applies to.
 func (l Limits) exempt(ip netip.Addr) bool { return inAny(ip, l.Exempt) }
 
-// limitedIP is ip when limits per client IP apply to it, and the invalid
-// address, which no such limit counts, for an exempt network.
-func (l Limits) limitedIP(ip netip.Addr) netip.Addr {
-	if l.exempt(ip) {
-		return netip.Addr{}
+// The bounds of Limits.IPv6Prefix: a /48 is a whole site, and past 128
+// bits there is no address.
+const (
+	MinIPv6Prefix = 48
+	MaxIPv6Prefix = 128
+)
+
+// check refuses limits the relay cannot count by.
+func (l Limits) check() error {
+	if l.IPv6Prefix < MinIPv6Prefix || l.IPv6Prefix > MaxIPv6Prefix {
+		return fmt.Errorf("limits.ipv6_prefix: want %d to %d bits, got %d", MinIPv6Prefix, MaxIPv6Prefix, l.IPv6Prefix)
 	}
-	return ip
+	return nil
 }
 
 // readSlots are the REQ/COUNT store reads and `/query` requests that may
 // run at once (RL-27a): at most MaxConcurrentQueries in all, and at most
-// MaxConcurrentQueriesPerIP of one client IP, so that one address can take
+// MaxConcurrentQueriesPerIP of one client (Limits.client), so that one address can take
 // neither every slot nor the CPU the slots share: on a 2-core machine
 // eight concurrent heavy COUNTs of one client made everyone else's REQs
 // wait over a second.
@@ -154,7 +170,7 @@ type readSlots struct {
 	perIP int
 
 	mu   sync.Mutex
-	byIP map[netip.Addr]*ipSlots
+	byIP map[netip.Prefix]*ipSlots
 }
 
 // ipSlots are one client IP's share; refs counts who holds or waits for
@@ -165,7 +181,7 @@ type ipSlots struct {
 }
 
 func newReadSlots(all, perIP int) *readSlots {
-	return &readSlots{all: make(chan struct{}, all), perIP: perIP, byIP: map[netip.Addr]*ipSlots{}}
+	return &readSlots{all: make(chan struct{}, all), perIP: perIP, byIP: map[netip.Prefix]*ipSlots{}}
 }
 
 // slotWait is how long a request waits for a slot before it is refused.
@@ -175,7 +191,7 @@ const slotWait = 2 * time.Second
 // all; false when none came free in time or ctx ended. An invalid ip (an
 // exempt network's) takes from the relay's slots only. A true acquire must
 // be followed by release with the same ip.
-func (s *readSlots) acquire(ctx context.Context, ip netip.Addr) bool {
+func (s *readSlots) acquire(ctx context.Context, ip netip.Prefix) bool {
 	t := time.NewTimer(slotWait)
 	defer t.Stop()
 	var mine *ipSlots
@@ -197,7 +213,7 @@ func (s *readSlots) acquire(ctx context.Context, ip netip.Addr) bool {
 }
 
 // release gives back a slot acquire took for ip.
-func (s *readSlots) release(ip netip.Addr) {
+func (s *readSlots) release(ip netip.Prefix) {
 	<-s.all
 	if !ip.IsValid() {
 		return
@@ -209,7 +225,7 @@ func (s *readSlots) release(ip netip.Addr) {
 	s.leave(ip, mine)
 }
 
-func (s *readSlots) join(ip netip.Addr) *ipSlots {
+func (s *readSlots) join(ip netip.Prefix) *ipSlots {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mine := s.byIP[ip]
@@ -221,7 +237,7 @@ func (s *readSlots) join(ip netip.Addr) *ipSlots {
 	return mine
 }
 
-func (s *readSlots) leave(ip netip.Addr, mine *ipSlots) {
+func (s *readSlots) leave(ip netip.Prefix, mine *ipSlots) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if mine.refs--; mine.refs == 0 {

@@ -46,7 +46,7 @@ const (
 	limitBusy          = "busy"
 	limitSyncSessions  = "sync_sessions"
 	limitSyncItems     = "sync_items"
-	limitSyncMemory    = "sync_connection_memory"
+	limitSyncMemory    = "sync_client_memory"
 	limitSyncRounds    = "sync_rounds"
 )
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -25,9 +26,10 @@ import (
 // REQ's chunks are (the NEG-OPEN took one token of the connection's
 // request rate, as a REQ does). The set is then held,
 // for the session's NEG-MSG rounds: at most Limits.MaxSyncItems of them,
-// in at most Limits.MaxSyncSessions sessions per connection, the sessions
-// of one connection within its share of Limits.SyncMemoryBytes
-// (syncConnectionShare) and all sessions of the relay within the whole of
+// in at most Limits.MaxSyncSessions sessions per client (Limits.client:
+// all connections of one IPv4 address or IPv6 /64 together), the sessions
+// of one client within its share of Limits.SyncMemoryBytes
+// (syncClientShare) and all sessions of the relay within the whole of
 // it. Each NEG-MSG takes a token of the connection's request rate and runs
 // in the connection's turn and the relay's read slots, as a chunk of a REQ
 // does, so that one client IP reconciles with no more than its share of
@@ -55,12 +57,18 @@ const syncLifetime = 5 * time.Minute
 // keeps the old array beside the new one twice its size.
 const syncItemBytes = 64 + 3*24
 
-// syncConnectionShare is the part of Limits.SyncMemoryBytes the sessions
-// of one connection may hold together: a quarter, so that one connection
-// still syncs a whole set of the default sync_items (100,000 x 136 B, 13
-// MB, of a 16 MiB share) while four connections at least hold sets that
-// large at once, and no one client holds the relay's whole sync memory.
-const syncConnectionShare = 4
+// syncClientShare is the part of Limits.SyncMemoryBytes the sessions of
+// one client may hold together, however many connections it opens: a
+// quarter, so that one client still syncs a whole set of the default
+// sync_items (100,000 x 136 B, 13 MB, of a 16 MiB share) while four
+// clients at least hold sets that large at once, and no one client holds
+// the relay's whole sync memory (RL-34; one address with 5 sockets of 4
+// sessions each held all of it, and every other sync was refused busy).
+const syncClientShare = 4
+
+// errSyncShare refuses a sync past its client's share of the sync memory,
+// of the limit's number of events.
+const errSyncShare = "blocked: your sync sessions hold too many events (limit %d), close one or narrow the filter"
 
 // syncDone is the negentropy message of a finished reconciliation: the
 // protocol version byte with no ranges after it.
@@ -152,7 +160,7 @@ type syncSession struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	// held is what the session took from the relay's sync memory and its
-	// connection's share of it.
+	// client's share of it.
 	held int64
 	// idle closes the session after syncIdle without a message, lifetime
 	// syncLifetime after it opened.
@@ -163,8 +171,60 @@ type syncSession struct {
 type syncSessions struct {
 	mu   sync.Mutex
 	byID map[string]*syncSession
-	// held is what they hold together, within the connection's share.
-	held int64
+}
+
+// syncShare is what the sync sessions of one client hold: how many are
+// open and the bytes they hold, within Limits.MaxSyncSessions and the
+// client's part of Limits.SyncMemoryBytes. conns counts the connections
+// that use it, under the relay's syncMu, so that a client with none is
+// forgotten.
+type syncShare struct {
+	mu       sync.Mutex
+	sessions int
+	held     int64
+	conns    int
+}
+
+// joinSyncShare is the sync share of a new connection of ip: its client's,
+// or for an exempt network, to which limits per client do not apply, one
+// of the connection's own. A share joined must be left once the
+// connection's sessions are closed.
+func (r *Relay) joinSyncShare(ip netip.Addr) *syncShare {
+	client := r.cfg.Limits.limitedClient(ip)
+	if !client.IsValid() {
+		return &syncShare{}
+	}
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	share := r.syncShares[client]
+	if share == nil {
+		share = &syncShare{}
+		r.syncShares[client] = share
+	}
+	share.conns++
+	return share
+}
+
+// leaveSyncShare gives up a closed connection's part in its client's share.
+func (r *Relay) leaveSyncShare(ip netip.Addr) {
+	client := r.cfg.Limits.limitedClient(ip)
+	if !client.IsValid() {
+		return
+	}
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
+	if share := r.syncShares[client]; share != nil {
+		if share.conns--; share.conns == 0 {
+			delete(r.syncShares, client)
+		}
+	}
+}
+
+// ended uncounts n sessions unregistered from a connection.
+func (s *syncShare) ended(n int) {
+	s.mu.Lock()
+	s.sessions -= n
+	s.mu.Unlock()
 }
 
 // negentropyMessage is khatru's NegentropyMessage hook, in the
@@ -226,7 +286,8 @@ func negError(ws *khatru.WebSocket, id, reason string) {
 }
 
 // openSync registers a new session id on conn, replacing one of the same
-// id, unless the connection's REQ rate or its session cap refuses it.
+// id, unless the connection's REQ rate or its client's session cap
+// refuses it.
 func (r *Relay) openSync(ctx context.Context, conn *connState, id string) (*syncSession, string) {
 	if conn.reqs != nil && !conn.reqs.AllowN(r.now(), 1) {
 		r.metrics.limited(limitRequests)
@@ -236,7 +297,14 @@ func (r *Relay) openSync(ctx context.Context, conn *connState, id string) (*sync
 	r.closeSync(conn, id)
 	conn.sync.mu.Lock()
 	defer conn.sync.mu.Unlock()
-	if len(conn.sync.byID) >= r.cfg.Limits.MaxSyncSessions {
+	share := conn.syncShare
+	share.mu.Lock()
+	full := share.sessions >= r.cfg.Limits.MaxSyncSessions
+	if !full {
+		share.sessions++
+	}
+	share.mu.Unlock()
+	if full {
 		r.metrics.limited(limitSyncSessions)
 		msg := fmt.Sprintf("rate-limited: too many open sync sessions (limit %d)", r.cfg.Limits.MaxSyncSessions)
 		r.refusedRequest(ctx, "NEG-OPEN", msg)
@@ -262,6 +330,7 @@ func (r *Relay) closeSync(conn *connState, id string) {
 	delete(conn.sync.byID, id)
 	conn.sync.mu.Unlock()
 	if s != nil {
+		conn.syncShare.ended(1)
 		r.endSync(conn, s)
 	}
 }
@@ -276,6 +345,9 @@ func (r *Relay) dropSync(conn *connState, id string, s *syncSession) bool {
 		delete(conn.sync.byID, id)
 	}
 	conn.sync.mu.Unlock()
+	if current {
+		conn.syncShare.ended(1)
+	}
 	r.endSync(conn, s)
 	return current
 }
@@ -286,6 +358,7 @@ func (r *Relay) closeAllSync(conn *connState) {
 	sessions := conn.sync.byID
 	conn.sync.byID = map[string]*syncSession{}
 	conn.sync.mu.Unlock()
+	conn.syncShare.ended(len(sessions))
 	for _, s := range sessions {
 		r.endSync(conn, s)
 	}
@@ -304,10 +377,10 @@ func (r *Relay) endSync(conn *connState, s *syncSession) {
 		s.lifetime.Stop()
 	}
 	s.neg = nil
-	r.syncMemory.give(s.held)
-	conn.sync.mu.Lock()
-	conn.sync.held -= s.held
-	conn.sync.mu.Unlock()
+	r.syncMemory.give(netip.Prefix{}, s.held)
+	conn.syncShare.mu.Lock()
+	conn.syncShare.held -= s.held
+	conn.syncShare.mu.Unlock()
 	s.held = 0
 }
 
@@ -377,25 +450,26 @@ func (r *Relay) syncSet(s *syncSession, conn *connState, f nostr.Filter) (*vecto
 }
 
 // holdSyncItems takes the memory of n more items of session s from its
-// connection's share and the relay's sync memory; refused is the NEG-ERR
+// client's share and the relay's sync memory; refused is the NEG-ERR
 // reason when either has no room.
 func (r *Relay) holdSyncItems(s *syncSession, conn *connState, n int) (refused string) {
 	bytes := int64(n) * syncItemBytes
-	share := r.cfg.Limits.SyncMemoryBytes / syncConnectionShare
-	conn.sync.mu.Lock()
-	fits := conn.sync.held+bytes <= share
+	limit := r.cfg.Limits.SyncMemoryBytes / syncClientShare
+	share := conn.syncShare
+	share.mu.Lock()
+	fits := share.held+bytes <= limit
 	if fits {
-		conn.sync.held += bytes
+		share.held += bytes
 	}
-	conn.sync.mu.Unlock()
+	share.mu.Unlock()
 	if !fits {
 		r.metrics.limited(limitSyncMemory)
-		return fmt.Sprintf("blocked: this connection's sync sessions hold too many events (limit %d), close one or narrow the filter", share/syncItemBytes)
+		return fmt.Sprintf(errSyncShare, limit/syncItemBytes)
 	}
-	if !r.syncMemory.take(s.ctx, bytes) {
-		conn.sync.mu.Lock()
-		conn.sync.held -= bytes
-		conn.sync.mu.Unlock()
+	if !r.syncMemory.take(s.ctx, netip.Prefix{}, bytes) {
+		share.mu.Lock()
+		share.held -= bytes
+		share.mu.Unlock()
 		r.metrics.limited(limitBusy)
 		return errBusy
 	}
@@ -411,7 +485,7 @@ func (r *Relay) syncChunk(ctx context.Context, conn *connState, c *chunkCursor) 
 		return nil, ctx.Err()
 	}
 	defer conn.endTurn()
-	ip := r.cfg.Limits.limitedIP(conn.ip)
+	ip := r.cfg.Limits.limitedClient(conn.ip)
 	if !r.reads.acquire(ctx, ip) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -480,7 +554,7 @@ func (r *Relay) reconcileRound(conn *connState, ws *khatru.WebSocket, s *syncSes
 		return "", ""
 	}
 	defer conn.endTurn()
-	ip := r.cfg.Limits.limitedIP(conn.ip)
+	ip := r.cfg.Limits.limitedClient(conn.ip)
 	if !r.reads.acquire(s.ctx, ip) {
 		if s.ctx.Err() != nil {
 			return "", ""

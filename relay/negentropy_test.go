@@ -235,12 +235,13 @@ func FuzzNegEnvelope(f *testing.F) {
 // refused busy, and a session's memory is given back when its connection
 // closes, so that the other connection's session then fits.
 func TestNegentropyMemory(t *testing.T) {
-	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncConnectionShare * 3 * syncItemBytes })
+	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncClientShare * 3 * syncItemBytes })
 	start := publishNotes(t, s, 4)
 
+	// Each holder is a client of its own, which may hold a quarter.
 	var holders []*rawClient
-	for i := range syncConnectionShare {
-		holder := s.client(t)
+	for i := range syncClientShare {
+		holder := s.dialFrom(t, fmt.Sprintf("127.0.0.%d", 10+i))
 		holder.send("NEG-OPEN", "held", nostr.Filter{Kinds: []int{1}, Limit: 3}, start)
 		if got := negAnswer(holder, "held"); label(got) != "NEG-MSG" {
 			t.Fatalf("holder %d, 3 events: %s", i, joinRaw(got))
@@ -384,7 +385,7 @@ func TestNegentropyRoundsBounded(t *testing.T) {
 	negExpect(c, "rounds", "blocked: too many sync rounds (limit 2)", "NEG-MSG", "rounds", start)
 
 	negExpect(c, "busy", "NEG-MSG", "NEG-OPEN", "busy", nostr.Filter{Kinds: []int{1}}, start)
-	ip := netip.MustParseAddr("127.0.0.1")
+	ip := netip.MustParsePrefix("127.0.0.1/32")
 	if !s.relay.reads.acquire(context.Background(), ip) {
 		t.Fatal("the client IP's one read slot was not free")
 	}
@@ -392,21 +393,23 @@ func TestNegentropyRoundsBounded(t *testing.T) {
 	negExpect(c, "busy", errBusy, "NEG-MSG", "busy", start)
 }
 
-// RL-34: one connection's sessions hold at most its share of
-// sync_memory_bytes, while another connection still syncs; and a finished
-// reconciliation frees its memory at once, without NEG-CLOSE.
-func TestNegentropyConnectionShare(t *testing.T) {
-	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncConnectionShare * 2 * syncItemBytes })
+// RL-34, Issue 29 item 1: the sessions of one client, over all its
+// connections, hold at most its share of sync_memory_bytes (a quarter),
+// while another client still syncs; and a finished reconciliation frees
+// its memory at once, without NEG-CLOSE.
+func TestNegentropyClientShare(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncClientShare * 2 * syncItemBytes })
 	start := publishNotes(t, s, 3)
 	all, err := s.store.Query(context.Background(), nostr.Filter{Kinds: []int{1}}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	two, one := nostr.Filter{Kinds: []int{1}, Limit: 2}, nostr.Filter{Kinds: []int{1}, Limit: 1}
-	c, other := s.client(t), s.client(t)
+	c, sibling, other := s.dialFrom(t, "127.0.0.1"), s.dialFrom(t, "127.0.0.1"), s.dialFrom(t, "127.0.0.2")
+	full := fmt.Sprintf(errSyncShare, 2)
 	negExpect(c, "two", "NEG-MSG", "NEG-OPEN", "two", two, start)
-	negExpect(c, "one", "blocked: this connection's sync sessions hold too many events (limit 2), close one or narrow the filter",
-		"NEG-OPEN", "one", one, start)
+	negExpect(c, "one", full, "NEG-OPEN", "one", one, start)
+	negExpect(sibling, "one", full, "NEG-OPEN", "one", one, start)
 	negExpect(other, "two", "NEG-MSG", "NEG-OPEN", "two", two, start)
 	c.send("NEG-CLOSE", "two")
 
@@ -416,7 +419,68 @@ func TestNegentropyConnectionShare(t *testing.T) {
 		t.Fatalf("a sync of an equal set: %+v", got)
 	}
 	negExpect(c, "done", noSession, "NEG-MSG", "done", start)
-	negExpect(c, "again", "NEG-MSG", "NEG-OPEN", "again", two, start)
+	negExpect(sibling, "again", "NEG-MSG", "NEG-OPEN", "again", two, start)
+}
+
+// RL-34, Issue 29 item 1: sync_sessions counts the open sessions of a
+// client over all its connections; another client has sessions of its
+// own, and a closed session, or a closed connection, gives its place back.
+func TestNegentropySessionsPerClient(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.MaxSyncSessions = 2 })
+	start := publishNotes(t, s, 1)
+	f := nostr.Filter{Kinds: []int{1}}
+	a, b, other := s.dialFrom(t, "127.0.0.1"), s.dialFrom(t, "127.0.0.1"), s.dialFrom(t, "127.0.0.2")
+	negExpect(a, "x", "NEG-MSG", "NEG-OPEN", "x", f, start)
+	negExpect(b, "y", "NEG-MSG", "NEG-OPEN", "y", f, start)
+	full := "rate-limited: too many open sync sessions (limit 2)"
+	negExpect(b, "z", full, "NEG-OPEN", "z", f, start)
+	negExpect(other, "x", "NEG-MSG", "NEG-OPEN", "x", f, start)
+	negExpect(other, "y", "NEG-MSG", "NEG-OPEN", "y", f, start)
+	a.send("NEG-CLOSE", "x")
+	negExpect(a, "x", noSession, "NEG-MSG", "x", start) // a's messages are handled in order
+	negExpect(b, "z", "NEG-MSG", "NEG-OPEN", "z", f, start)
+	negExpect(a, "w", full, "NEG-OPEN", "w", f, start)
+
+	// The relay hears of a hang-up in its own time.
+	b.conn.Close()
+	deadline := time.Now().Add(waitTimeout)
+	for id := 0; ; id++ {
+		sid := fmt.Sprintf("after%d", id)
+		a.send("NEG-OPEN", sid, f, start)
+		got := negAnswer(a, sid)
+		if label(got) == "NEG-MSG" {
+			break
+		}
+		if str(got, 2) != full || time.Now().After(deadline) {
+			t.Fatalf("after the other connection closed: %s", joinRaw(got))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// RL-34, Issue 29 item 1: one client opening many connections of several
+// sessions each holds no more than its share of the sync memory, and
+// another client's sync is not refused busy. (5 sockets x 4 sessions of
+// one address held all 64 MiB, and every other sync was refused.)
+func TestNegentropyOneClientCannotHoldAll(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.Limits.SyncMemoryBytes = syncClientShare * 3 * syncItemBytes })
+	start := publishNotes(t, s, 3)
+	f := nostr.Filter{Kinds: []int{1}}
+	held := 0
+	for i := range syncClientShare + 1 {
+		c := s.dialFrom(t, "127.0.0.1")
+		for j := range DefaultLimits.MaxSyncSessions {
+			id := fmt.Sprintf("s%d-%d", i, j)
+			c.send("NEG-OPEN", id, f, start)
+			if got := negAnswer(c, id); label(got) == "NEG-MSG" {
+				held++
+			}
+		}
+	}
+	if held != 1 {
+		t.Errorf("one client holds %d sessions of 3 events, want 1 (its quarter)", held)
+	}
+	negExpect(s.dialFrom(t, "127.0.0.2"), "innocent", "NEG-MSG", "NEG-OPEN", "innocent", f, start)
 }
 
 // RL-34: a session kept busy is still closed syncLifetime after it opened.

@@ -122,7 +122,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
-	out := newResponse(r.queryMemory, r.answerChunks)
+	out := newResponse(r.queryMemory, r.answerChunks, limited)
 	defer out.release()
 	start := time.Now()
 	err = r.runInSlot(ctx, limited, plan, out)
@@ -160,7 +160,7 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 // refusal is answered through refuse, with Retry-After for the rate, and
 // ok is false; otherwise leave must be called once the request is done.
 // limited is the IP the request's read slot counts by.
-func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse func(status int, msg string)) (limited netip.Addr, leave func(), ok bool) {
+func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse func(status int, msg string)) (limited netip.Prefix, leave func(), ok bool) {
 	ip := clientIP(req, r.cfg.TrustedProxies)
 	r.connsMu.Lock()
 	entered := r.enterIP(ip)
@@ -168,20 +168,20 @@ func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse fu
 	if !entered {
 		r.metrics.limited(limitConnections)
 		refuse(http.StatusTooManyRequests, errTooManyConnections)
-		return netip.Addr{}, nil, false
+		return netip.Prefix{}, nil, false
 	}
 	leave = func() {
 		r.connsMu.Lock()
 		r.leaveIP(ip)
 		r.connsMu.Unlock()
 	}
-	limited = r.cfg.Limits.limitedIP(ip)
+	limited = r.cfg.Limits.limitedClient(ip)
 	if limited.IsValid() && !r.queryRate.allow(limited.String(), r.now()) {
 		leave()
 		r.metrics.limited(limitQueries)
 		w.Header().Set("Retry-After", retryAfter(r.cfg.Limits.Rates.QueriesPerIP))
 		refuse(http.StatusTooManyRequests, errQueryRate)
-		return netip.Addr{}, nil, false
+		return netip.Prefix{}, nil, false
 	}
 	return limited, leave, true
 }
@@ -190,7 +190,7 @@ func (r *Relay) admitRequest(w http.ResponseWriter, req *http.Request, refuse fu
 // none comes free in time. The slot is given back however the query ends,
 // a panic included: net/http recovers it, and the slot would be lost to
 // every later request (RL-27a).
-func (r *Relay) runInSlot(ctx context.Context, ip netip.Addr, plan *queryPlan, out *response) error {
+func (r *Relay) runInSlot(ctx context.Context, ip netip.Prefix, plan *queryPlan, out *response) error {
 	if !r.reads.acquire(ctx, ip) {
 		return errQueryBusy
 	}
@@ -219,6 +219,7 @@ type response struct {
 	pool   *chunks.Pool
 
 	budget   *byteBudget
+	client   netip.Prefix // whose share of budget it holds
 	reserved int64
 }
 
@@ -234,16 +235,16 @@ func newAnswerChunks(l Limits) *chunks.Pool {
 	return chunks.NewPool(keptAnswerChunks, int(l.QueryMemoryBytes/chunks.Size)+l.MaxConcurrentQueries)
 }
 
-// newResponse is an empty answer whose memory is reserved from budget and
-// held in chunks of pool.
-func newResponse(budget *byteBudget, pool *chunks.Pool) *response {
-	return &response{budget: budget, pool: pool}
+// newResponse is an empty answer whose memory is reserved from budget, in
+// client's share of it, and held in chunks of pool.
+func newResponse(budget *byteBudget, pool *chunks.Pool, client netip.Prefix) *response {
+	return &response{budget: budget, pool: pool, client: client}
 }
 
 // reserve takes n bytes of the budget for the answer; errQueryBusy when
 // they do not come free in time.
 func (o *response) reserve(ctx context.Context, n int64) error {
-	if !o.budget.take(ctx, n) {
+	if !o.budget.take(ctx, o.client, n) {
 		return errQueryBusy
 	}
 	o.reserved += n
@@ -260,15 +261,23 @@ func (o *response) settle(ctx context.Context) error {
 	if d > 0 {
 		return o.reserve(ctx, d)
 	}
-	o.budget.give(-d)
+	o.budget.give(o.client, -d)
 	o.reserved += d
 	return nil
+}
+
+// keep gives back what is reserved beyond n bytes.
+func (o *response) keep(n int64) {
+	if spare := o.reserved - n; spare > 0 {
+		o.budget.give(o.client, spare)
+		o.reserved = n
+	}
 }
 
 // release gives the whole reservation and every chunk back, once the
 // answer is written or refused.
 func (o *response) release() {
-	o.budget.give(o.reserved)
+	o.budget.give(o.client, o.reserved)
 	o.reserved = 0
 	for _, c := range o.chunks {
 		o.pool.Put(c)
@@ -331,17 +340,23 @@ func (o *response) events(evs []*nostr.Event) error {
 }
 
 // writeTo writes the whole answer, closing the array, with its length
-// said first.
+// said first. Each chunk written goes back to the pool and its bytes to
+// the budget at once: a client slow to read a large answer holds only
+// what it has not read yet (RL-27a).
 func (o *response) writeTo(w http.ResponseWriter) error {
 	end := []byte("]\n")
 	if o.n == 0 {
 		end = []byte("[]\n")
 	}
 	w.Header().Set("Content-Length", strconv.Itoa(o.size+len(end)))
-	for _, c := range o.chunks {
+	for len(o.chunks) > 0 {
+		c := o.chunks[0]
 		if _, err := w.Write(c.B); err != nil {
 			return err
 		}
+		o.chunks = o.chunks[1:]
+		o.pool.Put(c)
+		o.keep(int64(len(o.chunks)) * chunks.Size)
 	}
 	_, err := w.Write(end)
 	return err

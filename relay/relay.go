@@ -78,7 +78,7 @@ type Relay struct {
 	// perIP counts the open connections of each client IP outside the
 	// exempt networks: its WebSockets and its `/query` requests in flight
 	// (RL-27).
-	perIP map[netip.Addr]int
+	perIP map[netip.Prefix]int
 
 	// url is the URL NIP-42 AUTH events and NIP-98 tokens must name, set
 	// by Serve (RL-28); see publicURL.
@@ -96,8 +96,9 @@ type Relay struct {
 	reads *readSlots
 	// events are the token buckets of EVENTs (RL-27).
 	events eventRates
-	// queryMemory is what the answers of running `/query` requests may
-	// hold together; queryRate their rate per client IP, nil when rates
+	// queryMemory is what the answers of running `/query` requests and
+	// web pages may hold together, and each client's share of it;
+	// queryRate their rate per client IP, nil when rates
 	// are off (RL-27a, RL-27).
 	queryMemory *byteBudget
 	queryRate   *keyedLimiter
@@ -106,8 +107,12 @@ type Relay struct {
 	// syncMemory is what the NIP-77 sync sessions hold together, syncIdle
 	// how long one is kept without a message and syncLifetime how long
 	// one is kept at all (RL-34).
-	syncMemory   *byteBudget
-	syncIdle     time.Duration
+	syncMemory *byteBudget
+	syncIdle   time.Duration
+	// syncShares are the sync shares of the clients with a connection
+	// open (RL-34).
+	syncMu       sync.Mutex
+	syncShares   map[netip.Prefix]*syncShare
 	syncLifetime time.Duration
 	// maxSyncRounds is how many messages one session reconciles, from
 	// Limits.MaxSyncItems; tests lower it.
@@ -133,6 +138,9 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 	}
 	pubkey := key.PubKey()
 	cfg.Limits = cfg.Limits.withDefaults()
+	if err := cfg.Limits.check(); err != nil {
+		return nil, err
+	}
 	r := &Relay{
 		cfg:    cfg,
 		store:  store,
@@ -140,13 +148,14 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 		now:    cfg.Now,
 		pubkey: pubkey,
 		conns:  make(map[*khatru.WebSocket]*connState),
-		perIP:  make(map[netip.Addr]int),
+		perIP:  make(map[netip.Prefix]int),
 		reads:  newReadSlots(cfg.Limits.MaxConcurrentQueries, cfg.Limits.MaxConcurrentQueriesPerIP),
 		events: newEventRates(cfg.Limits.Rates),
 
-		queryMemory:   newByteBudget(cfg.Limits.QueryMemoryBytes),
+		queryMemory:   newByteBudget(cfg.Limits.QueryMemoryBytes, cfg.Limits.QueryMemoryBytesPerIP),
 		answerChunks:  newAnswerChunks(cfg.Limits),
-		syncMemory:    newByteBudget(cfg.Limits.SyncMemoryBytes),
+		syncMemory:    newByteBudget(cfg.Limits.SyncMemoryBytes, 0),
+		syncShares:    map[netip.Prefix]*syncShare{},
 		syncIdle:      syncIdle,
 		syncLifetime:  syncLifetime,
 		maxSyncRounds: maxSyncRounds(cfg.Limits.MaxSyncItems),
@@ -362,7 +371,7 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 		// for nothing meanwhile (RL-27a).
 		return errConnectionClosed
 	}
-	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedIP(conn.ip), c)
+	evs, more, err := r.readChunk(ctx, r.cfg.Limits.limitedClient(conn.ip), c)
 	if err != nil {
 		return err
 	}
@@ -389,7 +398,7 @@ var errConnectionClosed = errors.New("connection closed")
 // readChunk reads the next chunk of c in one of the relay's read slots;
 // more says events may follow it. An event larger than a chunk is read
 // alone.
-func (r *Relay) readChunk(ctx context.Context, ip netip.Addr, c *chunkCursor) (evs []buzz.RawEvent, more bool, err error) {
+func (r *Relay) readChunk(ctx context.Context, ip netip.Prefix, c *chunkCursor) (evs []buzz.RawEvent, more bool, err error) {
 	if !r.reads.acquire(ctx, ip) {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
@@ -424,7 +433,7 @@ func (r *Relay) countEvents(ctx context.Context, f nostr.Filter) (int64, error) 
 		return 0, nil // the connection is gone: the answer would go nowhere
 	}
 	defer conn.endTurn()
-	ip := r.cfg.Limits.limitedIP(conn.ip)
+	ip := r.cfg.Limits.limitedClient(conn.ip)
 	if !r.reads.acquire(ctx, ip) {
 		r.metrics.limited(limitBusy)
 		r.refusedRequest(ctx, "COUNT", errBusy)
@@ -600,13 +609,15 @@ type connState struct {
 	reqs *rate.Limiter
 	// turn is held by the one store read of the connection (readTurn).
 	turn chan struct{}
-	// sync are its open NIP-77 sync sessions (RL-34).
-	sync syncSessions
+	// sync are its open NIP-77 sync sessions, syncShare what they hold
+	// with those of its client's other connections (RL-34).
+	sync      syncSessions
+	syncShare *syncShare
 }
 
 func (r *Relay) newConnState(ip netip.Addr) *connState {
 	c := &connState{ip: ip, opened: time.Now(), turn: make(chan struct{}, 1),
-		sync: syncSessions{byID: map[string]*syncSession{}}}
+		sync: syncSessions{byID: map[string]*syncSession{}}, syncShare: r.joinSyncShare(ip)}
 	if rates := r.cfg.Limits.Rates; rates != nil && !r.cfg.Limits.exempt(c.ip) {
 		if rr := rates.ReqsPerConnection; rr.PerSecond > 0 && rr.Burst > 0 {
 			c.reqs = rate.NewLimiter(rate.Limit(rr.PerSecond), rr.Burst)
@@ -653,7 +664,7 @@ const errTooManyConnections = "rate-limited: too many connections from your addr
 // atConnectionCap reports whether ip has as many connections open as it
 // may; r.connsMu must be held.
 func (r *Relay) atConnectionCap(ip netip.Addr) bool {
-	return !r.cfg.Limits.exempt(ip) && r.perIP[ip] >= r.cfg.Limits.MaxConnectionsPerIP
+	return !r.cfg.Limits.exempt(ip) && r.perIP[r.cfg.Limits.client(ip)] >= r.cfg.Limits.MaxConnectionsPerIP
 }
 
 // enterIP counts one more connection of ip (a WebSocket, or a `/query`
@@ -665,7 +676,7 @@ func (r *Relay) enterIP(ip netip.Addr) bool {
 		return false
 	}
 	if !r.cfg.Limits.exempt(ip) {
-		r.perIP[ip]++
+		r.perIP[r.cfg.Limits.client(ip)]++
 	}
 	return true
 }
@@ -676,9 +687,10 @@ func (r *Relay) leaveIP(ip netip.Addr) {
 	if r.cfg.Limits.exempt(ip) {
 		return
 	}
-	r.perIP[ip]--
-	if r.perIP[ip] == 0 {
-		delete(r.perIP, ip)
+	c := r.cfg.Limits.client(ip)
+	r.perIP[c]--
+	if r.perIP[c] == 0 {
+		delete(r.perIP, c)
 	}
 }
 
@@ -698,6 +710,7 @@ func (r *Relay) onDisconnect(ctx context.Context) {
 		return // refused by onConnect, never counted
 	}
 	r.closeAllSync(st)
+	r.leaveSyncShare(st.ip)
 	r.log.Info("connection closed", "ip", st.ip.String(), "duration", time.Since(st.opened))
 }
 

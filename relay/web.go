@@ -213,7 +213,7 @@ func (r *Relay) serveWeb(w http.ResponseWriter, req *http.Request) {
 	defer leave()
 	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
 	defer cancel()
-	mem := &webMemory{budget: r.queryMemory}
+	mem := &webMemory{budget: r.queryMemory, client: limited}
 	defer mem.release()
 	start := time.Now()
 	name, page, err := r.webPageInSlot(ctx, limited, route, req.URL.Query(), mem)
@@ -253,9 +253,10 @@ func (r *Relay) serveWeb(w http.ResponseWriter, req *http.Request) {
 }
 
 // webMemory is what one page holds of the memory budget the answers
-// share (RL-27a): what each of its reads holds, the events decoded from
-// them and the rendered page, each reserved before it is held, and none
-// given back before the page is written, since the page shows them all.
+// share, in its client's share (RL-27a): what each of its reads holds,
+// the events decoded from them and the rendered page, each reserved
+// before it is held. What the reads and the events hold is given back
+// once the page is rendered, the page's own chunks as they are written.
 // It is a response that never settles: a page writes nothing to its
 // buffer, and settling would give back all it holds.
 type webMemory = response
@@ -266,7 +267,7 @@ type webMemory = response
 // the reservation is made what the read holds (size) and stays with the
 // page.
 func webRead[T any](ctx context.Context, mem *webMemory, read func(maxBytes int) (T, error), size func(T) int) (T, error) {
-	one := &response{budget: mem.budget}
+	one := &response{budget: mem.budget, client: mem.client}
 	defer func() { mem.reserved += one.reserved }()
 	page, err := readBounded(ctx, one, read)
 	if err != nil {
@@ -275,7 +276,7 @@ func webRead[T any](ctx context.Context, mem *webMemory, read func(maxBytes int)
 	// The store read no more than the bound: what it read is at most
 	// what is reserved.
 	if spare := one.reserved - int64(size(page)); spare > 0 {
-		mem.budget.give(spare)
+		mem.budget.give(mem.client, spare)
 		one.reserved -= spare
 	}
 	return page, nil
@@ -336,20 +337,27 @@ func (p *webPageWriter) Write(b []byte) (int, error) {
 	return written, nil
 }
 
-// writeTo writes the page to w.
+// writeTo writes the page to w. The page is rendered: what its reads and
+// their events held is garbage, and is given back first; each chunk is
+// given back once written, so that a reader slow to take a page holds no
+// more than what it has not read yet.
 func (p *webPageWriter) writeTo(w io.Writer) error {
-	for _, c := range p.chunks {
-		if _, err := w.Write(c); err != nil {
+	for len(p.chunks) > 0 {
+		p.mem.keep(int64(len(p.chunks)) * webPageChunk)
+		if _, err := w.Write(p.chunks[0]); err != nil {
 			return fmt.Errorf("write web page: %w", err)
 		}
+		p.chunks[0] = nil
+		p.chunks = p.chunks[1:]
 	}
+	p.mem.keep(0)
 	return nil
 }
 
 // webPageInSlot is webPage in one of the relay's read slots, shared with
 // REQ, COUNT and `/query`; errQueryBusy when none comes free in time
 // (RL-27a).
-func (r *Relay) webPageInSlot(ctx context.Context, ip netip.Addr, route webRoute, q url.Values, mem *webMemory) (string, *webView, error) {
+func (r *Relay) webPageInSlot(ctx context.Context, ip netip.Prefix, route webRoute, q url.Values, mem *webMemory) (string, *webView, error) {
 	if !r.reads.acquire(ctx, ip) {
 		return "", nil, errQueryBusy
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -203,7 +204,7 @@ func TestWebReadsStayReserved(t *testing.T) {
 	// With 3 MiB free, the thread page, which holds its 2 MiB of replies
 	// read and decoded, does not fit; the channel page of one row does.
 	held := int64(budget - 3<<20)
-	if !s.relay.queryMemory.take(context.Background(), held) {
+	if !s.relay.queryMemory.take(context.Background(), netip.Prefix{}, held) {
 		t.Fatal("budget not free")
 	}
 	busy := webGet(t, s, thread, "text/html")
@@ -211,7 +212,7 @@ func TestWebReadsStayReserved(t *testing.T) {
 		t.Errorf("a thread page over the free budget: %d %q, want 429 %q", busy.status, busy.body, errBusy)
 	}
 	webPageOK(t, s, "/c/"+ch)
-	s.relay.queryMemory.give(held)
+	s.relay.queryMemory.give(netip.Prefix{}, held)
 	if free := budgetFree(s.relay); free != budget {
 		t.Fatalf("after a refused page, %d bytes of the budget free, want all %d", free, budget)
 	}

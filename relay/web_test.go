@@ -632,11 +632,11 @@ func TestWebSlotsAndCache(t *testing.T) {
 	ch := newChannelID(t)
 	cwCreate(t, c, a, ch, false)
 	mustPublish(t, c, cwMsg(t, a, ch, now()))
-	if !s.relay.reads.acquire(context.Background(), netip.Addr{}) {
+	if !s.relay.reads.acquire(context.Background(), netip.Prefix{}) {
 		t.Fatal("no free slot")
 	}
 	busy := webGet(t, s, "/c/"+ch, "text/html")
-	s.relay.reads.release(netip.Addr{})
+	s.relay.reads.release(netip.Prefix{})
 	if busy.status != http.StatusTooManyRequests || strings.TrimSpace(busy.body) != errBusy || busy.header.Get("Retry-After") == "" {
 		t.Fatalf("with no slot free: %d %q", busy.status, busy.body)
 	}
