@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -185,6 +186,73 @@ func TestRemoteEventOncePerSubscription(t *testing.T) {
 			t.Fatalf("REQ %s: the stored events lack %s, committed before it", sub, ev.ID)
 		}
 		g.release <- struct{}{}
+		barrier := author.Event(t, 1, now(), fmt.Sprint("barrier ", i), nostr.Tag{"t", barrierTag})
+		mustPublish(t, onA, barrier)
+		got.until(barrier.ID)
+		onB.send("CLOSE", sub)
+	}
+}
+
+// gatedRead is a shared store whose stored reads of the filters naming
+// its gate's tag, once read, wait at a gate of their own before their
+// events are sent; its other processes' events wait at the first gate.
+type gatedRead struct {
+	gatedRemote
+	read *gate
+}
+
+func (s gatedRead) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
+	evs, more, err := s.gatedRemote.QueryBounded(ctx, f, v, beforeID, maxBytes)
+	if err == nil && slices.Contains(f.Tags["t"], s.read.tag) {
+		s.read.pass(&nostr.Event{ID: "read", Tags: nostr.Tags{{"t", s.read.tag}}})
+	}
+	return evs, more, err
+}
+
+// RL-33, issue 29 item 8b: the same before EOSE. The REQ on B has read
+// its stored events, the event stored through A among them, and waits
+// before sending them (a gate) while the event arrives live; its stored
+// answer does not send it again.
+func TestRemoteEventOnceBeforeEOSE(t *testing.T) {
+	a := startServer(t)
+	if a.pgURL == "" {
+		t.Skipf("two relays share a database on PostgreSQL only; %s=postgres runs this test", relayStoreVar)
+	}
+	g, read := newGate(t), newGate(t)
+	read.tag = g.tag
+	b := startHooked(t, serverHooks{twin: a, wrap: func(st buzz.Store) buzz.Store {
+		return gatedRead{gatedRemote{SharedStore: st.(buzz.SharedStore), g: g}, read}
+	}})
+	t.Cleanup(g.open)
+	t.Cleanup(read.open)
+	onA, onB := a.client(t), b.client(t)
+	author := testutil.NewSigner(t)
+	barrierTag := "barrier-" + randomID(t)[:8]
+	for i := range 3 {
+		ev := author.Event(t, 1, now(), fmt.Sprint("through A, ", i), nostr.Tag{"t", g.tag})
+		mustPublish(t, onA, ev)
+		g.await(t, ev.ID)
+		sub := fmt.Sprint("early", i)
+		onB.send("REQ", sub, nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"t": {g.tag, barrierTag}}})
+		read.await(t, "read")
+		// The REQ's listener is added as its stored read starts; here it
+		// is there once the relay listens for the gated tag.
+		deadline := time.Now().Add(waitTimeout)
+		probe := &nostr.Event{Kind: 1, PubKey: author.PK, Tags: nostr.Tags{{"t", g.tag}}}
+		for !b.relay.kh.Listening(probe, true) {
+			if time.Now().After(deadline) {
+				t.Fatalf("REQ %s never listened", sub)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		g.release <- struct{}{}
+		got := newOnceCounter(t, onB, sub)
+		got.until(ev.ID)
+		if got.eose {
+			t.Fatalf("REQ %s answered EOSE before its stored events were sent", sub)
+		}
+		read.release <- struct{}{}
+		got.untilEOSE()
 		barrier := author.Event(t, 1, now(), fmt.Sprint("barrier ", i), nostr.Tag{"t", barrierTag})
 		mustPublish(t, onA, barrier)
 		got.until(barrier.ID)
