@@ -121,13 +121,14 @@ type Relay struct {
 	// buzz-lite patch.
 	//
 	// send takes the event's id too: a subscription sends an event once,
-	// whichever of its filters or its live delivery found it (buzz-lite patch 29).
+	// whichever of its filters or its live delivery found it (buzz-lite
+	// patch 29).
 	StreamEvents []func(ctx context.Context, filter nostr.Filter, send func(id string, event []byte) error) error
 	// LiveCaughtUp, when set, returns a channel closed once every live
 	// delivery the relay makes beside khatru's EVENT path (BroadcastEventTo
 	// of another process's event) of an event stored before the call has
 	// been made: until then a subscription whose stored events were read
-	// remembers what it sent, so as not to send it again live. buzz-lite
+	// remembers what it sent, so as not to send it again live.
 	// buzz-lite patch 29.
 	LiveCaughtUp func() <-chan struct{}
 	// ValidateAuth, when set, decides whether a NIP-42 AUTH event for the
