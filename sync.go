@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,11 +63,10 @@ const syncTimeout = time.Hour
 // refused (Rejected, by reason), as an import counts its lines.
 type syncSummary struct {
 	importer.Summary
-	// Missing is how many events --from has that the destination lacks.
+	// Missing is how many events --from has that the destination lacks,
+	// but for --from's own group state (39000-39003): the destination
+	// signs its own, and never takes another relay's.
 	Missing int
-	// RelayOnly counts the relay's own group state (39000-39003) among
-	// them, which the destination signs for itself.
-	RelayOnly int
 }
 
 func newSyncSummary() syncSummary {
@@ -119,9 +117,6 @@ func syncEvents(c *cli.Context) error {
 	out := c.App.Writer
 	fmt.Fprintf(out, "%s has %s that %s lacks: %d copied, %d duplicate, %d refused",
 		c.String("from"), plural(sum.Missing, "event", "events"), where, sum.Accepted, sum.Duplicate, sum.Bad())
-	if sum.RelayOnly > 0 {
-		fmt.Fprintf(out, ", %d relay group state left out (the destination signs its own)", sum.RelayOnly)
-	}
 	fmt.Fprintln(out)
 	for _, reason := range sum.Reasons() {
 		fmt.Fprintf(out, "  %6d  %s\n", sum.Rejected[reason], reason)
@@ -201,8 +196,12 @@ func reconcile(ctx context.Context, s *client.Syncer, f nostr.Filter, local []ne
 }
 
 // fetchMissing reads ids from s, leaves out the relay's own group state,
-// and returns the rest oldest first, so that a destination stores a
-// channel before its messages and a parent before its replies.
+// which a destination signs for itself and so always lacks, and returns
+// the rest, counted as missing, in the replay order of export (RL-25,
+// RL-34: oldest first, within one second a channel before its messages,
+// a parent before its replies, a target before its reactions, edits and
+// deletions), so that a live destination refuses none for what it has
+// not seen yet.
 func fetchMissing(ctx context.Context, s *client.Syncer, ids []string, sum *syncSummary) ([]*nostr.Event, error) {
 	// By id: a fetch tried again after a rate-limited refusal hands over
 	// again what it had.
@@ -221,21 +220,19 @@ func fetchMissing(ctx context.Context, s *client.Syncer, ids []string, sum *sync
 	var evs []*nostr.Event
 	for _, ev := range got {
 		if buzz.IsRelayOnlyKind(ev.Kind) {
-			sum.RelayOnly++
 			continue
 		}
 		evs = append(evs, ev)
 	}
-	slices.SortFunc(evs, func(a, b *nostr.Event) int {
-		return cmp.Or(cmp.Compare(a.CreatedAt, b.CreatedAt), strings.Compare(a.ID, b.ID))
-	})
+	sum.Missing = len(evs)
+	buzz.SortForReplay(evs)
 	return evs, nil
 }
 
 // syncToRelay copies to the relay at url what src has and it lacks. A
 // relay's set is had from NIP-77 against an empty set (its ids, without
 // the events); the events missing at url are read from src and
-// published, oldest first.
+// published in the replay order of export.
 func syncToRelay(ctx context.Context, src *client.Syncer, url, key string, f nostr.Filter) (syncSummary, error) {
 	sum := newSyncSummary()
 	to, err := client.New(ctx, client.Options{Relay: url, Key: key})
@@ -256,7 +253,6 @@ func syncToRelay(ctx context.Context, src *client.Syncer, url, key string, f nos
 		return sum, err
 	}
 	missing := slices.DeleteFunc(have, func(id string) bool { _, found := slices.BinarySearch(there, id); return found })
-	sum.Missing = len(missing)
 	evs, err := fetchMissing(ctx, src, missing, &sum)
 	if err != nil {
 		return sum, err
@@ -359,7 +355,6 @@ func syncToData(ctx context.Context, c *cli.Context, src *client.Syncer, f nostr
 	if err != nil {
 		return "", sum, err
 	}
-	sum.Missing = len(missing)
 	evs, err := fetchMissing(ctx, src, missing, &sum)
 	if err != nil {
 		return "", sum, err

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -197,6 +199,13 @@ func TestSyncRelayToRelay(t *testing.T) {
 	if got := storedIDs(t, f.store, nostr.Filter{IDs: []string{own.ID}}, buzz.Anonymous); len(got) != 0 {
 		t.Fatal("sync pushed the mirror's event back to --from")
 	}
+	// Issue 29 item 14: the source's own group state, which a sync always
+	// leaves out, is not reported as missing: a mirror in step lacks
+	// nothing.
+	out, err = runApp("sync", "--from", f.url, "--to", toURL, "--key", f.member.SK)
+	if err != nil || !strings.Contains(out, "has 0 events that "+toURL+" lacks: 0 copied") || strings.Contains(out, "group state") {
+		t.Fatalf("sync of a mirror in step: %v, printed %q, want nothing missing", err, out)
+	}
 }
 
 // RL-34: events the destination refuses are counted by reason, and fail
@@ -318,4 +327,80 @@ func TestSyncWaitsOutTheRequestRate(t *testing.T) {
 	if err != nil || !strings.Contains(out, "8 copied") {
 		t.Fatalf("sync: %v, printed %q, want all 8 copied", err, out)
 	}
+}
+
+// RL-34, RL-25 (2026-12-04), issue 29 item 9: threads made within one
+// second, a deep one among them, whose ids sort against their depth, with
+// the channel's creation, a membership, a reaction and an edit of that
+// second, are copied parents first: `sync --to` into a live relay and
+// `sync --data` refuse none and copy all in one run, and the export of the
+// copy publishes into a third live relay with none refused.
+func TestSyncSameSecondThreads(t *testing.T) {
+	fromURL, _ := wnServe(t)
+	owner, member := testutil.NewSigner(t), testutil.NewSigner(t)
+	ch := "2f0a9b8c-7d6e-4f5a-8b4c-3d2e1f0a9b8c"
+	// A relay serves no deleted event, so that a sync of a deletion's
+	// target, or of replies below a deleted one, is another matter: the
+	// fixture's deletions stay out.
+	evs := slices.DeleteFunc(testutil.SameSecondThreads(t, owner, member, ch, time.Now().Unix()-100, 3, 4, 12),
+		func(ev *nostr.Event) bool { return ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete })
+	testutil.Publish(t, fromURL, evs...)
+	deepRoot := evs[2+3*5]
+	if deepRoot.Content[:9] != "thread 3 " {
+		t.Fatalf("the fixture's deep thread starts with %q", deepRoot.Content)
+	}
+
+	toURL, to := wnServe(t)
+	dir := t.TempDir()
+	for _, dest := range [][]string{{"--to", toURL}, {"--data", dir}} {
+		out, err := runApp(append([]string{"sync", "--from", fromURL}, dest...)...)
+		want := fmt.Sprintf("has %d events that %s lacks: %d copied, 0 duplicate, 0 refused", len(evs), dest[1], len(evs))
+		if dest[0] == "--data" {
+			want = fmt.Sprintf("lacks: %d copied, 0 duplicate, 0 refused", len(evs))
+		}
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("sync %v: %v, printed %q, want %q", dest, err, out, want)
+		}
+	}
+	copied := openData(t, dir)
+	for name, store := range map[string]*sqlite.Store{"the mirror": to, "the data directory": copied} {
+		sums, err := store.Summaries(context.Background(), []string{deepRoot.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sums) != 1 || sums[0].DescendantCount != 12 {
+			t.Fatalf("%s: the deep thread's summary %+v, want 12 replies below its root", name, sums)
+		}
+	}
+	copied.Close()
+
+	file := filepath.Join(t.TempDir(), "copy.jsonl")
+	if out, err := runApp("export", "--data", dir, "-o", file); err != nil {
+		t.Fatalf("export: %v\n%s", err, out)
+	}
+	lines := readLines(t, file)
+	if len(lines) != len(evs) {
+		t.Fatalf("exported %d events, want %d", len(lines), len(evs))
+	}
+	testutil.ReplayedInOrder(t, lines)
+	thirdURL, _ := wnServe(t)
+	testutil.Publish(t, thirdURL, lines...)
+}
+
+// readLines reads the events of a JSON Lines file.
+func readLines(t *testing.T, path string) []*nostr.Event {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*nostr.Event
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var ev nostr.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		evs = append(evs, &ev)
+	}
+	return evs
 }

@@ -67,4 +67,9 @@ type SharedStore interface {
 	// Community may not yet know a change another process committed
 	// (its notification still on the way).
 	CommunityNow(ctx context.Context) (*Community, error)
+	// CaughtUp returns a channel closed once this process has delivered
+	// live (OnRemote) every event another process committed before the
+	// call, so that a subscription whose stored events held one knows
+	// when it can no longer receive it again.
+	CaughtUp() <-chan struct{}
 }

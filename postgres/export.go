@@ -34,8 +34,10 @@ func exportDated(q *sqlQuery, f buzz.ExportFilter, t string) []string {
 
 // Export writes the stored events selected by f to w as JSON Lines, one
 // signed event per line and nothing else (the format of `strfry export` and
-// `nak`), oldest first (`created_at ASC, id ASC`), so that an import sees
-// parents before their replies. The relay's own group state (39000-39003)
+// `nak`), in the replay order (buzz.ReplayRank: oldest first, within one
+// second parents before their replies and aux events after their targets,
+// then by id), so that an import or a live relay sees parents first. The
+// relay's own group state (39000-39003)
 // is never exported: import rebuilds it (RL-25). Each event is written as
 // stored, byte for byte as signed. It returns how many events it wrote;
 // the selection is package sqlite's, event for event.
@@ -58,18 +60,20 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 
 	out := bufio.NewWriterSize(w, 256<<10)
 	var (
-		n      int64
-		lastAt int64
-		lastID []byte
+		n        int64
+		lastAt   int64
+		lastRank int64
+		lastID   []byte
 	)
 	for {
 		var page []buzz.RawEvent
+		var rank int64
 		err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
 			stmt := first
 			if lastID != nil {
 				stmt = next
 				stmt.args = slices.Clone(next.args)
-				stmt.args[len(stmt.args)-3], stmt.args[len(stmt.args)-2] = lastAt, lastID
+				stmt.args[len(stmt.args)-4], stmt.args[len(stmt.args)-3], stmt.args[len(stmt.args)-2] = lastAt, lastRank, lastID
 			}
 			rows, err := tx.Query(ctx, stmt.sql, stmt.args...)
 			if err != nil {
@@ -78,7 +82,7 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 			defer rows.Close()
 			for rows.Next() {
 				var cols eventColumns
-				if err := rows.Scan(cols.dest()...); err != nil {
+				if err := rows.Scan(append(cols.dest(), &rank)...); err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
 				ev, err := cols.raw()
@@ -94,7 +98,7 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		}
 		if len(page) > 0 {
 			last := page[len(page)-1]
-			lastAt = last.CreatedAt
+			lastAt, lastRank = last.CreatedAt, rank
 			if lastID, err = nipcw.DecodeHex(last.ID, 32); err != nil {
 				return n, fmt.Errorf("export: %w", err)
 			}
@@ -121,9 +125,10 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 }
 
 // exportSQL is the statement of Export's first page, and that of every
-// page after it (its last three arguments are the created_at and id after
-// which the page starts, to be set, and the page size), at time now;
-// channel is the number of f.Channel, nil for none.
+// page after it (its last four arguments are the created_at, replay rank
+// and id after which the page starts, to be set, and the page size), each
+// selecting eventSelect and the replay rank, at time now; channel is the
+// number of f.Channel, nil for none.
 func exportSQL(f buzz.ExportFilter, now int64, channel *int64) (first, next sqlQuery) {
 	var q sqlQuery
 	where := []string{"e.kind NOT BETWEEN 39000 AND 39003",
@@ -166,14 +171,16 @@ func exportSQL(f buzz.ExportFilter, now int64, channel *int64) (first, next sqlQ
 		// result once per statement, a scan of every event for each page.
 		where = append(where, "("+strings.Join(keep, " OR ")+")")
 	}
-	head := "SELECT " + eventSelect + " FROM events e WHERE " + strings.Join(where, " AND ")
+	rank := buzz.ReplayRankSQL("e")
+	head := "SELECT " + eventSelect + ", " + rank + " FROM events e WHERE " + strings.Join(where, " AND ")
+	order := " ORDER BY e.created_at ASC, " + rank + " ASC, e.id ASC LIMIT "
 	first = q
-	first.sql = head + " ORDER BY e.created_at ASC, e.id ASC LIMIT " + first.arg(exportPage)
+	first.sql = head + order + first.arg(exportPage)
 	// The keyset continuation, the time bound apart so that the planner
 	// keeps the created_at range.
 	next = sqlQuery{args: slices.Clone(q.args)}
-	at, id := next.arg(int64(0)), next.arg([]byte(nil))
-	next.sql = head + " AND e.created_at >= " + at + " AND (e.created_at > " + at + " OR e.id > " + id + ")" +
-		" ORDER BY e.created_at ASC, e.id ASC LIMIT " + next.arg(exportPage)
+	at, r, id := next.arg(int64(0)), next.arg(int64(0)), next.arg([]byte(nil))
+	next.sql = head + " AND e.created_at >= " + at + " AND (e.created_at > " + at + " OR (" + rank + ", e.id) > (" + r + ", " + id + "))" +
+		order + next.arg(exportPage)
 	return first, next
 }

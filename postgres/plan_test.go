@@ -41,7 +41,8 @@ func TestPlans(t *testing.T) {
 	author := planID(3)
 	someIDs := []string{planID(planEvents / 2), planID(planEvents/2 + 1)}
 	exportFirst, exportLater := exportSQL(buzz.ExportFilter{}, now, nil)
-	exportLater.args[len(exportLater.args)-3] = int64(1700000000 + planEvents/2)
+	exportLater.args[len(exportLater.args)-4] = int64(1700000000 + planEvents/2)
+	exportLater.args[len(exportLater.args)-3] = int64(2)
 	exportLater.args[len(exportLater.args)-2] = tagKey(someIDs[0])
 	channel := int64(1)
 	exportChannel, _ := exportSQL(buzz.ExportFilter{}, now, &channel)

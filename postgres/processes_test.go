@@ -314,3 +314,45 @@ func TestReadinessFollowsTheListener(t *testing.T) {
 	until("not ready", func(err error) bool { return errors.Is(err, errNotHearing) })
 	until("ready again", func(err error) bool { return err == nil })
 }
+
+// RL-33, issue 29 item 8b: CaughtUp is answered only once every event
+// another process committed before the call has been handed to OnRemote:
+// here B's delivery of an event stored through A is held, and B's
+// CaughtUp waits for it; calls made at once are all answered.
+func TestCaughtUpAfterEarlierDeliveries(t *testing.T) {
+	a, b := procPair(t, storetest.Config{})
+	held, release := make(chan string), make(chan struct{})
+	b.OnRemote(func(ev *nostr.Event, _ buzz.Admitted) {
+		held <- ev.ID
+		<-release
+	})
+	ev := testutil.NewSigner(t).Event(t, 1, procT, "through A")
+	admit(t, a.Store, ev)
+	select {
+	case id := <-held:
+		if id != ev.ID {
+			t.Fatalf("B delivers %s, want %s", id, ev.ID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("B never delivered the event stored through A")
+	}
+	var calls []<-chan struct{}
+	for range 3 {
+		calls = append(calls, b.CaughtUp())
+	}
+	for i, c := range calls {
+		select {
+		case <-c:
+			t.Fatalf("call %d answered while B still delivers an event committed before it", i)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	close(release)
+	for i, c := range calls {
+		select {
+		case <-c:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("call %d not answered once B delivered everything", i)
+		}
+	}
+}

@@ -89,6 +89,8 @@ type Store struct {
 	connConfig *pgx.ConnConfig
 	stopListen context.CancelFunc
 	listening  chan struct{}
+	// barriers answer CaughtUp (notify.go).
+	barriers barriers
 
 	// writes counts the write transactions in flight or waiting, for the
 	// metrics (RL-30); writeSlot is held by the one that waits for, or

@@ -157,7 +157,13 @@ func TestUnreadAnswersStayWithinBudget(t *testing.T) {
 	// The challenge comes once the relay knows the connection; nothing is
 	// read after it.
 	c.await("AUTH", func(m []json.RawMessage) bool { return label(m) == "AUTH" })
-	c.sendText(`["REQ","huge",` + strings.Join(filters(10, `{"kinds":[1]}`), ",") + `]`)
+	// Ten filters of four events each: a REQ sends an event once however
+	// many of its filters match it (issue 29 item 8b), so each its own.
+	var fs []string
+	for j := range int64(10) {
+		fs = append(fs, fmt.Sprintf(`{"kinds":[1],"since":%d,"until":%d}`, now-4*j-3, now-4*j))
+	}
+	c.sendText(`["REQ","huge",` + strings.Join(fs, ",") + `]`)
 
 	// The relay gives up on the client once a write stalled for a second.
 	deadline := time.Now().Add(waitTimeout + 2*time.Second)

@@ -207,6 +207,9 @@ func (r *Relay) wire() {
 	})
 	if shared, ok := r.store.(buzz.SharedStore); ok {
 		shared.OnRemote(r.deliverRemote)
+		// A subscription never receives twice an event another process
+		// stored while the subscription's stored events were read.
+		kh.LiveCaughtUp = shared.CaughtUp
 		kh.OnEphemeralEvent = append(kh.OnEphemeralEvent, r.shareEphemeral(shared))
 	}
 }
@@ -325,7 +328,7 @@ const chunkBytes = 256 << 10
 // read slots, and queued for the client before the next is read, so that a
 // client that does not read stops the reading; the next chunk continues
 // after the composite cursor (created_at, id) of the last event sent.
-func (r *Relay) streamEvents(ctx context.Context, f nostr.Filter, send func(event []byte) error) error {
+func (r *Relay) streamEvents(ctx context.Context, f nostr.Filter, send func(id string, event []byte) error) error {
 	conn := r.connOf(ctx)
 	if conn == nil {
 		return nil // the connection is gone
@@ -359,7 +362,7 @@ type chunkCursor struct {
 // streamChunk reads the next chunk of c and sends it, in the connection's
 // turn. An error of send (the subscription or connection ended) is
 // returned as it is.
-func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor, send func(event []byte) error) error {
+func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor, send func(id string, event []byte) error) error {
 	if !conn.readTurn(ctx) {
 		return ctx.Err()
 	}
@@ -376,7 +379,7 @@ func (r *Relay) streamChunk(ctx context.Context, conn *connState, c *chunkCursor
 		return err
 	}
 	for _, ev := range evs {
-		if err := send(ev.JSON); err != nil {
+		if err := send(ev.ID, ev.JSON); err != nil {
 			return err
 		}
 	}

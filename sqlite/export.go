@@ -38,13 +38,13 @@ const exportPage = 1000
 
 // Export writes the stored events selected by f to w as JSON Lines, one
 // signed event per line and nothing else (the format of `strfry export` and
-// `nak`), oldest first (`created_at ASC, id ASC`), so that an import sees
-// parents before their replies. The relay's own group state (39000-39003)
-// is never exported: import rebuilds it (RL-25). It returns how many events
-// it wrote.
+// `nak`), in the replay order (buzz.ReplayRank: oldest first, within one
+// second parents before their replies and aux events after their targets,
+// then by id), so that an import or a live relay sees parents first. The
+// relay's own group state (39000-39003) is never exported: import rebuilds
+// it (RL-25). It returns how many events it wrote.
 func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (int64, error) {
-	where := []string{"e.kind NOT BETWEEN 39000 AND 39003", "(e.expires_at IS NULL OR e.expires_at > ?)"}
-	args := []any{s.nowUnix()}
+	var channel any
 	if f.Channel != "" {
 		var seqs []any
 		err := s.readTx(ctx, func(tx *sql.Tx) error {
@@ -58,8 +58,82 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		if len(seqs) == 0 {
 			return 0, nil
 		}
+		channel = seqs[0]
+	}
+	first, next, args := exportSQL(f, s.nowUnix(), channel)
+
+	out := bufio.NewWriterSize(w, 256<<10)
+	var (
+		n        int64
+		lastAt   int64
+		lastRank int64
+		lastID   []byte
+	)
+	for {
+		var page []*nostr.Event
+		scanned := 0
+		err := s.readTx(ctx, func(tx *sql.Tx) error {
+			var rows *sql.Rows
+			var err error
+			if lastID == nil {
+				rows, err = tx.QueryContext(ctx, first, append(args, exportPage)...)
+			} else {
+				rows, err = tx.QueryContext(ctx, next, append(args, lastAt, lastRank, lastID, exportPage)...)
+			}
+			if err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				ev, err := scanEvent(rankScanner{rows, &lastRank})
+				if err != nil {
+					return fmt.Errorf("export: %w", err)
+				}
+				scanned++
+				lastAt = int64(ev.CreatedAt)
+				if lastID, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
+					return fmt.Errorf("export: %w", err)
+				}
+				page = append(page, ev)
+			}
+			return rows.Err()
+		})
+		if err != nil {
+			return n, err
+		}
+		// Written after the read transaction: a slow output holds no
+		// snapshot open.
+		for _, ev := range page {
+			if _, err := easyjson.MarshalToWriter(ev, out); err != nil {
+				return n, fmt.Errorf("export: write: %w", err)
+			}
+			if err := out.WriteByte('\n'); err != nil {
+				return n, fmt.Errorf("export: write: %w", err)
+			}
+			n++
+		}
+		if scanned < exportPage {
+			break
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return n, fmt.Errorf("export: write: %w", err)
+	}
+	return n, nil
+}
+
+// exportSQL is the statement of Export's first page and that of every
+// page after it, each selecting eventSelect and the replay rank, and
+// their arguments for f at time now; channel is the number of f.Channel,
+// nil for none. The first page takes the page size after args; every
+// later page the created_at, replay rank and id after which it starts,
+// then the page size.
+func exportSQL(f buzz.ExportFilter, now int64, channel any) (first, next string, args []any) {
+	where := []string{"e.kind NOT BETWEEN 39000 AND 39003", "(e.expires_at IS NULL OR e.expires_at > ?)"}
+	args = []any{now}
+	if channel != nil {
 		where = append(where, "e.channel = ?")
-		args = append(args, seqs[0])
+		args = append(args, channel)
 	}
 	dated, at := exportDated(f, "e")
 	where, args = append(where, dated...), append(args, at...)
@@ -99,69 +173,23 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		}
 		where = append(where, "("+strings.Join(keep, " OR ")+")")
 	}
-	head := "SELECT " + eventSelect + " FROM events e WHERE " + strings.Join(where, " AND ")
-	first := head + " ORDER BY e.created_at ASC, e.id ASC LIMIT ?"
+	rank := buzz.ReplayRankSQL("e")
+	head := "SELECT " + eventSelect + ", " + rank + " FROM events e WHERE " + strings.Join(where, " AND ")
+	first = head + " ORDER BY e.created_at ASC, " + rank + " ASC, e.id ASC LIMIT ?"
 	// The keyset continuation, with one numbered parameter for the time so
 	// that the planner keeps the created_at range.
-	next := head + " AND e.created_at >= ?" + fmt.Sprint(len(args)+1) +
-		" AND (e.created_at > ?" + fmt.Sprint(len(args)+1) + " OR e.id > ?" + fmt.Sprint(len(args)+2) + ")" +
-		" ORDER BY e.created_at ASC, e.id ASC LIMIT ?" + fmt.Sprint(len(args)+3)
-
-	out := bufio.NewWriterSize(w, 256<<10)
-	var (
-		n      int64
-		lastAt int64
-		lastID []byte
-	)
-	for {
-		var page []*nostr.Event
-		scanned := 0
-		err := s.readTx(ctx, func(tx *sql.Tx) error {
-			var rows *sql.Rows
-			var err error
-			if lastID == nil {
-				rows, err = tx.QueryContext(ctx, first, append(args, exportPage)...)
-			} else {
-				rows, err = tx.QueryContext(ctx, next, append(args, lastAt, lastID, exportPage)...)
-			}
-			if err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				ev, err := scanEvent(rows)
-				if err != nil {
-					return fmt.Errorf("export: %w", err)
-				}
-				scanned++
-				lastAt = int64(ev.CreatedAt)
-				if lastID, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
-					return fmt.Errorf("export: %w", err)
-				}
-				page = append(page, ev)
-			}
-			return rows.Err()
-		})
-		if err != nil {
-			return n, err
-		}
-		// Written after the read transaction: a slow output holds no
-		// snapshot open.
-		for _, ev := range page {
-			if _, err := easyjson.MarshalToWriter(ev, out); err != nil {
-				return n, fmt.Errorf("export: write: %w", err)
-			}
-			if err := out.WriteByte('\n'); err != nil {
-				return n, fmt.Errorf("export: write: %w", err)
-			}
-			n++
-		}
-		if scanned < exportPage {
-			break
-		}
-	}
-	if err := out.Flush(); err != nil {
-		return n, fmt.Errorf("export: write: %w", err)
-	}
-	return n, nil
+	n := len(args)
+	afterAt, afterRank, afterID, limit := fmt.Sprint("?", n+1), fmt.Sprint("?", n+2), fmt.Sprint("?", n+3), fmt.Sprint("?", n+4)
+	next = head + " AND e.created_at >= " + afterAt + " AND (e.created_at > " + afterAt +
+		" OR (" + rank + ", e.id) > (" + afterRank + ", " + afterID + "))" +
+		" ORDER BY e.created_at ASC, " + rank + " ASC, e.id ASC LIMIT " + limit
+	return first, next, args
 }
+
+// rankScanner scans eventSelect and, after it, the replay rank into rank.
+type rankScanner struct {
+	rows *sql.Rows
+	rank *int64
+}
+
+func (r rankScanner) Scan(dest ...any) error { return r.rows.Scan(append(dest, r.rank)...) }

@@ -53,8 +53,8 @@ func exportLines(t *testing.T, s Store, f buzz.ExportFilter) []*nostr.Event {
 }
 
 // RL-25, RL-33, issue 8: one signed event per line, oldest first
-// (created_at ASC, id ASC) across page boundaries, parents before
-// replies; deleted events only on request, deletions always; the relay's
+// (created_at ASC, then, for the messages of one second here, id ASC)
+// across page boundaries, parents before replies; deleted events only on request, deletions always; the relay's
 // group state never; the channel, date and kind filters.
 func testExport(t *testing.T, open Opener) {
 	s := open(t, Config{RelayKey: nostr.GeneratePrivateKey()})
@@ -84,9 +84,8 @@ func testExport(t *testing.T, open Opener) {
 	add(a.Event(t, 1, 4500, "quote \" backslash \\ lines\n\r\t nul \x00 \x01 <&> é 😀 \u2028",
 		nostr.Tag{"t", "\x7f \" \\ \u2029"}))
 	root := add(b.Event(t, 9, 5000, "root", nostr.Tag{"h", ch2}))
-	// A reply dated after its parent comes after it. (Within one second the
-	// order is by id, as the contract says, and may put a reply first:
-	// import keeps such a reply unclassified until its parent arrives.)
+	// A reply dated after its parent comes after it (within one second
+	// too: testExportReplayOrder).
 	reply := add(a.Event(t, 9, 5001, "reply", nostr.Tag{"h", ch2}, nostr.Tag{"e", root.ID, "", "reply"}))
 	gone := add(b.Event(t, 9, 5001, "gone", nostr.Tag{"h", ch2}))
 	del := b.Event(t, 5, 5002, "", nostr.Tag{"e", gone.ID})
@@ -209,4 +208,45 @@ func testExportGroupDeleteTargets(t *testing.T, open Opener) {
 	if got, err := dst.Query(ctx, nostr.Filter{IDs: []string{msg.ID, del.ID}}, buzz.Anonymous); err != nil || len(got) != 1 || got[0].ID != del.ID {
 		t.Fatalf("imported: %v %v, want only the 9005", testutil.IDs(got...), err)
 	}
+}
+
+// RL-25 (2026-12-04), issue 29 item 9: within one second an export puts
+// the channel's creation and membership grants before its messages,
+// parents before their replies however deep, and aux events after their
+// targets, then orders by id, across page boundaries and in a channel's
+// export too: replayed through live ingest, as a relay takes it, nothing
+// is refused. Every id in the second sorts against that order.
+func testExportReplayOrder(t *testing.T, open Opener) {
+	src := ttOpen(t, open)
+	owner, member := testutil.NewSigner(t), testutil.NewSigner(t)
+	ch := "77777777-7777-4777-8777-777777777777"
+	at := int64(1_700_000_000)
+	// More than one export page (1000 events) in the one second.
+	second := testutil.SameSecondThreads(t, owner, member, ch, at, 260, 4, 14)
+	evs := append(append([]*nostr.Event{member.Event(t, 1, at-1, "the second before")}, second...),
+		member.Event(t, 9, at+1, "the second after", nostr.Tag{"h", ch}))
+	for i, err := range imImport(t, src, evs) {
+		if err != nil {
+			t.Fatalf("import of event %d: %v", i, err)
+		}
+	}
+	for _, f := range []buzz.ExportFilter{{}, {WithDeleted: true}, {Channel: ch}} {
+		lines := exportLines(t, src, f)
+		want := len(evs)
+		if f.Channel != "" {
+			want -= 2 // the note of no channel, and the kind 5, which has no h tag
+		}
+		if len(lines) != want {
+			t.Fatalf("export %+v: %d events, want %d", f, len(lines), want)
+		}
+		testutil.ReplayedInOrder(t, lines)
+		// The order is buzz.SortForReplay's, which a sync uses.
+		sorted := slices.Clone(lines)
+		buzz.SortForReplay(sorted)
+		if got, want := testutil.IDs(lines...), testutil.IDs(sorted...); !slices.Equal(got, want) {
+			t.Fatalf("export %+v is not in the replay order", f)
+		}
+	}
+	dst := ttOpen(t, open)
+	qtIngest(t, dst, exportLines(t, src, buzz.ExportFilter{})...)
 }

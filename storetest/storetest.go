@@ -168,6 +168,7 @@ var suite = []struct {
 	{"Export", testExport},
 	{"ExportKeepsDeletedAnchors", testExportKeepsDeletedAnchors},
 	{"ExportGroupDeleteTargets", testExportGroupDeleteTargets},
+	{"ExportReplayOrder", testExportReplayOrder},
 	{"ExpireRefusedOnArrival", testExpireRefusedOnArrival},
 	{"ExpireLifecycle", testExpireLifecycle},
 	{"ExpireRootWithReplies", testExpireRootWithReplies},

@@ -72,9 +72,9 @@ func TestReqAnswerEnvelopes(t *testing.T) {
 	for i, ev := range stored {
 		encoded[i], _ = ev.MarshalJSON()
 	}
-	rl.StreamEvents = append(rl.StreamEvents, func(_ context.Context, _ nostr.Filter, send func([]byte) error) error {
-		for _, ev := range encoded {
-			if err := send(ev); err != nil {
+	rl.StreamEvents = append(rl.StreamEvents, func(_ context.Context, _ nostr.Filter, send func(string, []byte) error) error {
+		for i, ev := range encoded {
+			if err := send(stored[i].ID, ev); err != nil {
 				return err
 			}
 		}

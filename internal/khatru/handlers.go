@@ -267,6 +267,12 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					var skipBroadcast bool
 					var deliver func(*WebSocket) bool
 
+					// buzz-lite patch 29: counted from before it is stored to
+					// after its broadcast, so that a subscription that read it
+					// stored knows when its live delivery is behind it.
+					write := rl.writes.begin()
+					defer rl.writes.end(write)
+
 					if env.Event.Kind == 5 {
 						// this always returns "blocked: " whenever it returns an error
 						writeErr = srl.handleDeleteRequest(ctx, &env.Event)
@@ -402,6 +408,10 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					go func() {
 						// when all events have been loaded from databases and dispatched we can fire the EOSE message
 						eose.Wait()
+						// buzz-lite patch 29: its stored events are read; once
+						// every live delivery of what they held is made, the
+						// subscription forgets what it sent.
+						go rl.settle(sub)
 						// buzz-lite patch: a subscription a StreamEvents hook ended
 						// is answered CLOSED, not EOSE; one that ended otherwise (a
 						// CLOSE, a REQ with its id, the connection's end) gets

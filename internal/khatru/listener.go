@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -25,6 +26,15 @@ type subscription struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	ended  bool // its listeners are gone; under clientsMutex
+
+	// seen are the ids sent while stored and live events may overlap,
+	// nil once they cannot (buzz-lite patch 29, once.go).
+	seenMu sync.Mutex
+	seen   map[string]struct{}
+	// broadcast is the last broadcast that reached it, so that one
+	// reaches it once whatever number of its filters match; under
+	// clientsMutex (buzz-lite patch 29).
+	broadcast uint64
 }
 
 // closedError is the cause of a subscription the relay ended with CLOSED.
@@ -120,7 +130,8 @@ func (rl *Relay) openSubscription(ctx context.Context, ws *WebSocket, id string,
 	if reason == "" {
 		reqCtx, cancel := context.WithCancelCause(ctx)
 		// expose subscription id in the context
-		sub = &subscription{id: id, ctx: context.WithValue(reqCtx, subscriptionIdKey, id), cancel: cancel}
+		sub = &subscription{id: id, ctx: context.WithValue(reqCtx, subscriptionIdKey, id), cancel: cancel,
+			seen: make(map[string]struct{})}
 		if ws.subs == nil {
 			ws.subs = make(map[string]*subscription)
 		}
@@ -234,15 +245,21 @@ func (rl *Relay) notifyListeners(event *nostr.Event, deliver func(ws *WebSocket)
 	// when the listener was added: a broadcast to a thousand subscribers
 	// grew a slice of a thousand filters, and encoded the subscription id
 	// a thousand times.
+	//
+	// buzz-lite patch 29: each subscription once, however many of its
+	// filters match, and not when it sent the event already (once.go).
 	type target struct {
 		ws   *WebSocket
 		head []byte
+		sub  *subscription
 	}
 	rl.clientsMutex.Lock()
+	rl.broadcasts++
 	matched := make([]target, 0, 16)
 	for _, l := range rl.listeners {
-		if l.filter.Matches(event) {
-			matched = append(matched, target{l.ws, l.head})
+		if sub := l.spec.sub; sub.broadcast != rl.broadcasts && l.filter.Matches(event) {
+			sub.broadcast = rl.broadcasts
+			matched = append(matched, target{l.ws, l.head, sub})
 		}
 	}
 	rl.clientsMutex.Unlock()
@@ -268,6 +285,9 @@ listenersloop:
 			if pb(listener.ws, event) {
 				continue listenersloop
 			}
+		}
+		if !listener.sub.firstTime(event.ID) {
+			continue
 		}
 		listener.ws.trySend(appendEventEnvelope(listener.head, encoded))
 		count++

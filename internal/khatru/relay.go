@@ -119,7 +119,18 @@ type Relay struct {
 	// An event is handed over as its signed JSON, which the hook vouches
 	// for, and goes out as it is (no OverwriteResponseEvent hook sees it).
 	// buzz-lite patch.
-	StreamEvents []func(ctx context.Context, filter nostr.Filter, send func(event []byte) error) error
+	//
+	// send takes the event's id too: a subscription sends an event once,
+	// whichever of its filters or its live delivery found it (buzz-lite
+	// patch 29).
+	StreamEvents []func(ctx context.Context, filter nostr.Filter, send func(id string, event []byte) error) error
+	// LiveCaughtUp, when set, returns a channel closed once every live
+	// delivery the relay makes beside khatru's EVENT path (BroadcastEventTo
+	// of another process's event) of an event stored before the call has
+	// been made: until then a subscription whose stored events were read
+	// remembers what it sent, so as not to send it again live.
+	// buzz-lite patch 29.
+	LiveCaughtUp func() <-chan struct{}
 	// ValidateAuth, when set, decides whether a NIP-42 AUTH event for the
 	// connection's challenge authenticates its pubkey, instead of
 	// nip42.ValidateAuthEvent against getBaseURL, which, without
@@ -151,6 +162,10 @@ type Relay struct {
 	clients      map[*WebSocket][]*listenerSpec
 	listeners    []listener
 	clientsMutex sync.Mutex
+	// broadcasts counts broadcasts, under clientsMutex (buzz-lite patch 29).
+	broadcasts uint64
+	// writes are the EVENTs being stored and broadcast (buzz-lite patch 29).
+	writes writes
 
 	// buzz-lite patch: NegentropyMessage, when set, is handed every message
 	// whose label go-nostr does not know, in the connection's reader; ok

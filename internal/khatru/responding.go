@@ -54,6 +54,9 @@ func (rl *Relay) handleRequest(ctx context.Context, sub *subscription, eose *syn
 
 		go func(ch chan *nostr.Event) {
 			for event := range ch {
+				if !sub.firstTime(event.ID) { // buzz-lite patch 29
+					continue
+				}
 				for _, ovw := range rl.OverwriteResponseEvent {
 					ovw(ctx, event)
 				}
@@ -73,9 +76,12 @@ func (rl *Relay) handleRequest(ctx context.Context, sub *subscription, eose *syn
 		go func() {
 			defer eose.Done()
 			head := eventEnvelopeHead(id)
-			err := stream(ctx, filter, func(event []byte) error {
+			err := stream(ctx, filter, func(eventID string, event []byte) error {
 				if err := ctx.Err(); err != nil {
 					return err
+				}
+				if !sub.firstTime(eventID) { // buzz-lite patch 29
+					return nil
 				}
 				return ws.queueAnswer(ctx, appendEventEnvelope(head, event))
 			})
