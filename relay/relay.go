@@ -161,7 +161,7 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 		r.now = time.Now
 	}
 	r.metrics = r.newMetrics()
-	r.nip98 = newNIP98Verifier(r.now)
+	r.nip98 = newNIP98Verifier(r.now, store)
 	r.overlays = newOverlaySigner(key)
 	r.kh = khatru.NewRelay()
 	r.wire()
