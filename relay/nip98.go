@@ -141,7 +141,7 @@ func (v *nip98Verifier) verify(ctx context.Context, authorization, method, reque
 	fresh, err := v.tokens.SpendToken(ctx, tokenKey(ev.Sig), now.Add(nip98Remember).Unix())
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("remember a NIP-98 token: %w", err)
+		return "", fmt.Errorf("NIP-98 replay check: %w", err)
 	case !fresh:
 		return "", errNIP98Replay
 	}

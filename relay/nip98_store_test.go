@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -180,4 +182,27 @@ func tokenRows(t *testing.T, s *testServer) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// Issue 29 item 3, RL-16: when the store cannot remember a token (here the
+// table of tokens is gone behind the relay's back), a valid token is
+// answered 500 "internal server error", the detail in the log only: not a
+// 401 that would blame the client's token, and not accepted unremembered.
+func TestNIP98StoreFailure(t *testing.T) {
+	var sink syncBuffer
+	s := startServer(t, withTokensURL, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&sink, nil)) })
+	p := qySetupPrivate(t, s)
+	db, err := sql.Open("sqlite", "file:"+s.sqlitePath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DROP TABLE nip98_tokens`); err != nil {
+		t.Fatal(err)
+	}
+	body := `[{"#h":["` + p.h + `"]}]`
+	qyPost(t, s, body, qyAuth(t, p.member, tokensQueryURL, body)).wantError(t, http.StatusInternalServerError, errInternal)
+	if log := sink.String(); !strings.Contains(log, "nip98_tokens") {
+		t.Errorf("the log does not say what failed:\n%s", log)
+	}
 }
