@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 8
+-- schema_version: 9
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -288,3 +288,16 @@ CREATE TRIGGER thread_page_update AFTER UPDATE ON thread_metadata BEGIN
     SELECT channel, 1 FROM events WHERE seq = NEW.seq AND channel IS NOT NULL
     ON CONFLICT (channel) DO UPDATE SET version = version + 1;
 END;
+
+-- The NIP-98 tokens `/query` accepted (RL-17), so that each is used once,
+-- across restarts and, on PostgreSQL, across the processes of one
+-- database. A token is kept as the first 16 bytes of the SHA-256 of its
+-- signature's lower-case hex, until expires (Unix seconds): 120 s after
+-- it was accepted, past the end of any token's validity. The purge
+-- deletes the expired ones along nip98_tokens_expires; a client adds no
+-- more rows than its `/query` rate lets requests through.
+CREATE TABLE nip98_tokens (
+  sig     BLOB    PRIMARY KEY,
+  expires INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE INDEX nip98_tokens_expires ON nip98_tokens(expires);

@@ -107,6 +107,7 @@ func serve(c *cli.Context) (err error) {
 		Limits:         cfg.Limits.Relay(),
 		TrustedProxies: cfg.Server.TrustedProxyNets(),
 		Metrics:        cfg.Server.Metrics,
+		MetricsAllow:   cfg.Server.MetricsAllowNets(),
 		Web:            cfg.Server.Web,
 		Logger:         log,
 	}, store)

@@ -46,6 +46,12 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Stats are the store's numbers for the metrics (RL-30).
 	Stats() (StoreStats, error)
+	// SpendToken records the key of an accepted NIP-98 token (a digest of
+	// its signature) until expires (Unix seconds), and reports whether it
+	// was new: false when the token was spent before, through this
+	// process, another sharing the database, or before a restart (RL-17).
+	// Of the callers racing with one key, one is told true.
+	SpendToken(ctx context.Context, key []byte, expires int64) (bool, error)
 	// ChannelsAfter lists up to limit channels, private and deleted ones
 	// too, in store order after number after (the web view, CW-25).
 	ChannelsAfter(ctx context.Context, after int64, limit int) ([]ChannelActivity, error)

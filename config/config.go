@@ -53,6 +53,9 @@ type Server struct {
 	TrustedProxies []string `toml:"trusted_proxies"`
 	// Metrics serves `GET /metrics` (RL-30).
 	Metrics bool `toml:"metrics"`
+	// MetricsAllow are the CIDRs of the clients (RL-28's client IP) that
+	// `GET /metrics` answers; any other gets 404 (RL-30).
+	MetricsAllow []string `toml:"metrics_allow"`
 	// Web serves the read-only HTML view of the open channels (CW-25).
 	Web bool `toml:"web"`
 }
@@ -194,6 +197,13 @@ func (s Server) TrustedProxyNets() []netip.Prefix {
 	return p
 }
 
+// MetricsAllowNets are server.metrics_allow parsed (Normalize has checked
+// them).
+func (s Server) MetricsAllowNets() []netip.Prefix {
+	p, _ := prefixes(s.MetricsAllow)
+	return p
+}
+
 // prefixes parses CIDRs; a bare address is a network of one.
 func prefixes(list []string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
@@ -225,7 +235,7 @@ type Log struct {
 func Default() Config {
 	return Config{
 		Relay:   Relay{Name: "buzz-lite", Description: "A buzz-lite community relay"},
-		Server:  Server{Listen: "127.0.0.1:7777", Metrics: true, Web: true},
+		Server:  Server{Listen: "127.0.0.1:7777", Metrics: true, MetricsAllow: []string{"127.0.0.0/8", "::1/128"}, Web: true},
 		Storage: Storage{DataDir: "./buzz-lite-data", PageCache: 128, MapReads: true},
 		Access:  Access{PublicRead: true, OpenWrite: true, CreateChannels: string(buzz.CreateByAnyone)},
 		Limits:  defaultLimits(),
@@ -444,6 +454,9 @@ func (c *Config) Normalize() error {
 	}
 	if _, err := prefixes(c.Server.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("server.trusted_proxies: %w", err))
+	}
+	if _, err := prefixes(c.Server.MetricsAllow); err != nil {
+		errs = append(errs, fmt.Errorf("server.metrics_allow: %w", err))
 	}
 	for _, list := range []struct {
 		name string

@@ -52,6 +52,44 @@ func TestDefaults(t *testing.T) {
 	if err := cfg.Normalize(); err != nil {
 		t.Fatalf("the default does not normalize: %v", err)
 	}
+	// RL-30, issue 29 item 4: /metrics answers loopback only.
+	if got, want := cfg.Server.MetricsAllowNets(), relay.DefaultMetricsAllow; !reflect.DeepEqual(got, want) {
+		t.Errorf("metrics_allow %v, want loopback %v", got, want)
+	}
+}
+
+// RL-30, issue 29 item 4: server.metrics_allow from the file or the
+// environment replaces the loopback default (a scraper on another
+// machine is named, loopback too if it should stay), a bare address is a
+// network of one, and an IPv4-mapped address is its IPv4 form.
+func TestMetricsAllow(t *testing.T) {
+	path := testutil.WriteFile(t, "buzz-lite.toml", "[server]\nmetrics_allow = [\"10.1.2.3\", \"192.168.0.0/16\"]\n")
+	for _, tc := range []struct {
+		name string
+		path string
+		env  env
+		want []string
+	}{
+		{"file", path, env{}, []string{"10.1.2.3/32", "192.168.0.0/16"}},
+		{"environment", "", env{"BUZZ_LITE_SERVER_METRICS_ALLOW": "127.0.0.1, ::ffff:10.0.0.1, fd00::/8"}, []string{"127.0.0.1/32", "10.0.0.1/32", "fd00::/8"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Load(tc.path, tc.env.get)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cfg.Normalize(); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range cfg.Server.MetricsAllowNets() {
+				got = append(got, p.String())
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("metrics_allow %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
 
 // RL-24: defaults < file < environment, key by key, for strings, lists
@@ -114,7 +152,7 @@ level = "debug"
 			URL:         "wss://relay.example.com",
 			Admins:      []string{envAdmin1npub, envAdmin2},
 		},
-		Server:  Server{Listen: "0.0.0.0:8080", Metrics: true, Web: true},
+		Server:  Server{Listen: "0.0.0.0:8080", Metrics: true, MetricsAllow: def.Server.MetricsAllow, Web: true},
 		Storage: Storage{DataDir: "/var/lib/buzz", PageCache: def.Storage.PageCache, MapReads: def.Storage.MapReads},
 		Access:  def.Access,
 		Limits: func() Limits {
@@ -332,6 +370,7 @@ func TestNormalize(t *testing.T) {
 		{"ipv6_prefix zero", func(c *Config) { c.Limits.IPv6Prefix = 0 }, "limits.ipv6_prefix: want 48 to 128 bits"},
 		{"bad exempt network", func(c *Config) { c.Limits.Exempt = []string{"10.0.0.0/33"} }, "limits.exempt"},
 		{"bad trusted proxy", func(c *Config) { c.Server.TrustedProxies = []string{"proxy.local"} }, "server.trusted_proxies"},
+		{"bad metrics network", func(c *Config) { c.Server.MetricsAllow = []string{"10.0.0.0/33"} }, "server.metrics_allow"},
 		{"bad blocked pubkey", func(c *Config) { c.Access.BlockedPubkeys = []string{"npub1nope"} }, "access.blocked_pubkeys"},
 		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
 		{"bad log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"}, // RL-30

@@ -9,16 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// purgeEvery is how often expired events (NIP-40) are removed. Reads hide
-// them from the moment they expire; the purge reclaims the space and makes
-// the thread counters exact again.
+// purgeEvery is how often expired events (NIP-40) and NIP-98 tokens are
+// removed. Reads hide expired events from the moment they expire; the
+// purge reclaims the space and makes the thread counters exact again.
 const purgeEvery = time.Minute
 
 // purgeBatch bounds one purge transaction, so that a flood of expiring
 // events never holds the write lock for long.
 const purgeBatch = 100
 
-// background purges expired events until stop is closed.
+// background purges expired events and tokens until stop is closed.
 func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	purge := time.NewTicker(purgeEvery)
@@ -30,6 +30,9 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 		case <-purge.C:
 			if _, err := s.PurgeExpired(context.Background()); err != nil && !errors.Is(err, errClosed) {
 				s.log.Error("purging expired events", "err", err)
+			}
+			if _, err := s.PurgeTokens(context.Background()); err != nil && !errors.Is(err, errClosed) {
+				s.log.Error("purging expired NIP-98 tokens", "err", err)
 			}
 		}
 	}

@@ -19,6 +19,16 @@ var migrations = []string{
 	// the whole of their second.
 	`DROP INDEX events_kind;
 	CREATE INDEX events_kind ON events (kind, created_at DESC, id);`,
+	// The NIP-98 tokens accepted (RL-17), so that each is used once across
+	// restarts and across the processes of the database: sig is the first
+	// 16 bytes of the SHA-256 of the signature's lower-case hex, expires
+	// (Unix seconds) when the purge may delete it, 120 s after it was
+	// accepted, past the end of any token's validity.
+	`CREATE TABLE nip98_tokens (
+	  sig     bytea  PRIMARY KEY,
+	  expires bigint NOT NULL
+	);
+	CREATE INDEX nip98_tokens_expires ON nip98_tokens (expires);`,
 }
 
 // migrateLock is the advisory lock key under which one process at a time

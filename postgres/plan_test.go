@@ -199,9 +199,10 @@ func explain(t *testing.T, q queryer, query string, args ...any) string {
 // sort only orders the ties of a presorted key).
 var fullSort = regexp.MustCompile(`(?m)^\s*(->\s+)?Sort\s+\(cost`)
 
-// grownTables are the tables that grow with the events stored: a plan
+// grownTables are the tables that grow with the events stored (and the
+// NIP-98 tokens of the last minutes): a plan
 // must search them, never read them whole. (settings holds a few keys.)
-var grownTables = []string{"events", "tags", "thread_metadata", "channels", "members", "page_versions"}
+var grownTables = []string{"events", "tags", "thread_metadata", "channels", "members", "page_versions", "nip98_tokens"}
 
 // planScans are the lines of plan that read a table of grownTables whole.
 func planScans(plan string) []string {

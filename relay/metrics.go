@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +36,26 @@ type metrics struct {
 	queryReq, queryCount, queryHTTP prometheus.Observer
 }
 
+// DefaultMetricsAllow are the clients `/metrics` answers unless the
+// configuration names others: loopback only, as the event counters and the
+// WAL size let a scraper watch a private channel's activity (RL-30).
+var DefaultMetricsAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
+// metricsAllowed says whether req may read `/metrics`: metrics are on and
+// its client, as RL-28 determines it (behind a trusted proxy, the
+// forwarded address), is in Config.MetricsAllow. Anyone else is answered
+// as for a path that does not exist.
+func (r *Relay) metricsAllowed(req *http.Request) bool {
+	if !r.cfg.Metrics {
+		return false
+	}
+	allow := r.cfg.MetricsAllow
+	if len(allow) == 0 {
+		allow = DefaultMetricsAllow
+	}
+	return inAny(clientIP(req, r.cfg.TrustedProxies), allow)
+}
+
 // The limits a rate-limit refusal names in buzz_lite_rate_limited_total.
 const (
 	limitConnections   = "connections"
@@ -49,6 +71,16 @@ const (
 	limitSyncMemory    = "sync_client_memory"
 	limitSyncRounds    = "sync_rounds"
 )
+
+// rateLimits are every limit above: each is exported at 0 before its
+// first refusal, so that an alert on its rate has a series to watch.
+var rateLimits = []string{limitConnections, limitIPEvents, limitPubkeyEvents, limitChannels, limitRequests,
+	limitSubscriptions, limitQueries, limitBusy, limitSyncSessions, limitSyncItems, limitSyncMemory, limitSyncRounds}
+
+// refusedRequests are the requests buzz_lite_requests_refused_total
+// counts: REQ, COUNT and the NIP-77 messages by their label in lower
+// case, and POST /query.
+var refusedRequests = []string{"req", "count", "neg-open", "neg-msg", "neg-close", "query"}
 
 // reasonPrefixes are the machine-readable prefixes of NIP-01 OK and CLOSED
 // messages (and of `/query` errors) that label refusals; any other reason
@@ -136,6 +168,18 @@ func (r *Relay) newMetrics() *metrics {
 		storeCollector{r.store},
 	)
 	m.queryReq, m.queryCount, m.queryHTTP = m.query.WithLabelValues("req"), m.query.WithLabelValues("count"), m.query.WithLabelValues("query")
+	// Every series whose labels are known is there from the start, at 0
+	// (RL-30): a series that appears only with its first event hides the
+	// rise from 0 from rate() and from an alert on it.
+	for _, reason := range append(slices.Clone(reasonPrefixes), "other") {
+		m.rejected.WithLabelValues(reason)
+		for _, request := range refusedRequests {
+			m.refusedTotal.WithLabelValues(request, reason)
+		}
+	}
+	for _, limit := range rateLimits {
+		m.rateLimited.WithLabelValues(limit)
+	}
 	// A collector that fails (the database file cannot be read) costs its
 	// own metrics, logged, not the whole scrape.
 	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorLog: metricsLog{r.log}, ErrorHandling: promhttp.ContinueOnError})

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -391,5 +393,136 @@ func TestReadyRoundTripsShared(t *testing.T) {
 	}
 	if got := gated.pings.Load(); got > 2 {
 		t.Errorf("%d write round trips for %d concurrent /readyz, want the running one shared", got, n)
+	}
+}
+
+// findMetric is the metric of family name with the label pairs given
+// (name, value, ...), nil when there is none.
+func findMetric(fams map[string]*dto.MetricFamily, name string, labels ...string) *dto.Metric {
+next:
+	for _, m := range fams[name].GetMetric() {
+		for i := 0; i+1 < len(labels); i += 2 {
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == labels[i] && l.GetValue() == labels[i+1]
+			}) {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+// RL-30, issue 29 item 4: before any event, every series whose labels are
+// known is exported at 0: refused events by reason, refused requests by
+// request and reason, rate-limit refusals by limit, the latency
+// histograms, the window pages by source. A series that appears with its
+// first event breaks an alert on its rate.
+func TestMetricsExportedAtZero(t *testing.T) {
+	s := startServer(t, withMetrics)
+	fams := scrape(t, s)
+	type series struct {
+		name   string
+		labels []string
+	}
+	want := []series{{"buzz_lite_events_accepted_total", nil}, {"buzz_lite_ingest_seconds", nil},
+		{"buzz_lite_window_pages_total", []string{"source", "cache"}}, {"buzz_lite_window_pages_total", []string{"source", "database"}}}
+	for _, reason := range append(slices.Clone(reasonPrefixes), "other") {
+		want = append(want, series{"buzz_lite_events_rejected_total", []string{"reason", reason}})
+		for _, request := range []string{"req", "count", "neg-open", "neg-msg", "neg-close", "query"} {
+			want = append(want, series{"buzz_lite_requests_refused_total", []string{"request", request, "reason", reason}})
+		}
+	}
+	for _, limit := range []string{limitConnections, limitIPEvents, limitPubkeyEvents, limitChannels, limitRequests,
+		limitSubscriptions, limitQueries, limitBusy, limitSyncSessions, limitSyncItems, limitSyncMemory, limitSyncRounds} {
+		want = append(want, series{"buzz_lite_rate_limited_total", []string{"limit", limit}})
+	}
+	for _, request := range []string{"req", "count", "query"} {
+		want = append(want, series{"buzz_lite_query_seconds", []string{"request", request}})
+	}
+	for _, w := range want {
+		m := findMetric(fams, w.name, w.labels...)
+		if m == nil {
+			t.Errorf("%s%v is not exported before its first event", w.name, w.labels)
+			continue
+		}
+		if v := metricValue(fams, w.name, w.labels...); v != 0 {
+			t.Errorf("%s%v = %v before any event, want 0", w.name, w.labels, v)
+		}
+	}
+}
+
+// RL-30, RL-28, issue 29 item 4: /metrics answers only the clients in
+// metrics_allow, loopback by default, judged on the client IP of RL-28:
+// behind a trusted proxy the forwarded address, from any other peer the
+// peer, whatever its headers say. Everyone else gets the 404 of a path
+// that does not exist.
+func TestMetricsAllow(t *testing.T) {
+	nets := func(cidrs ...string) []netip.Prefix {
+		var out []netip.Prefix
+		for _, c := range cidrs {
+			out = append(out, netip.MustParsePrefix(c))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		off      bool
+		allow    []netip.Prefix
+		trusted  []netip.Prefix
+		from     string
+		xff      string
+		wantOpen bool
+	}{
+		{name: "default, loopback", from: "127.0.0.1", wantOpen: true},
+		{name: "default, another loopback address", from: "127.0.0.2", wantOpen: true},
+		{name: "a list without loopback", allow: nets("10.0.0.0/8"), from: "127.0.0.1"},
+		{name: "a list naming the client", allow: nets("127.0.0.3/32"), from: "127.0.0.3", wantOpen: true},
+		{name: "a list naming another client", allow: nets("127.0.0.3/32"), from: "127.0.0.4"},
+		{name: "behind a trusted proxy, a forwarded client", trusted: nets("127.0.0.1/32"), from: "127.0.0.1", xff: "203.0.113.7"},
+		{name: "behind a trusted proxy, an allowed forwarded client", trusted: nets("127.0.0.1/32"),
+			allow: nets("203.0.113.0/24"), from: "127.0.0.1", xff: "203.0.113.7", wantOpen: true},
+		{name: "behind a trusted proxy, a forwarded loopback scraper", trusted: nets("127.0.0.1/32"), from: "127.0.0.1", xff: "127.0.0.9", wantOpen: true},
+		{name: "forwarded by an untrusted peer", allow: nets("203.0.113.0/24"), from: "127.0.0.2", xff: "203.0.113.7"},
+		{name: "metrics off", off: true, from: "127.0.0.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, func(c *Config) {
+				c.Metrics = !tc.off
+				c.MetricsAllow = tc.allow
+				c.TrustedProxies = tc.trusted
+			})
+			get := func(path string) (int, string) {
+				t.Helper()
+				req, err := http.NewRequest(http.MethodGet, s.httpURL+path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.xff != "" {
+					req.Header.Set("X-Forwarded-For", tc.xff)
+				}
+				resp, err := httpFrom(tc.from).Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp.StatusCode, string(b)
+			}
+			status, body := get("/metrics")
+			if tc.wantOpen {
+				if status != http.StatusOK || !strings.Contains(body, "buzz_lite_events_accepted_total") {
+					t.Fatalf("/metrics: %d %.80q, want the metrics", status, body)
+				}
+				return
+			}
+			nfStatus, nfBody := get("/no-such-path")
+			if status != http.StatusNotFound || body != nfBody || nfStatus != http.StatusNotFound {
+				t.Fatalf("/metrics: %d %.80q, want the 404 of a path that does not exist: %d %q", status, body, nfStatus, nfBody)
+			}
+		})
 	}
 }

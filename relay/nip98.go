@@ -1,16 +1,17 @@
 package relay
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -46,47 +47,26 @@ const (
 	// token is valid for 2*nip98Skew in all, so it cannot outlive the
 	// memory of its first use, however early in its window that came.
 	nip98Remember = 2 * nip98Skew
-	// nip98MaxRemembered caps the replay set. It is reached only past
-	// ~8,700 accepted tokens a second for 120 s, far beyond any community
-	// and beyond what the request rate limits let through; a full set
-	// takes about 40 MB. At the cap the oldest entry, the nearest to
-	// expiry, makes room: a flood can shorten the memory of old tokens,
-	// but it never locks honest clients out, as refusing new tokens would.
-	nip98MaxRemembered = 1 << 20
 )
 
-// nip98Verifier checks NIP-98 Authorization headers (RL-17) and
-// remembers the tokens it accepted, so that each is used once. It is safe
+// tokenSpender keeps the tokens accepted (buzz.Store.SpendToken).
+type tokenSpender interface {
+	SpendToken(ctx context.Context, key []byte, expires int64) (bool, error)
+}
+
+// nip98Verifier checks NIP-98 Authorization headers (RL-17) and has the
+// store remember the tokens it accepted, so that each is used once, also
+// after a restart and on every process sharing the database. It is safe
 // for concurrent use.
 type nip98Verifier struct {
-	now func() time.Time
-	max int // nip98MaxRemembered, smaller in tests
-
-	mu sync.Mutex
-	// seen holds the accepted signatures not yet expired; queue holds them
-	// again in the order they were accepted, which is the order they
-	// expire in, so that expiry never scans the set.
-	seen  map[sigKey]struct{}
-	queue []seenSig
+	now    func() time.Time
+	tokens tokenSpender
 }
 
-// sigKey is a 128-bit digest of a signature's lower-case hex: much smaller
-// than the signature, and a collision, which would take ~2^64 signatures to
-// make on purpose, only refuses the token that collides.
-type sigKey [16]byte
-
-type seenSig struct {
-	key     sigKey
-	expires int64 // Unix nanoseconds
-}
-
-// newNIP98Verifier returns a verifier reading the time from now.
-func newNIP98Verifier(now func() time.Time) *nip98Verifier {
-	return &nip98Verifier{
-		now:  now,
-		max:  nip98MaxRemembered,
-		seen: make(map[sigKey]struct{}),
-	}
+// newNIP98Verifier returns a verifier reading the time from now and
+// keeping the tokens in tokens.
+func newNIP98Verifier(now func() time.Time, tokens tokenSpender) *nip98Verifier {
+	return &nip98Verifier{now: now, tokens: tokens}
 }
 
 // nip98Event is a NIP-98 event as sent. It is decoded with encoding/json
@@ -105,8 +85,9 @@ type nip98Event struct {
 // verify checks the Authorization header of a request for method on
 // requestURL (as queryURL gives it) with body, and returns the public key
 // it proves. No header, or one of another scheme, is an anonymous
-// requester: ("", nil), as on WebSocket. Every refusal is a *nip98Error.
-func (v *nip98Verifier) verify(authorization, method, requestURL string, body []byte) (string, error) {
+// requester: ("", nil), as on WebSocket. Every refusal is a *nip98Error;
+// any other error is the store's failure to remember the token.
+func (v *nip98Verifier) verify(ctx context.Context, authorization, method, requestURL string, body []byte) (string, error) {
 	scheme, token, _ := strings.Cut(strings.TrimSpace(authorization), " ")
 	if !strings.EqualFold(scheme, "Nostr") {
 		return "", nil
@@ -157,39 +138,28 @@ func (v *nip98Verifier) verify(authorization, method, requestURL string, body []
 			return "", errNIP98Payload
 		}
 	}
-	if !v.remember(ev.Sig, now) {
+	fresh, err := v.tokens.SpendToken(ctx, tokenKey(ev.Sig), now.Add(nip98Remember).Unix())
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("NIP-98 replay check: %w", err)
+	case !fresh:
 		return "", errNIP98Replay
 	}
 	return ev.PubKey, nil
 }
 
-// remember records an accepted signature and reports whether it was new.
-// The key is taken from the lower-case hex: the signature is checked
-// whatever its case, and a replay must not pass by changing it. Base64
+// tokenKey is what the store keeps of a token: the first 16 bytes of the
+// SHA-256 of its signature's lower-case hex. The signature is checked
+// whatever its case, and a replay must not pass by changing it; base64
 // re-encodings of a token are caught the same way, as the key comes from
-// the decoded event.
-func (v *nip98Verifier) remember(sig string, now time.Time) bool {
+// the decoded event. Keyed on the signature, not the event id: two
+// payload-less tokens of one second have one id and two signatures, both
+// honest (RL-17). 16 bytes keep the table small; a collision, which would
+// take ~2^64 signatures to make on purpose, only refuses the token that
+// collides.
+func tokenKey(sig string) []byte {
 	sum := sha256.Sum256([]byte(strings.ToLower(sig)))
-	key := sigKey(sum[:16])
-
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	n := 0
-	for n < len(v.queue) && now.UnixNano() > v.queue[n].expires {
-		delete(v.seen, v.queue[n].key)
-		n++
-	}
-	v.queue = v.queue[n:]
-	if _, ok := v.seen[key]; ok {
-		return false
-	}
-	if len(v.queue) >= v.max {
-		delete(v.seen, v.queue[0].key)
-		v.queue = v.queue[1:]
-	}
-	v.seen[key] = struct{}{}
-	v.queue = append(v.queue, seenSig{key: key, expires: now.Add(nip98Remember).UnixNano()})
-	return true
+	return sum[:16]
 }
 
 // decodeBase64 decodes a token in any of the base64 spellings clients

@@ -96,9 +96,17 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	if err := rc.SetReadDeadline(time.Time{}); err != nil {
 		r.log.Warn("clearing the body read deadline", "err", err)
 	}
-	pubkey, err := r.nip98.verify(req.Header.Get("Authorization"), req.Method, queryURL(req, r.publicURL()), body)
-	if err != nil {
-		r.queryError(w, req, http.StatusUnauthorized, err.Error())
+	pubkey, err := r.nip98.verify(req.Context(), req.Header.Get("Authorization"), req.Method, queryURL(req, r.publicURL()), body)
+	var refused *nip98Error
+	switch {
+	case errors.As(err, &refused):
+		r.queryError(w, req, http.StatusUnauthorized, refused.Error())
+		return
+	case err != nil:
+		if req.Context().Err() == nil {
+			r.log.Error("checking a NIP-98 token", "err", err)
+		}
+		r.queryError(w, req, http.StatusInternalServerError, errInternal)
 		return
 	}
 	filters, err := nipcw.ParseBody(body)

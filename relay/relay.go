@@ -51,6 +51,10 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// Metrics serves `GET /metrics` (RL-30); off, it answers 404.
 	Metrics bool
+	// MetricsAllow are the networks of the clients (RL-28's client IP)
+	// that `/metrics` answers; any other gets 404. Empty: loopback only
+	// (DefaultMetricsAllow).
+	MetricsAllow []netip.Prefix
 	// Web serves the HTML view of the open channels to browsers (CW-25);
 	// off, `/` answers a line of text and the pages 404.
 	Web bool
@@ -170,7 +174,7 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 		r.now = time.Now
 	}
 	r.metrics = r.newMetrics()
-	r.nip98 = newNIP98Verifier(r.now)
+	r.nip98 = newNIP98Verifier(r.now, store)
 	r.overlays = newOverlaySigner(key)
 	r.kh = khatru.NewRelay()
 	r.wire()
@@ -725,10 +729,10 @@ func (r *Relay) refusedConnection(ip netip.Addr) {
 }
 
 // Handler serves WebSocket clients, the NIP-11 document, `/query`,
-// `/metrics` (when Config.Metrics), `/healthz`, `/readyz`, and for
-// browsers the web view (when Config.Web) or a line of text. Only
-// WebSocket upgrades reach khatru: its other HTTP surfaces (NIP-86
-// management) are not offered.
+// `/metrics` (when Config.Metrics, to Config.MetricsAllow), `/healthz`,
+// `/readyz`, and for browsers the web view (when Config.Web) or a line of
+// text. Only WebSocket upgrades reach khatru: its other HTTP surfaces
+// (NIP-86 management) are not offered.
 func (r *Relay) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
@@ -754,7 +758,11 @@ func (r *Relay) Handler() http.Handler {
 		switch {
 		case req.URL.Path == "/query":
 			r.serveQuery(w, req)
-		case req.URL.Path == "/metrics" && r.cfg.Metrics:
+		case req.URL.Path == "/metrics":
+			if !r.metricsAllowed(req) {
+				http.NotFound(w, req)
+				return
+			}
 			r.metrics.handler.ServeHTTP(w, req)
 		case req.URL.Path == "/healthz":
 			serveHealth(w, req)

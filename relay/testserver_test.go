@@ -117,9 +117,10 @@ type serverHooks struct {
 	listen func(net.Listener) net.Listener
 	// relay adjusts the relay before it serves.
 	relay func(*Relay)
-	// twin is a relay whose PostgreSQL database, key and store options
-	// this one shares, as a second process of the same community
-	// (RL-33).
+	// twin is a relay whose database, key and store options this one
+	// shares: its PostgreSQL database, as a second process of the same
+	// community (RL-33), or, once it is stopped, its SQLite file, as the
+	// same relay restarted.
 	twin *testServer
 }
 
@@ -131,14 +132,14 @@ func startHooked(t *testing.T, h serverHooks, edit ...func(*Config)) *testServer
 	if h.store != nil {
 		h.store(&opts)
 	}
-	pgURL := ""
+	pgURL, dbPath := "", ""
 	switch {
 	case h.twin != nil:
-		key, opts, pgURL = h.twin.key, h.twin.opts, h.twin.pgURL
+		key, opts, pgURL, dbPath = h.twin.key, h.twin.opts, h.twin.pgURL, h.twin.dbPath
 	case onPostgres(t):
 		pgURL = pgtest.FreshDatabase(t)
 	}
-	store, dbPath := openTestStore(t, key, pgURL, opts)
+	store, dbPath := openTestStore(t, key, pgURL, dbPath, opts)
 	cfg := Config{Key: key, Info: Info{Name: "buzz-lite test", Description: "test relay", Version: "test"}}
 	for _, e := range edit {
 		e(&cfg)
@@ -187,10 +188,11 @@ func startHooked(t *testing.T, h serverHooks, edit ...func(*Config)) *testServer
 	return s
 }
 
-// openTestStore opens the PostgreSQL database at pgURL, or without one a
-// fresh SQLite file, as a store that signs group state with key, as
-// `buzz-lite serve` does; dbPath is its SQLite file, "" on PostgreSQL.
-func openTestStore(t *testing.T, key, pgURL string, o testStoreOptions) (store testStore, dbPath string) {
+// openTestStore opens the PostgreSQL database at pgURL, or without one the
+// SQLite file at path (a fresh one when path is ""), as a store that signs
+// group state with key, as `buzz-lite serve` does; dbPath is its SQLite
+// file, "" on PostgreSQL.
+func openTestStore(t *testing.T, key, pgURL, path string, o testStoreOptions) (store testStore, dbPath string) {
 	t.Helper()
 	var err error
 	if pgURL != "" {
@@ -199,7 +201,10 @@ func openTestStore(t *testing.T, key, pgURL string, o testStoreOptions) (store t
 			Admins: o.Admins, Policy: o.Policy, ThreadRepliesInChannel: o.ThreadRepliesInChannel, PageCache: o.PageCache,
 		})
 	} else {
-		dbPath = filepath.Join(t.TempDir(), "buzz-lite.db")
+		dbPath = path
+		if dbPath == "" {
+			dbPath = filepath.Join(t.TempDir(), "buzz-lite.db")
+		}
 		store, err = sqlite.Open(context.Background(), sqlite.Options{
 			Path: dbPath, Schema: testutil.Schema(t), RelayKey: key,
 			Admins: o.Admins, Policy: o.Policy, ThreadRepliesInChannel: o.ThreadRepliesInChannel, PageCache: o.PageCache,
@@ -218,6 +223,17 @@ func (s *testServer) startTwin(t *testing.T, edit ...func(*Config)) *testServer 
 	t.Helper()
 	if s.pgURL == "" {
 		t.Skipf("two relays share a database on PostgreSQL only; %s=postgres runs this test", relayStoreVar)
+	}
+	return startHooked(t, serverHooks{twin: s}, edit...)
+}
+
+// restart stops s and starts the relay again on its database (SQLite file
+// or PostgreSQL database), with its key and store options, as a restart of
+// `buzz-lite serve` on the same data does; it listens on another port.
+func (s *testServer) restart(t *testing.T, edit ...func(*Config)) *testServer {
+	t.Helper()
+	if err := s.stop(); err != nil {
+		t.Fatalf("stopping the relay to restart it: %v", err)
 	}
 	return startHooked(t, serverHooks{twin: s}, edit...)
 }

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// purgeEvery is how often expired events (NIP-40) are removed. Reads hide
-// them from the moment they expire; the purge reclaims the space and makes
-// the thread counters exact again.
+// purgeEvery is how often expired events (NIP-40) and NIP-98 tokens are
+// removed. Reads hide expired events from the moment they expire; the
+// purge reclaims the space and makes the thread counters exact again.
 const purgeEvery = time.Minute
 
 // purgeBatch bounds one purge transaction, so that a flood of expiring
@@ -32,6 +32,9 @@ func (s *Store) purgeLoop() {
 		case <-tick.C:
 			if _, err := s.PurgeExpired(context.Background()); err != nil {
 				s.log.Error("purging expired events", "err", err)
+			}
+			if _, err := s.PurgeTokens(context.Background()); err != nil {
+				s.log.Error("purging expired NIP-98 tokens", "err", err)
 			}
 		}
 	}

@@ -167,6 +167,13 @@ var migrations = map[int]string{
 		DROP INDEX IF EXISTS events_projection;
 		CREATE INDEX events_projection ON events(channel, created_at, id DESC)
 		  WHERE row_class >= 1 AND deleted_at IS NULL;`,
+	// The NIP-98 tokens accepted, kept until they expire (RL-17): a token
+	// is used once across restarts too (issue 29).
+	8: `CREATE TABLE nip98_tokens (
+		  sig     BLOB    PRIMARY KEY,
+		  expires INTEGER NOT NULL
+		) STRICT, WITHOUT ROWID;
+		CREATE INDEX nip98_tokens_expires ON nip98_tokens(expires);`,
 }
 
 // markNamedByDeletion marks every aux event that a stored deletion names

@@ -146,8 +146,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 8 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 8", v, err)
+	if err != nil || v != 9 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 9", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -444,7 +444,7 @@ func TestMigrateForward(t *testing.T) {
 	}
 }
 
-// mgDowngradeToV3 takes a database of version 8 back to version 3: no
+// mgDowngradeToV3 takes a database of version 9 back to version 3: no
 // page versions and their triggers, no aux index, but write_version.
 func mgDowngradeToV3(t testing.TB, path string) {
 	t.Helper()
@@ -461,11 +461,23 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV7 takes a database of version 8 back to version 7: the
+// mgDowngradeToV8 takes a database of version 9 back to version 8: no
+// NIP-98 tokens.
+func mgDowngradeToV8(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP TABLE nip98_tokens; PRAGMA user_version = 8`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV7 takes a database of version 9 back to version 7: the
 // indexes read newest first in created_at DESC order, the author's with
 // the id.
 func mgDowngradeToV7(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV8(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP INDEX events_kind; CREATE INDEX events_kind ON events(kind, created_at DESC, id);
@@ -478,7 +490,7 @@ func mgDowngradeToV7(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV6 takes a database of version 8 back to version 6:
+// mgDowngradeToV6 takes a database of version 9 back to version 6:
 // events_kind and events_pubkey without the id.
 func mgDowngradeToV6(t testing.TB, path string) {
 	t.Helper()
@@ -492,7 +504,7 @@ func mgDowngradeToV6(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV5 takes a database of version 8 back to version 5: no
+// mgDowngradeToV5 takes a database of version 9 back to version 5: no
 // events.named_by_deletion.
 func mgDowngradeToV5(t testing.TB, path string) {
 	t.Helper()
@@ -504,7 +516,7 @@ func mgDowngradeToV5(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV4 takes a database of version 8 back to version 4: no
+// mgDowngradeToV4 takes a database of version 9 back to version 4: no
 // index of a thread's authors.
 func mgDowngradeToV4(t testing.TB, path string) {
 	t.Helper()
@@ -516,7 +528,7 @@ func mgDowngradeToV4(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV2 takes a database of version 8 back to version 2: no
+// mgDowngradeToV2 takes a database of version 9 back to version 2: no
 // channel state, no members, no settings, no event scope.
 func mgDowngradeToV2(t testing.TB, path string) {
 	t.Helper()
@@ -717,8 +729,8 @@ func TestMigrateFromVersion4(t *testing.T) {
 	if got == "" || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("events_root_authors after migration:\n%s\nfresh:\n%s", got, want)
 	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 8 {
-		t.Errorf("user_version %d, want 8", n)
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 9 {
+		t.Errorf("user_version %d, want 9", n)
 	}
 }
 
@@ -805,5 +817,20 @@ func TestMigrateFromVersion7(t *testing.T) {
 	}
 	if !slices.Equal(rows, want) {
 		t.Errorf("window page %v, want %v", rows, want)
+	}
+}
+
+// Issue 29 item 3, RL-17: a version 8 database gets the table of NIP-98
+// tokens, every object of it then as a fresh database has it, and a token
+// spent on it is refused the second time.
+func TestMigrateFromVersion8(t *testing.T) {
+	path := mgNewDB(t, testutil.NewSigner(t).Event(t, 1, qtT0, "before"))
+	mgDowngradeToV8(t, path)
+	s := mgMigratedAsFresh(t, path)
+	key := []byte("0123456789abcdef")
+	for i, want := range []bool{true, false} {
+		if fresh, err := s.SpendToken(context.Background(), key, qtT0+120); err != nil || fresh != want {
+			t.Fatalf("use %d of a token: %v, %v; want %v", i+1, fresh, err, want)
+		}
 	}
 }

@@ -27,6 +27,7 @@ type writeStmts struct {
 	shortWait, longWait, checkpoint, busyWait                 *sql.Stmt
 	foreignGroupState                                         *sql.Stmt
 	topLevelAfter, subtree, moveSubtree                       *sql.Stmt
+	spendToken, purgeTokens                                   *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -149,6 +150,11 @@ func (s *writeStmts) list() []writeStmt {
 		// may have arrived before its target (RL-8).
 		{&s.reactionsTo, `SELECT t.seq FROM tags t WHERE t.name = 'e' AND t.value = ? AND t.kind = 7`},
 		{&s.foreignGroupState, foreignGroupStateSQL},
+		// NIP-98 tokens (RL-17): the key's row, and the expired ones
+		// along nip98_tokens_expires, a batch at a time.
+		{&s.spendToken, `INSERT INTO nip98_tokens (sig, expires) VALUES (?, ?) ON CONFLICT (sig) DO NOTHING`},
+		{&s.purgeTokens, `DELETE FROM nip98_tokens WHERE sig IN
+			(SELECT sig FROM nip98_tokens WHERE expires < ? LIMIT ?)`},
 		{&s.summaryTarget, `SELECT e.id, c.h, e.parent IS NULL, e.row_class FROM events e JOIN channels c ON c.seq = e.channel
 			WHERE e.seq = ?`},
 	}

@@ -3,9 +3,9 @@
 // store of its own, so that SQLite today and a second store later answer
 // alike. What the suite needs beyond the relay's interface (an import, a
 // backfill, an export, the consistency check and its repair, the purge of
-// expired events, a restart, and for the checks what the store holds, an
-// event's place, its whole state as text and a way to damage it) is the
-// small Store interface here; how a store is opened is the store
+// expired events and tokens, a restart, and for the checks what the store
+// holds, an event's place, its whole state as text and a way to damage it)
+// is the small Store interface here; how a store is opened is the store
 // package's business (Opener).
 //
 // The checks the suite is written with (a model of thread counters, an
@@ -72,6 +72,9 @@ type Store interface {
 	// PurgeExpired removes the events whose NIP-40 expiration passed,
 	// saying how many.
 	PurgeExpired(ctx context.Context) (int, error)
+	// PurgeTokens deletes the NIP-98 tokens whose expiry passed by the
+	// store's clock, saying how many (RL-17).
+	PurgeTokens(ctx context.Context) (int, error)
 	// Held counts the events matching f (its limit aside) that the store
 	// still keeps in any form, deleted and expired ones too, whoever may
 	// read them: a replaced or purged event is no longer held.
@@ -221,6 +224,9 @@ var suite = []struct {
 	{"ThreadCountersRandom", testThreadCountersRandom},
 	{"ThreadRejectedLeavesNothing", testThreadRejectedLeavesNothing},
 	{"ThreadConcurrentIngest", testThreadConcurrentIngest},
+	{"TokenSpentOnce", testTokenSpentOnce},
+	{"TokenRace", testTokenRace},
+	{"TokenPurge", testTokenPurge},
 }
 
 // Run runs the whole suite on the stores open opens, each test on a fresh
