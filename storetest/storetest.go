@@ -208,6 +208,7 @@ var suite = []struct {
 	{"RootOnlyReplyMissingRoot", testRootOnlyReplyMissingRoot},
 	{"RootOnlyReplyImportBackfill", testRootOnlyReplyImportBackfill},
 	{"ReactionScope", testReactionScope},
+	{"AuxChannellessOpenOnly", testAuxChannellessOpenOnly},
 	{"DeletionScope", testDeletionScope},
 	{"QueryScopeFilters", testQueryScopeFilters},
 	{"Smoke", testSmoke},
