@@ -14,16 +14,14 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
-// Bounds of a feed's walks (RL-35, RL-27a), as package sqlite's: a walk
-// reads candidates newest first in keyset pages of feedPageRows and stops
-// once it holds what it needs or its feed has examined feedScanRows
-// candidates across all its types.
-const (
-	feedScanRows = 5000
-	feedPageRows = 200
-)
+// feedPageRows is the keyset page of a feed's walk. A walk goes on until
+// it holds what it serves or its index runs out: no number of events the
+// requester may not read can shorten a feed (RL-35, settled on
+// 2026-12-04); the query's deadline bounds it in time.
+const feedPageRows = 200
 
 // feedCandidate is what a walk reads of a candidate: its place in the
 // walk, its id for the feed's order, whether it may be served at all
@@ -88,12 +86,25 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 	if q.Since != nil {
 		since = *q.Since
 	}
+	var before *feedCursor
+	if q.Before != nil {
+		before = &feedCursor{at: q.Before.CreatedAt, id: []byte{}}
+		if q.Before.ID != "" {
+			id, ok := nipcw.ID32(q.Before.ID)
+			if !ok {
+				return nil, fmt.Errorf("feed: before_id %q is no event id", q.Before.ID)
+			}
+			before.id = id
+		}
+	}
 	var out []*nostr.Event
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
+		if q.Limit <= 0 {
+			return nil
+		}
 		readable := func(scope *int64) bool { return scope == nil || c.CanReadSeq(q.Viewer, *scope) }
 		served := map[int64]bool{}
 		var hits []feedHit
-		budget := feedScanRows
 		for _, t := range q.Types {
 			need := q.Limit - len(hits)
 			if need <= 0 {
@@ -113,7 +124,7 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 			default:
 				return fmt.Errorf("feed: unknown type %q", t)
 			}
-			found, err := s.feedWalk(ctx, tx, query, t == buzz.FeedActivity, extra, since, need, &budget, func(scope *int64, seq int64) bool {
+			found, err := s.feedWalk(ctx, tx, query, t == buzz.FeedActivity, extra, since, before, need, func(scope *int64, seq int64) bool {
 				return readable(scope) && !served[seq]
 			})
 			if err != nil {
@@ -134,12 +145,20 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 	return out, nil
 }
 
+// feedCursor is RL-19's (until, before_id): a feed continues strictly
+// after it in `created_at DESC, id ASC` order.
+type feedCursor struct {
+	at int64
+	id []byte
+}
+
 // feedWalk reads the candidates of one feed type newest first, page by
-// page, until it holds need of them that take accepts (and, unless the
-// walk is in feed order (byID: its keyset position is (created_at, id)),
-// every candidate of the second of the last), the candidates run out, or
-// budget is spent. It returns them in feed order, at most need.
-func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool, extra []any, since int64, need int, budget *int,
+// page, past before (nil: from the head), until it holds need of them
+// that take accepts (and, unless the walk is in feed order (byID: its
+// keyset position is (created_at, id)), every candidate of the second of
+// the last) or the candidates run out. It returns them in feed order, at
+// most need.
+func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool, extra []any, since int64, before *feedCursor, need int,
 	take func(scope *int64, seq int64) bool) ([]feedHit, error) {
 	now := s.nowUnix()
 	var hits []feedHit
@@ -147,8 +166,16 @@ func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool
 	if byID {
 		pos = []byte{} // before every id
 	}
-	for *budget > 0 {
-		page := min(feedPageRows, *budget)
+	if before != nil {
+		// A (created_at, seq) walk starts at the whole second and leaves
+		// out, below, what is not past the id.
+		posAt = before.at
+		if byID {
+			pos = before.id
+		}
+	}
+	for {
+		page := feedPageRows
 		n, done := 0, false
 		rows, err := tx.Query(ctx, query, append([]any{now, since, posAt, pos, page}, extra...)...)
 		if err != nil {
@@ -172,7 +199,7 @@ func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool
 			} else {
 				pos = h.seq
 			}
-			if live && take(scope, h.seq) {
+			if live && take(scope, h.seq) && (before == nil || byID || h.createdAt < before.at || bytes.Compare(h.id, before.id) > 0) {
 				hits = append(hits, h)
 				if byID && len(hits) == need {
 					done = true
@@ -184,7 +211,6 @@ func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		*budget -= n
 		if done || n < page {
 			break
 		}
