@@ -45,7 +45,15 @@ func TestPlans(t *testing.T) {
 	exportLater.args[len(exportLater.args)-2] = tagKey(someIDs[0])
 	channel := int64(1)
 	exportChannel, _ := exportSQL(buzz.ExportFilter{}, now, &channel)
-	feedFrom := []any{now, int64(math.MinInt64), int64(math.MaxInt64), int64(math.MaxInt64), feedPageRows}
+	feedHead := []any{now, int64(math.MinInt64), int64(math.MaxInt64), []byte{}, 20}
+	feedStreams := func(n int) []any {
+		streams := make([]any, n)
+		for i := range streams {
+			streams[i] = int64(i)
+		}
+		return streams
+	}
+	authorKey, _ := hex.DecodeString(author)
 	threadAfter := &buzz.Position{CreatedAt: 1700000000 + planEvents + 10, ID: planID(planEvents + 10)}
 	plans := []struct {
 		name   string
@@ -70,8 +78,12 @@ func TestPlans(t *testing.T) {
 		{"export", exportFirst, "events_created"},
 		{"export, a later page", exportLater, "events_created"},
 		{"export of a channel", exportChannel, "events_channel"},
-		{"feed mentions", sqlQuery{sql: feedMentionsQuery, args: append(slices.Clone(feedFrom), tagKey(author))}, "tags_pkey"},
-		{"feed activity", sqlQuery{sql: feedActivityQuery, args: []any{now, int64(math.MinInt64), int64(math.MaxInt64), []byte{}, feedPageRows}}, "events_kind"},
+		{"feed mentions", sqlQuery{sql: feedMentionQueries[1], args: append(append(slices.Clone(feedHead), tagKey(author), false), feedStreams(1)...)}, "mentions_feed"},
+		{"feed mentions, 16 streams", sqlQuery{sql: feedMentionQueries[16], args: append(append(slices.Clone(feedHead), tagKey(author), false), feedStreams(16)...)}, "mentions_feed"},
+		{"feed activity", sqlQuery{sql: feedActivityQueries[1], args: append(slices.Clone(feedHead), feedStreams(1)...)}, "events_feed"},
+		{"feed activity, 16 streams", sqlQuery{sql: feedActivityQueries[16], args: append(slices.Clone(feedHead), feedStreams(16)...)}, "events_feed"},
+		{"feed streams", sqlQuery{sql: feedStreamsSQL, args: []any{authorKey}}, "members_pubkey"},
+		{"feed streams of a relay admin", sqlQuery{sql: feedAdminStreamsSQL}, "channels_private"},
 		{"thread of a root", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_root"},
 		{"thread of a root, a later page", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100, After: threadAfter}, now), "events_root"},
 		{"thread below an inner event", threadSQL(planEvents+1, 1, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_parent"},
@@ -80,7 +92,7 @@ func TestPlans(t *testing.T) {
 	// These take the rows in the index's order, so that a LIMIT stops the
 	// range early, with no sort of every row it matched.
 	ordered := map[string]bool{"query #h": true, "query kinds + #h": true, "query kinds, a common one": true, "query kinds, a rare one": true,
-		"feed activity": true}
+		"feed activity": true, "feed activity, 16 streams": true, "feed mentions": true, "feed mentions, 16 streams": true}
 	generic := genericConn(t, s.url)
 	for _, p := range plans {
 		if plan := genericPlan(t, generic, p.sql.sql); len(planScans(plan)) > 0 {
@@ -153,6 +165,9 @@ var planDatabase = []string{
 	`INSERT INTO members (channel, pubkey, role)
 		SELECT c, sha256(int8send(m)), 1 FROM generate_series(1, 200) c, generate_series(1, 20) m`,
 	`INSERT INTO page_versions (channel, version) SELECT seq, 1 FROM channels`,
+	// The feed's streams of the messages filled by SQL (their mentions
+	// the tags' trigger wrote).
+	`UPDATE events SET feed = feed_stream(channel) WHERE kind IN (9, 11) AND channel IS NOT NULL`,
 	// The rows in the order a relay writes them, its events' arrival (the
 	// planner weighs how a table's order follows an index's), numbers kept.
 	`CREATE TEMPORARY TABLE arrived_events AS SELECT * FROM events ORDER BY created_at, seq`,
