@@ -462,3 +462,61 @@ func testFeedActivityReplies(t *testing.T, open Opener) {
 		t.Errorf("activity %v, want the reply and its root %v", short(ids), short(want))
 	}
 }
+
+// RL-35, RL-13: a channel that becomes private takes its messages and
+// mentions out of the feeds of those who no longer read it, and back in
+// when it opens again; its members and the relay admin keep them all
+// along; a deleted channel's leave every feed.
+func testFeedChannelChanges(t *testing.T, open Opener) {
+	sg := testutil.SortedSigners(t, 4)
+	owner, member, x, admin := sg[0], sg[1], sg[2], sg[3]
+	s := open(t, Config{Admins: []string{admin.PK}})
+	ctx := context.Background()
+	at := int64(ttBase)
+	post := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
+		t.Helper()
+		at++
+		return ttIngest(t, s, sg.Event(t, kind, at, "", tags...))
+	}
+	post(owner, 9007, ttH(ttChan))
+	post(owner, 9000, ttH(ttChan), nostr.Tag{"p", member.PK})
+	px, pm := nostr.Tag{"p", x.PK}, nostr.Tag{"p", member.PK}
+	msg := post(owner, 9, ttH(ttChan), px, pm)
+	thread := post(owner, 11, ttH(ttChan))
+	note := post(owner, 1, px, pm)
+	check := func(state string, xReads bool) {
+		t.Helper()
+		for _, c := range []struct {
+			v     buzz.Viewer
+			reads bool
+		}{{buzz.Viewer(x.PK), xReads}, {buzz.Anonymous, xReads}, {buzz.Viewer(member.PK), state != "deleted"},
+			{buzz.Viewer(admin.PK), state != "deleted"}} {
+			for _, ty := range []buzz.FeedType{buzz.FeedActivity, buzz.FeedMentions} {
+				var want []*nostr.Event
+				switch {
+				case ty == buzz.FeedActivity && c.reads:
+					want = []*nostr.Event{thread, msg}
+				case ty == buzz.FeedMentions && c.v == buzz.Viewer(x.PK) && c.reads,
+					ty == buzz.FeedMentions && c.v == buzz.Viewer(member.PK) && c.reads:
+					want = []*nostr.Event{note, msg}
+				case ty == buzz.FeedMentions && (c.v == buzz.Viewer(x.PK) || c.v == buzz.Viewer(member.PK)):
+					want = []*nostr.Event{note}
+				}
+				got, err := s.Feed(ctx, buzz.FeedQuery{Viewer: c.v, Types: []buzz.FeedType{ty}, Limit: 20})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ids, want := testutil.IDs(got...), testutil.IDs(want...); !slices.Equal(ids, want) {
+					t.Errorf("%s, viewer %.8s %s: %v, want %v", state, c.v, ty, short(ids), short(want))
+				}
+			}
+		}
+	}
+	check("open", true)
+	post(owner, 9002, ttH(ttChan), nostr.Tag{"private"})
+	check("private", false)
+	post(owner, 9002, ttH(ttChan), nostr.Tag{"public"})
+	check("open again", true)
+	post(owner, 9008, ttH(ttChan))
+	check("deleted", false)
+}

@@ -292,7 +292,8 @@ func testQueryScopeFilters(t *testing.T, open Opener) {
 // (stored without a channel, as if the target did not exist), not a
 // member's reaction whose last e tag leaves it channel-less, not one
 // stored in another channel, nor a channel-less deletion of those; the
-// open channel's rows serve a channel-less reaction as before.
+// open channel's rows serve a channel-less reaction as before, until the
+// channel becomes private (its cached page too).
 func testAuxChannellessOpenOnly(t *testing.T, open Opener) {
 	fx := newSCFixture(t, open)
 	s := fx.s
@@ -311,7 +312,8 @@ func testAuxChannellessOpenOnly(t *testing.T, open Opener) {
 	if got := scAdmit(t, s, channelless); got != "" {
 		t.Fatalf("fixture: the reaction is not channel-less (scope %q)", got)
 	}
-	onOpen := testutil.IDs(fx.ingest(t, fx.outsider, 7, ttE(fx.openMsg.ID)), channelless)
+	inOpen := fx.ingest(t, fx.outsider, 7, ttE(fx.openMsg.ID))
+	onOpen := testutil.IDs(inOpen, channelless)
 	for _, v := range fx.readers {
 		for _, c := range []struct {
 			channel string
@@ -336,6 +338,16 @@ func testAuxChannellessOpenOnly(t *testing.T, open Opener) {
 				t.Errorf("viewer %.8s: thread of the %s message serves aux %v, want %v", v, c.channel, short(got), short(c.want))
 			}
 		}
+	}
+	// The open channel's page, served from a cache above, stops serving
+	// the channel-less reaction once the channel is private.
+	fx.ingest(t, fx.owner, 9002, ttH(ttChan2), nostr.Tag{"private"})
+	page, err := s.Window(ctx, buzz.WindowQuery{Channel: ttChan2, Viewer: fx.ownerV, Limit: 10, Aux: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rawIDs(page.Aux), testutil.IDs(inOpen); !testutil.SameSet(got, want) {
+		t.Errorf("window of the channel made private serves aux %v, want %v", short(got), short(want))
 	}
 }
 

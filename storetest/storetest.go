@@ -180,6 +180,7 @@ var suite = []struct {
 	{"FeedComplete", testFeedComplete},
 	{"FeedPaging", testFeedPaging},
 	{"FeedActivityReplies", testFeedActivityReplies},
+	{"FeedChannelChanges", testFeedChannelChanges},
 	{"ImportOutOfOrderThenBackfill", testImportOutOfOrderThenBackfill},
 	{"ImportMissingParent", testImportMissingParent},
 	{"ImportBatchTagIndex", testImportBatchTagIndex},
