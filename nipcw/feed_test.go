@@ -151,7 +151,8 @@ func TestAuthHeader(t *testing.T) {
 }
 
 // checkFeed fails unless f holds only known types, each once, and a limit
-// within 0..100, whatever body it was parsed from (RL-35; FuzzParseBody).
+// within 0..100, and a cursor whose id is a lowercase 64-hex id or none,
+// whatever body it was parsed from (RL-35; FuzzParseBody).
 func checkFeed(t *testing.T, f *FeedRequest) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -163,5 +164,8 @@ func checkFeed(t *testing.T, f *FeedRequest) {
 	}
 	if f.Limit < 0 || f.Limit > MaxFeedLimit {
 		t.Fatalf("limit %d", f.Limit)
+	}
+	if f.Before != nil && f.Before.ID != "" && (!IsHex64(f.Before.ID) || strings.ToLower(f.Before.ID) != f.Before.ID) {
+		t.Fatalf("before_id %q", f.Before.ID)
 	}
 }
