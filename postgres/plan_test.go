@@ -106,6 +106,49 @@ func TestPlans(t *testing.T) {
 			t.Errorf("%s: want the rows in the index's order, without a sort:\n%s", p.name, plan)
 		}
 	}
+	for _, st := range feedTriggerStatements(t) {
+		args := []any{int64(planEvents / 2)}
+		if strings.Contains(st, "$2") {
+			args = append(args, tagKey(author))
+		}
+		if plan := explain(t, s.pool, st, args...); len(planScans(plan)) > 0 {
+			t.Errorf("feed trigger: want a plan without a scan of a table that grows:\n%s\n%s", st, plan)
+		}
+	}
+}
+
+// feedTriggerRow is a trigger's reference to its row: NEW.seq or OLD.seq
+// becomes $1, the tag's value $2, a kind 9.
+var feedTriggerRow = strings.NewReplacer("NEW.seq", "$1::bigint", "OLD.seq", "$1::bigint",
+	"NEW.value", "$2::bytea", "OLD.value", "$2::bytea", "NEW.kind", "9")
+
+// feedTriggerStatements are the statements of the trigger functions of
+// feedStreamsMigration (RL-27a: they run inside the writer's statements,
+// whose plans do not show them), each with its row made parameters, an
+// INSERT's as its SELECT.
+func feedTriggerStatements(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, body := range strings.Split(feedStreamsMigration, "$$")[1:] {
+		body, ok := strings.CutPrefix(strings.TrimSpace(body), "BEGIN")
+		if !ok {
+			continue
+		}
+		for _, st := range strings.Split(body, ";") {
+			st = strings.TrimSpace(st)
+			if strings.HasPrefix(st, "INSERT") {
+				st = "SELECT" + strings.SplitN(st, "SELECT", 2)[1]
+				st, _, _ = strings.Cut(st, "ON CONFLICT")
+			}
+			if strings.HasPrefix(st, "SELECT") || strings.HasPrefix(st, "UPDATE") || strings.HasPrefix(st, "DELETE") {
+				out = append(out, feedTriggerRow.Replace(st))
+			}
+		}
+	}
+	if len(out) != 5 {
+		t.Fatalf("%d statements in the feed's triggers, want 5: %q", len(out), out)
+	}
+	return out
 }
 
 // planDatabase is what the plan tests' database holds, filled by SQL:
@@ -215,7 +258,7 @@ var fullSort = regexp.MustCompile(`(?m)^\s*(->\s+)?Sort\s+\(cost`)
 
 // grownTables are the tables that grow with the events stored: a plan
 // must search them, never read them whole. (settings holds a few keys.)
-var grownTables = []string{"events", "tags", "thread_metadata", "channels", "members", "page_versions"}
+var grownTables = []string{"events", "tags", "thread_metadata", "channels", "members", "page_versions", "mentions"}
 
 // planScans are the lines of plan that read a table of grownTables whole.
 func planScans(plan string) []string {
