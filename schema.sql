@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 9
+-- schema_version: 10
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -81,6 +81,12 @@ INSERT INTO settings (key, value) VALUES ('access_version', 0);
 --                 searching tags_aux for every hop-1 event. It is not
 --                 cleared when the deletion goes (expiry): hop 2 then finds
 --                 nothing, as it would have.
+--   feed          for a channel message of the home feed's activity (kinds
+--                 9 and 11, replies included, RL-35): its stream, 0 while
+--                 its channel is open, the channel's seq while it is private
+--                 or deleted (no one reads it but the channel's readers);
+--                 NULL for every other event. The channels_feed trigger
+--                 keeps it when a channel changes.
 CREATE TABLE events (
   seq        INTEGER PRIMARY KEY,
   id         BLOB    NOT NULL,
@@ -100,7 +106,8 @@ CREATE TABLE events (
   broadcast  INTEGER NOT NULL DEFAULT 0,
   row_class  INTEGER NOT NULL DEFAULT 0,
   scope      INTEGER,
-  named_by_deletion INTEGER NOT NULL DEFAULT 0
+  named_by_deletion INTEGER NOT NULL DEFAULT 0,
+  feed       INTEGER
 ) STRICT;
 
 CREATE UNIQUE INDEX events_id ON events(id);
@@ -169,6 +176,70 @@ CREATE TABLE tags (
 -- primary key a page also walked every reply naming its rows (issue 15).
 CREATE INDEX tags_aux ON tags(value, created_at, seq, kind)
   WHERE name = 'e' AND kind IN (5, 7, 9005, 40003);
+
+-- The home feed (RL-35): each type read from an index in feed order, in
+-- streams: stream 0 holds what every reader of open channels may read
+-- (open channels' events, and for mentions events of no channel too),
+-- each private or deleted channel a stream of its own (its seq). A feed
+-- merges the streams its requester may read and touches nothing of the
+-- others, however many events they hold. Activity is events_feed (the
+-- events' feed column); mentions (needs 0: kinds 1, 9, 11, 1111) and
+-- needs_action (needs 1: kinds 40007, 46010) are the mentions table: one
+-- row per live event of those kinds and pubkey its p tags name (32 bytes,
+-- the tag index's form of a pubkey). Deleted events leave both; the
+-- triggers below keep the streams when a channel becomes private, open
+-- or deleted.
+CREATE INDEX events_feed ON events(feed, created_at, id DESC)
+  WHERE feed IS NOT NULL AND deleted_at IS NULL;
+CREATE TABLE mentions (
+  seq        INTEGER NOT NULL,
+  pubkey     BLOB    NOT NULL,
+  needs      INTEGER NOT NULL,
+  feed       INTEGER NOT NULL,
+  created_at INTEGER NOT NULL,
+  id         BLOB    NOT NULL,
+  PRIMARY KEY (seq, pubkey)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX mentions_feed ON mentions(pubkey, needs, feed, created_at, id DESC);
+-- The streams of a requester: the channels it holds a role in, and for
+-- a relay admin every private channel.
+CREATE INDEX members_pubkey ON members(pubkey);
+CREATE INDEX channels_private ON channels(seq) WHERE private = 1 AND deleted_at IS NULL;
+
+CREATE TRIGGER mentions_insert AFTER INSERT ON tags
+  WHEN NEW.name = 'p' AND NEW.kind IN (1, 9, 11, 1111, 40007, 46010) AND typeof(NEW.value) = 'blob' BEGIN
+  INSERT OR IGNORE INTO mentions (seq, pubkey, needs, feed, created_at, id)
+    SELECT e.seq, NEW.value, NEW.kind IN (40007, 46010),
+      iif(e.scope IS NULL, 0, coalesce((SELECT iif(c.private = 0 AND c.deleted_at IS NULL, 0, c.seq)
+        FROM channels c WHERE c.seq = e.scope), e.scope)),
+      e.created_at, e.id
+    FROM events e WHERE e.seq = NEW.seq AND e.deleted_at IS NULL;
+END;
+
+CREATE TRIGGER mentions_tag_delete AFTER DELETE ON tags
+  WHEN OLD.name = 'p' AND OLD.kind IN (1, 9, 11, 1111, 40007, 46010) BEGIN
+  DELETE FROM mentions WHERE seq = OLD.seq AND pubkey = OLD.value;
+END;
+
+CREATE TRIGGER mentions_event_deleted AFTER UPDATE OF deleted_at ON events
+  WHEN NEW.deleted_at IS NOT NULL AND NEW.kind IN (1, 9, 11, 1111, 40007, 46010) BEGIN
+  DELETE FROM mentions WHERE seq = NEW.seq;
+END;
+
+CREATE TRIGGER mentions_event_delete AFTER DELETE ON events
+  WHEN OLD.kind IN (1, 9, 11, 1111, 40007, 46010) BEGIN
+  DELETE FROM mentions WHERE seq = OLD.seq;
+END;
+
+-- A channel's events change stream when it becomes private, open or
+-- deleted: a write that costs the channel's feed events, once.
+CREATE TRIGGER channels_feed AFTER UPDATE OF private, deleted_at ON channels
+  WHEN (OLD.private = 0 AND OLD.deleted_at IS NULL) != (NEW.private = 0 AND NEW.deleted_at IS NULL) BEGIN
+  UPDATE events SET feed = iif(NEW.private = 0 AND NEW.deleted_at IS NULL, 0, NEW.seq)
+    WHERE channel = NEW.seq AND feed IS NOT NULL;
+  UPDATE mentions SET feed = iif(NEW.private = 0 AND NEW.deleted_at IS NULL, 0, NEW.seq)
+    WHERE seq IN (SELECT seq FROM events WHERE channel = NEW.seq AND kind IN (1, 9, 11, 1111, 40007, 46010));
+END;
 
 -- Subtree counters of a classified channel event (RL-5), kept exact for every
 -- ancestor at ingest and deletion (RL-6). A row exists once the event has had

@@ -31,6 +31,10 @@ type FeedQuery struct {
 	Types []FeedType
 	// Since, when set, leaves out events older than it.
 	Since *int64
+	// Before, when set, continues each type strictly after (CreatedAt,
+	// ID) in `created_at DESC, id ASC` order (RL-19's until + before_id);
+	// an empty ID leaves out events newer than CreatedAt.
+	Before *Position
 	// Limit is how many events the feed serves across its types.
 	Limit int
 	// MaxBytes bounds the events read (EventSize), ErrTooLarge past it;

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 )
 
 // FeedExtension is the name NIP-11 `supported_extensions` gives the home
@@ -48,6 +49,11 @@ type FeedRequest struct {
 	Types []string
 	// Since, when set, leaves out events older than it.
 	Since *int64
+	// Before, when set, continues each type strictly after (until,
+	// before_id) in `created_at DESC, id ASC` order, as RL-19 pages the
+	// generic path; an empty ID (until alone) leaves out events newer
+	// than until.
+	Before *Cursor
 	// Limit is how many events the filter serves, 0..100, across its types.
 	Limit int
 }
@@ -69,14 +75,30 @@ func feedTypes(obj map[string]json.RawMessage) (names []string, ok bool) {
 }
 
 // parseFeed reads a feed filter whose `feed_types` are names: unknown and
-// repeated types are skipped (an alias repeats its type), `since` and
-// `limit` are integers. Every other key is ignored.
+// repeated types are skipped (an alias repeats its type), `since`, `until`
+// and `limit` are integers, `before_id` is RL-19's: a 64-hex id (checked
+// first) that needs `until`. Every other key is ignored.
 func parseFeed(obj map[string]json.RawMessage, names []string) (*FeedRequest, error) {
 	f := &FeedRequest{}
 	for _, name := range names {
 		if t, ok := FeedType(name); ok && !slices.Contains(f.Types, t) {
 			f.Types = append(f.Types, t)
 		}
+	}
+	var beforeID string
+	if present(obj["before_id"]) {
+		if json.Unmarshal(obj["before_id"], &beforeID) != nil || !IsHex64(beforeID) {
+			return nil, ErrBeforeID
+		}
+	}
+	if present(obj["until"]) {
+		until, err := integer(obj["until"])
+		if err != nil {
+			return nil, invalidFilters("until must be an integer")
+		}
+		f.Before = &Cursor{CreatedAt: until, ID: strings.ToLower(beforeID)}
+	} else if beforeID != "" {
+		return nil, ErrBeforeIDNeedUntil
 	}
 	if present(obj["since"]) {
 		since, err := integer(obj["since"])

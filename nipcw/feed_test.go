@@ -72,12 +72,43 @@ func TestParseFeed(t *testing.T) {
 
 func ptr(n int64) *int64 { return &n }
 
+// RL-35 (settled on 2026-12-04), RL-19: until alone, and until with
+// before_id (lowercased), page a feed filter back; null is absent.
+func TestParseFeedCursor(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		want *Cursor
+	}{
+		{`{"feed_types":["mentions"]}`, nil},
+		{`{"feed_types":["mentions"],"until":null,"before_id":null}`, nil},
+		{`{"feed_types":["mentions"],"until":1700000000}`, &Cursor{CreatedAt: 1700000000}},
+		{`{"feed_types":["activity"],"until":1700000000,"before_id":"` + strings.ToUpper(testID) + `"}`,
+			&Cursor{CreatedAt: 1700000000, ID: strings.ToLower(testID)}},
+	} {
+		f := parseOne(t, "["+c.body+"]").Feed
+		if f == nil {
+			t.Fatalf("%s: not a feed filter", c.body)
+		}
+		if (f.Before == nil) != (c.want == nil) || (f.Before != nil && *f.Before != *c.want) {
+			t.Errorf("%s: before %+v, want %+v", c.body, f.Before, c.want)
+		}
+	}
+}
+
 // RL-35, RL-16: a malformed since or limit refuses the request.
 func TestParseFeedErrors(t *testing.T) {
 	for body, want := range map[string]string{
 		`[{"feed_types":["mentions"],"since":"yesterday"}]`: "invalid filters: since must be an integer",
 		`[{"feed_types":["mentions"],"since":1.5}]`:         "invalid filters: since must be an integer",
 		`[{"feed_types":["mentions"],"limit":"5"}]`:         "invalid filters: limit must be an integer",
+		// RL-35 settled, RL-19: the cursor's 400s, before_id first.
+		`[{"feed_types":["mentions"],"until":"now"}]`:                           "invalid filters: until must be an integer",
+		`[{"feed_types":["mentions"],"before_id":"` + testID + `"}]`:            ErrBeforeIDNeedUntil.Message,
+		`[{"feed_types":["mentions"],"before_id":"abc","until":5}]`:             ErrBeforeID.Message,
+		`[{"feed_types":["mentions"],"before_id":"abc"}]`:                       ErrBeforeID.Message,
+		`[{"feed_types":["mentions"],"before_id":"abc","until":"now"}]`:         ErrBeforeID.Message,
+		`[{"feed_types":["activity"],"before_id":7,"until":5}]`:                 ErrBeforeID.Message,
+		`[{"feed_types":["activity"],"before_id":"` + testID + `x","until":5}]`: ErrBeforeID.Message,
 	} {
 		_, err := ParseBody([]byte(body))
 		var re *RequestError
@@ -120,7 +151,8 @@ func TestAuthHeader(t *testing.T) {
 }
 
 // checkFeed fails unless f holds only known types, each once, and a limit
-// within 0..100, whatever body it was parsed from (RL-35; FuzzParseBody).
+// within 0..100, and a cursor whose id is a lowercase 64-hex id or none,
+// whatever body it was parsed from (RL-35; FuzzParseBody).
 func checkFeed(t *testing.T, f *FeedRequest) {
 	t.Helper()
 	seen := map[string]bool{}
@@ -132,5 +164,8 @@ func checkFeed(t *testing.T, f *FeedRequest) {
 	}
 	if f.Limit < 0 || f.Limit > MaxFeedLimit {
 		t.Fatalf("limit %d", f.Limit)
+	}
+	if f.Before != nil && f.Before.ID != "" && (!IsHex64(f.Before.ID) || strings.ToLower(f.Before.ID) != f.Before.ID) {
+		t.Fatalf("before_id %q", f.Before.ID)
 	}
 }

@@ -225,6 +225,7 @@ func FuzzParseBody(f *testing.F) {
 		`{}`, `[]`, `[null]`, `[{"top_level":true}]`,
 		`[{"feed_types":["mentions","agent_activity","needs_action"],"limit":5,"since":9}]`,
 		`[{"feed_types":[1,"activity",null],"limit":-1}]`, `[{"feed_types":"activity"}]`, `[{"feed_types":[]}]`,
+		`[{"feed_types":["activity"],"until":9,"before_id":"` + testID + `","limit":0}]`,
 	} {
 		f.Add([]byte(seed))
 	}

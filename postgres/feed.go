@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"slices"
@@ -14,66 +15,78 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
-// Bounds of a feed's walks (RL-35, RL-27a), as package sqlite's: a walk
-// reads candidates newest first in keyset pages of feedPageRows and stops
-// once it holds what it needs or its feed has examined feedScanRows
-// candidates across all its types.
+// feedArms is how many streams one feed statement merges (see package
+// sqlite's): groups are padded to a power of two with noStream, so that a
+// handful of statement texts serve every requester.
 const (
-	feedScanRows = 5000
-	feedPageRows = 200
+	feedArms = 16
+	noStream = -1
 )
 
-// feedCandidate is what a walk reads of a candidate: its place in the
-// walk, its id for the feed's order, whether it may be served at all
-// (live at $1, and whatever extra the type asks), and its scope.
-func feedCandidate(extra string) string {
-	return `e.created_at, e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $1)` + extra + `, e.scope`
+// feedActivitySQL merges n streams of events_feed in feed order, the live
+// channel messages of kinds 9 and 11, replies included: $1 is now
+// (NIP-40), $2 since, ($3, $4) the (created_at, id) position the answer
+// continues strictly after, $5 how many it serves, $6.. the streams. Each
+// arm is a range of the index in its order, merged (Merge Append) up to
+// $5: a stream costs what it serves, whatever else it holds.
+func feedActivitySQL(n int) string {
+	return feedMerge(n, 6, func(arm string) string {
+		return `SELECT e.created_at, e.seq, e.id, e.scope FROM events e
+			WHERE e.feed = ` + arm + ` AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $1)
+			AND e.created_at >= $2 AND e.created_at <= $3 AND (e.created_at < $3 OR e.id > $4)
+			ORDER BY e.created_at DESC, e.id`
+	})
 }
 
-// feedMentionSQL walks the `p` entries of the tag index that name $6,
-// newest first, for events of kinds. $2 is since, ($3, $4) the keyset
-// position (created_at, seq) the page continues strictly after, $5 the
-// page size.
-func feedMentionSQL(kinds []int) string {
-	return `SELECT ` + feedCandidate("") + ` FROM tags t JOIN events e ON e.seq = t.seq
-		WHERE t.name = 'p' AND t.value = $6 AND t.kind IN (` + intList(kinds) + `)
-		AND t.created_at >= $2 AND t.created_at <= $3 AND (t.created_at < $3 OR t.seq < $4)
-		ORDER BY t.created_at DESC, t.seq DESC LIMIT $5`
+// feedMentionSQL merges n streams of the mentions of $6 (needs_action
+// when $7) in feed order; $1..$5 as feedActivitySQL's, the streams from
+// $8. The event is read for its expiration and scope only.
+func feedMentionSQL(n int) string {
+	return feedMerge(n, 8, func(arm string) string {
+		return `SELECT m.created_at, m.seq, m.id, e.scope FROM mentions m JOIN events e ON e.seq = m.seq
+			WHERE m.pubkey = $6 AND m.needs = $7 AND m.feed = ` + arm + `
+			AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $1)
+			AND m.created_at >= $2 AND m.created_at <= $3 AND (m.created_at < $3 OR m.id > $4)
+			ORDER BY m.created_at DESC, m.id`
+	})
 }
 
-// feedActivitySQL walks the channel messages of kinds in feed order, one
-// range of events_kind a kind merged in order. Parameters as
-// feedMentionSQL's, without $6, but for the keyset position ($3, $4),
-// which is (created_at, id): the index is in feed order, and a walk stops
-// at the events it needs even when hundreds share their second.
-func feedActivitySQL(kinds []int) string {
-	arms := make([]string, len(kinds))
-	for i, k := range kinds {
-		arms[i] = `(SELECT ` + feedCandidate(" AND e.channel IS NOT NULL") +
-			` FROM events e WHERE e.kind = ` + strconv.Itoa(k) +
-			` AND e.created_at >= $2 AND e.created_at <= $3 AND (e.created_at < $3 OR e.id > $4)
-			ORDER BY e.created_at DESC, e.id LIMIT $5)`
+// feedMerge joins n arms, the stream of arm i being parameter first+i,
+// into one statement in feed order.
+func feedMerge(n, first int, arm func(param string) string) string {
+	if n == 1 {
+		return arm("$"+strconv.Itoa(first)+"::bigint") + ` LIMIT $5`
+	}
+	arms := make([]string, n)
+	for i := range arms {
+		arms[i] = "(" + arm("$"+strconv.Itoa(first+i)+"::bigint") + " LIMIT $5)"
 	}
 	return strings.Join(arms, " UNION ALL ") + ` ORDER BY 1 DESC, 3 LIMIT $5`
 }
 
-func intList(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
+// The statements of every group size, by type.
+var feedActivityQueries, feedMentionQueries = feedBySize(feedActivitySQL), feedBySize(feedMentionSQL)
+
+func feedBySize(build func(n int) string) map[int]string {
+	m := map[int]string{}
+	for n := 1; n <= feedArms; n *= 2 {
+		m[n] = build(n)
 	}
-	return strings.Join(s, ",")
+	return m
 }
 
-var (
-	feedMentionsQuery    = feedMentionSQL(buzz.MentionKinds)
-	feedNeedsActionQuery = feedMentionSQL(buzz.NeedsActionKinds)
-	feedActivityQuery    = feedActivitySQL(buzz.ActivityKinds)
+// feedStreamsSQL and feedAdminStreamsSQL are the private channels of a
+// requester: those it holds a role in (judged again by the access state)
+// and, for a relay admin, every private channel not deleted.
+const (
+	feedStreamsSQL      = `SELECT channel FROM members WHERE pubkey = $1`
+	feedAdminStreamsSQL = `SELECT seq FROM channels WHERE private AND deleted_at IS NULL`
 )
 
-// feedHit is a candidate the feed serves.
+// feedHit is an event the feed serves.
 type feedHit struct {
 	createdAt, seq int64
 	id             []byte
@@ -81,50 +94,72 @@ type feedHit struct {
 
 // Feed serves the home feed of q.Viewer (RL-35) from one read transaction:
 // each type in q.Types in turn, newest first (`created_at DESC, id ASC`),
-// events q.Viewer may read (RL-13) at or after q.Since, at most q.Limit
-// across the types, each event once.
+// events q.Viewer may read (RL-13) at or after q.Since and past q.Before,
+// at most q.Limit across the types, each event once. Each type merges the
+// streams q.Viewer may read (migration 3): stream 0 when it may read open
+// channels, and one per private channel it may read, so that nothing it
+// may not read costs it anything. An anonymous viewer is mentioned by no
+// one: only activity serves it.
 func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, error) {
 	since := int64(math.MinInt64)
 	if q.Since != nil {
 		since = *q.Since
 	}
+	until, after := int64(math.MaxInt64), []byte{} // before every id
+	if q.Before != nil {
+		until = q.Before.CreatedAt
+		if q.Before.ID != "" {
+			id, ok := nipcw.ID32(q.Before.ID)
+			if !ok {
+				return nil, fmt.Errorf("feed: before_id %q is no event id", q.Before.ID)
+			}
+			after = id
+		}
+	}
 	var out []*nostr.Event
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
-		readable := func(scope *int64) bool { return scope == nil || c.CanReadSeq(q.Viewer, *scope) }
+		if q.Limit <= 0 || len(q.Types) == 0 {
+			return nil
+		}
+		streams, err := feedStreams(ctx, tx, c, q.Viewer)
+		if err != nil {
+			return err
+		}
 		served := map[int64]bool{}
 		var hits []feedHit
-		budget := feedScanRows
 		for _, t := range q.Types {
 			need := q.Limit - len(hits)
 			if need <= 0 {
 				break
 			}
-			var query string
+			var queries map[int]string
 			var extra []any
 			switch {
-			case q.Viewer == buzz.Anonymous && (t != buzz.FeedActivity || !c.CanReadOpen(q.Viewer)):
-				continue // an anonymous reader of a relay without public reads reads no channel
+			case q.Viewer == buzz.Anonymous && t != buzz.FeedActivity:
+				continue
 			case t == buzz.FeedActivity:
-				query = feedActivityQuery
-			case t == buzz.FeedMentions:
-				query, extra = feedMentionsQuery, []any{tagKey(string(q.Viewer))}
-			case t == buzz.FeedNeedsAction:
-				query, extra = feedNeedsActionQuery, []any{tagKey(string(q.Viewer))}
+				queries = feedActivityQueries
+			case t == buzz.FeedMentions, t == buzz.FeedNeedsAction:
+				queries, extra = feedMentionQueries, []any{tagKey(string(q.Viewer)), t == buzz.FeedNeedsAction}
 			default:
 				return fmt.Errorf("feed: unknown type %q", t)
 			}
-			found, err := s.feedWalk(ctx, tx, query, t == buzz.FeedActivity, extra, since, need, &budget, func(scope *int64, seq int64) bool {
-				return readable(scope) && !served[seq]
-			})
+			// What earlier types served takes no slot: ask for as many more.
+			args := append([]any{s.nowUnix(), since, until, after, need + len(served)}, extra...)
+			found, err := feedMerged(ctx, tx, queries, args, streams)
 			if err != nil {
 				return fmt.Errorf("feed %s: %w", t, err)
 			}
 			for _, h := range found {
-				served[h.seq] = true
+				if len(hits) == q.Limit {
+					break
+				}
+				if !served[h.seq] && (h.scope == nil || c.CanReadSeq(q.Viewer, *h.scope)) {
+					served[h.seq] = true
+					hits = append(hits, h.feedHit)
+				}
 			}
-			hits = append(hits, found...)
 		}
-		var err error
 		out, err = s.feedLoad(ctx, tx, hits, q.MaxBytes)
 		return err
 	})
@@ -134,68 +169,97 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 	return out, nil
 }
 
-// feedWalk reads the candidates of one feed type newest first, page by
-// page, until it holds need of them that take accepts (and, unless the
-// walk is in feed order (byID: its keyset position is (created_at, id)),
-// every candidate of the second of the last), the candidates run out, or
-// budget is spent. It returns them in feed order, at most need.
-func (s *Store) feedWalk(ctx context.Context, tx pgx.Tx, query string, byID bool, extra []any, since int64, need int, budget *int,
-	take func(scope *int64, seq int64) bool) ([]feedHit, error) {
-	now := s.nowUnix()
-	var hits []feedHit
-	posAt, pos := int64(math.MaxInt64), any(int64(math.MaxInt64))
-	if byID {
-		pos = []byte{} // before every id
+// feedStreams are the streams v may read: 0 (open channels, and events
+// of no channel) unless v may read no open channel, then the private
+// channels v may read, in c, the access state of tx's snapshot.
+func feedStreams(ctx context.Context, tx pgx.Tx, c *buzz.Community, v buzz.Viewer) ([]int64, error) {
+	var streams []int64
+	if c.CanReadOpen(v) {
+		streams = append(streams, 0)
 	}
-	for *budget > 0 {
-		page := min(feedPageRows, *budget)
-		n, done := 0, false
-		rows, err := tx.Query(ctx, query, append([]any{now, since, posAt, pos, page}, extra...)...)
+	if v == buzz.Anonymous {
+		return streams, nil
+	}
+	key, err := hex.DecodeString(string(v))
+	if err != nil {
+		return nil, fmt.Errorf("feed streams: viewer %q: %w", v, err)
+	}
+	query, args := feedStreamsSQL, []any{key}
+	if c.IsRelayAdmin(string(v)) {
+		query, args = feedAdminStreamsSQL, nil
+	}
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("feed streams: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("feed streams: %w", err)
+		}
+		if ch := c.ChannelBySeq(seq); ch != nil && ch.Private && c.CanRead(v, ch) {
+			streams = append(streams, seq)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("feed streams: %w", err)
+	}
+	return streams, nil
+}
+
+// feedCandidate is an event a type's streams hold, with the channel whose
+// readers may read it.
+type feedCandidate struct {
+	feedHit
+	scope *int64
+}
+
+// feedMerged reads the streams feedArms at a time with the statements of
+// queries (args: the statement's parameters before the streams) and
+// returns the first args[4] of their events in feed order.
+func feedMerged(ctx context.Context, tx pgx.Tx, queries map[int]string, args []any, streams []int64) ([]feedCandidate, error) {
+	limit := args[4].(int)
+	var found []feedCandidate
+	for len(streams) > 0 {
+		group := streams[:min(feedArms, len(streams))]
+		streams = streams[len(group):]
+		n := 1
+		for n < len(group) {
+			n *= 2
+		}
+		a := slices.Clone(args)
+		for i := range n {
+			if i < len(group) {
+				a = append(a, group[i])
+			} else {
+				a = append(a, int64(noStream))
+			}
+		}
+		rows, err := tx.Query(ctx, queries[n], a...)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var h feedHit
-			var live bool
-			var scope *int64
-			if err := rows.Scan(&h.createdAt, &h.seq, &h.id, &live, &scope); err != nil {
+			var h feedCandidate
+			if err := rows.Scan(&h.createdAt, &h.seq, &h.id, &h.scope); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			if len(hits) >= need && h.createdAt < hits[len(hits)-1].createdAt {
-				done = true
-				break
-			}
-			n++
-			if posAt = h.createdAt; byID {
-				pos = h.id
-			} else {
-				pos = h.seq
-			}
-			if live && take(scope, h.seq) {
-				hits = append(hits, h)
-				if byID && len(hits) == need {
-					done = true
-					break
-				}
-			}
+			found = append(found, h)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		*budget -= n
-		if done || n < page {
-			break
-		}
 	}
-	slices.SortStableFunc(hits, func(a, b feedHit) int {
+	slices.SortStableFunc(found, func(a, b feedCandidate) int {
 		if a.createdAt != b.createdAt {
 			return cmp.Compare(b.createdAt, a.createdAt)
 		}
 		return bytes.Compare(a.id, b.id)
 	})
-	return hits[:min(need, len(hits))], nil
+	return found[:min(limit, len(found))], nil
 }
 
 // feedLoad reads the events of hits, in their order, refusing the feed

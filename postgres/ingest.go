@@ -191,8 +191,9 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	var seq int64
 	err = tx.tx.QueryRow(tx.ctx, `INSERT INTO events
 		(id, pubkey, created_at, kind, tags, content, sig, channel, dkey, expires_at,
-		 parent, root, depth, broadcast, row_class, scope)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16) RETURNING seq`,
+		 parent, root, depth, broadcast, row_class, scope, feed)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,
+		 CASE WHEN $4 IN (9, 11) AND $8::bigint IS NOT NULL THEN feed_stream($8) END) RETURNING seq`,
 		r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind, r.tagsJSON, []byte(ev.Content), r.sig, channel, r.dkey, r.expiresAt,
 		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope).Scan(&seq)
 	if err != nil {

@@ -29,7 +29,89 @@ var migrations = []string{
 	  expires bigint NOT NULL
 	);
 	CREATE INDEX nip98_tokens_expires ON nip98_tokens (expires);`,
+	feedStreamsMigration,
 }
+
+// feedStreamsMigration is the migration of the home feed's streams
+// (RL-35), as in the SQLite schema: stream 0 holds what every reader of open channels
+// may read (open channels' events, and for mentions events of no channel
+// too), each private or deleted channel a stream of its own (its seq), so
+// that a feed merges the streams its requester may read and touches
+// nothing of the others. Activity is events_feed (events.feed: kinds 9
+// and 11, replies included); mentions (needs false: kinds 1, 9, 11, 1111)
+// and needs_action (needs true: kinds 40007, 46010) the mentions table,
+// a row per live event and pubkey its p tags name (the tag index's key of
+// the pubkey). Deleted events leave both; the triggers keep the streams
+// when a channel becomes private, open or deleted, whatever writes it.
+const feedStreamsMigration = `ALTER TABLE events ADD COLUMN feed bigint;
+	CREATE FUNCTION feed_stream(scope bigint) RETURNS bigint LANGUAGE sql STABLE AS $$
+	  SELECT CASE WHEN scope IS NULL THEN 0 ELSE coalesce((SELECT CASE WHEN c.private OR c.deleted_at IS NOT NULL THEN c.seq ELSE 0 END
+	    FROM channels c WHERE c.seq = scope), scope) END $$;
+	UPDATE events SET feed = feed_stream(channel) WHERE kind IN (9, 11) AND channel IS NOT NULL;
+	CREATE INDEX events_feed ON events (feed, created_at DESC, id) WHERE feed IS NOT NULL AND deleted_at IS NULL;
+	CREATE TABLE mentions (
+	  seq        bigint  NOT NULL,
+	  pubkey     bytea   NOT NULL,
+	  needs      boolean NOT NULL,
+	  feed       bigint  NOT NULL,
+	  created_at bigint  NOT NULL,
+	  id         bytea   NOT NULL,
+	  PRIMARY KEY (seq, pubkey)
+	);
+	INSERT INTO mentions (seq, pubkey, needs, feed, created_at, id)
+	  SELECT e.seq, t.value, t.kind IN (40007, 46010), feed_stream(e.scope), e.created_at, e.id
+	  FROM tags t JOIN events e ON e.seq = t.seq
+	  WHERE t.name = 'p' AND t.kind IN (1, 9, 11, 1111, 40007, 46010) AND length(t.value) = 64 AND e.deleted_at IS NULL
+	  ON CONFLICT DO NOTHING;
+	CREATE INDEX mentions_feed ON mentions (pubkey, needs, feed, created_at DESC, id);
+	CREATE INDEX members_pubkey ON members (pubkey);
+	CREATE INDEX channels_private ON channels (seq) WHERE private AND deleted_at IS NULL;
+
+	CREATE FUNCTION mentions_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+	  INSERT INTO mentions (seq, pubkey, needs, feed, created_at, id)
+	    SELECT e.seq, NEW.value, NEW.kind IN (40007, 46010), feed_stream(e.scope), e.created_at, e.id
+	    FROM events e WHERE e.seq = NEW.seq AND e.deleted_at IS NULL
+	    ON CONFLICT DO NOTHING;
+	  RETURN NULL;
+	END $$;
+	CREATE TRIGGER mentions_insert AFTER INSERT ON tags FOR EACH ROW
+	  WHEN (NEW.name = 'p' AND NEW.kind IN (1, 9, 11, 1111, 40007, 46010) AND length(NEW.value) = 64)
+	  EXECUTE FUNCTION mentions_insert();
+
+	CREATE FUNCTION mentions_tag_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+	  DELETE FROM mentions WHERE seq = OLD.seq AND pubkey = OLD.value;
+	  RETURN NULL;
+	END $$;
+	CREATE TRIGGER mentions_tag_delete AFTER DELETE ON tags FOR EACH ROW
+	  WHEN (OLD.name = 'p' AND OLD.kind IN (1, 9, 11, 1111, 40007, 46010))
+	  EXECUTE FUNCTION mentions_tag_delete();
+
+	CREATE FUNCTION mentions_event_gone() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+	  DELETE FROM mentions WHERE seq = OLD.seq;
+	  RETURN NULL;
+	END $$;
+	CREATE TRIGGER mentions_event_deleted AFTER UPDATE OF deleted_at ON events FOR EACH ROW
+	  WHEN (NEW.deleted_at IS NOT NULL AND NEW.kind IN (1, 9, 11, 1111, 40007, 46010))
+	  EXECUTE FUNCTION mentions_event_gone();
+	CREATE TRIGGER mentions_event_delete AFTER DELETE ON events FOR EACH ROW
+	  WHEN (OLD.kind IN (1, 9, 11, 1111, 40007, 46010))
+	  EXECUTE FUNCTION mentions_event_gone();
+
+	-- A channel's events change stream when it becomes private, open or
+	-- deleted: a write that costs the channel's feed events, once.
+	CREATE FUNCTION channels_feed() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+	  UPDATE events SET feed = feed_stream(NEW.seq) WHERE channel = NEW.seq AND feed IS NOT NULL;
+	  UPDATE mentions SET feed = feed_stream(NEW.seq)
+	    WHERE seq IN (SELECT seq FROM events WHERE channel = NEW.seq AND kind IN (1, 9, 11, 1111, 40007, 46010));
+	  RETURN NULL;
+	END $$;
+	CREATE TRIGGER channels_feed AFTER UPDATE OF private, deleted_at ON channels FOR EACH ROW
+	  WHEN ((OLD.private OR OLD.deleted_at IS NOT NULL) IS DISTINCT FROM (NEW.private OR NEW.deleted_at IS NOT NULL))
+	  EXECUTE FUNCTION channels_feed();`
 
 // migrateLock is the advisory lock key under which one process at a time
 // migrates, so that processes starting together do not race.

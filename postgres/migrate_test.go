@@ -2,12 +2,16 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pgtest"
+	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/storetest"
 )
 
@@ -41,5 +45,69 @@ func TestMigrations(t *testing.T) {
 	}
 	if _, err := Open(ctx, Options{URL: url}); err == nil || !strings.Contains(err.Error(), "newer than this binary") {
 		t.Fatalf("opening a newer database: %v, want a refusal", err)
+	}
+}
+
+// RL-35: a database of the schema version before feedStreamsMigration
+// (made by undoing it) gets the feed's streams, and the
+// feeds of the events stored before are served from them: the member's
+// mentions in the private channel and in none, not the deleted one,
+// activity of both channels, an outsider's of the open channel only.
+func TestMigrateFeedStreams(t *testing.T) {
+	const priv, open = "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a", "6e2d0c9b-8a7f-4e6d-9c5b-4a3f2e1d0c9b"
+	ctx := context.Background()
+	url := pgtest.FreshDatabase(t)
+	sg := testutil.SortedSigners(t, 3)
+	owner, member, outsider := sg[0], sg[1], sg[2]
+	pm := nostr.Tag{"p", member.PK}
+	const at = 1700000000
+	privMention := owner.Event(t, 9, at+3, "private mention", nostr.Tag{"h", priv}, pm)
+	openMessage := owner.Event(t, 11, at+4, "open", nostr.Tag{"h", open})
+	note := owner.Event(t, 1, at+5, "note", pm)
+	gone := owner.Event(t, 9, at+6, "deleted mention", nostr.Tag{"h", open}, pm)
+	old := suiteOpen(t, url, storetest.Config{})
+	for _, ev := range []*nostr.Event{
+		owner.Event(t, 9007, at, "", nostr.Tag{"h", priv}, nostr.Tag{"private"}),
+		owner.Event(t, 9000, at+1, "", nostr.Tag{"h", priv}, pm),
+		owner.Event(t, 9007, at+2, "", nostr.Tag{"h", open}),
+		privMention, openMessage, note, gone,
+		owner.Event(t, 5, at+7, "", nostr.Tag{"e", gone.ID}),
+	} {
+		if _, err := old.Admit(ctx, ev); err != nil {
+			t.Fatalf("kind %d: %v", ev.Kind, err)
+		}
+	}
+	if _, err := old.pool.Exec(ctx, `DROP TRIGGER mentions_insert ON tags; DROP TRIGGER mentions_tag_delete ON tags;
+		DROP TRIGGER mentions_event_deleted ON events; DROP TRIGGER mentions_event_delete ON events;
+		DROP TRIGGER channels_feed ON channels;
+		DROP FUNCTION mentions_insert(); DROP FUNCTION mentions_tag_delete(); DROP FUNCTION mentions_event_gone();
+		DROP FUNCTION channels_feed(); DROP TABLE mentions; DROP INDEX members_pubkey; DROP INDEX channels_private;
+		ALTER TABLE events DROP COLUMN feed; DROP FUNCTION feed_stream(bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	version := slices.Index(migrations, feedStreamsMigration) + 1
+	if _, err := old.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version = $1`, version); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := suiteOpen(t, url, storetest.Config{})
+	for _, c := range []struct {
+		v     buzz.Viewer
+		types []buzz.FeedType
+		want  []*nostr.Event
+	}{
+		{buzz.Viewer(member.PK), []buzz.FeedType{buzz.FeedMentions}, []*nostr.Event{note, privMention}},
+		{buzz.Viewer(member.PK), []buzz.FeedType{buzz.FeedActivity}, []*nostr.Event{openMessage, privMention}},
+		{buzz.Viewer(outsider.PK), []buzz.FeedType{buzz.FeedActivity}, []*nostr.Event{openMessage}},
+	} {
+		got, err := s.Feed(ctx, buzz.FeedQuery{Viewer: c.v, Types: c.types, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids, want := testutil.IDs(got...), testutil.IDs(c.want...); !slices.Equal(ids, want) {
+			t.Errorf("%.8s %v: %v, want %v", c.v, c.types, ids, want)
+		}
 	}
 }

@@ -46,7 +46,15 @@ func TestPlans(t *testing.T) {
 	exportLater.args[len(exportLater.args)-2] = tagKey(someIDs[0])
 	channel := int64(1)
 	exportChannel, _ := exportSQL(buzz.ExportFilter{}, now, &channel)
-	feedFrom := []any{now, int64(math.MinInt64), int64(math.MaxInt64), int64(math.MaxInt64), feedPageRows}
+	feedHead := []any{now, int64(math.MinInt64), int64(math.MaxInt64), []byte{}, 20}
+	feedStreams := func(n int) []any {
+		streams := make([]any, n)
+		for i := range streams {
+			streams[i] = int64(i)
+		}
+		return streams
+	}
+	authorKey, _ := hex.DecodeString(author)
 	threadAfter := &buzz.Position{CreatedAt: 1700000000 + planEvents + 10, ID: planID(planEvents + 10)}
 	plans := []struct {
 		name   string
@@ -71,8 +79,12 @@ func TestPlans(t *testing.T) {
 		{"export", exportFirst, "events_created"},
 		{"export, a later page", exportLater, "events_created"},
 		{"export of a channel", exportChannel, "events_channel"},
-		{"feed mentions", sqlQuery{sql: feedMentionsQuery, args: append(slices.Clone(feedFrom), tagKey(author))}, "tags_pkey"},
-		{"feed activity", sqlQuery{sql: feedActivityQuery, args: []any{now, int64(math.MinInt64), int64(math.MaxInt64), []byte{}, feedPageRows}}, "events_kind"},
+		{"feed mentions", sqlQuery{sql: feedMentionQueries[1], args: append(append(slices.Clone(feedHead), tagKey(author), false), feedStreams(1)...)}, "mentions_feed"},
+		{"feed mentions, 16 streams", sqlQuery{sql: feedMentionQueries[16], args: append(append(slices.Clone(feedHead), tagKey(author), false), feedStreams(16)...)}, "mentions_feed"},
+		{"feed activity", sqlQuery{sql: feedActivityQueries[1], args: append(slices.Clone(feedHead), feedStreams(1)...)}, "events_feed"},
+		{"feed activity, 16 streams", sqlQuery{sql: feedActivityQueries[16], args: append(slices.Clone(feedHead), feedStreams(16)...)}, "events_feed"},
+		{"feed streams", sqlQuery{sql: feedStreamsSQL, args: []any{authorKey}}, "members_pubkey"},
+		{"feed streams of a relay admin", sqlQuery{sql: feedAdminStreamsSQL}, "channels_private"},
 		{"thread of a root", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_root"},
 		{"thread of a root, a later page", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100, After: threadAfter}, now), "events_root"},
 		{"thread below an inner event", threadSQL(planEvents+1, 1, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_parent"},
@@ -81,7 +93,7 @@ func TestPlans(t *testing.T) {
 	// These take the rows in the index's order, so that a LIMIT stops the
 	// range early, with no sort of every row it matched.
 	ordered := map[string]bool{"query #h": true, "query kinds + #h": true, "query kinds, a common one": true, "query kinds, a rare one": true,
-		"feed activity": true}
+		"feed activity": true, "feed activity, 16 streams": true, "feed mentions": true, "feed mentions, 16 streams": true}
 	generic := genericConn(t, s.url)
 	for _, p := range plans {
 		if plan := genericPlan(t, generic, p.sql.sql); len(planScans(plan)) > 0 {
@@ -95,6 +107,49 @@ func TestPlans(t *testing.T) {
 			t.Errorf("%s: want the rows in the index's order, without a sort:\n%s", p.name, plan)
 		}
 	}
+	for _, st := range feedTriggerStatements(t) {
+		args := []any{int64(planEvents / 2)}
+		if strings.Contains(st, "$2") {
+			args = append(args, tagKey(author))
+		}
+		if plan := explain(t, s.pool, st, args...); len(planScans(plan)) > 0 {
+			t.Errorf("feed trigger: want a plan without a scan of a table that grows:\n%s\n%s", st, plan)
+		}
+	}
+}
+
+// feedTriggerRow is a trigger's reference to its row: NEW.seq or OLD.seq
+// becomes $1, the tag's value $2, a kind 9.
+var feedTriggerRow = strings.NewReplacer("NEW.seq", "$1::bigint", "OLD.seq", "$1::bigint",
+	"NEW.value", "$2::bytea", "OLD.value", "$2::bytea", "NEW.kind", "9")
+
+// feedTriggerStatements are the statements of the trigger functions of
+// feedStreamsMigration (RL-27a: they run inside the writer's statements,
+// whose plans do not show them), each with its row made parameters, an
+// INSERT's as its SELECT.
+func feedTriggerStatements(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, body := range strings.Split(feedStreamsMigration, "$$")[1:] {
+		body, ok := strings.CutPrefix(strings.TrimSpace(body), "BEGIN")
+		if !ok {
+			continue
+		}
+		for _, st := range strings.Split(body, ";") {
+			st = strings.TrimSpace(st)
+			if strings.HasPrefix(st, "INSERT") {
+				st = "SELECT" + strings.SplitN(st, "SELECT", 2)[1]
+				st, _, _ = strings.Cut(st, "ON CONFLICT")
+			}
+			if strings.HasPrefix(st, "SELECT") || strings.HasPrefix(st, "UPDATE") || strings.HasPrefix(st, "DELETE") {
+				out = append(out, feedTriggerRow.Replace(st))
+			}
+		}
+	}
+	if len(out) != 5 {
+		t.Fatalf("%d statements in the feed's triggers, want 5: %q", len(out), out)
+	}
+	return out
 }
 
 // planDatabase is what the plan tests' database holds, filled by SQL:
@@ -154,6 +209,9 @@ var planDatabase = []string{
 	`INSERT INTO members (channel, pubkey, role)
 		SELECT c, sha256(int8send(m)), 1 FROM generate_series(1, 200) c, generate_series(1, 20) m`,
 	`INSERT INTO page_versions (channel, version) SELECT seq, 1 FROM channels`,
+	// The feed's streams of the messages filled by SQL (their mentions
+	// the tags' trigger wrote).
+	`UPDATE events SET feed = feed_stream(channel) WHERE kind IN (9, 11) AND channel IS NOT NULL`,
 	// The rows in the order a relay writes them, its events' arrival (the
 	// planner weighs how a table's order follows an index's), numbers kept.
 	`CREATE TEMPORARY TABLE arrived_events AS SELECT * FROM events ORDER BY created_at, seq`,
@@ -202,7 +260,7 @@ var fullSort = regexp.MustCompile(`(?m)^\s*(->\s+)?Sort\s+\(cost`)
 // grownTables are the tables that grow with the events stored (and the
 // NIP-98 tokens of the last minutes): a plan
 // must search them, never read them whole. (settings holds a few keys.)
-var grownTables = []string{"events", "tags", "thread_metadata", "channels", "members", "page_versions", "nip98_tokens"}
+var grownTables = []string{"events", "tags", "thread_metadata", "channels", "members", "page_versions", "nip98_tokens", "mentions"}
 
 // planScans are the lines of plan that read a table of grownTables whole.
 func planScans(plan string) []string {

@@ -55,7 +55,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 				ids[i] = ev.ID
 			}
 			var err error
-			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound, &expires, read.Judged(ch.Seq)); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, ch, q.Viewer, bound, &expires, read.Judged(ch.Seq)); err != nil {
 				return err
 			}
 		}
@@ -253,10 +253,12 @@ var (
 // hop 2, the deletions naming a hop-1 event. Each event is served once,
 // only if it is neither deleted nor expired and v may read it by c, the
 // access state of tx's snapshot. A deleted hop-1 event is not served, but
-// the deletion naming it is. expires is lowered to the first expiration
-// of the events found; judged, unless nil, hears of the scope of every
-// event judged by c's access rules.
-func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, targets []string, v buzz.Viewer, bound *pageBound,
+// the deletion naming it is. rows is the channel of the targets (nil:
+// none), which decides whether channel-less aux events are served
+// (buzz.AuxFits). expires is lowered to the first expiration of the
+// events found; judged, unless nil, hears of the scope of every event
+// judged by c's access rules.
+func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, targets []string, rows *buzz.Channel, v buzz.Viewer, bound *pageBound,
 	expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
@@ -269,6 +271,13 @@ func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, ta
 			}
 		}
 		err := s.drainAux(ctx, tx, query, names, hop+1, func(a auxRow) error {
+			var scope int64
+			if a.scope != nil {
+				scope = *a.scope
+			}
+			if !buzz.AuxFits(rows, scope, a.scope != nil) {
+				return nil
+			}
 			if a.scope != nil {
 				if judged != nil {
 					judged(*a.scope)
@@ -381,8 +390,11 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 		case err != nil:
 			return fmt.Errorf("thread root: %w", err)
 		}
-		if scope != nil && !c.CanReadSeq(q.Viewer, *scope) {
-			return nil
+		var rows *buzz.Channel
+		if scope != nil {
+			if rows = c.ChannelBySeq(*scope); !c.CanRead(q.Viewer, rows) {
+				return nil
+			}
 		}
 		// A channel-less event has no replies (CW-10), but aux it may have.
 		if scope != nil && depth != nil && q.Limit > 0 && q.DepthLimit > 0 {
@@ -396,7 +408,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				targets = append(targets, ev.ID)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, q.Viewer, bound, &expires, nil); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, rows, q.Viewer, bound, &expires, nil); err != nil {
 				return err
 			}
 		}

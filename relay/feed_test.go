@@ -64,6 +64,11 @@ func TestFeedQuery(t *testing.T) {
 		{"needs_action first", member, `[{"feed_types":["needs_action","mentions"],"limit":2}]`, []string{reminder.ID, openMention.ID}},
 		{"unknown types only", member, `[{"feed_types":["bogus", 3]}]`, []string{}},
 		{"limit 0", member, `[{"feed_types":["mentions"],"limit":0}]`, []string{}},
+		// RL-35 settled on 2026-12-04, RL-19: until + before_id page back,
+		// for each type of the filter.
+		{"until", member, fmt.Sprintf(`[{"feed_types":["mentions"],"until":%d}]`, ts+3), qyIDs([]*nostr.Event{privMention, note})},
+		{"until + before_id", member, fmt.Sprintf(`[{"feed_types":["activity","mentions"],"until":%d,"before_id":"%s"}]`,
+			privMention.CreatedAt, strings.ToUpper(privMention.ID)), append(slices.Clone(activity[2:]), note.ID)},
 	}
 	run := func(name string, who *testutil.Signer, body string, want []string) {
 		t.Helper()
@@ -75,6 +80,8 @@ func TestFeedQuery(t *testing.T) {
 		run(c.name, c.who, c.body, c.want)
 	}
 	qyPostAs(t, s, member, `[{"feed_types":["mentions"],"since":"x"}]`).wantError(t, http.StatusBadRequest, "invalid filters: since must be an integer")
+	qyPostAs(t, s, member, `[{"feed_types":["mentions"],"before_id":"`+note.ID+`"}]`).wantError(t, http.StatusBadRequest, "before_id requires until to be set")
+	qyPostAs(t, s, member, `[{"feed_types":["mentions"],"before_id":"x"}]`).wantError(t, http.StatusBadRequest, "before_id must be a 64-char hex event id")
 
 	removeUser(t, p.c, p.owner, p.h, p.member.PK)
 	run("removed member's mentions", member, `[{"feed_types":["mentions"]}]`, qyIDs([]*nostr.Event{openMention, note}))

@@ -1654,7 +1654,8 @@ func TestCWUnreadableRow(t *testing.T) {
 // CW-18: the aux closure is exactly hop 1 (5, 7, 9005, 40003 naming a row)
 // and hop 2 (5, 9005 naming a hop-1 event), each event once; a deleted
 // hop-1 event is not served but its deletion is; events of a channel the
-// requester cannot read are dropped, channel-less ones pass.
+// requester cannot read are dropped, channel-less ones pass on an open
+// channel's rows (a private channel's: storetest AuxChannellessOpenOnly).
 func TestCWAuxClosure(t *testing.T) {
 	s, c, owner := startWithClient(t)
 	a, b, d := testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)

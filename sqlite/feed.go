@@ -15,61 +15,53 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
-// Bounds of a feed's walks (RL-35, RL-27a). A walk reads candidates newest
-// first from an index, in keyset pages of feedPageRows, and stops once it
-// holds what it needs or its feed has examined feedScanRows candidates,
-// across all its types, whatever it found: a requester who may read almost
-// none of the events the index holds (an anonymous reader of a community
-// whose talk is in private channels, a member mentioned mostly in channels
-// since left) costs at most feedScanRows index steps and event lookups a
-// feed filter, not a walk of the whole table, about what a generic filter
-// of 1,000 events costs. Such a requester's feed then holds the readable
-// events among the newest candidates its budget reached.
-const (
-	feedScanRows = 5000
-	feedPageRows = 200
-)
+// feedArms is how many streams one feed statement merges: a requester in
+// more private channels than that has its streams read feedArms at a
+// time, each group's answer merged with the others'. Statements are
+// prepared for powers of two up to it (a group padded with a stream that
+// does not exist), so that a handful of texts serve every requester.
+const feedArms = 16
 
-// feedCandidate is what a walk reads of a candidate: its place in the
-// walk, its id for the feed's order, whether it may be served at all
-// (live: neither deleted nor expired at ?1, and whatever extra the type
-// asks), and the channel whose readers may read it.
-func feedCandidate(extra string) string {
-	return `e.created_at, e.seq, e.id, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1)` + extra + `, e.scope`
+// noStream is a stream no event is in: the padding of a group.
+const noStream = -1
+
+// feedActivitySQL merges n streams of events_feed (schema.sql) in feed
+// order, the live channel messages of kinds 9 and 11, replies included:
+// ?1 is now (NIP-40), ?2 since, (?3, ?4) the (created_at, id) position
+// the answer continues strictly after, ?5 how many it serves, ?6.. the
+// streams. Each arm is a range of the index in its order and the merge
+// stops at ?5: a stream costs what it serves, whatever else it holds.
+func feedActivitySQL(n int) string {
+	return feedMerge(n, 6, func(arm string) string {
+		return `SELECT e.created_at, e.seq, e.id, e.scope FROM events e INDEXED BY events_feed
+			WHERE e.feed = ` + arm + ` AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1)
+			AND e.created_at >= ?2 AND e.created_at <= ?3 AND (e.created_at < ?3 OR e.id > ?4)`
+	})
 }
 
-// feedMentionSQL walks the `p` entries of the tag index that name ?6,
-// newest first, for events of kinds: the index's own order, so a page
-// stops as soon as it is full. The kind is in the index entry: entries of
-// other kinds (the reactions to the requester's events name them too) are
-// passed over inside the index, without an event lookup, and are not
-// candidates, so that they cannot push the requester's mentions out of
-// the walk's bound. ?2 is since, (?3, ?4) the keyset position
-// (created_at, seq) the page continues strictly after, ?5 the page size;
-// the position keeps ?3 in both terms, as the window's cursor does, so
-// that the planner keeps the created_at bound.
-func feedMentionSQL(kinds []int) string {
-	return `SELECT ` + feedCandidate("") + ` FROM tags t CROSS JOIN events e ON e.seq = t.seq
-		WHERE t.name = 'p' AND t.value = ?6 AND t.kind IN (` + intList(kinds) + `)
-		AND t.created_at >= ?2 AND t.created_at <= ?3 AND (t.created_at < ?3 OR t.seq < ?4)
-		ORDER BY t.created_at DESC, t.seq DESC LIMIT ?5`
+// feedMentionSQL merges n streams of the mentions of ?6 (needs_action
+// when ?7 is 1) in feed order; ?1..?5 as feedActivitySQL's, the streams
+// from ?8. The event is read for its expiration and scope only.
+func feedMentionSQL(n int) string {
+	return feedMerge(n, 8, func(arm string) string {
+		return `SELECT m.created_at, m.seq, m.id, e.scope FROM mentions m INDEXED BY mentions_feed
+			CROSS JOIN events e ON e.seq = m.seq
+			WHERE m.pubkey = ?6 AND m.needs = ?7 AND m.feed = ` + arm + `
+			AND e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?1)
+			AND m.created_at >= ?2 AND m.created_at <= ?3 AND (m.created_at < ?3 OR m.id > ?4)`
+	})
 }
 
-// feedActivitySQL walks the channel messages of kinds in feed order: one
-// range of events_kind a kind, merged in order, so that the walk costs the
-// same with ten channels or a hundred thousand and needs no list of them.
-// Parameters as feedMentionSQL's but for the keyset position (?3, ?4),
-// which is (created_at, id): the index is in feed order, and a walk stops
-// at the events it needs even when hundreds share their second. An event
-// without a channel is no channel message and is not served.
-func feedActivitySQL(kinds []int) string {
-	arms := make([]string, len(kinds))
-	for i, k := range kinds {
-		arms[i] = `SELECT ` + feedCandidate(" AND e.channel IS NOT NULL") +
-			` FROM events e INDEXED BY events_kind WHERE e.kind = ` + strconv.Itoa(k) +
-			` AND e.created_at >= ?2 AND e.created_at <= ?3 AND (e.created_at < ?3 OR e.id > ?4)`
+// feedMerge joins n arms, the stream of arm i being parameter first+i,
+// into one statement in feed order: SQLite merges the arms (MERGE (UNION
+// ALL)), each read in its index's order.
+func feedMerge(n, first int, arm func(param string) string) string {
+	arms := make([]string, n)
+	for i := range arms {
+		arms[i] = arm("?" + strconv.Itoa(first+i))
 	}
 	return strings.Join(arms, " UNION ALL ") + ` ORDER BY 1 DESC, 3 ASC LIMIT ?5`
 }
@@ -77,21 +69,26 @@ func feedActivitySQL(kinds []int) string {
 // feedLoadSQL reads the events of a JSON list of event numbers.
 const feedLoadSQL = `SELECT e.seq, ` + eventSelect + ` FROM events e WHERE e.seq IN (SELECT value FROM json_each(?))`
 
-func intList(ns []int) string {
-	s := make([]string, len(ns))
-	for i, n := range ns {
-		s[i] = strconv.Itoa(n)
+// The statements of every group size, by type.
+var feedActivityQueries, feedMentionQueries = feedBySize(feedActivitySQL), feedBySize(feedMentionSQL)
+
+func feedBySize(build func(n int) string) map[int]string {
+	m := map[int]string{}
+	for n := 1; n <= feedArms; n *= 2 {
+		m[n] = build(n)
 	}
-	return strings.Join(s, ",")
+	return m
 }
 
-var (
-	feedMentionsQuery    = feedMentionSQL(buzz.MentionKinds)
-	feedNeedsActionQuery = feedMentionSQL(buzz.NeedsActionKinds)
-	feedActivityQuery    = feedActivitySQL(buzz.ActivityKinds)
+// feedStreamsSQL and feedAdminStreamsSQL are the private channels of a
+// requester: those it holds a role in (judged again by the access state)
+// and, for a relay admin, every private channel not deleted.
+const (
+	feedStreamsSQL      = `SELECT channel FROM members INDEXED BY members_pubkey WHERE pubkey = ?`
+	feedAdminStreamsSQL = `SELECT seq FROM channels INDEXED BY channels_private WHERE private = 1 AND deleted_at IS NULL`
 )
 
-// feedHit is a candidate the feed serves.
+// feedHit is an event the feed serves.
 type feedHit struct {
 	createdAt, seq int64
 	id             []byte
@@ -99,53 +96,75 @@ type feedHit struct {
 
 // Feed serves the home feed of q.Viewer (RL-35) from one read transaction:
 // each type in q.Types in turn, newest first (`created_at DESC, id ASC`),
-// events q.Viewer may read (RL-13) at or after q.Since, at most q.Limit
-// across the types, none twice. An anonymous viewer is mentioned by no
+// events q.Viewer may read (RL-13) at or after q.Since and past q.Before,
+// at most q.Limit across the types, none twice. Each type merges the
+// streams q.Viewer may read (schema.sql): stream 0 when it may read open
+// channels, and one per private channel it may read, so that nothing it
+// may not read costs it anything. An anonymous viewer is mentioned by no
 // one: only activity serves it.
 func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, error) {
 	since := int64(math.MinInt64)
 	if q.Since != nil {
 		since = *q.Since
 	}
+	until, after := int64(math.MaxInt64), []byte{} // before every id
+	if q.Before != nil {
+		until = q.Before.CreatedAt
+		if q.Before.ID != "" {
+			id, ok := nipcw.ID32(q.Before.ID)
+			if !ok {
+				return nil, fmt.Errorf("feed: before_id %q is no event id", q.Before.ID)
+			}
+			after = id[:]
+		}
+	}
 	var out []*nostr.Event
 	err := s.pageTx(ctx, func(tx *sql.Tx, sctx context.Context) error {
+		if q.Limit <= 0 || len(q.Types) == 0 {
+			return nil
+		}
 		c, err := s.communityIn(sctx, tx)
 		if err != nil {
 			return err
 		}
-		readable := func(scope sql.NullInt64) bool { return !scope.Valid || c.CanReadSeq(q.Viewer, scope.Int64) }
+		streams, err := s.feedStreams(sctx, tx, c, q.Viewer)
+		if err != nil {
+			return err
+		}
 		served := map[int64]bool{}
 		var hits []feedHit
-		budget := feedScanRows
 		for _, t := range q.Types {
 			need := q.Limit - len(hits)
 			if need <= 0 {
 				break
 			}
-			var query string
+			var queries map[int]string
 			var extra []any
 			switch {
-			case q.Viewer == buzz.Anonymous && (t != buzz.FeedActivity || !c.CanReadOpen(q.Viewer)):
-				continue // an anonymous reader of a relay without public reads reads no channel
+			case q.Viewer == buzz.Anonymous && t != buzz.FeedActivity:
+				continue
 			case t == buzz.FeedActivity:
-				query = feedActivityQuery
-			case t == buzz.FeedMentions:
-				query, extra = feedMentionsQuery, []any{tagValue(string(q.Viewer))}
-			case t == buzz.FeedNeedsAction:
-				query, extra = feedNeedsActionQuery, []any{tagValue(string(q.Viewer))}
+				queries = feedActivityQueries
+			case t == buzz.FeedMentions, t == buzz.FeedNeedsAction:
+				queries, extra = feedMentionQueries, []any{tagValue(string(q.Viewer)), boolInt(t == buzz.FeedNeedsAction)}
 			default:
 				return fmt.Errorf("feed: unknown type %q", t)
 			}
-			found, err := s.feedWalk(ctx, sctx, tx, query, t == buzz.FeedActivity, extra, since, need, &budget, func(scope sql.NullInt64, seq int64) bool {
-				return readable(scope) && !served[seq]
-			})
+			// What earlier types served takes no slot: ask for as many more.
+			args := append([]any{s.nowUnix(), since, until, after, need + len(served)}, extra...)
+			found, err := s.feedMerged(ctx, sctx, tx, queries, args, streams)
 			if err != nil {
 				return fmt.Errorf("feed %s: %w", t, err)
 			}
 			for _, h := range found {
-				served[h.seq] = true
+				if len(hits) == q.Limit {
+					break
+				}
+				if !served[h.seq] && (!h.scope.Valid || c.CanReadSeq(q.Viewer, h.scope.Int64)) {
+					served[h.seq] = true
+					hits = append(hits, h.feedHit)
+				}
 			}
-			hits = append(hits, found...)
 		}
 		out, err = s.feedLoad(sctx, tx, hits, q.MaxBytes)
 		return err
@@ -156,79 +175,106 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 	return out, nil
 }
 
-// feedWalk runs a walk statement page by page and returns the need newest
-// candidates that are live and that take accepts, in feed order. A walk
-// in feed order (byID: its keyset position is (created_at, id)) stops at
-// the need-th; one in (created_at, seq) order goes on past it until the
-// second changes, so that candidates of one second are ordered by id
-// whatever their order in the index. A walk stops once it has examined
-// what is left of budget, which it spends.
-func (s *Store) feedWalk(ctx, sctx context.Context, tx *sql.Tx, query string, byID bool, extra []any, since int64, need int, budget *int,
-	take func(scope sql.NullInt64, seq int64) bool) ([]feedHit, error) {
-	st, err := s.prepared(sctx, tx, query)
+// feedStreams are the streams v may read: 0 (open channels, and events
+// of no channel) unless v may read no open channel, then the private
+// channels v may read, in c, the access state of tx's snapshot.
+func (s *Store) feedStreams(ctx context.Context, tx *sql.Tx, c *buzz.Community, v buzz.Viewer) ([]int64, error) {
+	var streams []int64
+	if c.CanReadOpen(v) {
+		streams = append(streams, 0)
+	}
+	if v == buzz.Anonymous {
+		return streams, nil
+	}
+	query, args := feedStreamsSQL, []any{tagValue(string(v))}
+	if c.IsRelayAdmin(string(v)) {
+		query, args = feedAdminStreamsSQL, nil
+	}
+	st, err := s.prepared(ctx, tx, query)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("feed streams: %w", err)
 	}
-	now := s.nowUnix()
-	var hits []feedHit
-	posAt, pos := int64(math.MaxInt64), any(int64(math.MaxInt64))
-	if byID {
-		pos = []byte{} // before every id
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("feed streams: %w", err)
 	}
-	for *budget > 0 {
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			return nil, fmt.Errorf("feed streams: %w", err)
+		}
+		if ch := c.ChannelBySeq(seq); ch != nil && ch.Private && c.CanRead(v, ch) {
+			streams = append(streams, seq)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("feed streams: %w", err)
+	}
+	return streams, nil
+}
+
+// feedCandidate is an event a type's streams hold, with the channel whose
+// readers may read it.
+type feedCandidate struct {
+	feedHit
+	scope sql.NullInt64
+}
+
+// feedMerged reads the streams feedArms at a time with the statements of
+// queries (args: the statement's parameters before the streams) and
+// returns the first args[4] of their events in feed order.
+func (s *Store) feedMerged(ctx, sctx context.Context, tx *sql.Tx, queries map[int]string, args []any, streams []int64) ([]feedCandidate, error) {
+	limit := args[4].(int)
+	var found []feedCandidate
+	for len(streams) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		page := min(feedPageRows, *budget)
-		n, done := 0, false
-		err := func() error {
-			rows, err := st.QueryContext(sctx, append([]any{now, since, posAt, pos, page}, extra...)...)
+		group := streams[:min(feedArms, len(streams))]
+		streams = streams[len(group):]
+		n := 1
+		for n < len(group) {
+			n *= 2
+		}
+		st, err := s.prepared(sctx, tx, queries[n])
+		if err != nil {
+			return nil, err
+		}
+		a := slices.Clone(args)
+		for i := range n {
+			if i < len(group) {
+				a = append(a, group[i])
+			} else {
+				a = append(a, int64(noStream))
+			}
+		}
+		err = func() error {
+			rows, err := st.QueryContext(sctx, a...)
 			if err != nil {
 				return err
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var h feedHit
-				var live bool
-				var scope sql.NullInt64
-				if err := rows.Scan(&h.createdAt, &h.seq, &h.id, &live, &scope); err != nil {
+				var h feedCandidate
+				if err := rows.Scan(&h.createdAt, &h.seq, &h.id, &h.scope); err != nil {
 					return err
 				}
-				if len(hits) >= need && h.createdAt < hits[len(hits)-1].createdAt {
-					done = true
-					return nil
-				}
-				n++
-				if posAt = h.createdAt; byID {
-					pos = h.id
-				} else {
-					pos = h.seq
-				}
-				if live && take(scope, h.seq) {
-					hits = append(hits, h)
-					if byID && len(hits) == need {
-						done = true
-						return nil
-					}
-				}
+				found = append(found, h)
 			}
 			return rows.Err()
 		}()
 		if err != nil {
 			return nil, err
 		}
-		*budget -= n
-		if done || n < page {
-			break
-		}
 	}
-	slices.SortStableFunc(hits, func(a, b feedHit) int {
+	slices.SortStableFunc(found, func(a, b feedCandidate) int {
 		if a.createdAt != b.createdAt {
 			return cmp.Compare(b.createdAt, a.createdAt)
 		}
 		return bytes.Compare(a.id, b.id)
 	})
-	return hits[:min(need, len(hits))], nil
+	return found[:min(limit, len(found))], nil
 }
 
 // feedLoad reads the events of hits, in their order, with the column list

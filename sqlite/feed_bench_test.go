@@ -19,9 +19,9 @@ import (
 // 36,000 events (BUZZ_LITE_BENCH_TOPLEVEL=50000: about 1.8 million), with
 // 100 mentions of a member spread over its history: a member's mentions
 // then activity, its 100 newest messages, an anonymous reader's activity
-// (half the channels readable), and the walk's bound: a stranger named in
-// 6,000 messages of a private channel it may not read, whose mentions
-// walk examines feedScanRows candidates and finds nothing.
+// (half the channels readable), and "bound": a stranger named in 6,000
+// messages of a private channel it may not read, whose mentions are in a
+// stream the stranger does not read and cost it nothing (RL-35).
 func BenchmarkFeed(b *testing.B) {
 	c, err := gen.Generate(gen.Options{Channels: 4, TopLevel: benchTopLevel(b, 1000)})
 	if err != nil {

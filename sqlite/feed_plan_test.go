@@ -7,36 +7,50 @@ import (
 )
 
 // RL-35, RL-27a: each feed type is served from an index, newest first,
-// without a sort or a scan, so that a page of its walk costs the same
-// however many events and channels the relay holds: mentions and
-// needs_action walk the requester's `p` entries of the tag index; activity
-// merges one events_kind range per kind, with no list of channels; the
-// events served are read by their number.
+// without a sort or a scan, so that a feed costs what it serves and the
+// streams its requester may read, however many events and channels the
+// relay holds: activity merges ranges of events_feed, mentions and
+// needs_action ranges of mentions_feed, one per stream, for every group
+// size; a requester's streams come from members_pubkey (a relay admin's
+// from channels_private); the events served are read by their number.
 func TestFeedQueryPlans(t *testing.T) {
 	s := ttOpen(t)
-	walkArgs := []any{int64(1700000000), int64(1600000000), int64(math.MaxInt64), int64(math.MaxInt64), feedPageRows}
+	head := []any{int64(1700000000), int64(1600000000), int64(math.MaxInt64), []byte{}, 20}
 	pkey := tagValue(strings.Repeat("ab", 32))
-	for _, c := range []struct {
+	type plan struct {
 		name, query string
 		args        []any
 		want        []string
-	}{
-		{"mentions", feedMentionsQuery, append(walkArgs, pkey),
-			[]string{"SEARCH t USING PRIMARY KEY (name=? AND value=? AND created_at>? AND created_at<?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"needs_action", feedNeedsActionQuery, append(walkArgs, pkey),
-			[]string{"SEARCH t USING PRIMARY KEY (name=? AND value=? AND created_at>? AND created_at<?)", "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}},
-		{"activity", feedActivityQuery, []any{int64(1700000000), int64(1600000000), int64(math.MaxInt64), []byte{}, feedPageRows},
-			[]string{"MERGE (UNION ALL)", "SEARCH e USING INDEX events_kind (kind=? AND created_at>? AND created_at<?)"}},
-		{"load", feedLoadSQL, []any{"[1,2,3]"},
-			[]string{"SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}},
-	} {
+	}
+	var plans []plan
+	for n := 1; n <= feedArms; n *= 2 {
+		streams := make([]any, n)
+		for i := range streams {
+			streams[i] = int64(i)
+		}
+		merge := "MERGE (UNION ALL)"
+		if n == 1 {
+			merge = "SEARCH"
+		}
+		plans = append(plans,
+			plan{"activity", feedActivityQueries[n], append(append([]any{}, head...), streams...),
+				[]string{merge, "SEARCH e USING INDEX events_feed (feed=? AND created_at>? AND created_at<?)"}},
+			plan{"mentions", feedMentionQueries[n], append(append(append([]any{}, head...), pkey, int64(0)), streams...),
+				[]string{merge, "SEARCH m USING COVERING INDEX mentions_feed (pubkey=? AND needs=? AND feed=? AND created_at>? AND created_at<?)",
+					"SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}})
+	}
+	plans = append(plans,
+		plan{"streams", feedStreamsSQL, []any{pkey}, []string{"SEARCH members USING COVERING INDEX members_pubkey (pubkey=?)"}},
+		plan{"admin streams", feedAdminStreamsSQL, nil, []string{"SCAN channels USING INDEX channels_private"}},
+		plan{"load", feedLoadSQL, []any{"[1,2,3]"}, []string{"SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"}})
+	for _, c := range plans {
 		plan := explain(t, s, c.query, c.args...)
 		for _, want := range c.want {
 			if !strings.Contains(plan, want) {
 				t.Errorf("%s: plan\n%s\nwant %q", c.name, plan, want)
 			}
 		}
-		if strings.Contains(plan, "TEMP B-TREE") || planScansEvents(plan) || strings.Contains(plan, "SCAN t") {
+		if strings.Contains(plan, "TEMP B-TREE") || planScansEvents(plan) || strings.Contains(plan, "SCAN m") {
 			t.Errorf("%s: plan\n%s\nsorts or scans", c.name, plan)
 		}
 	}

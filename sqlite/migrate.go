@@ -174,6 +174,68 @@ var migrations = map[int]string{
 		  expires INTEGER NOT NULL
 		) STRICT, WITHOUT ROWID;
 		CREATE INDEX nip98_tokens_expires ON nip98_tokens(expires);`,
+	// The home feed reads streams (RL-35, schema.sql: events_feed and
+	// mentions): the feed column and the mentions of the events stored,
+	// each in the stream its channel's state gives it.
+	9: `ALTER TABLE events ADD COLUMN feed INTEGER;
+		CREATE INDEX events_feed ON events(feed, created_at, id DESC)
+		  WHERE feed IS NOT NULL AND deleted_at IS NULL;
+		CREATE TABLE mentions (
+		  seq        INTEGER NOT NULL,
+		  pubkey     BLOB    NOT NULL,
+		  needs      INTEGER NOT NULL,
+		  feed       INTEGER NOT NULL,
+		  created_at INTEGER NOT NULL,
+		  id         BLOB    NOT NULL,
+		  PRIMARY KEY (seq, pubkey)
+		) STRICT, WITHOUT ROWID;
+		CREATE INDEX mentions_feed ON mentions(pubkey, needs, feed, created_at, id DESC);
+		CREATE INDEX members_pubkey ON members(pubkey);
+		CREATE INDEX channels_private ON channels(seq) WHERE private = 1 AND deleted_at IS NULL;
+
+		CREATE TRIGGER mentions_insert AFTER INSERT ON tags
+		  WHEN NEW.name = 'p' AND NEW.kind IN (1, 9, 11, 1111, 40007, 46010) AND typeof(NEW.value) = 'blob' BEGIN
+		  INSERT OR IGNORE INTO mentions (seq, pubkey, needs, feed, created_at, id)
+		    SELECT e.seq, NEW.value, NEW.kind IN (40007, 46010),
+		      iif(e.scope IS NULL, 0, coalesce((SELECT iif(c.private = 0 AND c.deleted_at IS NULL, 0, c.seq)
+		        FROM channels c WHERE c.seq = e.scope), e.scope)),
+		      e.created_at, e.id
+		    FROM events e WHERE e.seq = NEW.seq AND e.deleted_at IS NULL;
+		END;
+
+		CREATE TRIGGER mentions_tag_delete AFTER DELETE ON tags
+		  WHEN OLD.name = 'p' AND OLD.kind IN (1, 9, 11, 1111, 40007, 46010) BEGIN
+		  DELETE FROM mentions WHERE seq = OLD.seq AND pubkey = OLD.value;
+		END;
+
+		CREATE TRIGGER mentions_event_deleted AFTER UPDATE OF deleted_at ON events
+		  WHEN NEW.deleted_at IS NOT NULL AND NEW.kind IN (1, 9, 11, 1111, 40007, 46010) BEGIN
+		  DELETE FROM mentions WHERE seq = NEW.seq;
+		END;
+
+		CREATE TRIGGER mentions_event_delete AFTER DELETE ON events
+		  WHEN OLD.kind IN (1, 9, 11, 1111, 40007, 46010) BEGIN
+		  DELETE FROM mentions WHERE seq = OLD.seq;
+		END;
+
+		CREATE TRIGGER channels_feed AFTER UPDATE OF private, deleted_at ON channels
+		  WHEN (OLD.private = 0 AND OLD.deleted_at IS NULL) != (NEW.private = 0 AND NEW.deleted_at IS NULL) BEGIN
+		  UPDATE events SET feed = iif(NEW.private = 0 AND NEW.deleted_at IS NULL, 0, NEW.seq)
+		    WHERE channel = NEW.seq AND feed IS NOT NULL;
+		  UPDATE mentions SET feed = iif(NEW.private = 0 AND NEW.deleted_at IS NULL, 0, NEW.seq)
+		    WHERE seq IN (SELECT seq FROM events WHERE channel = NEW.seq AND kind IN (1, 9, 11, 1111, 40007, 46010));
+		END;
+		UPDATE events SET feed = (SELECT iif(c.private = 0 AND c.deleted_at IS NULL, 0, c.seq)
+		    FROM channels c WHERE c.seq = events.channel)
+		  WHERE kind IN (9, 11) AND channel IS NOT NULL;
+		INSERT OR IGNORE INTO mentions (seq, pubkey, needs, feed, created_at, id)
+		  SELECT e.seq, t.value, t.kind IN (40007, 46010),
+		    iif(e.scope IS NULL, 0, coalesce((SELECT iif(c.private = 0 AND c.deleted_at IS NULL, 0, c.seq)
+		      FROM channels c WHERE c.seq = e.scope), e.scope)),
+		    e.created_at, e.id
+		  FROM tags t JOIN events e ON e.seq = t.seq
+		  WHERE t.name = 'p' AND t.kind IN (1, 9, 11, 1111, 40007, 46010) AND typeof(t.value) = 'blob'
+		    AND e.deleted_at IS NULL;`,
 }
 
 // markNamedByDeletion marks every aux event that a stored deletion names

@@ -146,8 +146,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 9 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 9", v, err)
+	if err != nil || v != 10 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 10", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -461,10 +461,26 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV8 takes a database of version 9 back to version 8: no
-// NIP-98 tokens.
+// mgDowngradeToV9 takes a database of version 10 back to version 9: no
+// feed streams (events.feed, mentions, their indexes and triggers).
+func mgDowngradeToV9(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP TRIGGER mentions_insert; DROP TRIGGER mentions_tag_delete;
+		DROP TRIGGER mentions_event_deleted; DROP TRIGGER mentions_event_delete; DROP TRIGGER channels_feed;
+		DROP INDEX events_feed; DROP TABLE mentions; DROP INDEX members_pubkey; DROP INDEX channels_private;
+		ALTER TABLE events DROP COLUMN feed;
+		PRAGMA user_version = 9`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV8 takes a database of the current version back to version
+// 8: no NIP-98 tokens.
 func mgDowngradeToV8(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV9(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP TABLE nip98_tokens; PRAGMA user_version = 8`); err != nil {
@@ -472,7 +488,7 @@ func mgDowngradeToV8(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV7 takes a database of version 9 back to version 7: the
+// mgDowngradeToV7 takes a database of the current version back to version 7: the
 // indexes read newest first in created_at DESC order, the author's with
 // the id.
 func mgDowngradeToV7(t testing.TB, path string) {
@@ -729,8 +745,8 @@ func TestMigrateFromVersion4(t *testing.T) {
 	if got == "" || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("events_root_authors after migration:\n%s\nfresh:\n%s", got, want)
 	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 9 {
-		t.Errorf("user_version %d, want 9", n)
+	if got, want := qtSQLCount(t, s, `PRAGMA user_version`), qtSQLCount(t, fresh, `PRAGMA user_version`); got != want {
+		t.Errorf("user_version %d, want %d", got, want)
 	}
 }
 
@@ -749,7 +765,10 @@ func mgObjects(t testing.TB, db *sql.DB) []string {
 		if err := rows.Scan(&typ, &name, &text); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, typ+" "+name+": "+strings.Join(strings.Fields(text), " "))
+		// Spacing aside: a column ALTER TABLE adds follows the line break
+		// before the closing parenthesis that schema.sql has after it.
+		text = strings.NewReplacer(" ,", ",", " )", ")").Replace(strings.Join(strings.Fields(text), " "))
+		out = append(out, typ+" "+name+": "+text)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -831,6 +850,48 @@ func TestMigrateFromVersion8(t *testing.T) {
 	for i, want := range []bool{true, false} {
 		if fresh, err := s.SpendToken(context.Background(), key, qtT0+120); err != nil || fresh != want {
 			t.Fatalf("use %d of a token: %v, %v; want %v", i+1, fresh, err, want)
+		}
+	}
+}
+
+// RL-2, RL-35: a version 9 database gets the feed's streams: every object
+// then as a fresh database has it, and the feeds of the events stored
+// before are served from them: the member's mentions in the private
+// channel and in none, not the deleted one, activity of both channels,
+// an outsider's of the open channel only.
+func TestMigrateFromVersion9(t *testing.T) {
+	const priv, open = "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a", "6e2d0c9b-8a7f-4e6d-9c5b-4a3f2e1d0c9b"
+	sg := testutil.SortedSigners(t, 3)
+	owner, member, outsider := sg[0], sg[1], sg[2]
+	pm := nostr.Tag{"p", member.PK}
+	evs := []*nostr.Event{
+		owner.Event(t, 9007, qtT0, "", nostr.Tag{"h", priv}, nostr.Tag{"private"}),
+		owner.Event(t, 9000, qtT0+1, "", nostr.Tag{"h", priv}, pm),
+		owner.Event(t, 9007, qtT0+2, "", nostr.Tag{"h", open}),
+	}
+	privMention := owner.Event(t, 9, qtT0+3, "private mention", nostr.Tag{"h", priv}, pm)
+	openMessage := owner.Event(t, 11, qtT0+4, "open", nostr.Tag{"h", open})
+	note := owner.Event(t, 1, qtT0+5, "note", pm)
+	gone := owner.Event(t, 9, qtT0+6, "deleted mention", nostr.Tag{"h", open}, pm)
+	evs = append(evs, privMention, openMessage, note, gone, owner.Event(t, 5, qtT0+7, "", nostr.Tag{"e", gone.ID}))
+	path := mgNewDB(t, evs...)
+	mgDowngradeToV9(t, path)
+	s := mgMigratedAsFresh(t, path)
+	for _, c := range []struct {
+		v     buzz.Viewer
+		types []buzz.FeedType
+		want  []*nostr.Event
+	}{
+		{buzz.Viewer(member.PK), []buzz.FeedType{buzz.FeedMentions}, []*nostr.Event{note, privMention}},
+		{buzz.Viewer(member.PK), []buzz.FeedType{buzz.FeedActivity}, []*nostr.Event{openMessage, privMention}},
+		{buzz.Viewer(outsider.PK), []buzz.FeedType{buzz.FeedActivity}, []*nostr.Event{openMessage}},
+	} {
+		got, err := s.Feed(context.Background(), buzz.FeedQuery{Viewer: c.v, Types: c.types, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids, want := testutil.IDs(got...), testutil.IDs(c.want...); !slices.Equal(ids, want) {
+			t.Errorf("%.8s %v: %v, want %v", c.v, c.types, ids, want)
 		}
 	}
 }

@@ -315,6 +315,9 @@ func triggerQueries(t *testing.T, s *Store) map[string]string {
 		if err := rows.Scan(&name, &body); err != nil {
 			t.Fatal(err)
 		}
+		if feedTriggers[name] {
+			continue
+		}
 		_, query, ok := strings.Cut(body, "INSERT INTO page_versions (channel, version)")
 		if query, _, ok = strings.Cut(query, "ON CONFLICT"); !ok {
 			t.Fatalf("trigger %s writes no page version: %s", name, body)
@@ -328,4 +331,54 @@ func triggerQueries(t *testing.T, s *Store) map[string]string {
 		t.Fatal("the schema has no triggers")
 	}
 	return out
+}
+
+// feedTriggers are the triggers that keep the home feed's streams
+// (schema.sql, RL-35), which TestFeedTriggerPlans checks.
+var feedTriggers = map[string]bool{"mentions_insert": true, "mentions_tag_delete": true,
+	"mentions_event_deleted": true, "mentions_event_delete": true, "channels_feed": true}
+
+// RL-27a, RL-35: the statements of the triggers that keep the feed's
+// streams, which run inside the writer's statements, read no whole table:
+// a mention's event by its number, a deleted event's mentions by its
+// number, and a channel whose state changes its own events only.
+func TestFeedTriggerPlans(t *testing.T) {
+	s := ttOpen(t)
+	rows, err := s.readers.Query(`SELECT name, sql FROM sqlite_schema WHERE type = 'trigger'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var name, body string
+		if err := rows.Scan(&name, &body); err != nil {
+			t.Fatal(err)
+		}
+		if !feedTriggers[name] {
+			continue
+		}
+		seen++
+		_, stmts, _ := strings.Cut(body, " BEGIN")
+		stmts, _, _ = strings.Cut(stmts, "END")
+		for _, st := range strings.Split(stmts, ";") {
+			if st = strings.TrimSpace(st); st == "" {
+				continue
+			}
+			if _, sel, ok := strings.Cut(st, "INSERT OR IGNORE INTO mentions (seq, pubkey, needs, feed, created_at, id)"); ok {
+				st = sel
+			}
+			query := triggerRow.ReplaceAllString(st, "?")
+			plan := explain(t, s, query, make([]any, strings.Count(query, "?"))...)
+			if scans := tableScans(query, plan); len(scans) > 0 || !strings.Contains(plan, "SEARCH") {
+				t.Errorf("trigger %s's\n%s\nreads a whole table: %q; its plan:\n%s", name, query, scans, plan)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(feedTriggers) {
+		t.Fatalf("%d feed triggers in the schema, want %d", seen, len(feedTriggers))
+	}
 }

@@ -76,10 +76,14 @@ func (s *writeStmts) list() []writeStmt {
 		{&s.busyWait, fmt.Sprintf("PRAGMA busy_timeout = %d", busyTimeoutMS)},
 		{&s.commit, `COMMIT`},
 		{&s.rollback, `ROLLBACK`},
+		// feed: a channel message's stream of the home feed (schema.sql),
+		// from the state of its channel (?8) when it is stored.
 		{&s.insertEvent, `INSERT INTO events
 			(id, pubkey, created_at, kind, tags, content, sig, channel, dtag, expires_at,
-			 parent, root, depth, broadcast, row_class, scope, named_by_deletion)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
+			 parent, root, depth, broadcast, row_class, scope, named_by_deletion, feed)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,
+			 CASE WHEN ?4 IN (9, 11) THEN (SELECT iif(c.private = 0 AND c.deleted_at IS NULL, 0, c.seq)
+			   FROM channels c WHERE c.seq = ?8) END)`},
 		// An aux event a deletion names, stored before it (schema.sql).
 		{&s.nameByDeletion, `UPDATE events SET named_by_deletion = 1
 			WHERE id = ? AND kind IN (5, 7, 9005, 40003) AND named_by_deletion = 0`},

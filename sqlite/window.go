@@ -67,7 +67,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, q.Viewer, bound, &expires, read.Judged(ch.Seq)); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, ch, q.Viewer, bound, &expires, read.Judged(ch.Seq)); err != nil {
 				return err
 			}
 		}
@@ -326,9 +326,11 @@ var (
 // it is neither deleted nor expired and v may read it. A deleted hop-1
 // event is not served, but the deletion naming it is: that is what tells a
 // client to drop a reaction or edit it shows. c is the access state of
-// tx's snapshot; the events served count against bound. judged, unless
-// nil, hears of the scope of every event judged by c's access rules.
-func (s *Store) auxClosure(ctx context.Context, tx directTx, c *buzz.Community, targets [][]byte, v buzz.Viewer, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
+// tx's snapshot; rows is the channel of the targets (nil: none), which
+// decides whether channel-less aux events are served (buzz.AuxFits); the
+// events served count against bound. judged, unless nil, hears of the
+// scope of every event judged by c's access rules.
+func (s *Store) auxClosure(ctx context.Context, tx directTx, c *buzz.Community, targets [][]byte, rows *buzz.Channel, v buzz.Viewer, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
 	var hop1 [][]byte
@@ -341,6 +343,9 @@ func (s *Store) auxClosure(ctx context.Context, tx directTx, c *buzz.Community, 
 			}
 		}
 		err := s.drainAux(ctx, tx, query, names, hop+1, func(a auxRow) error {
+			if !buzz.AuxFits(rows, a.scope.Int64, a.scope.Valid) {
+				return nil
+			}
 			if a.scope.Valid {
 				if judged != nil {
 					judged(a.scope.Int64)
@@ -495,8 +500,11 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 		if err != nil {
 			return err
 		}
-		if hasScope && !c.CanReadSeq(q.Viewer, scope) {
-			return nil
+		var rows *buzz.Channel
+		if hasScope {
+			if rows = c.ChannelBySeq(scope); !c.CanRead(q.Viewer, rows) {
+				return nil
+			}
 		}
 		// A channel-less event has no replies (CW-10), but aux it may have.
 		if hasScope && hasDepth && q.Limit > 0 && q.DepthLimit > 0 {
@@ -514,7 +522,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				targets = append(targets, rid)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, q.Viewer, bound, &expires, nil); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, rows, q.Viewer, bound, &expires, nil); err != nil {
 				return err
 			}
 		}

@@ -304,3 +304,219 @@ func testFeedCrowdedSecond(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// fdImport stores evs in one batch, each accepted.
+func fdImport(t *testing.T, s Store, evs []*nostr.Event) {
+	t.Helper()
+	outcomes, err := s.ImportBatch(context.Background(), evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range outcomes {
+		if err != nil {
+			t.Fatalf("import %d: %v", i, err)
+		}
+	}
+}
+
+// RL-35 (settled on 2026-12-04): answers are complete. 5,500 newer
+// mentions of x in a private channel x is not in, and a flood of 5,500
+// newer messages there, neither shorten x's mentions nor an anonymous or
+// an outsider's activity; the channel's member still gets them all.
+func testFeedComplete(t *testing.T, open Opener) {
+	s := ttOpen(t, open)
+	sg := testutil.SortedSigners(t, 2)
+	owner, x := sg[0], sg[1]
+	ctx := context.Background()
+	ttIngest(t, s, owner.Event(t, 9007, ttBase, "", ttH(ttChan), nostr.Tag{"private"}))
+	ttIngest(t, s, owner.Event(t, 9007, ttBase, "", ttH(ttChan2)))
+	px := nostr.Tag{"p", x.PK}
+	openMention := ttIngest(t, s, owner.Event(t, 9, ttBase+1, "open mention", ttH(ttChan2), px))
+	note := ttIngest(t, s, owner.Event(t, 1, ttBase+2, "note", px))
+	var flood []*nostr.Event
+	for i := range 5500 {
+		flood = append(flood, owner.Event(t, 9, ttBase+10+int64(i), "private "+strconv.Itoa(i), ttH(ttChan), px))
+	}
+	fdImport(t, s, flood)
+	for _, c := range []struct {
+		v    buzz.Viewer
+		ty   buzz.FeedType
+		want []string
+	}{
+		{buzz.Viewer(x.PK), buzz.FeedMentions, testutil.IDs(note, openMention)},
+		{buzz.Viewer(x.PK), buzz.FeedActivity, testutil.IDs(openMention)},
+		{buzz.Anonymous, buzz.FeedActivity, testutil.IDs(openMention)},
+	} {
+		got, err := s.Feed(ctx, buzz.FeedQuery{Viewer: c.v, Types: []buzz.FeedType{c.ty}, Limit: 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids := testutil.IDs(got...); !slices.Equal(ids, c.want) {
+			t.Errorf("viewer %.8s %s: %v, want %v", c.v, c.ty, short(ids), short(c.want))
+		}
+	}
+	got, err := s.Feed(ctx, buzz.FeedQuery{Viewer: buzz.Viewer(owner.PK), Types: []buzz.FeedType{buzz.FeedActivity}, Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, want := testutil.IDs(got...), testutil.IDs(flood[5499], flood[5498], flood[5497]); !slices.Equal(ids, want) {
+		t.Errorf("the owner's activity: %v, want the newest of the channel %v", short(ids), short(want))
+	}
+}
+
+// RL-35 (settled), RL-19: until + before_id page every type, and several
+// at once, back to the end of the feed: walked page by page from the
+// head, each page continuing after the last event of the one before, the
+// pages together are the feed in one piece, no event missing or twice,
+// through seconds that hold more events than a page. until alone leaves
+// out what is newer than it; limit 0 serves nothing.
+func testFeedPaging(t *testing.T, open Opener) {
+	fx := newFDFixture(t, open)
+	for i := range 12 { // a crowded second, in both channels the member reads
+		ch := ttChan
+		if i%2 == 0 {
+			ch = ttChan2
+		}
+		fx.add(t, fx.owner, 9, ch, i > 0, nostr.Tag{"p", fx.member.PK})
+	}
+	const (
+		m  = buzz.FeedMentions
+		na = buzz.FeedNeedsAction
+		a  = buzz.FeedActivity
+	)
+	ctx := context.Background()
+	for _, v := range []buzz.Viewer{buzz.Viewer(fx.member.PK), buzz.Viewer(fx.x.PK), buzz.Anonymous} {
+		for _, types := range [][]buzz.FeedType{{m}, {na}, {a}} {
+			whole := fx.model(v, types, 0, 1000)
+			for _, size := range []int{1, 2, 5} {
+				var walked []string
+				var before *buzz.Position
+				for range len(whole) + 2 {
+					got, err := fx.s.Feed(ctx, buzz.FeedQuery{Viewer: v, Types: types, Limit: size, Before: before})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if len(got) == 0 {
+						break
+					}
+					walked = append(walked, fdIDs(got)...)
+					last := got[len(got)-1]
+					before = &buzz.Position{CreatedAt: int64(last.CreatedAt), ID: last.ID}
+				}
+				if !slices.Equal(walked, whole) {
+					t.Errorf("viewer %.8s %v by pages of %d:\n got %v\nwant %v", v, types, size, short(walked), short(whole))
+				}
+			}
+			if len(whole) > 0 {
+				if got, err := fx.s.Feed(ctx, buzz.FeedQuery{Viewer: v, Types: types, Limit: 0}); err != nil || len(got) != 0 {
+					t.Errorf("viewer %.8s %v, limit 0: %d events, %v", v, types, len(got), err)
+				}
+			}
+		}
+		// until alone, and a cursor shared by several types: each type
+		// continues after it.
+		until := fx.at - 3
+		var want []string
+		for _, ty := range []buzz.FeedType{a, m} {
+			for _, id := range fx.model(v, []buzz.FeedType{ty}, 0, 1000) {
+				if ev := fx.byID(id); int64(ev.CreatedAt) <= until && !slices.Contains(want, id) {
+					want = append(want, id)
+				}
+			}
+		}
+		got, err := fx.s.Feed(ctx, buzz.FeedQuery{Viewer: v, Types: []buzz.FeedType{a, m}, Limit: 100, Before: &buzz.Position{CreatedAt: until}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(fdIDs(got), want) {
+			t.Errorf("viewer %.8s until %d:\n got %v\nwant %v", v, until, short(fdIDs(got)), short(want))
+		}
+	}
+}
+
+func (fx *fdFixture) byID(id string) *nostr.Event {
+	for _, e := range fx.evs {
+		if e.ev.ID == id {
+			return e.ev
+		}
+	}
+	return nil
+}
+
+// RL-35 (settled): activity is every kind 9 and 11 event of the channels
+// the requester reads, replies included; an event without a channel is
+// no activity, whatever its kind.
+func testFeedActivityReplies(t *testing.T, open Opener) {
+	s := ttOpen(t, open)
+	o := testutil.NewSigner(t)
+	ttIngest(t, s, o.Event(t, 9007, ttBase, "", ttH(ttChan2)))
+	root := ttIngest(t, s, o.Event(t, 11, ttBase+1, "thread", ttH(ttChan2)))
+	reply := ttIngest(t, s, o.Event(t, 9, ttBase+2, "reply", ttH(ttChan2), ttRootTag(root.ID), ttReplyTag(root.ID)))
+	ttIngest(t, s, o.Event(t, 9, ttBase+3, "no channel"))
+	ttIngest(t, s, o.Event(t, 11, ttBase+4, "no channel either"))
+	got, err := s.Feed(context.Background(), buzz.FeedQuery{Types: []buzz.FeedType{buzz.FeedActivity}, Limit: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, want := testutil.IDs(got...), testutil.IDs(reply, root); !slices.Equal(ids, want) {
+		t.Errorf("activity %v, want the reply and its root %v", short(ids), short(want))
+	}
+}
+
+// RL-35, RL-13: a channel that becomes private takes its messages and
+// mentions out of the feeds of those who no longer read it, and back in
+// when it opens again; its members and the relay admin keep them all
+// along; a deleted channel's leave every feed.
+func testFeedChannelChanges(t *testing.T, open Opener) {
+	sg := testutil.SortedSigners(t, 4)
+	owner, member, x, admin := sg[0], sg[1], sg[2], sg[3]
+	s := open(t, Config{Admins: []string{admin.PK}})
+	ctx := context.Background()
+	at := int64(ttBase)
+	post := func(sg testutil.Signer, kind int, tags ...nostr.Tag) *nostr.Event {
+		t.Helper()
+		at++
+		return ttIngest(t, s, sg.Event(t, kind, at, "", tags...))
+	}
+	post(owner, 9007, ttH(ttChan))
+	post(owner, 9000, ttH(ttChan), nostr.Tag{"p", member.PK})
+	px, pm := nostr.Tag{"p", x.PK}, nostr.Tag{"p", member.PK}
+	msg := post(owner, 9, ttH(ttChan), px, pm)
+	thread := post(owner, 11, ttH(ttChan))
+	note := post(owner, 1, px, pm)
+	check := func(state string, xReads bool) {
+		t.Helper()
+		for _, c := range []struct {
+			v     buzz.Viewer
+			reads bool
+		}{{buzz.Viewer(x.PK), xReads}, {buzz.Anonymous, xReads}, {buzz.Viewer(member.PK), state != "deleted"},
+			{buzz.Viewer(admin.PK), state != "deleted"}} {
+			for _, ty := range []buzz.FeedType{buzz.FeedActivity, buzz.FeedMentions} {
+				var want []*nostr.Event
+				switch {
+				case ty == buzz.FeedActivity && c.reads:
+					want = []*nostr.Event{thread, msg}
+				case ty == buzz.FeedMentions && c.v == buzz.Viewer(x.PK) && c.reads,
+					ty == buzz.FeedMentions && c.v == buzz.Viewer(member.PK) && c.reads:
+					want = []*nostr.Event{note, msg}
+				case ty == buzz.FeedMentions && (c.v == buzz.Viewer(x.PK) || c.v == buzz.Viewer(member.PK)):
+					want = []*nostr.Event{note}
+				}
+				got, err := s.Feed(ctx, buzz.FeedQuery{Viewer: c.v, Types: []buzz.FeedType{ty}, Limit: 20})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ids, want := testutil.IDs(got...), testutil.IDs(want...); !slices.Equal(ids, want) {
+					t.Errorf("%s, viewer %.8s %s: %v, want %v", state, c.v, ty, short(ids), short(want))
+				}
+			}
+		}
+	}
+	check("open", true)
+	post(owner, 9002, ttH(ttChan), nostr.Tag{"private"})
+	check("private", false)
+	post(owner, 9002, ttH(ttChan), nostr.Tag{"public"})
+	check("open again", true)
+	post(owner, 9008, ttH(ttChan))
+	check("deleted", false)
+}

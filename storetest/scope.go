@@ -284,3 +284,77 @@ func testQueryScopeFilters(t *testing.T, open Opener) {
 		t.Errorf("removed member counts %d events by #e, want 1", n)
 	}
 }
+
+// CW-18, RL-20, RL-29: a channel-less aux event is served on rows of open
+// channels only. On a private channel's rows, the window and the thread
+// path with include_aux serve only aux events stored in that channel: not
+// a non-member's reaction, edit or deletion naming a private message
+// (stored without a channel, as if the target did not exist), not a
+// member's reaction whose last e tag leaves it channel-less, not one
+// stored in another channel, nor a channel-less deletion of those; the
+// open channel's rows serve a channel-less reaction as before, until the
+// channel becomes private (its cached page too).
+func testAuxChannellessOpenOnly(t *testing.T, open Opener) {
+	fx := newSCFixture(t, open)
+	s := fx.s
+	ctx := context.Background()
+	// Naming the private message: the member's own reaction (in the
+	// channel) is served; the rest is not.
+	inPriv := fx.ingest(t, fx.member, 7, ttE(fx.privMsg.ID))
+	stranger := fx.ingest(t, fx.outsider, 7, ttE(fx.privMsg.ID))
+	fx.ingest(t, fx.outsider, 5, ttE(fx.privMsg.ID))
+	fx.ingest(t, fx.outsider, 5, ttE(stranger.ID))
+	fx.ingest(t, fx.member, 7, ttE(fx.privMsg.ID), ttE(fx.noChan.ID))
+	fx.ingest(t, fx.member, 7, ttH(ttChan2), ttE(fx.privMsg.ID))
+	// Naming the open message: a channel-less reaction (its last e tag
+	// names the channel-less note) is served.
+	channelless := fx.event(t, fx.outsider, 7, ttE(fx.openMsg.ID), ttE(fx.noChan.ID))
+	if got := scAdmit(t, s, channelless); got != "" {
+		t.Fatalf("fixture: the reaction is not channel-less (scope %q)", got)
+	}
+	inOpen := fx.ingest(t, fx.outsider, 7, ttE(fx.openMsg.ID))
+	onOpen := testutil.IDs(inOpen, channelless)
+	for _, v := range fx.readers {
+		for _, c := range []struct {
+			channel string
+			root    *nostr.Event
+			want    []string
+		}{
+			{ttChan, fx.privMsg, testutil.IDs(inPriv)},
+			{ttChan2, fx.openMsg, onOpen},
+		} {
+			page, err := s.Window(ctx, buzz.WindowQuery{Channel: c.channel, Viewer: v, Limit: 10, Aux: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rawIDs(page.Aux); !testutil.SameSet(got, c.want) {
+				t.Errorf("viewer %.8s: window of %s serves aux %v, want %v", v, c.channel, short(got), short(c.want))
+			}
+			th, err := s.Thread(ctx, buzz.ThreadQuery{Root: c.root.ID, Viewer: v, DepthLimit: 3, Limit: 10, Aux: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rawIDs(th.Aux); !testutil.SameSet(got, c.want) {
+				t.Errorf("viewer %.8s: thread of the %s message serves aux %v, want %v", v, c.channel, short(got), short(c.want))
+			}
+		}
+	}
+	// The open channel's page, served from a cache above, stops serving
+	// the channel-less reaction once the channel is private.
+	fx.ingest(t, fx.owner, 9002, ttH(ttChan2), nostr.Tag{"private"})
+	page, err := s.Window(ctx, buzz.WindowQuery{Channel: ttChan2, Viewer: fx.ownerV, Limit: 10, Aux: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rawIDs(page.Aux), testutil.IDs(inOpen); !testutil.SameSet(got, want) {
+		t.Errorf("window of the channel made private serves aux %v, want %v", short(got), short(want))
+	}
+}
+
+func rawIDs(evs []buzz.RawEvent) []string {
+	ids := make([]string, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
