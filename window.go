@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -449,15 +450,21 @@ func terminalText(s string) string {
 }
 
 // secretKey reads --key: an nsec, 64 hex characters, or a file holding
-// either; "" is no key (public channels only).
+// either; "" is no key (public channels only). No message repeats v: a
+// mistyped key is still most of a secret key (RL-26).
 func secretKey(v string) (string, error) {
 	if v == "" {
 		return "", nil
 	}
-	if !strings.HasPrefix(v, "nsec1") && !nostr.IsValid32ByteHex(v) {
-		b, err := os.ReadFile(v)
+	if !strings.HasPrefix(v, "nsec1") && !nostr.IsValid32ByteHex(strings.ToLower(v)) {
+		b, err := relay.ReadKeyFile(v)
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			// The open failed: v may be a key mistyped, not a file name.
+			return "", fmt.Errorf("--key: not an nsec, not 64 hex characters, and no file of that name can be read (%w)", pathErr.Err)
+		}
 		if err != nil {
-			return "", fmt.Errorf("--key: not an nsec, not 64 hex characters, and not a readable file: %w", err)
+			return "", fmt.Errorf("--key: %w", err)
 		}
 		v = strings.TrimSpace(string(b))
 	}
