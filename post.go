@@ -16,16 +16,13 @@ func postCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "post",
 		Usage:     "post a message to a channel, or a reply in a thread",
-		UsageText: "buzz-lite post --relay URL --key nsec|hex|file --channel ID [--reply-to ID] TEXT",
+		UsageText: "buzz-lite post [--relay URL] --key nsec|hex|file --channel ID [--reply-to ID] TEXT",
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one) (required)"},
 			&cli.StringFlag{Name: "channel", Usage: "the channel: a UUID or a NIP-29 group id (required)"},
 			&cli.StringFlag{Name: "reply-to", Usage: "id of the message to reply to"},
 		),
 		Before: func(c *cli.Context) error {
-			if err := requireRelay(c); err != nil {
-				return err
-			}
 			for _, name := range []string{"key", "channel"} {
 				if !c.IsSet(name) {
 					return usageErr(c, fmt.Errorf("missing --%s", name))

@@ -28,7 +28,7 @@ func windowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "window",
 		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
-		UsageText: "buzz-lite window --relay URL (--channel ID [--limit N] [--all] [--follow] | --thread ID) [--key nsec|hex|file] [--json]",
+		UsageText: "buzz-lite window [--relay URL] (--channel ID [--limit N] [--all] [--follow] | --thread ID) [--key nsec|hex|file] [--json]",
 		// A client of a relay. It takes --config and --data as every
 		// command does (RL-25), without listing them: a configuration
 		// names the relay to read when --relay is not given (its
@@ -46,9 +46,6 @@ func windowCommand() *cli.Command {
 		// Not urfave's Required, which prints the whole help before the
 		// error.
 		Before: func(c *cli.Context) error {
-			if err := requireRelay(c); err != nil {
-				return err
-			}
 			if c.IsSet("thread") {
 				for _, f := range []string{"channel", "limit", "all", "follow"} {
 					if c.IsSet(f) {
@@ -81,7 +78,9 @@ func channelFlag(c *cli.Context) (string, error) {
 
 // relayFlag is the relay a client command talks to: --relay, or the one
 // the configuration serves (relay.url, or ws:// and a loopback listen
-// address), as `serve` with that configuration would advertise it.
+// address), as `serve` with that configuration would advertise it; with no
+// configuration at all, the one `buzz-lite serve` starts with no
+// arguments, ws://127.0.0.1:7777 (RL-24).
 func relayFlag(c *cli.Context) (string, error) {
 	if c.IsSet("relay") {
 		return c.String("relay"), nil
@@ -92,7 +91,7 @@ func relayFlag(c *cli.Context) (string, error) {
 	}
 	u, err := relay.PublicURL(cfg.Relay.URL, cfg.Server.Listen)
 	if err != nil {
-		return "", fmt.Errorf("--config names no relay URL to use (%w): give --relay", err)
+		return "", fmt.Errorf("the configuration names no relay URL to use (%w): give --relay", err)
 	}
 	return u, nil
 }
@@ -125,16 +124,7 @@ func readingClient(parent context.Context, c *cli.Context, key string) (context.
 // given.
 func clientFlags() []cli.Flag {
 	return append(hidden(commonFlags()),
-		&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"})
-}
-
-// requireRelay refuses a client command given neither --relay nor a
-// configuration that names the relay.
-func requireRelay(c *cli.Context) error {
-	if !c.IsSet("relay") && !c.IsSet("config") {
-		return usageErr(c, errors.New("missing --relay"))
-	}
-	return nil
+		&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (default: the one the configuration serves, ws://127.0.0.1:7777 without one)"})
 }
 
 // hidden returns flags marked hidden from help.

@@ -387,11 +387,6 @@ func TestWindowPrivateChannel(t *testing.T) {
 			t.Errorf("window %v: %v, want %q", args, err, want)
 		}
 	}
-	app = newApp()
-	app.Writer, app.ErrWriter = io.Discard, io.Discard
-	if err := app.Run([]string{"buzz-lite", "window", "--channel", private}); err == nil || !strings.HasPrefix(err.Error(), "window: missing --relay") {
-		t.Errorf("window without --relay or --config: %v", err)
-	}
 
 	var line bytes.Buffer
 	if err := printRow(&line, windowRow{PubKey: owner.PK, Content: "x", Replies: 2, Reactions: 1}, false); err != nil {
