@@ -442,7 +442,9 @@ type webRow struct {
 	Deleted   bool
 	Edited    bool
 	Reactions int
-	Replies   int64
+	// Replies is the whole thread below the row (descendant_count), as
+	// chat clients badge a thread, not its direct replies only.
+	Replies int64
 	// Thread links to the row's thread page.
 	Thread string
 	// ReplyTo is the short id of the parent of a reply whose parent is on
@@ -618,7 +620,7 @@ func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, me
 	}
 	replies := make(map[string]int64, len(page.Summaries))
 	for _, sm := range page.Summaries {
-		replies[sm.ID] = sm.ReplyCount
+		replies[sm.ID] = sm.DescendantCount
 	}
 	names, err := r.webProfiles(ctx, rows, mem)
 	if err != nil {
@@ -719,7 +721,7 @@ func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, mem
 	}
 	counts := make(map[string]int64, len(sums))
 	for _, sm := range sums {
-		counts[sm.ID] = sm.ReplyCount
+		counts[sm.ID] = sm.DescendantCount
 	}
 	names, err := r.webProfiles(ctx, all, mem)
 	if err != nil {
