@@ -5,8 +5,9 @@ package buzz
 type ChannelActivity struct {
 	Seq int64
 	H   string
-	// LastEventAt is the created_at of the channel's newest stored event,
-	// 0 when it has none or is private or deleted (the listing does not
-	// read what it will not show).
+	// LastEventAt is the created_at of the channel's newest message
+	// (a window row in projection mode, CW-13) that is not deleted
+	// (RL-6), 0 when it has none or is private or deleted (the listing
+	// does not read what it will not show).
 	LastEventAt int64
 }

@@ -68,14 +68,15 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // ChannelsAfter lists up to limit channels after number after, private
-// and deleted ones too, with the date of each open channel's newest event
-// (CW-25).
+// and deleted ones too, with the date of each open channel's newest live
+// message (CW-25, RL-6): a seek into events_projection each.
 func (s *Store) ChannelsAfter(ctx context.Context, after int64, limit int) ([]buzz.ChannelActivity, error) {
 	out := make([]buzz.ChannelActivity, 0, limit)
 	err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
 		rows, err := tx.Query(ctx, `SELECT c.seq, c.h,
 			CASE WHEN NOT c.private AND c.deleted_at IS NULL
-				THEN coalesce((SELECT max(e.created_at) FROM events e WHERE e.channel = c.seq), 0)
+				THEN coalesce((SELECT max(e.created_at) FROM events e
+					WHERE e.channel = c.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0)
 				ELSE 0 END
 			FROM channels c WHERE c.seq > $1 ORDER BY c.seq LIMIT $2`, after, limit)
 		if err != nil {

@@ -9,12 +9,15 @@ import (
 )
 
 // channelsAfterSQL lists channels in store order after a number, each
-// open one with the created_at of its newest event: one seek into
-// events_channel per channel, which finds the maximum at the end of the
-// channel's range.
+// open one with the created_at of its newest message that is not deleted
+// (RL-6): one seek into events_projection per channel, which holds the
+// channel's live messages, replies included, and finds the maximum at the
+// end of the channel's range. Reactions, edits, deletions and moderation
+// events are no message.
 const channelsAfterSQL = `SELECT c.seq, c.h,
 	CASE WHEN c.private = 0 AND c.deleted_at IS NULL
-		THEN coalesce((SELECT max(e.created_at) FROM events e WHERE e.channel = c.seq), 0)
+		THEN coalesce((SELECT max(e.created_at) FROM events e
+			WHERE e.channel = c.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0)
 		ELSE 0 END
 	FROM channels c WHERE c.seq > ? ORDER BY c.seq LIMIT ?`
 

@@ -9,8 +9,10 @@ import (
 )
 
 // CW-25: ChannelsAfter pages through every channel in store order, each
-// with the created_at of its newest event, and continues after the number
-// it is given.
+// with the created_at of its newest message, and continues after the
+// number it is given. Issue 29 item 8, RL-6: a deleted message is no
+// last message, and neither are the deletion itself, a reaction or an
+// edit that came later.
 func testChannelsAfter(t *testing.T, open Opener) {
 	s := ttOpen(t, open)
 	signer := testutil.NewSigner(t)
@@ -21,6 +23,11 @@ func testChannelsAfter(t *testing.T, open Opener) {
 			ttIngest(t, s, signer.Event(t, 9, at, ch, ttH(ch)))
 		}
 	}
+	gone := ttIngest(t, s, signer.Event(t, 9, 1700000500, "deleted", ttH("general")))
+	ttIngest(t, s, signer.Event(t, 5, 1700000600, "", ttH("general"), ttE(gone.ID)))
+	last := ttIngest(t, s, signer.Event(t, 9, 1700000090, "reacted to", ttH("random")))
+	ttIngest(t, s, signer.Event(t, 7, 1700000700, "+", ttH("random"), ttE(last.ID)))
+	ttIngest(t, s, signer.Event(t, 40003, 1700000800, "edited", ttH("random"), ttE(last.ID)))
 	ctx := context.Background()
 	var got []string
 	var after int64
