@@ -139,8 +139,11 @@ func hidden(flags []cli.Flag) []cli.Flag {
 
 // windowRow is a timeline row as `window --json` prints it.
 type windowRow struct {
-	ID        string `json:"id"`
-	PubKey    string `json:"pubkey"`
+	ID     string `json:"id"`
+	PubKey string `json:"pubkey"`
+	// Name is the author's as their kind 0 profile gives it, "" for none:
+	// the terminal shows it instead of the short npub, as the web view.
+	Name      string `json:"name,omitempty"`
 	CreatedAt int64  `json:"created_at"`
 	Content   string `json:"content"`
 	Edited    bool   `json:"edited"`
@@ -180,10 +183,15 @@ func window(c *cli.Context) error {
 	started := time.Now().Unix()
 	projection := false // the row mode the pages were served in (CL-4)
 	more := false       // the last page said more pages remain
+	names := authorNames{client: cl, names: map[string]string{}}
 	path, err := cl.Timeline(ctx, ch, limit, c.Bool("all"), func(p *nipcw.Page) error {
 		projection = p.Bounds.ThreadRepliesInChannel
 		more = p.Next() != nil
-		for _, row := range pageRows(p) {
+		rows := pageRows(p)
+		if err := names.name(ctx, rows); err != nil {
+			return err
+		}
+		for _, row := range rows {
 			if err := printRow(out, row, c.Bool("json")); err != nil {
 				return err
 			}
@@ -220,9 +228,12 @@ func window(c *cli.Context) error {
 			replies[live.Thread]++
 			return printThread(out, threadUpdate{Thread: live.Thread, Reply: ev.ID, NewReplies: replies[live.Thread]}, c.Bool("json"))
 		}
-		row := windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content,
-			ReplyTo: buzz.ParseThreadTags(ev.Tags).Parent}
-		return printRow(out, row, c.Bool("json"))
+		rows := []windowRow{{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content,
+			ReplyTo: buzz.ParseThreadTags(ev.Tags).Parent}}
+		if err := names.name(sigCtx, rows); err != nil {
+			return err
+		}
+		return printRow(out, rows[0], c.Bool("json"))
 	})
 }
 
@@ -264,14 +275,18 @@ func thread(c *cli.Context) error {
 		replies[r.Parent]++
 	}
 	aux := auxByTarget(t.Aux)
-	row := auxRow(t.Root, aux[strings.ToLower(t.Root.ID)])
-	row.Replies = replies[t.Root.ID]
-	if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
-		return err
-	}
+	rows := []windowRow{auxRow(t.Root, aux[strings.ToLower(t.Root.ID)])}
+	rows[0].Replies = replies[t.Root.ID]
 	for _, r := range t.Replies {
 		row := auxRow(r.Event, aux[strings.ToLower(r.Event.ID)])
 		row.Replies, row.ReplyTo, row.Depth = replies[r.Event.ID], r.Parent, r.Depth
+		rows = append(rows, row)
+	}
+	names := authorNames{client: cl, names: map[string]string{}}
+	if err := names.name(ctx, rows); err != nil {
+		return err
+	}
+	for _, row := range rows {
 		if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
 			return err
 		}
@@ -393,7 +408,9 @@ func printRow(w io.Writer, row windowRow, asJSON bool) error {
 		return printJSONLine(w, row)
 	}
 	author := row.PubKey
-	if npub, err := nip19.EncodePublicKey(row.PubKey); err == nil {
+	if row.Name != "" {
+		author = clipRunes(terminalText(row.Name), nameRunes)
+	} else if npub, err := nip19.EncodePublicKey(row.PubKey); err == nil {
 		author = npub[:12] + "…"
 	}
 	var marks []string
@@ -437,6 +454,51 @@ func terminalText(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// nameRunes bounds an author's name on a line, as the web view bounds it.
+const nameRunes = 48
+
+// clipRunes is s cut to n runes, an ellipsis marking the cut.
+func clipRunes(s string, n int) string {
+	i := 0
+	for at := range s {
+		if i == n {
+			return s[:at] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// authorNames names the authors of rows by their kind 0 profiles, each
+// author asked of the relay once a command.
+type authorNames struct {
+	client *client.Client
+	names  map[string]string // "" for an author known to have no name
+}
+
+// name sets the Name of each of rows.
+func (a authorNames) name(ctx context.Context, rows []windowRow) error {
+	var ask []string
+	asked := map[string]bool{}
+	for _, row := range rows {
+		if _, known := a.names[row.PubKey]; !known && !asked[row.PubKey] {
+			asked[row.PubKey] = true
+			ask = append(ask, row.PubKey)
+		}
+	}
+	got, err := a.client.Names(ctx, ask)
+	if err != nil {
+		return fmt.Errorf("authors' names: %w", err)
+	}
+	for _, pk := range ask {
+		a.names[pk] = got[pk]
+	}
+	for i := range rows {
+		rows[i].Name = a.names[rows[i].PubKey]
+	}
+	return nil
 }
 
 // secretKey reads --key: an nsec, 64 hex characters, or a file holding

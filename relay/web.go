@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -799,21 +798,7 @@ func (r *Relay) webProfiles(ctx context.Context, evs []*nostr.Event, mem *webMem
 // else name, cleaned of control and formatting characters and clipped;
 // "" when it gives none.
 func profileName(content string) string {
-	var p struct {
-		DisplayName any `json:"display_name"`
-		Name        any `json:"name"`
-	}
-	if json.Unmarshal([]byte(content), &p) != nil {
-		return ""
-	}
-	for _, n := range []any{p.DisplayName, p.Name} {
-		if s, ok := n.(string); ok {
-			if s = clip(s, webNameRunes); s != "" {
-				return s
-			}
-		}
-	}
-	return ""
+	return buzz.ProfileName(content, func(s string) string { return clip(s, webNameRunes) })
 }
 
 // clip is s without control and formatting characters (bidi overrides
