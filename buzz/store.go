@@ -46,9 +46,12 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Stats are the store's numbers for the metrics (RL-30).
 	Stats() (StoreStats, error)
-	// ChannelsAfter lists up to limit channels, private and deleted ones
-	// too, in store order after number after (the web view, CW-25).
-	ChannelsAfter(ctx context.Context, after int64, limit int) ([]ChannelActivity, error)
+	// ChannelsByActivity lists up to limit open channels (neither private
+	// nor deleted), the newest last message first, ties the newest
+	// channel first, after position after (nil: from the first). A call
+	// reads limit channels whatever the community holds (the web view,
+	// CW-25).
+	ChannelsByActivity(ctx context.Context, after *ChannelPosition, limit int) ([]ChannelActivity, error)
 }
 
 // SharedStore is a Store that several relay processes share (RL-33): each

@@ -19,6 +19,14 @@ var migrations = []string{
 	// the whole of their second.
 	`DROP INDEX events_kind;
 	CREATE INDEX events_kind ON events (kind, created_at DESC, id);`,
+	// The web view lists the open channels by their last message that is
+	// not deleted (see the SQLite schema, channels.last_message_at): each
+	// channel's is read once here, a seek into events_projection.
+	`ALTER TABLE channels ADD COLUMN last_message_at bigint NOT NULL DEFAULT 0;
+	UPDATE channels c SET last_message_at = coalesce((SELECT max(e.created_at) FROM events e
+		WHERE e.channel = c.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0);
+	CREATE INDEX channels_activity ON channels (last_message_at DESC, seq DESC)
+		WHERE NOT private AND deleted_at IS NULL;`,
 }
 
 // migrateLock is the advisory lock key under which one process at a time

@@ -519,21 +519,46 @@ func TestWebRatePerIP(t *testing.T) {
 	}
 }
 
-// CW-25: the index lists the channels an anonymous reader can read, 50
-// a page in the order they were made, the "more" link continuing after
-// the last: each open channel once, no private one.
+// CW-25, issue 29 item 13: the index lists the channels an anonymous
+// reader can read, 50 a page, by their last message, newest first, as chat
+// clients list them (a channel without one last, newest channel first),
+// the "more" link continuing after the last: each open channel once, no
+// private one.
 func TestWebIndexPages(t *testing.T) {
 	s, _, a := startWithClient(t, webOn)
-	var want []string
+	type listed struct {
+		url string
+		at  int64
+	}
+	var open []listed
+	T := now() - 10000
 	for i := range 75 {
 		ch := fmt.Sprintf("group-%02d", i)
 		tags := []nostr.Tag{{"h", ch}, {"name", "name " + ch}}
 		if i%4 == 1 {
 			tags = append(tags, nostr.Tag{"private"})
-		} else {
-			want = append(want, "/c/"+ch)
 		}
-		cwIngest(t, s, cwEvent(t, a, buzz.KindCreateChannel, now(), tags...))
+		cwIngest(t, s, cwEvent(t, a, buzz.KindCreateChannel, T, tags...))
+		// A last message in an order that is not the channels' own; every
+		// tenth channel has none.
+		at := int64(0)
+		if i%10 != 3 {
+			at = T + 1 + int64(i*37%75)
+			cwIngest(t, s, cwMsg(t, a, ch, at))
+		}
+		if i%4 != 1 {
+			open = append(open, listed{"/c/" + ch, at})
+		}
+	}
+	slices.SortStableFunc(open, func(x, y listed) int {
+		if x.at != y.at {
+			return int(y.at - x.at)
+		}
+		return strings.Compare(y.url, x.url) // the newer channel first
+	})
+	var want []string
+	for _, l := range open {
+		want = append(want, l.url)
 	}
 	var got []string
 	path := "/"

@@ -167,6 +167,14 @@ var migrations = map[int]string{
 		DROP INDEX IF EXISTS events_projection;
 		CREATE INDEX events_projection ON events(channel, created_at, id DESC)
 		  WHERE row_class >= 1 AND deleted_at IS NULL;`,
+	// The web view lists channels by their last message (schema.sql,
+	// channels.last_message_at): each channel's is read once here, a seek
+	// into events_projection.
+	8: `ALTER TABLE channels ADD COLUMN last_message_at INTEGER NOT NULL DEFAULT 0;
+		UPDATE channels SET last_message_at = coalesce((SELECT max(e.created_at) FROM events e
+		  WHERE e.channel = channels.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0);
+		CREATE INDEX channels_activity ON channels(last_message_at, seq)
+		  WHERE private = 0 AND deleted_at IS NULL;`,
 }
 
 // markNamedByDeletion marks every aux event that a stored deletion names

@@ -146,8 +146,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 8 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 8", v, err)
+	if err != nil || v != 9 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 9", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -461,11 +461,24 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV7 takes a database of version 8 back to version 7: the
+// mgDowngradeToV8 takes a database of version 9 back to version 8: no
+// channels.last_message_at and its index.
+func mgDowngradeToV8(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP INDEX channels_activity; ALTER TABLE channels DROP COLUMN last_message_at;
+		PRAGMA user_version = 8`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV7 takes a database of version 9 back to version 7: the
 // indexes read newest first in created_at DESC order, the author's with
 // the id.
 func mgDowngradeToV7(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV8(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP INDEX events_kind; CREATE INDEX events_kind ON events(kind, created_at DESC, id);
@@ -717,13 +730,13 @@ func TestMigrateFromVersion4(t *testing.T) {
 	if got == "" || strings.Join(strings.Fields(got), " ") != strings.Join(strings.Fields(want), " ") {
 		t.Errorf("events_root_authors after migration:\n%s\nfresh:\n%s", got, want)
 	}
-	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 8 {
-		t.Errorf("user_version %d, want 8", n)
+	if n := qtSQLCount(t, s, `PRAGMA user_version`); n != 9 {
+		t.Errorf("user_version %d, want 9", n)
 	}
 }
 
 // mgObjects lists a database's schema objects, each as type, name and its
-// SQL with whitespace collapsed.
+// SQL with whitespace collapsed, none before a closing parenthesis.
 func mgObjects(t testing.TB, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.Query(`SELECT type, name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
@@ -737,7 +750,9 @@ func mgObjects(t testing.TB, db *sql.DB) []string {
 		if err := rows.Scan(&typ, &name, &text); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, typ+" "+name+": "+strings.Join(strings.Fields(text), " "))
+		// ALTER TABLE ADD COLUMN writes the column before the ")" of the
+		// table's SQL where schema.sql has a line break: no space counts.
+		out = append(out, typ+" "+name+": "+strings.ReplaceAll(strings.Join(strings.Fields(text), " "), " )", ")"))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -805,5 +820,35 @@ func TestMigrateFromVersion7(t *testing.T) {
 	}
 	if !slices.Equal(rows, want) {
 		t.Errorf("window page %v, want %v", rows, want)
+	}
+}
+
+// Issue 29 item 13: a version 8 database gets channels.last_message_at,
+// each channel's read from its live messages (a deleted one and a later
+// reaction do not count), and the index of the listing by activity, every
+// object of it then as a fresh database has it.
+func TestMigrateFromVersion8(t *testing.T) {
+	const general, random = "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a", "random"
+	a := testutil.NewSigner(t)
+	kept := a.Event(t, 9, qtT0, "kept", nostr.Tag{"h", general})
+	gone := a.Event(t, 9, qtT0+10, "deleted", nostr.Tag{"h", general})
+	other := a.Event(t, 9, qtT0+5, "other", nostr.Tag{"h", random})
+	path := mgNewDB(t, kept, gone, other,
+		a.Event(t, 5, qtT0+20, "", nostr.Tag{"h", general}, nostr.Tag{"e", gone.ID}),
+		a.Event(t, 7, qtT0+30, "+", nostr.Tag{"h", random}, nostr.Tag{"e", other.ID}))
+	mgDowngradeToV8(t, path)
+	s := mgMigratedAsFresh(t, path)
+	page, err := s.ChannelsByActivity(context.Background(), nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []buzz.ChannelActivity{{H: random, LastMessageAt: qtT0 + 5}, {H: general, LastMessageAt: qtT0}}
+	if len(page) != len(want) {
+		t.Fatalf("listed %+v, want %+v", page, want)
+	}
+	for i := range want {
+		if page[i].H != want[i].H || page[i].LastMessageAt != want[i].LastMessageAt {
+			t.Errorf("listed %+v, want %+v", page, want)
+		}
 	}
 }
