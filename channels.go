@@ -12,14 +12,11 @@ func channelsCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "channels",
 		Usage:     "list the channels you can read: id, name, private or open",
-		UsageText: "buzz-lite channels --relay URL [--key nsec|hex|file]",
+		UsageText: "buzz-lite channels [--relay URL] [--key nsec|hex|file]",
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one): adds the private channels you are a member of"},
 		),
 		Before: func(c *cli.Context) error {
-			if err := requireRelay(c); err != nil {
-				return err
-			}
 			return argsBetween(0, 0, "")(c)
 		},
 		Action: channels,

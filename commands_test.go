@@ -352,7 +352,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"backup", "--data", dir}, "backup: missing destination path\n" +
 			"usage: buzz-lite backup [--force] PATH (see buzz-lite backup --help)"},
 		{[]string{"window", "--relay", "ws://127.0.0.1:1"}, "window: missing --channel\n" +
-			"usage: buzz-lite window --relay URL (--channel ID [--limit N] [--all] [--follow] | --thread ID) [--key nsec|hex|file] [--json] (see buzz-lite window --help)"},
+			"usage: buzz-lite window [--relay URL] (--channel ID [--limit N] [--all] [--follow] | --thread ID) [--key nsec|hex|file] [--json] (see buzz-lite window --help)"},
 		{[]string{"check", "--data", dir, "--bogus"}, "check: flag provided but not defined: -bogus\n" +
 			"usage: buzz-lite check [--repair [--rekey]] (see buzz-lite check --help)"},
 		{[]string{"import", "a", "b"}, "import: unexpected argument \"b\"\n" +

@@ -20,7 +20,7 @@ func feedCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "feed",
 		Usage:     "print your home feed: mentions of you, what asks for your action, and the newest messages of the channels you can read",
-		UsageText: "buzz-lite feed --relay URL [--key nsec|hex|file] [--types mentions,needs_action,activity] [--limit N] [--json]",
+		UsageText: "buzz-lite feed [--relay URL] [--key nsec|hex|file] [--types mentions,needs_action,activity] [--limit N] [--json]",
 		// A client of a relay, taking --config and --data as window does.
 		Flags: append(clientFlags(),
 			&cli.StringFlag{Name: "key", Usage: "your secret key (nsec, 64 hex, or a file holding one); without it, only the activity of open channels"},
@@ -30,9 +30,6 @@ func feedCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "one JSON object an event instead of text"},
 		),
 		Before: func(c *cli.Context) error {
-			if err := requireRelay(c); err != nil {
-				return err
-			}
 			return argsBetween(0, 0, "")(c)
 		},
 		Action: feed,

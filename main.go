@@ -52,7 +52,7 @@ func newApp() buzzApp {
 // commonFlags are taken by every command (RL-25).
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "config", Usage: "TOML configuration file", EnvVars: []string{"BUZZ_LITE_CONFIG"}},
+		&cli.StringFlag{Name: "config", Usage: "TOML configuration file", EnvVars: []string{config.ConfigEnv}},
 		&cli.StringFlag{Name: "data", Usage: "data directory (default ./buzz-lite-data)"},
 	}
 }
@@ -60,6 +60,9 @@ func commonFlags() []cli.Flag {
 // loadConfig applies, in rising precedence, defaults, the config file, the
 // environment and the flags (RL-24).
 func loadConfig(c *cli.Context) (config.Config, error) {
+	if err := config.CheckEnv(os.Environ()); err != nil {
+		return config.Config{}, err
+	}
 	cfg, err := config.Load(c.String("config"), os.LookupEnv)
 	if err != nil {
 		return cfg, err

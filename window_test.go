@@ -14,6 +14,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
 
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/relay"
@@ -387,11 +388,6 @@ func TestWindowPrivateChannel(t *testing.T) {
 			t.Errorf("window %v: %v, want %q", args, err, want)
 		}
 	}
-	app = newApp()
-	app.Writer, app.ErrWriter = io.Discard, io.Discard
-	if err := app.Run([]string{"buzz-lite", "window", "--channel", private}); err == nil || !strings.HasPrefix(err.Error(), "window: missing --relay") {
-		t.Errorf("window without --relay or --config: %v", err)
-	}
 
 	var line bytes.Buffer
 	if err := printRow(&line, windowRow{PubKey: owner.PK, Content: "x", Replies: 2, Reactions: 1}, false); err != nil {
@@ -541,5 +537,63 @@ func TestTerminalText(t *testing.T) {
 		if got := terminalText(in); got != want {
 			t.Errorf("terminalText(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Issue 29 item 13: window names authors by their kind 0 profiles as the
+// web view does (display_name, else name; the short npub without one),
+// in a channel's timeline, --json and --thread alike, a name's escape
+// sequences made harmless for the terminal.
+func TestWindowAuthorNames(t *testing.T) {
+	url, store := wnServe(t)
+	ada, bo, eve := testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)
+	const ch = "names"
+	now := time.Now().Unix()
+	root := ada.Event(t, 9, now-10, "hello", nostr.Tag{"h", ch})
+	reply := bo.Event(t, 9, now-9, "hi", nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "root"})
+	for _, ev := range []*nostr.Event{
+		ada.Event(t, 0, now-100, `{"name":"ada","display_name":"Ada Lovelace"}`),
+		eve.Event(t, 0, now-100, `{"name":"Eve\u001b[2J"}`),
+		root, reply,
+		eve.Event(t, 9, now-8, "psst", nostr.Tag{"h", ch}),
+	} {
+		if err := store.Ingest(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boNpub, _ := nip19.EncodePublicKey(bo.PK)
+	out, err := runApp("window", "--relay", url, "--channel", ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"  Ada Lovelace  hello", "  Eve\uFFFD[2J  psst"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("window printed %q, want a line with %q", out, want)
+		}
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("window printed an escape: %q", out)
+	}
+	out, err = runApp("window", "--relay", url, "--thread", root.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "  Ada Lovelace  hello") || !strings.Contains(out, "  "+boNpub[:12]+"…  hi") {
+		t.Errorf("window --thread printed %q, want Ada's name and bo's short npub", out)
+	}
+	out, err = runApp("window", "--relay", url, "--channel", ch, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var row windowRow
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		names[row.Content] = row.Name
+	}
+	if names["hello"] != "Ada Lovelace" || names["psst"] != "Eve\x1b[2J" {
+		t.Errorf("--json names %q, want each author's own", names)
 	}
 }

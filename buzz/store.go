@@ -52,9 +52,12 @@ type Store interface {
 	// process, another sharing the database, or before a restart (RL-17).
 	// Of the callers racing with one key, one is told true.
 	SpendToken(ctx context.Context, key []byte, expires int64) (bool, error)
-	// ChannelsAfter lists up to limit channels, private and deleted ones
-	// too, in store order after number after (the web view, CW-25).
-	ChannelsAfter(ctx context.Context, after int64, limit int) ([]ChannelActivity, error)
+	// ChannelsByActivity lists up to limit open channels (neither private
+	// nor deleted), the newest last message first, ties the newest
+	// channel first, after position after (nil: from the first). A call
+	// reads limit channels whatever the community holds (the web view,
+	// CW-25).
+	ChannelsByActivity(ctx context.Context, after *ChannelPosition, limit int) ([]ChannelActivity, error)
 }
 
 // SharedStore is a Store that several relay processes share (RL-33): each

@@ -25,52 +25,62 @@ func (e *RefusedError) Error() string { return e.Message }
 // Post signs with the client's key a kind 9 message in channel (its h
 // tag, CW-2) and publishes it, answering the relay's NIP-42 challenge when
 // it asks. A reply (replyTo, a message id) carries NIP-10 marked tags: the
-// parent is fetched to learn its thread's root and its author, and a
-// direct reply to the root names the root alone, as NIP-10 says (CW-10).
+// parent is fetched to learn its channel, its thread's root and its
+// author, and a direct reply to the root names the root alone, as NIP-10
+// says (CW-10). A reply may leave channel "": it goes to its parent's.
 // A refusal is a *RefusedError; the signed event is returned either way.
 func (c *Client) Post(ctx context.Context, channel, content, replyTo string) (*nostr.Event, error) {
 	if c.key == "" {
 		return nil, errors.New("client: post: a key is needed to sign")
 	}
-	ch, ok := nipcw.ParseChannelID(channel)
-	if !ok {
-		return nil, fmt.Errorf("client: channel %q is not a channel id (a UUID or a NIP-29 group id)", channel)
+	ch := ""
+	if channel != "" || replyTo == "" {
+		var ok bool
+		if ch, ok = nipcw.ParseChannelID(channel); !ok {
+			return nil, fmt.Errorf("client: channel %q is not a channel id (a UUID or a NIP-29 group id)", channel)
+		}
 	}
 	w, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer w.close()
-	ev := &nostr.Event{Kind: 9, CreatedAt: nostr.Now(), Content: content, Tags: nostr.Tags{{"h", ch}}}
+	var tags nostr.Tags
 	if replyTo != "" {
-		tags, err := c.replyTags(ctx, w, ch, replyTo)
-		if err != nil {
+		if ch, tags, err = c.replyTags(ctx, w, ch, replyTo); err != nil {
 			return nil, err
 		}
-		ev.Tags = append(ev.Tags, tags...)
 	}
+	ev := &nostr.Event{Kind: 9, CreatedAt: nostr.Now(), Content: content, Tags: append(nostr.Tags{{"h", ch}}, tags...)}
 	if err := ev.Sign(c.key); err != nil {
 		return nil, fmt.Errorf("client: post: sign: %w", err)
 	}
 	return ev, w.publish(ctx, ev)
 }
 
-// replyTags are the NIP-10 tags of a reply to the message id in ch.
-func (c *Client) replyTags(ctx context.Context, w *wsConn, ch, id string) (nostr.Tags, error) {
+// replyTags are the channel and NIP-10 tags of a reply to the message id:
+// the parent's channel, which must be ch unless ch is "".
+func (c *Client) replyTags(ctx context.Context, w *wsConn, ch, id string) (string, nostr.Tags, error) {
 	id = strings.ToLower(id)
 	if !nostr.IsValid32ByteHex(id) {
-		return nil, fmt.Errorf("client: post: reply to %q: want a 64 hex message id", id)
+		return "", nil, fmt.Errorf("client: post: reply to %q: want a 64 hex message id", id)
 	}
 	got := map[string]*nostr.Event{}
 	if err := w.fetchIDs(ctx, []string{id}, got); err != nil {
-		return nil, fmt.Errorf("client: post: fetch %s: %w", id, err)
+		return "", nil, fmt.Errorf("client: post: fetch %s: %w", id, err)
 	}
 	parent := got[id]
 	if parent == nil {
-		return nil, fmt.Errorf("client: post: message %s not found on the relay", id)
+		return "", nil, fmt.Errorf("client: post: message %s not found on the relay", id)
 	}
-	if !inChannel(parent, ch) {
-		return nil, fmt.Errorf("client: post: message %s is not in channel %s", id, ch)
+	if ch == "" {
+		h, err := buzz.ChannelOf(parent.Tags)
+		if err != nil || h == "" {
+			return "", nil, fmt.Errorf("client: post: message %s is in no channel", id)
+		}
+		ch = h
+	} else if !inChannel(parent, ch) {
+		return "", nil, fmt.Errorf("client: post: message %s is not in channel %s", id, ch)
 	}
 	thread := buzz.ParseThreadTags(parent.Tags)
 	root := thread.Root
@@ -85,7 +95,7 @@ func (c *Client) replyTags(ctx context.Context, w *wsConn, ch, id string) (nostr
 	} else {
 		tags = append(tags, nostr.Tag{"e", root, c.wsURL, "root"}, nostr.Tag{"e", parent.ID, c.wsURL, "reply"})
 	}
-	return append(tags, nostr.Tag{"p", parent.PubKey}), nil
+	return ch, append(tags, nostr.Tag{"p", parent.PubKey}), nil
 }
 
 // publish sends ev and waits for the relay's OK; an auth-required refusal

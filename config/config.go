@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -302,6 +303,59 @@ func Load(path string, getenv func(string) (string, bool)) (Config, error) {
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// ConfigEnv is the variable that names the configuration file, as
+// --config does.
+const ConfigEnv = EnvPrefix + "CONFIG"
+
+// toolEnv are the BUZZ_LITE_ variables of the project's tests, benchmarks
+// and scripts, which may be set where the relay runs (a test starts it
+// with its own environment); a name ending in "_" is a prefix.
+var toolEnv = []string{
+	EnvPrefix + "TEST_", EnvPrefix + "BENCH_", EnvPrefix + "MILLION", EnvPrefix + "MILLION_TOPLEVEL",
+	EnvPrefix + "BROWSER", EnvPrefix + "BROWSER_OUT", EnvPrefix + "CHROMIUM", EnvPrefix + "JS_CLIENTS",
+	EnvPrefix + "CRASH_KILLS", EnvPrefix + "GO_INSTALL", EnvPrefix + "RELEASE_TARGETS",
+}
+
+// CheckEnv refuses, by name, every BUZZ_LITE_ variable of environ (as
+// os.Environ gives it) that is neither a configuration key, nor
+// ConfigEnv, nor one of the project's tools': a misspelt variable would
+// otherwise leave its key at the default without a word, which a
+// misspelt key of the file never does.
+func CheckEnv(environ []string) error {
+	known := map[string]bool{ConfigEnv: true}
+	_ = eachKey(reflect.ValueOf(&Config{}).Elem(), func(env string, _ reflect.Value) error {
+		known[env] = true
+		return nil
+	})
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix) || known[name] || isToolEnv(name) {
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	what := "variable"
+	if len(unknown) > 1 {
+		what = "variables"
+	}
+	return fmt.Errorf("environment: unknown %s %s: a setting is %s<SECTION>_<KEY> of a key in config.example.toml (%s names the file)",
+		what, strings.Join(unknown, ", "), EnvPrefix, ConfigEnv)
+}
+
+func isToolEnv(name string) bool {
+	for _, t := range toolEnv {
+		if name == t || strings.HasSuffix(t, "_") && strings.HasPrefix(name, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // eachKey calls fn with the environment variable name and the field of

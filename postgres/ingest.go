@@ -202,6 +202,11 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	if err := tx.insertTags(r.tags, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
 		return buzz.Admitted{}, err
 	}
+	if channel != nil && cls.rowClass >= 1 {
+		if _, err := tx.tx.Exec(tx.ctx, raiseLastMessageSQL, *channel, int64(ev.CreatedAt)); err != nil {
+			return buzz.Admitted{}, fmt.Errorf("channel's last message: %w", err)
+		}
+	}
 	if err := tx.touchEvent(&stored{seq: seq, kind: ev.Kind, tagsJSON: r.tagsJSON, channel: channel, scope: scope}); err != nil {
 		return buzz.Admitted{}, err
 	}

@@ -30,6 +30,14 @@ var migrations = []string{
 	);
 	CREATE INDEX nip98_tokens_expires ON nip98_tokens (expires);`,
 	feedStreamsMigration,
+	// The web view lists the open channels by their last message that is
+	// not deleted (see the SQLite schema, channels.last_message_at): each
+	// channel's is read once here, a seek into events_projection.
+	`ALTER TABLE channels ADD COLUMN last_message_at bigint NOT NULL DEFAULT 0;
+	UPDATE channels c SET last_message_at = coalesce((SELECT max(e.created_at) FROM events e
+		WHERE e.channel = c.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0);
+	CREATE INDEX channels_activity ON channels (last_message_at DESC, seq DESC)
+		WHERE NOT private AND deleted_at IS NULL;`,
 }
 
 // feedStreamsMigration is the migration of the home feed's streams

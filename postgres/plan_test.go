@@ -77,6 +77,8 @@ func TestPlans(t *testing.T) {
 		{"query kinds, a common one", mustTranslate(t, s.Store, nostr.Filter{Kinds: []int{9}, Limit: 100}), "Index Scan using events_kind"},
 		{"query kinds, a rare one", mustTranslate(t, s.Store, nostr.Filter{Kinds: []int{30023}, Limit: 100}), "Index Scan using events_kind"},
 		{"export", exportFirst, "events_created"},
+		{"channels by activity", sqlQuery{sql: channelsByActivitySQL, args: []any{int64(math.MaxInt64), int64(math.MaxInt64), 50}}, "channels_activity"},
+		{"channels by activity, a later page", sqlQuery{sql: channelsByActivitySQL, args: []any{int64(1700000000 + planEvents/2), int64(100), 50}}, "channels_activity"},
 		{"export, a later page", exportLater, "events_created"},
 		{"export of a channel", exportChannel, "events_channel"},
 		{"feed mentions", sqlQuery{sql: feedMentionQueries[1], args: append(append(slices.Clone(feedHead), tagKey(author), false), feedStreams(1)...)}, "mentions_feed"},
@@ -222,6 +224,9 @@ var planDatabase = []string{
 	`SELECT setval(pg_get_serial_sequence('events', 'seq'), (SELECT max(seq) FROM events))`,
 	`INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, updated_at)
 		SELECT parent, count(*), count(*), max(created_at), max(created_at) FROM events WHERE parent IS NOT NULL GROUP BY parent`,
+	// Each channel's last message, as the writer keeps it.
+	`UPDATE channels c SET last_message_at = coalesce((SELECT max(e.created_at) FROM events e
+		WHERE e.channel = c.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0)`,
 	// The channels filled by SQL are in the access state the store reads
 	// next (a REQ's #h names a channel by its number from it).
 	`UPDATE settings SET value = value + 1 WHERE key = 'access_version'`,

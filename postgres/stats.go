@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -67,24 +68,30 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// ChannelsAfter lists up to limit channels after number after, private
-// and deleted ones too, with the date of each open channel's newest event
-// (CW-25).
-func (s *Store) ChannelsAfter(ctx context.Context, after int64, limit int) ([]buzz.ChannelActivity, error) {
+// channelsByActivitySQL lists the open channels by their last message,
+// newest first, before position ($1, $2): one range of channels_activity,
+// which holds the open channels only.
+const channelsByActivitySQL = `SELECT seq, h, last_message_at FROM channels
+	WHERE NOT private AND deleted_at IS NULL AND (last_message_at, seq) < ($1, $2)
+	ORDER BY last_message_at DESC, seq DESC LIMIT $3`
+
+// ChannelsByActivity lists up to limit open channels, the newest last
+// message first, after position after (nil: from the first) (CW-25).
+func (s *Store) ChannelsByActivity(ctx context.Context, after *buzz.ChannelPosition, limit int) ([]buzz.ChannelActivity, error) {
+	at, seq := int64(math.MaxInt64), int64(math.MaxInt64)
+	if after != nil {
+		at, seq = after.LastMessageAt, after.Seq
+	}
 	out := make([]buzz.ChannelActivity, 0, limit)
 	err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
-		rows, err := tx.Query(ctx, `SELECT c.seq, c.h,
-			CASE WHEN NOT c.private AND c.deleted_at IS NULL
-				THEN coalesce((SELECT max(e.created_at) FROM events e WHERE e.channel = c.seq), 0)
-				ELSE 0 END
-			FROM channels c WHERE c.seq > $1 ORDER BY c.seq LIMIT $2`, after, limit)
+		rows, err := tx.Query(ctx, channelsByActivitySQL, at, seq, limit)
 		if err != nil {
 			return fmt.Errorf("list channels: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var ch buzz.ChannelActivity
-			if err := rows.Scan(&ch.Seq, &ch.H, &ch.LastEventAt); err != nil {
+			if err := rows.Scan(&ch.Seq, &ch.H, &ch.LastMessageAt); err != nil {
 				return fmt.Errorf("list channels: %w", err)
 			}
 			out = append(out, ch)

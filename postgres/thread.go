@@ -82,6 +82,17 @@ func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
 	return nil
 }
 
+// raiseLastMessageSQL makes $2 the last message of channel $1 if newer
+// (channels.last_message_at).
+const raiseLastMessageSQL = `UPDATE channels SET last_message_at = $2 WHERE seq = $1 AND last_message_at < $2`
+
+// rereadLastMessageSQL reads the last message of channel $1 again when it
+// was at $2, the time of an event that is gone: one seek into
+// events_projection.
+const rereadLastMessageSQL = `UPDATE channels SET last_message_at = coalesce((SELECT max(e.created_at) FROM events e
+		WHERE e.channel = $1 AND e.row_class >= 1 AND e.deleted_at IS NULL), 0)
+	WHERE seq = $1 AND last_message_at = $2`
+
 // softDelete marks t deleted and makes the counters of every ancestor
 // exact again for the remaining subtree (RL-6). Deleting a deleted event
 // is a no-op.
@@ -106,6 +117,12 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 	}
 	if err := tx.touchEvent(t); err != nil {
 		return err
+	}
+	if t.channel != nil {
+		// Only when t was the channel's last message does this read.
+		if _, err := tx.tx.Exec(tx.ctx, rereadLastMessageSQL, *t.channel, t.createdAt); err != nil {
+			return fmt.Errorf("channel's last message after deleting #%d: %w", t.seq, err)
+		}
 	}
 	if t.parent == nil {
 		return nil

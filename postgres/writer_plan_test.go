@@ -59,6 +59,8 @@ var writerStatements = map[string]string{
 	"reactions to adopt":                   `SELECT seq FROM tags WHERE name = 'e' AND value = $1 AND kind = 7`,
 	"reaction adopted":                     `UPDATE events SET scope = $1 WHERE seq = $2`,
 	"soft deletion":                        `UPDATE events SET deleted_at = $1`,
+	"channel's last message raised":        raiseLastMessageSQL,
+	"channel's last message read again":    rereadLastMessageSQL,
 	"root's newest replies":                `WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`,
 	"root's authors":                       threadAuthorsSQL,
 	"inner ancestor's subtree":             subtreeAuthorsSQL,

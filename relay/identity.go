@@ -3,6 +3,7 @@ package relay
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ const keyReadTries = 20
 
 // readKey reads the key kept at path.
 func readKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadKeyFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", err
@@ -61,6 +62,39 @@ func readKey(path string) (string, error) {
 		return "", fmt.Errorf("relay key %s: not a 64-hex secret key", path)
 	}
 	return sk, nil
+}
+
+// maxKeyFileBytes bounds what is read of a key file: an nsec and a line
+// break are 64 bytes; more is no key file.
+const maxKeyFileBytes = 4 << 10
+
+// ReadKeyFile reads the secret key file at path, refusing it, as ssh
+// does, when its mode lets group or others at it: a key someone else could
+// read is no longer secret, and one they could write is not the owner's.
+// The refusal names the file and the command that mends it.
+func ReadKeyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// The mode of the file opened, not of the path: a file swapped in
+	// between is not read unchecked.
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("key file %s: mode %04o lets group or others at the secret key: run chmod 600 %s", path, perm, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %w", path, err)
+	}
+	if len(b) > maxKeyFileBytes {
+		return nil, fmt.Errorf("key file %s: larger than a key (%d bytes at most)", path, maxKeyFileBytes)
+	}
+	return b, nil
 }
 
 // createKey writes a new key to path unless a file is there: written to a

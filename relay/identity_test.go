@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -145,5 +146,34 @@ func TestLoadOrCreateKeyDanglingLink(t *testing.T) {
 	}
 	if sk, _, err := LoadOrCreateKey(path); err == nil {
 		t.Fatalf("a dangling link gave key %q", sk)
+	}
+}
+
+// Issue 29 item 8: a relay key file that group or others may read or
+// write is refused, as ssh refuses such a key, with the chmod that mends
+// it; the relay never signs with a key others may have read.
+func TestLoadOrCreateKeyRefusesOpenMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "relay.key")
+	sk, _, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o644, 0o640, 0o604, 0o660} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		got, _, err := LoadOrCreateKey(path)
+		if err == nil || !strings.Contains(err.Error(), "run chmod 600 "+path) {
+			t.Errorf("mode %04o: %v, want a refusal saying chmod 600 %s", mode, err, path)
+		}
+		if got != "" {
+			t.Errorf("mode %04o: returned a key", mode)
+		}
+	}
+	if err := os.Chmod(path, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := LoadOrCreateKey(path); err != nil || got != sk {
+		t.Errorf("mode 0400: %v, want the key", err)
 	}
 }

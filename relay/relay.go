@@ -769,19 +769,29 @@ func (r *Relay) Handler() http.Handler {
 		case req.URL.Path == "/readyz":
 			r.serveReady(w, req)
 		case strings.Contains(req.Header.Get("Accept"), "application/nostr+json"):
+			varyAccept(w)
 			r.serveInfo(w, req)
 		case r.cfg.Web && isWebRequest(req):
+			varyAccept(w)
 			r.serveWeb(w, req)
 		case req.URL.Path == "/" && (req.Method == http.MethodGet || req.Method == http.MethodHead):
+			varyAccept(w)
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			fmt.Fprintf(w, "%s is a nostr relay (buzz-lite %s). Connect a nostr client to this address over WebSocket.\n",
 				r.cfg.Info.Name, r.cfg.Info.Version)
 		default:
+			varyAccept(w)
 			http.NotFound(w, req)
 		}
 	})
 	return mux
 }
+
+// varyAccept tells caches that the answer depends on the Accept header:
+// from here on a path answers NIP-11, a web page (Cache-Control: public)
+// or a line of text by Accept alone, and a shared cache that kept one
+// would serve it to a client that asked for another.
+func varyAccept(w http.ResponseWriter) { w.Header().Add("Vary", "Accept") }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully (RL-24):
 // stop accepting, close every WebSocket with 1012 (service restart) so that

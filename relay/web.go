@@ -11,7 +11,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -450,7 +449,9 @@ type webRow struct {
 	Deleted   bool
 	Edited    bool
 	Reactions int
-	Replies   int64
+	// Replies is the whole thread below the row (descendant_count), as
+	// chat clients badge a thread, not its direct replies only.
+	Replies int64
 	// Thread links to the row's thread page.
 	Thread string
 	// ReplyTo is the short id of the parent of a reply whose parent is on
@@ -465,40 +466,41 @@ type webAuthor struct {
 	Name, NPub string
 }
 
-// webIndex lists the channels an anonymous reader can read, in store
-// order, from where the link of the page before ended (`after`). It
-// reads one channel past a full page, so that a page links on only when
-// something follows; when webChannelScan ends the page first, it links
-// on from the last channel examined, which may be a hidden one: the
-// link's position is sealed (webIndexSeal), so that no link shows a
-// channel's store number, whose gaps would count the hidden channels. A
-// page that ends short with a link still tells that the rest of the
-// webChannelScan channels it examined are ones it does not show (private
-// or deleted): any scan bounded per page tells that much. A full page's
-// link tells nothing of the channels among or after those it shows.
+// webIndex lists the channels an anonymous reader can read by their last
+// message, newest first, as chat clients list them, from where the link
+// of the page before ended (`after`). The store lists open channels only;
+// it reads one channel past a full page, so that a page links on only
+// when something follows; when webChannelScan ends the page first (the
+// relay's reads need authentication, say), it links on from the last
+// channel examined. The link's position is sealed (webIndexSeal), so that
+// no link shows a channel's store number, whose gaps would count the
+// private channels.
 func (r *Relay) webIndex(ctx context.Context, q url.Values, v *webView) error {
 	seal, err := r.indexSeal()
 	if err != nil {
 		return err
 	}
-	var after int64
+	var after *buzz.ChannelPosition
 	if s := q.Get("after"); s != "" {
-		if after, err = seal.open(s); err != nil {
+		p, err := seal.open(s)
+		if err != nil {
 			return err
 		}
+		after = &p
 	}
 	c := r.store.Community()
 	now := r.now()
-	var lastShown int64
+	var lastShown buzz.ChannelPosition
 	more, full := true, false
 	for examined := 0; more && !full && examined < webChannelScan; {
-		batch, err := r.store.ChannelsAfter(ctx, after, webChannelBatch)
+		batch, err := r.store.ChannelsByActivity(ctx, after, webChannelBatch)
 		if err != nil {
 			return err
 		}
 		more = len(batch) == webChannelBatch
 		for _, a := range batch {
-			after = a.Seq
+			p := a.Position()
+			after = &p
 			examined++
 			ch := c.ChannelBySeq(a.Seq)
 			if !c.CanRead(buzz.Anonymous, ch) {
@@ -506,28 +508,28 @@ func (r *Relay) webIndex(ctx context.Context, q url.Values, v *webView) error {
 			}
 			if len(v.Channels) == webPageRows {
 				// One past the page: the page links on after its last.
-				full, more, after = true, true, lastShown
+				full, more, after = true, true, &lastShown
 				break
 			}
 			item := webChannelItem{Name: webChannelName(ch), About: clip(ch.About, webAboutRunes), URL: "/c/" + ch.H}
-			if a.LastEventAt > 0 {
-				t := newWebTime(a.LastEventAt, now)
+			if a.LastMessageAt > 0 {
+				t := newWebTime(a.LastMessageAt, now)
 				item.LastActive = &t
 			}
 			v.Channels = append(v.Channels, item)
-			lastShown = a.Seq
+			lastShown = p
 		}
 	}
-	if more {
-		v.More = "/?after=" + seal.seal(after)
+	if more && after != nil {
+		v.More = "/?after=" + seal.seal(*after)
 	}
 	return nil
 }
 
 // webIndexSeal turns an index position into the `after` of a link and
 // back: the position in a block of AES under a key derived from the
-// relay's key, half of it zeros that a forged or altered link fails to
-// decrypt to. The same position gives the same link, which a cache may
+// relay's key, a quarter of it zeros that a forged or altered link fails
+// to decrypt to. The same position gives the same link, which a cache may
 // keep.
 type webIndexSeal struct{ block cipher.Block }
 
@@ -542,27 +544,48 @@ func (r *Relay) indexSeal() (webIndexSeal, error) {
 	return webIndexSeal{block: block}, nil
 }
 
-func (s webIndexSeal) seal(pos int64) string {
+// A sealed position is its last message's time and its channel's store
+// number, 6 bytes each (any created_at the relay accepts, any store
+// number), then 4 zero bytes.
+const webSealField = 6
+
+func (s webIndexSeal) seal(pos buzz.ChannelPosition) string {
 	var plain, sealed [aes.BlockSize]byte
-	binary.BigEndian.PutUint64(plain[:8], uint64(pos))
+	put48(plain[:webSealField], pos.LastMessageAt)
+	put48(plain[webSealField:2*webSealField], pos.Seq)
 	s.block.Encrypt(sealed[:], plain[:])
 	return base64.RawURLEncoding.EncodeToString(sealed[:])
 }
 
 // open is the position sealed in after; errWebBadCursor when after is
 // not a link the relay made.
-func (s webIndexSeal) open(after string) (int64, error) {
+func (s webIndexSeal) open(after string) (buzz.ChannelPosition, error) {
 	sealed, err := base64.RawURLEncoding.DecodeString(after)
 	if err != nil || len(sealed) != aes.BlockSize {
-		return 0, errWebBadCursor
+		return buzz.ChannelPosition{}, errWebBadCursor
 	}
 	var plain [aes.BlockSize]byte
 	s.block.Decrypt(plain[:], sealed)
-	pos := int64(binary.BigEndian.Uint64(plain[:8]))
-	if binary.BigEndian.Uint64(plain[8:]) != 0 || pos < 0 {
-		return 0, errWebBadCursor
+	if binary.BigEndian.Uint32(plain[2*webSealField:]) != 0 {
+		return buzz.ChannelPosition{}, errWebBadCursor
 	}
-	return pos, nil
+	return buzz.ChannelPosition{LastMessageAt: get48(plain[:webSealField]), Seq: get48(plain[webSealField : 2*webSealField])}, nil
+}
+
+// put48 writes the low 48 bits of v to b, big-endian.
+func put48(b []byte, v int64) {
+	for i := range webSealField {
+		b[i] = byte(v >> (8 * (webSealField - 1 - i)))
+	}
+}
+
+// get48 reads what put48 wrote.
+func get48(b []byte) int64 {
+	var v int64
+	for i := range webSealField {
+		v = v<<8 | int64(b[i])
+	}
+	return v
 }
 
 func webChannelName(ch *buzz.Channel) string {
@@ -626,7 +649,7 @@ func (r *Relay) webChannel(ctx context.Context, route webRoute, q url.Values, me
 	}
 	replies := make(map[string]int64, len(page.Summaries))
 	for _, sm := range page.Summaries {
-		replies[sm.ID] = sm.ReplyCount
+		replies[sm.ID] = sm.DescendantCount
 	}
 	names, err := r.webProfiles(ctx, rows, mem)
 	if err != nil {
@@ -727,7 +750,7 @@ func (r *Relay) webThread(ctx context.Context, route webRoute, q url.Values, mem
 	}
 	counts := make(map[string]int64, len(sums))
 	for _, sm := range sums {
-		counts[sm.ID] = sm.ReplyCount
+		counts[sm.ID] = sm.DescendantCount
 	}
 	names, err := r.webProfiles(ctx, all, mem)
 	if err != nil {
@@ -805,21 +828,7 @@ func (r *Relay) webProfiles(ctx context.Context, evs []*nostr.Event, mem *webMem
 // else name, cleaned of control and formatting characters and clipped;
 // "" when it gives none.
 func profileName(content string) string {
-	var p struct {
-		DisplayName any `json:"display_name"`
-		Name        any `json:"name"`
-	}
-	if json.Unmarshal([]byte(content), &p) != nil {
-		return ""
-	}
-	for _, n := range []any{p.DisplayName, p.Name} {
-		if s, ok := n.(string); ok {
-			if s = clip(s, webNameRunes); s != "" {
-				return s
-			}
-		}
-	}
-	return ""
+	return buzz.ProfileName(content, func(s string) string { return clip(s, webNameRunes) })
 }
 
 // clip is s without control and formatting characters (bidi overrides

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -117,8 +118,9 @@ func FuzzWebIndexAfter(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Add(seal.seal(0))
-	f.Add(seal.seal(1 << 40))
+	f.Add(seal.seal(buzz.ChannelPosition{}))
+	f.Add(seal.seal(buzz.ChannelPosition{LastMessageAt: 1 << 40, Seq: 1 << 30}))
+	f.Add(seal.seal(buzz.ChannelPosition{LastMessageAt: 1<<48 - 1, Seq: 1<<48 - 1}))
 	f.Add("AAAAAAAAAAAAAAAAAAAAAA")
 	f.Add("57")
 	f.Fuzz(func(t *testing.T, after string) {
@@ -126,8 +128,9 @@ func FuzzWebIndexAfter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if again, err := seal.open(seal.seal(pos)); pos < 0 || err != nil || again != pos {
-			t.Fatalf("%q opens to %d, whose link opens to %d (%v)", after, pos, again, err)
+		again, err := seal.open(seal.seal(pos))
+		if pos.LastMessageAt < 0 || pos.Seq < 0 || err != nil || again != pos {
+			t.Fatalf("%q opens to %+v, whose link opens to %+v (%v)", after, pos, again, err)
 		}
 	})
 }

@@ -374,6 +374,8 @@ func TestWebOlderWalksChannel(t *testing.T) {
 // CW-25, RL-20: a thread page shows the root, then every reply nested
 // under its parent at its depth; a channel page row shows its reply
 // count, its reactions and the edited mark with the edited content.
+// Issue 29 item 13: a row's reply count is its whole thread
+// (descendant_count), as chat clients badge it, on both pages.
 func TestWebThreadNesting(t *testing.T) {
 	s, c, a := startWithClient(t, webOn)
 	b := testutil.NewSigner(t)
@@ -401,6 +403,15 @@ func TestWebThreadNesting(t *testing.T) {
 		if got := webAttr(n, "data-depth"); got != wantDepth[id] {
 			t.Errorf("%s: depth %s, want %s", id[:8], got, wantDepth[id])
 		}
+		var badge string
+		webWalk(n, func(m *html.Node) {
+			if webHasClass(m, "replies") && badge == "" {
+				badge = nodeText(m)
+			}
+		})
+		if want := map[string]string{root.ID: "4 replies", r1.ID: "2 replies", r2.ID: "1 reply"}[id]; badge != want {
+			t.Errorf("%s: badge %q, want %q", id[:8], badge, want)
+		}
 		if id == root.ID {
 			continue
 		}
@@ -424,7 +435,7 @@ func TestWebThreadNesting(t *testing.T) {
 			}
 		}
 	})
-	want := map[string]string{"content": "edited text", "edited": "edited", "reactions": "2 reactions", "replies": "2 replies"}
+	want := map[string]string{"content": "edited text", "edited": "edited", "reactions": "2 reactions", "replies": "4 replies"}
 	for k, v := range want {
 		if marks[k] != v {
 			t.Errorf("row %s: %q, want %q", k, marks[k], v)
@@ -508,21 +519,46 @@ func TestWebRatePerIP(t *testing.T) {
 	}
 }
 
-// CW-25: the index lists the channels an anonymous reader can read, 50
-// a page in the order they were made, the "more" link continuing after
-// the last: each open channel once, no private one.
+// CW-25, issue 29 item 13: the index lists the channels an anonymous
+// reader can read, 50 a page, by their last message, newest first, as chat
+// clients list them (a channel without one last, newest channel first),
+// the "more" link continuing after the last: each open channel once, no
+// private one.
 func TestWebIndexPages(t *testing.T) {
 	s, _, a := startWithClient(t, webOn)
-	var want []string
+	type listed struct {
+		url string
+		at  int64
+	}
+	var open []listed
+	T := now() - 10000
 	for i := range 75 {
 		ch := fmt.Sprintf("group-%02d", i)
 		tags := []nostr.Tag{{"h", ch}, {"name", "name " + ch}}
 		if i%4 == 1 {
 			tags = append(tags, nostr.Tag{"private"})
-		} else {
-			want = append(want, "/c/"+ch)
 		}
-		cwIngest(t, s, cwEvent(t, a, buzz.KindCreateChannel, now(), tags...))
+		cwIngest(t, s, cwEvent(t, a, buzz.KindCreateChannel, T, tags...))
+		// A last message in an order that is not the channels' own; every
+		// tenth channel has none.
+		at := int64(0)
+		if i%10 != 3 {
+			at = T + 1 + int64(i*37%75)
+			cwIngest(t, s, cwMsg(t, a, ch, at))
+		}
+		if i%4 != 1 {
+			open = append(open, listed{"/c/" + ch, at})
+		}
+	}
+	slices.SortStableFunc(open, func(x, y listed) int {
+		if x.at != y.at {
+			return int(y.at - x.at)
+		}
+		return strings.Compare(y.url, x.url) // the newer channel first
+	})
+	var want []string
+	for _, l := range open {
+		want = append(want, l.url)
 	}
 	var got []string
 	path := "/"
@@ -653,5 +689,28 @@ func TestWebSlotsAndCache(t *testing.T) {
 	if after.PagesFromCache != before.PagesFromCache+1 || after.PagesFromDatabase != before.PagesFromDatabase {
 		t.Fatalf("second page: cache %d -> %d, database %d -> %d; want one more from the cache",
 			before.PagesFromCache, after.PagesFromCache, before.PagesFromDatabase, after.PagesFromDatabase)
+	}
+}
+
+// Issue 29 item 8: every answer whose body depends on Accept says so
+// (Vary: Accept), so that a shared cache never serves the public HTML
+// index, the NIP-11 document or the line of text to a client that asked
+// for another; a web page and its 404 vary too, since a nostr Accept gets
+// NIP-11 at any path.
+func TestWebVaryAccept(t *testing.T) {
+	s, c, a := startWithClient(t, webOn)
+	ch := newChannelID(t)
+	cwCreate(t, c, a, ch, false)
+	for _, path := range []string{"/", "/c/" + ch, "/c/no-such-channel", "/nowhere"} {
+		for _, accept := range []string{"text/html", "application/nostr+json", "*/*", ""} {
+			got := webGet(t, s, path, accept)
+			vary := strings.Split(strings.Join(got.header.Values("Vary"), ","), ",")
+			for i := range vary {
+				vary[i] = strings.TrimSpace(vary[i])
+			}
+			if !slices.Contains(vary, "Accept") {
+				t.Errorf("GET %s with Accept %q: Vary %q, want Accept", path, accept, got.header.Values("Vary"))
+			}
+		}
 	}
 }

@@ -40,9 +40,16 @@ func (s *Store) Backup(ctx context.Context, path string, force bool) error {
 	if live, err := filepath.Abs(s.path); err == nil && (path == live || path == live+"-wal" || path == live+"-shm") {
 		return fmt.Errorf("backup %s: that is the database itself", path)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("backup: %w", err)
+		// The temporary file's name is ours, not the operator's: the
+		// directory is what to mend (a typo, or no right to write there).
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return fmt.Errorf("backup %s: directory %s: %w", path, dir, err)
 	}
 	// An empty file is what VACUUM INTO accepts besides none; created here,
 	// it is 0600 from the start (community history is private).

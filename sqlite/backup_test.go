@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,20 @@ func TestBackupRefusesTheDatabaseItself(t *testing.T) {
 		if err := s.Backup(context.Background(), p, true); err == nil || !strings.Contains(err.Error(), "the database itself") {
 			t.Errorf("backup to %s: %v", filepath.Base(p), err)
 		}
+	}
+}
+
+// Issue 29 item 12: a backup into a directory that does not exist names
+// that directory, not the temporary file the backup would have written.
+func TestBackupIntoMissingDirectory(t *testing.T) {
+	s := openTest(t)
+	dir := filepath.Join(t.TempDir(), "no-such-dir")
+	path := filepath.Join(dir, "backup.db")
+	err := s.Backup(context.Background(), path, false)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("got %v, want a missing directory", err)
+	}
+	if want := "backup " + path + ": directory " + dir + ": no such file or directory"; err.Error() != want {
+		t.Errorf("got %q, want %q", err, want)
 	}
 }

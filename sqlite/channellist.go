@@ -4,39 +4,39 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
-// channelsAfterSQL lists channels in store order after a number, each
-// open one with the created_at of its newest event: one seek into
-// events_channel per channel, which finds the maximum at the end of the
-// channel's range.
-const channelsAfterSQL = `SELECT c.seq, c.h,
-	CASE WHEN c.private = 0 AND c.deleted_at IS NULL
-		THEN coalesce((SELECT max(e.created_at) FROM events e WHERE e.channel = c.seq), 0)
-		ELSE 0 END
-	FROM channels c WHERE c.seq > ? ORDER BY c.seq LIMIT ?`
+// channelsByActivitySQL lists the open channels by their last message,
+// newest first, before position (?1, ?2): one range of channels_activity,
+// read backwards, which holds the open channels only.
+const channelsByActivitySQL = `SELECT seq, h, last_message_at FROM channels INDEXED BY channels_activity
+	WHERE private = 0 AND deleted_at IS NULL AND (last_message_at, seq) < (?1, ?2)
+	ORDER BY last_message_at DESC, seq DESC LIMIT ?3`
 
-// ChannelsAfter lists up to limit channels in the order the store numbered
-// them, after number after (0: from the first), private and deleted ones
-// too: the caller decides with its access rule what it may show (CW-25).
-// A call reads limit channels whatever the community holds.
-func (s *Store) ChannelsAfter(ctx context.Context, after int64, limit int) ([]buzz.ChannelActivity, error) {
+// ChannelsByActivity lists up to limit open channels, the newest last
+// message first, after position after (nil: from the first) (CW-25).
+func (s *Store) ChannelsByActivity(ctx context.Context, after *buzz.ChannelPosition, limit int) ([]buzz.ChannelActivity, error) {
+	at, seq := int64(math.MaxInt64), int64(math.MaxInt64)
+	if after != nil {
+		at, seq = after.LastMessageAt, after.Seq
+	}
 	out := make([]buzz.ChannelActivity, 0, limit)
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
-		st, err := s.prepared(ctx, tx, channelsAfterSQL)
+		st, err := s.prepared(ctx, tx, channelsByActivitySQL)
 		if err != nil {
 			return fmt.Errorf("list channels: %w", err)
 		}
-		rows, err := st.QueryContext(ctx, after, limit)
+		rows, err := st.QueryContext(ctx, at, seq, limit)
 		if err != nil {
 			return fmt.Errorf("list channels: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
 			var ch buzz.ChannelActivity
-			if err := rows.Scan(&ch.Seq, &ch.H, &ch.LastEventAt); err != nil {
+			if err := rows.Scan(&ch.Seq, &ch.H, &ch.LastMessageAt); err != nil {
 				return fmt.Errorf("list channels: %w", err)
 			}
 			out = append(out, ch)

@@ -1,26 +1,44 @@
 package sqlite
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
 
-// CW-25: the channel listing of the web view reads channels by their
-// number from where the last page ended, and each one's newest event by
-// one search of events_channel: no scan, no sort, so a page costs the same
-// however many channels and events the community holds.
-func TestChannelsAfterPlan(t *testing.T) {
+// CW-25, issue 29 item 13: the web view's listing of channels by activity
+// reads one range of channels_activity backwards from where the last page
+// ended: no scan, no sort, so a page costs the same however many channels
+// and events the community holds.
+func TestChannelsByActivityPlan(t *testing.T) {
 	s := ttOpen(t)
-	plan := explain(t, s, channelsAfterSQL, int64(0), 50)
-	for _, want := range []string{
-		"SEARCH c USING INTEGER PRIMARY KEY (rowid>?)",
-		"SEARCH e USING COVERING INDEX events_channel (channel=?)",
-	} {
-		if !strings.Contains(plan, want) {
-			t.Errorf("plan lacks %q:\n%s", want, plan)
+	for _, after := range [][2]int64{{math.MaxInt64, math.MaxInt64}, {1700000000, 12}} {
+		plan := explain(t, s, channelsByActivitySQL, after[0], after[1], 50)
+		if !strings.Contains(plan, "SEARCH channels USING INDEX channels_activity (last_message_at<?)") &&
+			!strings.Contains(plan, "SEARCH channels USING INDEX channels_activity ((last_message_at,seq)<(?,?))") {
+			t.Errorf("plan does not search channels_activity:\n%s", plan)
+		}
+		if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN") {
+			t.Errorf("plan scans or sorts:\n%s", plan)
 		}
 	}
-	if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN") {
-		t.Errorf("plan scans or sorts:\n%s", plan)
+}
+
+// Issue 29 item 13: the writer keeps channels.last_message_at with one
+// step of the channel's primary key, and reads it again, when a deletion
+// takes the message it names, with one seek into events_projection.
+func TestLastMessagePlans(t *testing.T) {
+	s := ttOpen(t)
+	for name, q := range map[string]string{"raise": raiseLastMessageSQL, "reread": rereadLastMessageSQL} {
+		plan := explain(t, s, q, int64(1), int64(1700000000))
+		if !strings.Contains(plan, "SEARCH channels USING INTEGER PRIMARY KEY (rowid=?)") {
+			t.Errorf("%s: plan does not find the channel by its number:\n%s", name, plan)
+		}
+		if name == "reread" && !strings.Contains(plan, "USING INDEX events_projection (channel=?)") {
+			t.Errorf("%s: plan does not seek events_projection:\n%s", name, plan)
+		}
+		if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "SCAN") {
+			t.Errorf("%s: plan scans or sorts:\n%s", name, plan)
+		}
 	}
 }

@@ -201,6 +201,11 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
 	}
 	tx.storedIn(channel, scope)
+	if channel.Valid && cls.rowClass >= 1 {
+		if _, err := tx.raiseLastMessage.ExecContext(tx.ctx, channel.Int64, int64(ev.CreatedAt)); err != nil {
+			return buzz.Admitted{}, fmt.Errorf("channel's last message: %w", err)
+		}
+	}
 	deletion := ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete
 	for _, t := range r.tags {
 		if _, err := tx.insertTag.ExecContext(tx.ctx, t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {

@@ -236,6 +236,14 @@ var migrations = map[int]string{
 		  FROM tags t JOIN events e ON e.seq = t.seq
 		  WHERE t.name = 'p' AND t.kind IN (1, 9, 11, 1111, 40007, 46010) AND typeof(t.value) = 'blob'
 		    AND e.deleted_at IS NULL;`,
+	// The web view lists channels by their last message (schema.sql,
+	// channels.last_message_at): each channel's is read once here, a seek
+	// into events_projection.
+	10: `ALTER TABLE channels ADD COLUMN last_message_at INTEGER NOT NULL DEFAULT 0;
+		UPDATE channels SET last_message_at = coalesce((SELECT max(e.created_at) FROM events e
+		  WHERE e.channel = channels.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0);
+		CREATE INDEX channels_activity ON channels(last_message_at, seq)
+		  WHERE private = 0 AND deleted_at IS NULL;`,
 }
 
 // markNamedByDeletion marks every aux event that a stored deletion names

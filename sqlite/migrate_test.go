@@ -146,8 +146,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 10 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 10", v, err)
+	if err != nil || v != 11 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 11", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -461,10 +461,23 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV9 takes a database of version 10 back to version 9: no
+// mgDowngradeToV10 takes a database of version 11 back to version 10: no
+// channels.last_message_at and its index.
+func mgDowngradeToV10(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP INDEX channels_activity; ALTER TABLE channels DROP COLUMN last_message_at;
+		PRAGMA user_version = 10`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV9 takes a database of the current version back to version 9: no
 // feed streams (events.feed, mentions, their indexes and triggers).
 func mgDowngradeToV9(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV10(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP TRIGGER mentions_insert; DROP TRIGGER mentions_tag_delete;
@@ -751,7 +764,7 @@ func TestMigrateFromVersion4(t *testing.T) {
 }
 
 // mgObjects lists a database's schema objects, each as type, name and its
-// SQL with whitespace collapsed.
+// SQL with whitespace collapsed, none before a closing parenthesis.
 func mgObjects(t testing.TB, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.Query(`SELECT type, name, coalesce(sql, '') FROM sqlite_schema ORDER BY type, name`)
@@ -892,6 +905,36 @@ func TestMigrateFromVersion9(t *testing.T) {
 		}
 		if ids, want := testutil.IDs(got...), testutil.IDs(c.want...); !slices.Equal(ids, want) {
 			t.Errorf("%.8s %v: %v, want %v", c.v, c.types, ids, want)
+		}
+	}
+}
+
+// Issue 29 item 13: a version 10 database gets channels.last_message_at,
+// each channel's read from its live messages (a deleted one and a later
+// reaction do not count), and the index of the listing by activity, every
+// object of it then as a fresh database has it.
+func TestMigrateFromVersion10(t *testing.T) {
+	const general, random = "5d1c9b8a-7f6e-4d5c-8b4a-3f2e1d0c9b8a", "random"
+	a := testutil.NewSigner(t)
+	kept := a.Event(t, 9, qtT0, "kept", nostr.Tag{"h", general})
+	gone := a.Event(t, 9, qtT0+10, "deleted", nostr.Tag{"h", general})
+	other := a.Event(t, 9, qtT0+5, "other", nostr.Tag{"h", random})
+	path := mgNewDB(t, kept, gone, other,
+		a.Event(t, 5, qtT0+20, "", nostr.Tag{"h", general}, nostr.Tag{"e", gone.ID}),
+		a.Event(t, 7, qtT0+30, "+", nostr.Tag{"h", random}, nostr.Tag{"e", other.ID}))
+	mgDowngradeToV10(t, path)
+	s := mgMigratedAsFresh(t, path)
+	page, err := s.ChannelsByActivity(context.Background(), nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []buzz.ChannelActivity{{H: random, LastMessageAt: qtT0 + 5}, {H: general, LastMessageAt: qtT0}}
+	if len(page) != len(want) {
+		t.Fatalf("listed %+v, want %+v", page, want)
+	}
+	for i := range want {
+		if page[i].H != want[i].H || page[i].LastMessageAt != want[i].LastMessageAt {
+			t.Errorf("listed %+v, want %+v", page, want)
 		}
 	}
 }

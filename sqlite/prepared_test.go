@@ -77,7 +77,7 @@ func TestPreparedCachesForThePool(t *testing.T) {
 		ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
 		deadline := time.Now().Add(deadlockGuard)
 		for {
-			if _, err := s.ChannelsAfter(context.Background(), 0, 10); err != nil {
+			if _, err := s.ChannelsByActivity(context.Background(), nil, 10); err != nil {
 				t.Fatal(err)
 			}
 			s.readStmtsMu.Lock()

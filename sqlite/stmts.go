@@ -28,6 +28,7 @@ type writeStmts struct {
 	foreignGroupState                                         *sql.Stmt
 	topLevelAfter, subtree, moveSubtree                       *sql.Stmt
 	spendToken, purgeTokens                                   *sql.Stmt
+	raiseLastMessage, rereadLastMessage                       *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -52,6 +53,16 @@ const subtreeAuthorsSQL = `WITH RECURSIVE below(seq) AS (
 	FROM below b CROSS JOIN events e ON e.seq = b.seq
 	WHERE e.deleted_at IS NULL
 	GROUP BY e.pubkey`
+
+// raiseLastMessageSQL makes ?2 the last message of channel ?1 if newer.
+const raiseLastMessageSQL = `UPDATE channels SET last_message_at = ?2 WHERE seq = ?1 AND last_message_at < ?2`
+
+// rereadLastMessageSQL reads the last message of channel ?1 again when it
+// was at ?2, the time of an event that is gone: one seek into
+// events_projection.
+const rereadLastMessageSQL = `UPDATE channels SET last_message_at = coalesce((SELECT max(e.created_at) FROM events e
+		WHERE e.channel = ?1 AND e.row_class >= 1 AND e.deleted_at IS NULL), 0)
+	WHERE seq = ?1 AND last_message_at = ?2`
 
 // eventColumns are what the write path needs to know of a stored event.
 const eventColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at, scope`
@@ -118,6 +129,11 @@ func (s *writeStmts) list() []writeStmt {
 			participants = excluded.participants,
 			updated_at = max(coalesce(thread_metadata.updated_at, 0), excluded.updated_at)`},
 		{&s.markDeleted, `UPDATE events SET deleted_at = ? WHERE seq = ? AND deleted_at IS NULL`},
+		// channels.last_message_at (schema.sql): raised by a message
+		// (?1 its channel, ?2 its created_at); read again from
+		// events_projection when a deletion takes the message it names.
+		{&s.raiseLastMessage, raiseLastMessageSQL},
+		{&s.rereadLastMessage, rereadLastMessageSQL},
 		{&s.hasChildren, `SELECT 1 FROM events WHERE parent = ? LIMIT 1`},
 		{&s.hardDelete, `DELETE FROM events WHERE seq = ?`},
 		{&s.liveChildren, liveChildrenSQL},

@@ -76,7 +76,16 @@ func (tx *writeTx) softDelete(t *stored, now int64) error {
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("delete event #%d: %w", t.seq, err)
-	} else if n == 0 || !t.parent.Valid {
+	} else if n == 0 {
+		return nil
+	}
+	if t.channel.Valid {
+		// Only when t was the channel's last message does this read.
+		if _, err := tx.rereadLastMessage.ExecContext(tx.ctx, t.channel.Int64, t.createdAt); err != nil {
+			return fmt.Errorf("channel's last message after deleting #%d: %w", t.seq, err)
+		}
+	}
+	if !t.parent.Valid {
 		return nil
 	}
 	// below holds the authors below child while they are known.

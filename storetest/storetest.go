@@ -147,7 +147,7 @@ var suite = []struct {
 	name string
 	test func(t *testing.T, open Opener)
 }{
-	{"ChannelsAfter", testChannelsAfter},
+	{"ChannelsByActivity", testChannelsByActivity},
 	{"ChannelLifecycleRejections", testChannelLifecycleRejections},
 	{"ChannelCreatePolicy", testChannelCreatePolicy},
 	{"GroupDeleteByChannelAdmin", testGroupDeleteByChannelAdmin},
