@@ -21,27 +21,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
-// What the tour needs of the other branches of issue 29 until they merge;
-// the test supplies it meanwhile, and each is turned off (deleted) when its
-// branch is in:
-const (
-	// i29-small: a client command without --relay talks to
-	// ws://127.0.0.1:7777, the relay the default configuration serves.
-	// Until then it needs a configuration to take the relay from: the
-	// client lines run with BUZZ_LITE_CONFIG naming an empty file, which
-	// gives them that same relay.
-	awaitRelayDefault = true
-	// i29-small: `post --reply-to ID` takes the parent's channel. Until
-	// then the test adds --channel, the channel the tour posted ID to.
-	awaitReplyChannel = true
-	// i29-syncexport: sync sends a parent before its replies made in the
-	// same second. Until then the same-second chains the test adds before
-	// the tour's sync have ids in the order (created_at, id) that sync
-	// sorts by; after, in the reverse order, which only a sync that orders
-	// parents first copies whole.
-	awaitSameSecondOrder = true
-)
-
 // tourAddr is the relay the tour's commands talk to unless told otherwise.
 const tourAddr = "127.0.0.1:7777"
 
@@ -119,9 +98,6 @@ type tourSession struct {
 	topLevel map[string][]string
 	last     string // what the last command printed on stdout
 	lastLine string
-	// emptyConfig is the configuration file the client lines run with
-	// while awaitRelayDefault.
-	emptyConfig string
 	// chain is the same-second thread added before the sync, mirror the
 	// relay it was synced to.
 	chain  []*nostr.Event
@@ -153,15 +129,6 @@ func (s *tourSession) run(line string) string {
 		for readme, real := range s.addrs {
 			args[i] = strings.ReplaceAll(args[i], readme, real)
 		}
-	}
-	if cmd == "post" && awaitReplyChannel && flagValue(args, "--reply-to") != "" && flagValue(args, "--channel") == "" {
-		args = append(args, "--channel", s.channelOf[flagValue(args, "--reply-to")])
-	}
-	if cmd == "post" && awaitSameSecondOrder && flagValue(args, "--reply-to") != "" {
-		// A reply made in its parent's second may sort before it: until
-		// sync sends parents first, the tour's own reply waits for the
-		// next second.
-		time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	}
 	if cmd == "sync" {
 		s.sameSecondChains(args)
@@ -223,12 +190,6 @@ func (s *tourSession) client(line string, args []string) string {
 	// The relay the client commands talk to by default: the one the
 	// default configuration serves, on the test's port.
 	cmd.Env = append(os.Environ(), asMainEnv+"=1", "BUZZ_LITE_SERVER_LISTEN="+s.addrs[tourAddr])
-	if awaitRelayDefault {
-		if s.emptyConfig == "" {
-			s.emptyConfig = testutil.WriteFile(t, "empty.toml", "")
-		}
-		cmd.Env = append(cmd.Env, "BUZZ_LITE_CONFIG="+s.emptyConfig)
-	}
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -333,7 +294,7 @@ func (s *tourSession) webPage(link string) {
 
 // sameSecondChains adds, before the sync line args, to the relay it copies
 // from, a thread whose root, reply and reply to the reply share one
-// created_at (awaitSameSecondOrder says in which order their ids sort).
+// created_at, each id sorting before its parent's.
 func (s *tourSession) sameSecondChains(args []string) {
 	t := s.t
 	t.Helper()
@@ -343,11 +304,10 @@ func (s *tourSession) sameSecondChains(args []string) {
 	at := time.Now().Unix() - 60
 	// A parent's id sorts after its reply's: sorted by (created_at, id), a
 	// reply would be sent before its parent.
-	replyFirst := !awaitSameSecondOrder
 	mine := func(parent *nostr.Event, tags ...nostr.Tag) *nostr.Event {
 		for n := 0; ; n++ {
 			ev := author.Event(t, 9, at, fmt.Sprintf("same second, try %d", n), append([]nostr.Tag{{"h", ch}}, tags...)...)
-			if parent == nil || (ev.ID < parent.ID) == replyFirst {
+			if parent == nil || ev.ID < parent.ID {
 				return ev
 			}
 		}
