@@ -418,9 +418,24 @@ func (s *Store) sendBarriers() {
 			s.heard(token)
 			continue
 		}
-		<-heard
+		// A listener connection that stalls without breaking would keep
+		// every waiting subscription's memory of what it sent: past the
+		// wait, the calls are answered as if it had heard (one may at
+		// worst receive an event twice).
+		t := time.NewTimer(barrierWait)
+		select {
+		case <-heard:
+		case <-t.C:
+			s.log.Warn("this process's listener did not hear a delivery barrier in time", "wait", barrierWait)
+			s.heard(token)
+		}
+		t.Stop()
 	}
 }
+
+// barrierWait bounds how long CaughtUp waits for the listener to hear a
+// barrier: longer than any notification takes on a live connection.
+const barrierWait = 2 * queryTimeout
 
 // heard answers the CaughtUp calls of the barrier token.
 func (s *Store) heard(token string) {

@@ -270,8 +270,13 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					// buzz-lite patch 29: counted from before it is stored to
 					// after its broadcast, so that a subscription that read it
 					// stored knows when its live delivery is behind it.
+					// It ends before the OK is written: a publisher that
+					// reads slowly must not hold every subscription's
+					// memory of what it sent (the defer covers a return
+					// before that).
 					write := rl.writes.begin()
-					defer rl.writes.end(write)
+					endWrite := sync.OnceFunc(func() { rl.writes.end(write) })
+					defer endWrite()
 
 					if env.Event.Kind == 5 {
 						// this always returns "blocked: " whenever it returns an error
@@ -318,6 +323,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 							RequestAuth(ctx)
 						}
 					}
+					endWrite()
 					rl.answerEvent(ctx, ws, &env.Event, ok, reason)
 				case *nostr.CountEnvelope:
 					if rl.CountEvents == nil && rl.CountEventsHLL == nil {
