@@ -47,6 +47,9 @@ func clientIP(req *http.Request, trusted []netip.Prefix) netip.Addr {
 // picks any address of it, so counting addresses would give it billions
 // of shares of every limit. Logs still name the whole address.
 func (l Limits) client(ip netip.Addr) netip.Prefix {
+	// An IPv4 client written as IPv6 (::ffff:a.b.c.d) is that IPv4
+	// address, not one /64 shared by every IPv4 client.
+	ip = ip.Unmap()
 	bits := ip.BitLen()
 	if ip.Is6() {
 		bits = l.IPv6Prefix

@@ -125,6 +125,11 @@ func TestClientKey(t *testing.T) {
 	if got := exempt.limitedClient(netip.MustParseAddr("2001:db8::2")); got.String() != "2001:db8::/64" {
 		t.Errorf("a neighbour of an exempt address is limited as %s, want its /64", got)
 	}
+	// Whoever hands client an address still mapped is not answered with
+	// the /64 every IPv4 client would share.
+	if got := exempt.client(netip.MustParseAddr("::ffff:203.0.113.5")); got.String() != "203.0.113.5/32" {
+		t.Errorf("a mapped IPv4 address counts as %s, want 203.0.113.5/32", got)
+	}
 }
 
 // Issue 29 item 2: a prefix outside 48 to 128 bits is refused when the

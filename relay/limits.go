@@ -37,8 +37,8 @@ type Limits struct {
 	QueryMemoryBytes      int64
 	QueryMemoryBytesPerIP int64
 
-	// MaxSyncSessions bounds the NIP-77 sync sessions one connection may
-	// hold open, MaxSyncItems the events one session reconciles, and
+	// MaxSyncSessions bounds the NIP-77 sync sessions one client
+	// (Limits.client, over all its connections) may hold open, MaxSyncItems the events one session reconciles, and
 	// SyncMemoryBytes what all sessions hold together (RL-34).
 	MaxSyncSessions int
 	MaxSyncItems    int
