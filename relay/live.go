@@ -56,6 +56,6 @@ func (r *Relay) pushSummaries(changed []buzz.ThreadChange) {
 			continue
 		}
 		r.overlays.sign(ev)
-		r.kh.BroadcastEvent(ev)
+		r.kh.BroadcastOverlay(ev)
 	}
 }

@@ -304,7 +304,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						if !skipBroadcast {
 							// buzz-lite patch: with who may receive it, as the store
 							// said (SaveEvent) or DeliverTo says.
-							n := srl.notifyListeners(&env.Event, deliver)
+							n := srl.notifyListeners(&env.Event, deliver, true)
 
 							// the number of notified listeners matters in ephemeral events
 							if nostr.IsEphemeralKind(env.Event.Kind) {

@@ -238,8 +238,9 @@ func (rl *Relay) deliverTo(event *nostr.Event) func(ws *WebSocket) bool {
 // sent the event without waiting (TrySendJSON), so that one peer that does
 // not read never delays the others. deliver (nil: everyone) says, per
 // connection, who may receive it: DeliverTo's or SaveEvent's answer,
-// asked once per event.
-func (rl *Relay) notifyListeners(event *nostr.Event, deliver func(ws *WebSocket) bool) int {
+// asked once per event. once says whether a subscription that sent the
+// event's id already skips it (patch 29; false for an overlay).
+func (rl *Relay) notifyListeners(event *nostr.Event, deliver func(ws *WebSocket) bool, once bool) int {
 	// buzz-lite patch 28: what a delivery needs of a matching listener,
 	// not a copy of the listener and its filter, each envelope's head made
 	// when the listener was added: a broadcast to a thousand subscribers
@@ -286,7 +287,7 @@ listenersloop:
 				continue listenersloop
 			}
 		}
-		if !listener.sub.firstTime(event.ID) {
+		if once && !listener.sub.firstTime(event.ID) {
 			continue
 		}
 		listener.ws.trySend(appendEventEnvelope(listener.head, encoded))

@@ -2,6 +2,7 @@ package khatru
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -39,5 +40,30 @@ func TestWriteEndsBeforeItsOK(t *testing.T) {
 	close(release)
 	if label, rest := c.read(); label != "OK" {
 		t.Errorf("got %s %s, want the OK", label, rest)
+	}
+}
+
+// buzz-lite patch 29, CW-21: an overlay told again (a thread summary whose
+// counts came back to what they were in the same second: the same id)
+// reaches a subscription that still remembers the ids it sent, where a
+// stored event's second broadcast does not.
+func TestOverlayToldAgain(t *testing.T) {
+	signer := testutil.NewSigner(t)
+	rl := NewRelay()
+	// The subscription never settles: it keeps every id it sent.
+	rl.LiveCaughtUp = func() <-chan struct{} { return make(chan struct{}) }
+	c := dialRelay(t, rl)
+	c.subscribe("sum", nostr.Filter{Kinds: []int{39005}})
+	summary := signer.Event(t, 39005, time.Now().Unix(), `{"reply_count":1}`, nostr.Tag{"d", "x"})
+	stored := signer.Event(t, 39005, time.Now().Unix(), `{"reply_count":2}`, nostr.Tag{"d", "y"})
+	rl.BroadcastOverlay(summary)
+	rl.BroadcastEvent(stored)
+	rl.BroadcastEvent(stored)
+	rl.BroadcastOverlay(summary)
+	last := signer.Event(t, 39005, time.Now().Unix(), `{"reply_count":3}`, nostr.Tag{"d", "z"})
+	rl.BroadcastEvent(last)
+	got := c.eventIDs(last.ID)["sum"]
+	if want := []string{summary.ID, stored.ID, summary.ID}; !slices.Equal(got, want) {
+		t.Errorf("received %v, want %v", got, want)
 	}
 }
