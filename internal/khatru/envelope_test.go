@@ -64,8 +64,11 @@ func TestBroadcastEnvelopePerSubscriber(t *testing.T) {
 func TestReqAnswerEnvelopes(t *testing.T) {
 	signer := testutil.NewSigner(t)
 	var stored []*nostr.Event
+	// One base time: a second turning between two events would give two
+	// of them one date, one id, and a subscription sends an id once.
+	at := time.Now().Unix()
 	for i := range 40 {
-		stored = append(stored, signer.Event(t, 1, time.Now().Unix()-int64(i), "<b>\"hostile\"</b> & \u2028 \\ 🐝", nostr.Tag{"t", "</script>"}))
+		stored = append(stored, signer.Event(t, 1, at-int64(i), "<b>\"hostile\"</b> & \u2028 \\ 🐝", nostr.Tag{"t", "</script>"}))
 	}
 	rl := NewRelay()
 	encoded := make([][]byte, len(stored))
