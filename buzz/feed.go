@@ -41,3 +41,22 @@ type FeedQuery struct {
 	// 0: no bound.
 	MaxBytes int
 }
+
+// FeedStreams are the streams of the home feed v may read (RL-35): 0 (the
+// open channels, and for mentions events of no channel) when v may read
+// open channels, then each of candidates that is a private channel v may
+// read in c. candidates are the channels a store found through v's
+// memberships (all private ones for a relay admin), read in the snapshot
+// c describes; an anonymous viewer has none.
+func (c *Community) FeedStreams(v Viewer, candidates []int64) []int64 {
+	var streams []int64
+	if c.CanReadOpen(v) {
+		streams = append(streams, 0)
+	}
+	for _, seq := range candidates {
+		if ch := c.ChannelBySeq(seq); ch != nil && ch.Private && c.CanRead(v, ch) {
+			streams = append(streams, seq)
+		}
+	}
+	return streams
+}

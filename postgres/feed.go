@@ -169,16 +169,12 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 	return out, nil
 }
 
-// feedStreams are the streams v may read: 0 (open channels, and events
-// of no channel) unless v may read no open channel, then the private
-// channels v may read, in c, the access state of tx's snapshot.
+// feedStreams are the streams v may read (buzz's FeedStreams) of the
+// private channels v's memberships name (every private channel for a relay
+// admin), read in tx's snapshot, whose access state c is.
 func feedStreams(ctx context.Context, tx pgx.Tx, c *buzz.Community, v buzz.Viewer) ([]int64, error) {
-	var streams []int64
-	if c.CanReadOpen(v) {
-		streams = append(streams, 0)
-	}
 	if v == buzz.Anonymous {
-		return streams, nil
+		return c.FeedStreams(v, nil), nil
 	}
 	key, err := hex.DecodeString(string(v))
 	if err != nil {
@@ -193,19 +189,18 @@ func feedStreams(ctx context.Context, tx pgx.Tx, c *buzz.Community, v buzz.Viewe
 		return nil, fmt.Errorf("feed streams: %w", err)
 	}
 	defer rows.Close()
+	var candidates []int64
 	for rows.Next() {
 		var seq int64
 		if err := rows.Scan(&seq); err != nil {
 			return nil, fmt.Errorf("feed streams: %w", err)
 		}
-		if ch := c.ChannelBySeq(seq); ch != nil && ch.Private && c.CanRead(v, ch) {
-			streams = append(streams, seq)
-		}
+		candidates = append(candidates, seq)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("feed streams: %w", err)
 	}
-	return streams, nil
+	return c.FeedStreams(v, candidates), nil
 }
 
 // feedCandidate is an event a type's streams hold, with the channel whose
