@@ -288,8 +288,10 @@ func publishNotes(t *testing.T, s *testServer, n int) string {
 	t.Helper()
 	author := testutil.NewSigner(t)
 	c := s.client(t)
+	// One base time: two events of the same second would share an id.
+	base := now()
 	for i := range n {
-		mustPublish(t, c, author.Event(t, 1, now()-int64(i), "note"))
+		mustPublish(t, c, author.Event(t, 1, base-int64(i), "note"))
 	}
 	empty := vector.New()
 	empty.Seal()
