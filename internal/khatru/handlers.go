@@ -43,10 +43,8 @@ func (rl *Relay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rl.HandleWebsocket(w, r)
 	} else if r.Header.Get("Accept") == "application/nostr+json" {
 		corsMiddleware.Handler(http.HandlerFunc(rl.HandleNIP11)).ServeHTTP(w, r)
-	} else if r.Header.Get("Content-Type") == "application/nostr+json+rpc" {
-		corsMiddleware.Handler(http.HandlerFunc(rl.HandleNIP86)).ServeHTTP(w, r)
 	} else {
-		corsMiddleware.Handler(rl.serveMux).ServeHTTP(w, r)
+		corsMiddleware.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
 	}
 }
 
@@ -257,11 +255,6 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 						return
 					}
 
-					srl := rl
-					if rl.getSubRelayFromEvent != nil {
-						srl = rl.getSubRelayFromEvent(&env.Event)
-					}
-
 					var ok bool
 					var writeErr error
 					var skipBroadcast bool
@@ -280,31 +273,31 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 					if env.Event.Kind == 5 {
 						// this always returns "blocked: " whenever it returns an error
-						writeErr = srl.handleDeleteRequest(ctx, &env.Event)
+						writeErr = rl.handleDeleteRequest(ctx, &env.Event)
 					}
 
 					if writeErr == nil {
 						if nostr.IsEphemeralKind(env.Event.Kind) {
 							// this will also always return a prefixed reason
-							if writeErr = srl.handleEphemeral(ctx, &env.Event); writeErr == nil {
-								deliver = srl.deliverTo(&env.Event)
+							if writeErr = rl.handleEphemeral(ctx, &env.Event); writeErr == nil {
+								deliver = rl.deliverTo(&env.Event)
 							}
 						} else {
 							// this will also always return a prefixed reason
-							skipBroadcast, deliver, writeErr = srl.handleNormal(ctx, &env.Event)
+							skipBroadcast, deliver, writeErr = rl.handleNormal(ctx, &env.Event)
 						}
 					}
 
 					var reason string
 					if writeErr == nil {
 						ok = true
-						for _, ovw := range srl.OverwriteResponseEvent {
+						for _, ovw := range rl.OverwriteResponseEvent {
 							ovw(ctx, &env.Event)
 						}
 						if !skipBroadcast {
 							// buzz-lite patch: with who may receive it, as the store
 							// said (SaveEvent) or DeliverTo says.
-							n := srl.notifyListeners(&env.Event, deliver, true)
+							n := rl.notifyListeners(&env.Event, deliver, true)
 
 							// the number of notified listeners matters in ephemeral events
 							if nostr.IsEphemeralKind(env.Event.Kind) {
@@ -342,19 +335,14 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 					var total int64
 					var hll *hyperloglog.HyperLogLog
 
-					srl := rl
-					if rl.getSubRelayFromFilter != nil {
-						srl = rl.getSubRelayFromFilter(env.Filter)
-					}
-
 					// buzz-lite patch: the HLL path only with HLL hooks, and only
 					// for tag values go-nostr's offset helper can index without
 					// panicking (a short #e/#p value crashed the process).
 					var err error
-					if offset := hllOffset(env.Filter); offset != -1 && len(srl.CountEventsHLL) > 0 {
-						total, hll, err = srl.handleCountRequestWithHLL(ctx, ws, env.Filter, offset)
+					if offset := hllOffset(env.Filter); offset != -1 && len(rl.CountEventsHLL) > 0 {
+						total, hll, err = rl.handleCountRequestWithHLL(ctx, ws, env.Filter, offset)
 					} else {
-						total, err = srl.handleCountRequest(ctx, ws, env.Filter)
+						total, err = rl.handleCountRequest(ctx, ws, env.Filter)
 					}
 					// buzz-lite patch: a count that failed is refused with CLOSED;
 					// it was a NOTICE and a COUNT of what was counted, 0.
@@ -388,11 +376,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 
 					// handle each filter separately -- dispatching events as they're loaded from databases
 					for _, filter := range env.Filters {
-						srl := rl
-						if rl.getSubRelayFromFilter != nil {
-							srl = rl.getSubRelayFromFilter(filter)
-						}
-						err := srl.handleRequest(sub.ctx, sub, &eose, ws, filter)
+						err := rl.handleRequest(sub.ctx, sub, &eose, ws, filter)
 						if err != nil {
 							// fail everything if any filter is rejected
 							reason := err.Error()
@@ -407,7 +391,7 @@ func (rl *Relay) HandleWebsocket(w http.ResponseWriter, r *http.Request) {
 							ws.WriteJSON(nostr.ClosedEnvelope{SubscriptionID: env.SubscriptionID, Reason: reason})
 							return
 						} else {
-							rl.addListener(ws, sub, srl, filter)
+							rl.addListener(ws, sub, rl, filter)
 						}
 					}
 

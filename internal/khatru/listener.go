@@ -129,8 +129,7 @@ func (rl *Relay) openSubscription(ctx context.Context, ws *WebSocket, id string,
 	reason := rl.rejectRequest(ctx, Request{Label: "REQ", SubscriptionID: id, Filters: filters, Open: len(ws.subs)})
 	if reason == "" {
 		reqCtx, cancel := context.WithCancelCause(ctx)
-		// expose subscription id in the context
-		sub = &subscription{id: id, ctx: context.WithValue(reqCtx, subscriptionIdKey, id), cancel: cancel,
+		sub = &subscription{id: id, ctx: reqCtx, cancel: cancel,
 			seen: make(map[string]struct{})}
 		if ws.subs == nil {
 			ws.subs = make(map[string]*subscription)
