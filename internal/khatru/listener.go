@@ -62,14 +62,6 @@ type listener struct {
 	head []byte
 }
 
-func (rl *Relay) GetListeningFilters() []nostr.Filter {
-	respfilters := make([]nostr.Filter, len(rl.listeners))
-	for i, l := range rl.listeners {
-		respfilters[i] = l.filter
-	}
-	return respfilters
-}
-
 // addListener may be called multiple times for each subscription -- in which case each filter will
 // be added as an independent listener
 func (rl *Relay) addListener(
