@@ -9,20 +9,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 )
 
-// AddEvent sends an event through then normal add pipeline, as if it was received from a websocket.
-func (rl *Relay) AddEvent(ctx context.Context, evt *nostr.Event) (skipBroadcast bool, writeError error) {
-	if evt == nil {
-		return false, errors.New("error: event is nil")
-	}
-
-	if nostr.IsEphemeralKind(evt.Kind) {
-		return false, rl.handleEphemeral(ctx, evt)
-	} else {
-		skipBroadcast, _, writeError = rl.handleNormal(ctx, evt)
-		return skipBroadcast, writeError
-	}
-}
-
 // handleNormal stores evt; deliver is who may receive its broadcast.
 //
 // buzz-lite patch: it returns deliver, a SaveEvent hook's answer, or

@@ -62,14 +62,6 @@ type listener struct {
 	head []byte
 }
 
-func (rl *Relay) GetListeningFilters() []nostr.Filter {
-	respfilters := make([]nostr.Filter, len(rl.listeners))
-	for i, l := range rl.listeners {
-		respfilters[i] = l.filter
-	}
-	return respfilters
-}
-
 // addListener may be called multiple times for each subscription -- in which case each filter will
 // be added as an independent listener
 func (rl *Relay) addListener(
@@ -129,8 +121,7 @@ func (rl *Relay) openSubscription(ctx context.Context, ws *WebSocket, id string,
 	reason := rl.rejectRequest(ctx, Request{Label: "REQ", SubscriptionID: id, Filters: filters, Open: len(ws.subs)})
 	if reason == "" {
 		reqCtx, cancel := context.WithCancelCause(ctx)
-		// expose subscription id in the context
-		sub = &subscription{id: id, ctx: context.WithValue(reqCtx, subscriptionIdKey, id), cancel: cancel,
+		sub = &subscription{id: id, ctx: reqCtx, cancel: cancel,
 			seen: make(map[string]struct{})}
 		if ws.subs == nil {
 			ws.subs = make(map[string]*subscription)

@@ -38,8 +38,6 @@ func NewRelay() *Relay {
 		clients:   make(map[*WebSocket][]*listenerSpec, 100),
 		listeners: make([]listener, 0, 100),
 
-		serveMux: &http.ServeMux{},
-
 		WriteWait:      10 * time.Second,
 		PongWait:       60 * time.Second,
 		PingPeriod:     30 * time.Second,
@@ -139,14 +137,6 @@ type Relay struct {
 	// buzz-lite patch.
 	ValidateAuth func(event *nostr.Event, challenge string) (pubkey string, ok bool)
 
-	// these are used when this relays acts as a router
-	routes                []Route
-	getSubRelayFromEvent  func(*nostr.Event) *Relay // used for handling EVENTs
-	getSubRelayFromFilter func(nostr.Filter) *Relay // used for handling REQs
-
-	// setting up handlers here will enable these methods
-	ManagementAPI RelayManagementAPI
-
 	// editing info will affect the NIP-11 responses
 	Info *nip11.RelayInformationDocument
 
@@ -174,11 +164,6 @@ type Relay struct {
 	// NIP-77 relied on go-nostr's nip77.ParseNegMessage, which keeps the
 	// `["` of the envelope in the label and so recognised no message.
 	NegentropyMessage func(ctx context.Context, message string) (work func(), ok bool)
-
-	// in case you call Server.Start
-	Addr       string
-	serveMux   *http.ServeMux
-	httpServer *http.Server
 
 	// websocket options
 	WriteWait      time.Duration // Time allowed to write a message to the peer.

@@ -8,8 +8,6 @@ import (
 
 const (
 	wsKey = iota
-	subscriptionIdKey
-	nip86HeaderAuthKey
 	internalCallKey
 )
 
@@ -35,9 +33,6 @@ func GetAuthed(ctx context.Context) string {
 	if conn := GetConnection(ctx); conn != nil {
 		return conn.AuthedPubKey()
 	}
-	if nip86Auth := ctx.Value(nip86HeaderAuthKey); nip86Auth != nil {
-		return nip86Auth.(string)
-	}
 	return ""
 }
 
@@ -45,19 +40,6 @@ func GetAuthed(ctx context.Context) string {
 // or expiration request.
 func IsInternalCall(ctx context.Context) bool {
 	return ctx.Value(internalCallKey) != nil
-}
-
-func GetIP(ctx context.Context) string {
-	conn := GetConnection(ctx)
-	if conn == nil {
-		return ""
-	}
-
-	return GetIPFromRequest(conn.Request)
-}
-
-func GetSubscriptionID(ctx context.Context) string {
-	return ctx.Value(subscriptionIdKey).(string)
 }
 
 // AuthedPubKey is the pubkey the connection authenticated with (NIP-42),
