@@ -12,23 +12,31 @@ import (
 )
 
 // The README's Architecture section, as the code has it: data flows one
-// way, relay/ -> buzz/ <- sqlite/, postgres/ (issue 18). For each package,
-// the packages of this module its non-test files must not import.
+// way, relay/ -> buzz/ <- sqlite/, postgres/ (issue 18); the commands
+// (cmd/, which the module root's main runs) sit above everything the relay
+// binary carries, and the load and attack harness (bench/, run by
+// cmd/buzz-lite-bench) is no part of it (issue 30). For each package
+// (directory), the packages of this module its non-test files must not
+// import.
 var forbiddenImports = map[string][]string{
-	"buzz":      {"relay", "sqlite", "postgres", "storetest", "client", "bench", "importer"},
-	"nipcw":     {"buzz", "relay", "sqlite", "postgres", "storetest", "client", "bench", "importer"},
-	"relay":     {"sqlite", "postgres", "storetest", "client", "bench", "importer"},
-	"sqlite":    {"relay", "postgres", "storetest", "client", "bench", "importer"},
-	"postgres":  {"relay", "sqlite", "storetest", "client", "bench", "importer"},
-	"storetest": {"relay", "sqlite", "postgres", "client", "bench", "importer"},
-	"client":    {"relay", "sqlite", "postgres", "storetest"},
-	"bench":     {"relay", "sqlite", "postgres", "storetest"},
-	"importer":  {"relay", "sqlite", "postgres", "storetest"},
+	".":                   {"bench", "relay", "sqlite", "postgres", "storetest", "client", "importer"},
+	"cmd":                 {"bench", "storetest"},
+	"cmd/buzz-lite-bench": {"storetest"},
+	"buzz":                {"relay", "sqlite", "postgres", "storetest", "client", "bench", "importer", "cmd"},
+	"nipcw":               {"buzz", "relay", "sqlite", "postgres", "storetest", "client", "bench", "importer", "cmd"},
+	"relay":               {"sqlite", "postgres", "storetest", "client", "bench", "importer", "cmd"},
+	"sqlite":              {"relay", "postgres", "storetest", "client", "bench", "importer", "cmd"},
+	"postgres":            {"relay", "sqlite", "storetest", "client", "bench", "importer", "cmd"},
+	"storetest":           {"relay", "sqlite", "postgres", "client", "bench", "importer", "cmd"},
+	"client":              {"relay", "sqlite", "postgres", "storetest", "bench", "importer", "cmd"},
+	"bench":               {"relay", "sqlite", "postgres", "storetest", "client", "importer", "cmd"},
+	"importer":            {"relay", "sqlite", "postgres", "storetest", "client", "bench", "cmd"},
 }
 
 // TestPackageDirections: no store imports the relay or the other store,
-// the relay imports no store, the domain imports neither, and the wire
-// vocabulary (nipcw) nothing of the domain.
+// the relay imports no store, the domain imports neither, the wire
+// vocabulary (nipcw) nothing of the domain, nothing imports the commands,
+// and the relay binary (the module root and cmd/) not the harness.
 func TestPackageDirections(t *testing.T) {
 	const module = "github.com/buzz-lite/buzz-lite/"
 	for pkg, forbidden := range forbiddenImports {

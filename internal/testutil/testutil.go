@@ -14,15 +14,15 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
 
-// Schema returns the text of the repository's schema.sql, the file the
-// binary embeds.
+// Schema returns the text of sqlite/schema.sql, the file the binary
+// embeds (sqlite.Schema).
 func Schema(t testing.TB) string {
 	t.Helper()
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		t.Fatal("cannot locate testutil source")
 	}
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "schema.sql"))
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "sqlite", "schema.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}

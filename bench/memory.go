@@ -1,0 +1,99 @@
+package bench
+
+// The relay's memory as the bench reports it: what /proc says of the
+// relay process, read once or sampled while a measurement runs.
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Memory is what /proc (Linux) says of a running process's resident
+// set, in bytes; all 0 where that is not known. Not getrusage: a child
+// started by Go's vfork-style spawn takes its parent's peak as its own
+// when it execs, so a large bench process would show as the relay's.
+type Memory struct {
+	// Peak is VmHWM, the peak resident set;
+	// Anon and File split the present one (RssAnon: heap and stacks,
+	// SQLite's page caches included; RssFile: file pages mapped, the
+	// program's code, the WAL index and the database's pages that the
+	// read connections map, which the kernel may drop).
+	Peak, Anon, File int64
+	// PeakAnon is the largest Anon seen by whoever sampled it: the
+	// kernel keeps no peak of it.
+	PeakAnon int64
+}
+
+// MemoryOf is what /proc says of process pid's resident set now.
+func MemoryOf(pid int) Memory {
+	var m Memory
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return m
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "VmHWM":
+			m.Peak = kb << 10
+		case "RssAnon":
+			m.Anon = kb << 10
+		case "RssFile":
+			m.File = kb << 10
+		}
+	}
+	return m
+}
+
+// anonSampling is how often SampleAnon reads a process's anonymous
+// resident set.
+const anonSampling = 50 * time.Millisecond
+
+// SampleAnon reads process pid's anonymous resident set (RssAnon) every
+// anonSampling until stop is called. since is the largest read since its
+// last call (or the start), and peak the largest of all. The kernel keeps
+// a peak only of the whole resident set (VmHWM), which counts the pages of
+// the database that the read connections map (file pages, the kernel's
+// page cache, once per connection) with the relay's own memory.
+func SampleAnon(pid int) (stop func(), since, peak func() int64) {
+	var sinceLast, largest atomic.Int64
+	raise := func(v *atomic.Int64, a int64) {
+		for old := v.Load(); a > old && !v.CompareAndSwap(old, a); old = v.Load() {
+		}
+	}
+	read := func() int64 {
+		a := MemoryOf(pid).Anon
+		raise(&largest, a)
+		return a
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(anonSampling)
+		defer tick.Stop()
+		for {
+			raise(&sinceLast, read())
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() { once.Do(func() { close(done); <-stopped }) }
+	since = func() int64 { return max(sinceLast.Swap(0), read()) }
+	return stop, since, largest.Load
+}
