@@ -24,6 +24,7 @@ var forbiddenImports = map[string][]string{
 	"client":    {"relay", "sqlite", "postgres", "storetest"},
 	"bench":     {"relay", "sqlite", "postgres", "storetest"},
 	"importer":  {"relay", "sqlite", "postgres", "storetest"},
+	"web":       {"relay", "sqlite", "postgres", "storetest", "client", "bench", "importer"},
 }
 
 // TestPackageDirections: no store imports the relay or the other store,
