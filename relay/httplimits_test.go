@@ -24,6 +24,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/chunks"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/web"
 )
 
 // This file tests the HTTP side of RL-27 and RL-27a: header and body read
@@ -457,7 +458,7 @@ func (s *spyStore) saw(n int) {
 func (s *spyStore) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	page, err := s.Store.Window(ctx, q)
 	if page != nil {
-		s.saw(rawSize(page.Rows, page.Aux))
+		s.saw(web.RawSize(page.Rows, page.Aux))
 	}
 	return page, err
 }
@@ -465,14 +466,14 @@ func (s *spyStore) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.Window
 func (s *spyStore) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
 	page, err := s.Store.Thread(ctx, q)
 	if page != nil {
-		s.saw(rawSize(page.Replies, page.Aux))
+		s.saw(web.RawSize(page.Replies, page.Aux))
 	}
 	return page, err
 }
 
 func (s *spyStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
 	evs, truncated, err := s.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
-	s.saw(rawSize(evs))
+	s.saw(web.RawSize(evs))
 	return evs, truncated, err
 }
 

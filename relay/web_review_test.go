@@ -108,17 +108,6 @@ func TestWebPageBounded(t *testing.T) {
 	}
 }
 
-// rawSize is the bytes of the JSON of evs: what a read hands the relay.
-func rawSize(evs ...[]buzz.RawEvent) int {
-	n := 0
-	for _, list := range evs {
-		for _, ev := range list {
-			n += len(ev.JSON)
-		}
-	}
-	return n
-}
-
 // meterStore is the real store, noting what each read of one request
 // hands the relay, and what the relay has reserved of its budget by then.
 type meterStore struct {
@@ -153,14 +142,14 @@ func (m *meterStore) note(what string, n int) {
 
 func (m *meterStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
 	evs, truncated, err := m.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
-	m.note("a query", rawSize(evs))
+	m.note("a query", web.RawSize(evs))
 	return evs, truncated, err
 }
 
 func (m *meterStore) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	page, err := m.Store.Window(ctx, q)
 	if page != nil {
-		m.note("a window", rawSize(page.Rows, page.Aux))
+		m.note("a window", web.RawSize(page.Rows, page.Aux))
 	}
 	return page, err
 }
@@ -168,7 +157,7 @@ func (m *meterStore) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.Wind
 func (m *meterStore) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
 	page, err := m.Store.Thread(ctx, q)
 	if page != nil {
-		m.note("a thread", rawSize(page.Replies, page.Aux))
+		m.note("a thread", web.RawSize(page.Replies, page.Aux))
 	}
 	return page, err
 }

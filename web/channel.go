@@ -47,7 +47,7 @@ func (v *View) channel(ctx context.Context, rt route, q url.Values, mem Memory, 
 	page, err := readPage(ctx, mem, func(maxBytes int) (*buzz.WindowPage, error) {
 		wq.MaxBytes = maxBytes
 		return v.d.Store.Window(ctx, wq)
-	}, func(p *buzz.WindowPage) int { return rawSize(p.Rows, p.Aux) })
+	}, func(p *buzz.WindowPage) int { return RawSize(p.Rows, p.Aux) })
 	if err != nil {
 		return err
 	}

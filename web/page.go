@@ -91,8 +91,9 @@ func readPage[T any](ctx context.Context, mem Memory, read func(maxBytes int) (T
 	return page, nil
 }
 
-// rawSize is the bytes of the JSON of evs.
-func rawSize(evs ...[]buzz.RawEvent) int {
+// RawSize is the bytes of the JSON of evs: what a page reserves to
+// decode them, and what a read of them holds.
+func RawSize(evs ...[]buzz.RawEvent) int {
 	n := 0
 	for _, list := range evs {
 		for _, ev := range list {
@@ -105,7 +106,7 @@ func rawSize(evs ...[]buzz.RawEvent) int {
 // decodeRaw decodes stored events for a page, reserving their JSON's
 // bytes first: a decoded event holds no more text than its JSON.
 func decodeRaw(ctx context.Context, mem Memory, raws []buzz.RawEvent) ([]*nostr.Event, error) {
-	if err := mem.Reserve(ctx, int64(rawSize(raws))); err != nil {
+	if err := mem.Reserve(ctx, int64(RawSize(raws))); err != nil {
 		return nil, err
 	}
 	return buzz.Decode(raws)

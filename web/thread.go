@@ -66,7 +66,7 @@ func (v *View) threadRoot(ctx context.Context, rt route, mem Memory) (*nostr.Eve
 			return nil, buzz.ErrTooLarge
 		}
 		return evs, err
-	}, func(evs []buzz.RawEvent) int { return rawSize(evs) })
+	}, func(evs []buzz.RawEvent) int { return RawSize(evs) })
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (v *View) threadReplies(ctx context.Context, rt route, after *buzz.Position
 	page, err := readPage(ctx, mem, func(maxBytes int) (*buzz.ThreadPage, error) {
 		tq.MaxBytes = maxBytes
 		return v.d.Store.Thread(ctx, tq)
-	}, func(p *buzz.ThreadPage) int { return rawSize(p.Replies, p.Aux) })
+	}, func(p *buzz.ThreadPage) int { return RawSize(p.Replies, p.Aux) })
 	if err != nil {
 		return nil, nil, err
 	}
