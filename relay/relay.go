@@ -2,9 +2,9 @@
 // with the hooks that put every event through the store's ingest
 // transaction and check every read against the one access rule, the
 // `POST /query` surface with NIP-98 and the channel window, the overlays
-// signed with the relay key, the NIP-11 document, and a graceful shutdown.
-// It knows khatru and HTTP and asks the store (sqlite/) for data through
-// buzz.Store.
+// signed with the relay key, the NIP-11 document, and a graceful shutdown;
+// it mounts the web view (web/) on its store and limits. It knows khatru
+// and HTTP and asks the store (sqlite/) for data through buzz.Store.
 package relay
 
 import (
