@@ -31,6 +31,7 @@ var forbiddenImports = map[string][]string{
 	"client":              {"relay", "sqlite", "postgres", "storetest", "bench", "importer", "cmd"},
 	"bench":               {"relay", "sqlite", "postgres", "storetest", "client", "importer", "cmd"},
 	"importer":            {"relay", "sqlite", "postgres", "storetest", "client", "bench", "cmd"},
+	"web":                 {"relay", "sqlite", "postgres", "storetest", "client", "bench", "importer", "cmd"},
 }
 
 // TestPackageDirections: no store imports the relay or the other store,

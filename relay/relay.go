@@ -2,9 +2,9 @@
 // with the hooks that put every event through the store's ingest
 // transaction and check every read against the one access rule, the
 // `POST /query` surface with NIP-98 and the channel window, the overlays
-// signed with the relay key, the NIP-11 document, and a graceful shutdown.
-// It knows khatru and HTTP and asks the store (sqlite/) for data through
-// buzz.Store.
+// signed with the relay key, the NIP-11 document, and a graceful shutdown;
+// it mounts the web view (web/) on its store and limits. It knows khatru
+// and HTTP and asks the store (sqlite/) for data through buzz.Store.
 package relay
 
 import (
@@ -31,6 +31,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/khatru"
 	"github.com/buzz-lite/buzz-lite/internal/sign"
 	"github.com/buzz-lite/buzz-lite/nipcw"
+	"github.com/buzz-lite/buzz-lite/web"
 )
 
 // Config is what the relay is told at start.
@@ -125,6 +126,9 @@ type Relay struct {
 	// metrics are what `/metrics` reports (RL-30).
 	metrics *metrics
 
+	// web serves the web view, nil when Config.Web is off (CW-25).
+	web *web.View
+
 	// writes counts ingests in flight; shutdown waits for them.
 	writesMu sync.RWMutex
 	closing  bool
@@ -176,6 +180,11 @@ func New(cfg Config, store buzz.Store) (*Relay, error) {
 	r.metrics = r.newMetrics()
 	r.nip98 = newNIP98Verifier(r.now, store)
 	r.overlays = newOverlaySigner(key)
+	if cfg.Web {
+		if r.web, err = r.newWebView(); err != nil {
+			return nil, err
+		}
+	}
 	r.kh = khatru.NewRelay()
 	r.wire()
 	return r, nil
@@ -771,9 +780,9 @@ func (r *Relay) Handler() http.Handler {
 		case strings.Contains(req.Header.Get("Accept"), "application/nostr+json"):
 			varyAccept(w)
 			r.serveInfo(w, req)
-		case r.cfg.Web && isWebRequest(req):
+		case r.web != nil && web.Wants(req):
 			varyAccept(w)
-			r.serveWeb(w, req)
+			r.web.ServeHTTP(w, req)
 		case req.URL.Path == "/" && (req.Method == http.MethodGet || req.Method == http.MethodHead):
 			varyAccept(w)
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")

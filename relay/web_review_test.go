@@ -18,6 +18,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/web"
 )
 
 // webWorstContent is about n bytes of content that html/template writes
@@ -45,7 +46,7 @@ func webContentOf(row *html.Node) (text, whole string) {
 // CW-25, RL-27a: a row shows at most 8 KiB of its content, then an
 // ellipsis and a link to its thread page, which shows up to 64 KiB of it;
 // so a channel page and a thread page of the largest, most escaped
-// content stay within webPageMaxBytes however large the events are, and
+// content stay within web.PageMaxBytes however large the events are, and
 // the page gives its whole reservation back. (Review finding 1: 50 rows
 // of 128 KiB gave ~32 MiB of HTML per page, outside the budget.)
 func TestWebPageBounded(t *testing.T) {
@@ -60,7 +61,7 @@ func TestWebPageBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	evs := []*nostr.Event{root}
-	for i := range webPageRows {
+	for i := range web.PageRows {
 		row := a.Event(t, 9, T+1+int64(i), content, nostr.Tag{"h", ch})
 		reply := a.Event(t, 9, T+1+int64(i), content, nostr.Tag{"h", ch}, nostr.Tag{"e", root.ID, "", "reply"})
 		evs = append(evs, row, reply)
@@ -72,24 +73,24 @@ func TestWebPageBounded(t *testing.T) {
 		if ans.status != http.StatusOK {
 			t.Fatalf("GET %s: %d %q", path, ans.status, ans.body)
 		}
-		t.Logf("GET %s: %d bytes of HTML for %d rows of %d bytes", path, len(ans.body), webPageRows, len(content))
-		if len(ans.body) > webPageMaxBytes {
-			t.Errorf("GET %s: %d bytes of HTML, over the bound %d", path, len(ans.body), webPageMaxBytes)
+		t.Logf("GET %s: %d bytes of HTML for %d rows of %d bytes", path, len(ans.body), web.PageRows, len(content))
+		if len(ans.body) > web.PageMaxBytes {
+			t.Errorf("GET %s: %d bytes of HTML, over the bound %d", path, len(ans.body), web.PageMaxBytes)
 		}
 		doc, err := html.Parse(strings.NewReader(ans.body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		rows := webRows(doc)
-		if len(rows) != 1+webPageRows && len(rows) != webPageRows {
+		if len(rows) != 1+web.PageRows && len(rows) != web.PageRows {
 			t.Fatalf("GET %s: %d rows", path, len(rows))
 		}
 		for _, row := range rows {
 			id := webAttr(row, "data-id")
 			text, whole := webContentOf(row)
-			limit, wantWhole := webRowTextBytes, "/c/"+ch+"/t/"+id
+			limit, wantWhole := web.RowTextBytes, "/c/"+ch+"/t/"+id
 			if id == root.ID && strings.Contains(path, "/t/") {
-				limit, wantWhole = webRootTextBytes, ""
+				limit, wantWhole = web.RootTextBytes, ""
 			}
 			if !strings.HasSuffix(text, "…") || len(text) > limit+len("…") || len(text) < limit/2 {
 				t.Fatalf("GET %s: row %.8s shows %d bytes of content, want it clipped at %d with an ellipsis", path, id, len(text), limit)
@@ -141,14 +142,14 @@ func (m *meterStore) note(what string, n int) {
 
 func (m *meterStore) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) ([]buzz.RawEvent, bool, error) {
 	evs, truncated, err := m.Store.QueryBounded(ctx, f, v, beforeID, maxBytes)
-	m.note("a query", rawSize(evs))
+	m.note("a query", web.RawSize(evs))
 	return evs, truncated, err
 }
 
 func (m *meterStore) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	page, err := m.Store.Window(ctx, q)
 	if page != nil {
-		m.note("a window", rawSize(page.Rows, page.Aux))
+		m.note("a window", web.RawSize(page.Rows, page.Aux))
 	}
 	return page, err
 }
@@ -156,7 +157,7 @@ func (m *meterStore) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.Wind
 func (m *meterStore) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
 	page, err := m.Store.Thread(ctx, q)
 	if page != nil {
-		m.note("a thread", rawSize(page.Replies, page.Aux))
+		m.note("a thread", web.RawSize(page.Replies, page.Aux))
 	}
 	return page, err
 }
@@ -267,7 +268,7 @@ func TestWebLinkTextIsHref(t *testing.T) {
 	if u, _ := url.Parse(readable); got[u.String()] != readable {
 		t.Errorf("the link to %q reads %q, want its letters as they are", readable, got[u.String()])
 	}
-	css := webGet(t, s, webCSSURL, "text/css")
+	css := webGet(t, s, web.StylesheetURL(), "text/css")
 	if !strings.Contains(css.body, ".content a { unicode-bidi: isolate; }") {
 		t.Error("the stylesheet does not isolate the direction of a link in content")
 	}
@@ -322,7 +323,7 @@ func TestWebIndexCursorHidesHidden(t *testing.T) {
 		s := startServer(t, webOn)
 		a := testutil.NewSigner(t)
 		var want []string
-		for i := range webPageRows {
+		for i := range web.PageRows {
 			want = append(want, create(t, s, a, fmt.Sprintf("open-%02d", i), false))
 		}
 		create(t, s, a, "hidden-last", true)
@@ -339,7 +340,7 @@ func TestWebIndexCursorHidesHidden(t *testing.T) {
 		for i := range 10 {
 			want = append(want, create(t, s, a, fmt.Sprintf("open-a%02d", i), false))
 		}
-		for i := range webChannelScan + 50 {
+		for i := range web.ChannelScan + 50 {
 			create(t, s, a, fmt.Sprintf("hidden-%03d", i), true)
 		}
 		for i := range 45 {

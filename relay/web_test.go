@@ -17,6 +17,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/web"
 )
 
 // webOn starts a relay with the web view on.
@@ -209,10 +210,10 @@ func TestWebEscapesHostileContent(t *testing.T) {
 		if ans.status != http.StatusOK {
 			t.Fatalf("GET %s: %d %q", path, ans.status, ans.body)
 		}
-		if got := ans.header.Get("Content-Security-Policy"); got != webCSP || !strings.Contains(got, "default-src 'none'") {
+		if got := ans.header.Get("Content-Security-Policy"); got != web.CSP || !strings.Contains(got, "default-src 'none'") {
 			t.Errorf("GET %s: Content-Security-Policy %q", path, got)
 		}
-		if got := ans.header.Get("Cache-Control"); got != webCacheControl {
+		if got := ans.header.Get("Cache-Control"); got != web.CacheControl {
 			t.Errorf("GET %s: Cache-Control %q", path, got)
 		}
 		for _, raw := range []string{"<script", "<img", "<iframe", "<b ", `href="javascript`} {
@@ -257,7 +258,7 @@ func TestWebEscapesHostileContent(t *testing.T) {
 	if len(links) != 1 || links[0] != "https://example.org/a?b=1&c=" {
 		t.Errorf("external links %q, want the one https URL up to its quote", links)
 	}
-	css := webGet(t, s, webCSSURL, "text/css")
+	css := webGet(t, s, web.StylesheetURL(), "text/css")
 	if css.status != http.StatusOK || css.header.Get("Content-Type") != "text/css; charset=utf-8" || !strings.Contains(css.body, "prefers-color-scheme: dark") {
 		t.Errorf("stylesheet: %d %q", css.status, css.header.Get("Content-Type"))
 	}
@@ -342,7 +343,7 @@ func TestWebOlderWalksChannel(t *testing.T) {
 	evs = append(evs, cwReply(t, b, ch, T, evs[3])) // a reply is not a row
 	cwIngest(t, s, evs...)
 
-	want, _ := cwWalk(t, s, nil, ch, cwF(ch, "kinds", []int{9}, "include_aux", true, "include_summaries", true), webPageRows)
+	want, _ := cwWalk(t, s, nil, ch, cwF(ch, "kinds", []int{9}, "include_aux", true, "include_summaries", true), web.PageRows)
 	if len(want) != 130 {
 		t.Fatalf("window walk: %d rows, want 130", len(want))
 	}
@@ -354,7 +355,7 @@ func TestWebOlderWalksChannel(t *testing.T) {
 		}
 		doc := webPageOK(t, s, path)
 		rows := webRowIDs(doc)
-		if len(rows) > webPageRows {
+		if len(rows) > web.PageRows {
 			t.Fatalf("%s: %d rows", path, len(rows))
 		}
 		got = append(got, rows...)
@@ -490,7 +491,7 @@ func TestWebOff(t *testing.T) {
 	cwCreate(t, c, a, ch, false)
 	msg := cwMsg(t, a, ch, now())
 	mustPublish(t, c, msg)
-	for _, path := range []string{"/c/" + ch, "/c/" + ch + "/t/" + msg.ID, webCSSPath} {
+	for _, path := range []string{"/c/" + ch, "/c/" + ch + "/t/" + msg.ID, web.CSSPath} {
 		if got := webGet(t, s, path, "text/html"); got.status != http.StatusNotFound {
 			t.Errorf("GET %s with the web view off: %d", path, got.status)
 		}
@@ -514,7 +515,7 @@ func TestWebRatePerIP(t *testing.T) {
 	if got.status != http.StatusTooManyRequests || strings.TrimSpace(got.body) != errQueryRate || got.header.Get("Retry-After") != "100" {
 		t.Fatalf("past the burst: %d %q Retry-After %q", got.status, got.body, got.header.Get("Retry-After"))
 	}
-	if css := webGet(t, s, webCSSPath, ""); css.status != http.StatusOK {
+	if css := webGet(t, s, web.CSSPath, ""); css.status != http.StatusOK {
 		t.Errorf("the stylesheet, which reads nothing, is refused: %d", css.status)
 	}
 }
@@ -573,8 +574,8 @@ func TestWebIndexPages(t *testing.T) {
 				listed = append(listed, webAttr(n, "href"))
 			}
 		})
-		if pages == 0 && len(listed) != webPageRows {
-			t.Fatalf("first page lists %d channels, want %d", len(listed), webPageRows)
+		if pages == 0 && len(listed) != web.PageRows {
+			t.Fatalf("first page lists %d channels, want %d", len(listed), web.PageRows)
 		}
 		got = append(got, listed...)
 		path = ""
@@ -625,8 +626,8 @@ func TestWebThreadPages(t *testing.T) {
 		if rows[0] != root.ID {
 			t.Fatalf("%s: first row %.8s, want the root", path, rows[0])
 		}
-		if pages == 0 && len(rows) != 1+webPageRows {
-			t.Fatalf("first page: %d rows, want the root and %d replies", len(rows), webPageRows)
+		if pages == 0 && len(rows) != 1+web.PageRows {
+			t.Fatalf("first page: %d rows, want the root and %d replies", len(rows), web.PageRows)
 		}
 		got = append(got, rows[1:]...)
 		if pages == 1 {

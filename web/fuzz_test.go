@@ -1,4 +1,4 @@
-package relay
+package web
 
 import (
 	"net/url"
@@ -20,7 +20,7 @@ func FuzzWebPath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, path string) {
-		route, ok := parseWebPath(path)
+		route, ok := parsePath(path)
 		if !ok {
 			return
 		}
@@ -48,18 +48,18 @@ func FuzzWebCursor(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p, err := parseWebCursor(q)
+		p, err := parseCursor(q)
 		if err != nil || p == nil {
 			return
 		}
 		if p.CreatedAt < 0 || !nipcw.IsLowerHex64(p.ID) {
 			t.Fatalf("%q: cursor %+v", query, *p)
 		}
-		back, err := url.ParseQuery(strings.TrimPrefix(webCursorQuery(p), "?"))
+		back, err := url.ParseQuery(strings.TrimPrefix(cursorQuery(p), "?"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again, err := parseWebCursor(back); err != nil || *again != *p {
+		if again, err := parseCursor(back); err != nil || *again != *p {
 			t.Fatalf("%q: the link of %+v reads back as %+v (%v)", query, *p, again, err)
 		}
 	})
@@ -83,7 +83,7 @@ func FuzzLinkify(f *testing.F) {
 		var b strings.Builder
 		shown := 0
 		for _, p := range parts {
-			b.WriteString(webLinkText(p.Text))
+			b.WriteString(linkText(p.Text))
 			shown += len(p.Text)
 			if p.URL == "" {
 				continue
@@ -98,7 +98,7 @@ func FuzzLinkify(f *testing.F) {
 				}
 			}
 		}
-		whole := webLinkText(content)
+		whole := linkText(content)
 		switch {
 		case shown > limit:
 			t.Fatalf("%q: %d bytes shown, limit %d", content, shown, limit)
@@ -113,8 +113,7 @@ func FuzzLinkify(f *testing.F) {
 // CW-25: the index's `after`, whatever a client sends, opens only to a
 // non-negative position the relay seals back to one that opens the same.
 func FuzzWebIndexAfter(f *testing.F) {
-	r := &Relay{cfg: Config{Key: strings.Repeat("ab", 32)}}
-	seal, err := r.indexSeal()
+	seal, err := newIndexSeal(strings.Repeat("ab", 32))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -143,7 +142,7 @@ func FuzzProfileName(f *testing.F) {
 	f.Add(`{"name":5}`)
 	f.Fuzz(func(t *testing.T, content string) {
 		name := profileName(content)
-		if utf8.RuneCountInString(name) > webNameRunes+1 {
+		if utf8.RuneCountInString(name) > nameRunes+1 {
 			t.Fatalf("%q: name of %d runes", content, utf8.RuneCountInString(name))
 		}
 		for _, c := range name {
