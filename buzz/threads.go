@@ -2,6 +2,7 @@ package buzz
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -502,4 +503,45 @@ func ReclassifyOne(rows ReclassifyRows, ref, now int64) (candidate, moved bool, 
 		}
 	}
 	return true, true, nil
+}
+
+// BackfillPageSize is how many candidates one write transaction of a
+// backfill or a reclassify looks at: short jobs, so that the relay keeps
+// serving.
+const BackfillPageSize = 200
+
+// BackfillPass looks at every unclassified channel message once, page
+// after page: page runs one write transaction over the next candidates
+// after its cursor (which it moves only when the transaction commits: a
+// writer may run a job twice) and reports how many it saw and classified.
+// It returns how many the pass classified and how many still wait.
+func BackfillPass(ctx context.Context, page func(context.Context) (seen, classified int, err error)) (classified, waiting int, err error) {
+	for {
+		seen, n, err := page(ctx)
+		if err != nil {
+			return classified, waiting, err
+		}
+		classified += n
+		waiting += seen - n
+		if seen < BackfillPageSize {
+			return classified, waiting, nil
+		}
+	}
+}
+
+// BackfillEach classifies candidates seqs with BackfillOne, each over rows
+// fresh from the transaction (an earlier one may have placed its parent),
+// and reports how many it classified.
+func BackfillEach(rows func() PlacingRows, seqs []int64, now int64) (int, error) {
+	n := 0
+	for _, seq := range seqs {
+		ok, err := BackfillOne(rows(), seq, now)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
 }

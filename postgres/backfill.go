@@ -11,10 +11,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
-// backfillPage is how many unclassified events one backfill transaction
-// looks at.
-const backfillPage = 200
-
 // Backfill classifies the channel messages stored unclassified (CW-12)
 // whose parents are classified now, pass after pass until one classifies
 // nothing (a reply classified in a pass can be the parent of one the pass
@@ -27,13 +23,11 @@ func (s *Store) Backfill(ctx context.Context) (buzz.BackfillResult, error) {
 // id) order, a page a transaction.
 func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err error) {
 	lastAt, lastID := int64(-1<<62), []byte{}
-	for {
-		n, seen := 0, 0
-		err := s.write(ctx, func(tx *writeTx) error {
-			n, seen = 0, 0
+	return buzz.BackfillPass(ctx, func(ctx context.Context) (seen, n int, err error) {
+		err = s.write(ctx, func(tx *writeTx) error {
 			rows, err := tx.tx.Query(tx.ctx, `SELECT seq, created_at, id FROM events
 				WHERE depth IS NULL AND row_class = 2 AND (created_at, id) > ($1, $2)
-				ORDER BY created_at, id LIMIT $3`, lastAt, lastID, backfillPage)
+				ORDER BY created_at, id LIMIT $3`, lastAt, lastID, buzz.BackfillPageSize)
 			if err != nil {
 				return fmt.Errorf("backfill: %w", err)
 			}
@@ -51,27 +45,14 @@ func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err 
 				return fmt.Errorf("backfill: %w", err)
 			}
 			seen = len(seqs)
-			for _, seq := range seqs {
-				ok, err := buzz.BackfillOne(tx.placingRows(), seq, tx.now)
-				if err != nil {
-					return err
-				}
-				if ok {
-					n++
-				}
+			if n, err = buzz.BackfillEach(tx.placingRows, seqs, tx.now); err != nil {
+				return err
 			}
 			lastAt, lastID = at, id
 			return nil
 		})
-		if err != nil {
-			return classified, waiting, err
-		}
-		classified += n
-		waiting += seen - n
-		if seen < backfillPage {
-			return classified, waiting, nil
-		}
-	}
+		return seen, n, err
+	})
 }
 
 // placingRows are buzz.PlacingRows in the write transaction: Placing
@@ -81,7 +62,7 @@ type placingRows struct {
 	*threadRows
 }
 
-func (tx *writeTx) placingRows() placingRows {
+func (tx *writeTx) placingRows() buzz.PlacingRows {
 	return placingRows{lookup: &lookup{tx: tx}, threadRows: tx.threadRows(nil)}
 }
 

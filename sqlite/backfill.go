@@ -13,9 +13,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
-// backfillPage is how many candidates one writer job looks at.
-const backfillPage = 200
-
 // Backfill classifies the channel messages stored without thread metadata
 // (CW-12: imported before their parent, or before classification existed)
 // whose parent is now stored, exactly as ingest would have: depth, root and
@@ -33,18 +30,13 @@ func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err 
 		lastAt int64 = -1 << 62
 		lastID []byte
 	)
-	for {
-		n, seen := 0, 0
+	return buzz.BackfillPass(ctx, func(ctx context.Context) (seen, n int, err error) {
 		now := s.nowUnix()
-		err := s.writer.do(ctx, func(tx *writeTx) error {
-			n, seen = 0, 0
-			rows, err := tx.unclassified.QueryContext(tx.ctx, lastAt, lastID, backfillPage)
+		err = s.writer.do(ctx, func(tx *writeTx) error {
+			rows, err := tx.unclassified.QueryContext(tx.ctx, lastAt, lastID, buzz.BackfillPageSize)
 			if err != nil {
 				return fmt.Errorf("backfill: %w", err)
 			}
-			// The cursor moves only when the job ends: the writer may run a
-			// job twice (after another job's failure), and the second run
-			// must read the same page.
 			var (
 				seqs []int64
 				at   = lastAt
@@ -62,27 +54,14 @@ func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err 
 				return fmt.Errorf("backfill: %w", err)
 			}
 			seen = len(seqs)
-			for _, seq := range seqs {
-				ok, err := buzz.BackfillOne(tx.placingRows(), seq, now)
-				if err != nil {
-					return err
-				}
-				if ok {
-					n++
-				}
+			if n, err = buzz.BackfillEach(tx.placingRows, seqs, now); err != nil {
+				return err
 			}
 			lastAt, lastID = at, id
 			return nil
 		})
-		if err != nil {
-			return classified, waiting, err
-		}
-		classified += n
-		waiting += seen - n
-		if seen < backfillPage {
-			return classified, waiting, nil
-		}
-	}
+		return seen, n, err
+	})
 }
 
 // placingRows are buzz.PlacingRows over the writer's transaction.
@@ -91,7 +70,10 @@ type placingRows struct {
 	threadRows
 }
 
-func (tx *writeTx) placingRows() placingRows {
+func (tx *writeTx) placingRows() buzz.PlacingRows { return tx.reclassifyRows() }
+
+// reclassifyRows are buzz.ReclassifyRows over the writer's transaction.
+func (tx *writeTx) reclassifyRows() buzz.ReclassifyRows {
 	return placingRows{lookup: &lookup{tx: tx}, threadRows: threadRows{tx: tx}}
 }
 

@@ -49,7 +49,7 @@ func (s *Store) Reclassify(ctx context.Context) (ReclassifyResult, error) {
 			// The writer may run a job twice: every run starts from the
 			// same cursor and counts afresh.
 			seen, after, moved, kept = 0, last, 0, 0
-			rows, err := tx.topLevelAfter.QueryContext(tx.ctx, last, backfillPage)
+			rows, err := tx.topLevelAfter.QueryContext(tx.ctx, last, buzz.BackfillPageSize)
 			if err != nil {
 				return fmt.Errorf("reclassify: %w", err)
 			}
@@ -68,7 +68,7 @@ func (s *Store) Reclassify(ctx context.Context) (ReclassifyResult, error) {
 			seen = len(seqs)
 			for _, seq := range seqs {
 				after = seq
-				candidate, ok, err := buzz.ReclassifyOne(tx.placingRows(), seq, now)
+				candidate, ok, err := buzz.ReclassifyOne(tx.reclassifyRows(), seq, now)
 				switch {
 				case err != nil:
 					return err
@@ -86,7 +86,7 @@ func (s *Store) Reclassify(ctx context.Context) (ReclassifyResult, error) {
 		res.Reclassified += moved
 		res.Kept += kept
 		last = after
-		if seen < backfillPage {
+		if seen < buzz.BackfillPageSize {
 			return res, nil
 		}
 	}
