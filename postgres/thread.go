@@ -120,17 +120,7 @@ func (r *threadRows) NewestInThread(root int64, limit int, each func(threadcount
 	if err != nil {
 		return fmt.Errorf("read thread #%d: %w", root, err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var p threadcount.Participant
-		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
-			return fmt.Errorf("read thread #%d: %w", root, err)
-		}
-		if !each(p) {
-			return nil
-		}
-	}
-	if err := rows.Err(); err != nil {
+	if err := scanParticipants(rows, each); err != nil {
 		return fmt.Errorf("read thread #%d: %w", root, err)
 	}
 	return nil
@@ -156,18 +146,27 @@ func (r *threadRows) ThreadAuthors(root int64, each func(threadcount.Participant
 	if err != nil {
 		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
 	}
+	err = scanParticipants(rows, func(p threadcount.Participant) bool { each(p); return true })
+	if err != nil {
+		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
+	}
+	return nil
+}
+
+// scanParticipants calls each with the (pubkey, created_at) rows until
+// it returns false, and closes the rows.
+func scanParticipants(rows pgx.Rows, each func(threadcount.Participant) bool) error {
 	defer rows.Close()
 	for rows.Next() {
 		var p threadcount.Participant
 		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
-			return fmt.Errorf("read the authors of thread #%d: %w", root, err)
+			return err
 		}
-		each(p)
+		if !each(p) {
+			return nil
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
-	}
-	return nil
+	return rows.Err()
 }
 
 func (r *threadRows) MarkDeleted(seq, now int64) (bool, error) {
