@@ -1,15 +1,18 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
+
+// The rules of the thread counters are buzz's (buzz/threads.go); this file
+// holds the statements they run in the write transaction.
 
 // counters are the subtree counters of one event (RL-5).
 type counters struct {
@@ -52,34 +55,129 @@ func (tx *writeTx) writeCounters(seq int64, c counters) error {
 	return nil
 }
 
-// addToAncestors counts a new reply by pubkey at time at on its parent
-// (reply_count) and on every ancestor up to the root (descendant_count,
-// last_reply_at, participants): RL-5. Ancestors are taken parent first,
-// the order every writer takes them in.
+// addToAncestors counts a new reply by pubkey at time at on its parent and
+// every ancestor up to the root (RL-5).
 func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
-	seq, direct := parent, true
-	for hops := 0; seq != 0; hops++ {
-		if hops > maxDepth+1 {
-			return fmt.Errorf("thread ancestry of #%d does not end", parent)
-		}
-		up, c, err := tx.readCounters(seq)
-		if err != nil {
-			return err
-		}
-		if direct {
-			c.replies++
-		}
-		c.descendants++
-		if c.lastReplyAt == nil || at > *c.lastReplyAt {
-			c.lastReplyAt = &at
-		}
-		c.participants = threadcount.Merge(c.participants, pubkey, at)
-		if err := tx.writeCounters(seq, c); err != nil {
-			return err
-		}
-		seq, direct = value(up), false
+	return buzz.AddToAncestors(tx.threadRows(nil), parent, pubkey, at)
+}
+
+// softDelete marks t deleted and makes its ancestors' counters exact
+// again (RL-6).
+func (tx *writeTx) softDelete(t *stored, now int64) error {
+	return buzz.SoftDelete(tx.threadRows(t), counted(t), now)
+}
+
+// remove takes a superseded or expired event out of every read, keeping
+// it as a thread anchor while replies hang below it.
+func (tx *writeTx) remove(t *stored, now int64) error {
+	return buzz.Remove(tx.threadRows(t), counted(t), now)
+}
+
+// counted is stored event t as the counter rules know it.
+func counted(t *stored) buzz.CountedEvent {
+	return buzz.CountedEvent{Seq: t.seq, Parent: value(t.parent), Channel: value(t.channel), PubKey: t.pubkey, CreatedAt: t.createdAt}
+}
+
+// threadRows are buzz.ThreadRows in the write transaction; target is the
+// event taken away (softDelete, remove), whose pages a change of its row
+// renews.
+type threadRows struct {
+	subtreeQuery
+	tx     *writeTx
+	target *stored
+	// readChannel is the channel of the row read last, readSeq: writing
+	// that row renews the channel's pages.
+	readSeq     int64
+	readChannel *int64
+}
+
+func (tx *writeTx) threadRows(target *stored) *threadRows {
+	return &threadRows{subtreeQuery: subtreeQuery{ctx: tx.ctx, q: tx.tx}, tx: tx, target: target}
+}
+
+func (r *threadRows) ReadThreadRow(seq int64) (buzz.ThreadRow, error) {
+	up, c, err := r.tx.readCounters(seq)
+	r.readSeq, r.readChannel = seq, c.channel
+	row := buzz.ThreadRow{Up: value(up), Replies: c.replies, Descendants: c.descendants,
+		LastReplyAt: value(c.lastReplyAt), HasLastReply: c.lastReplyAt != nil, Participants: c.participants}
+	return row, err
+}
+
+func (r *threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
+	c := counters{replies: row.Replies, descendants: row.Descendants, participants: row.Participants}
+	if row.HasLastReply {
+		c.lastReplyAt = &row.LastReplyAt
+	}
+	if seq == r.readSeq {
+		c.channel = r.readChannel
+	}
+	return r.tx.writeCounters(seq, c)
+}
+
+func (r *threadRows) NewestInThread(root int64, limit int, each func(threadcount.Participant) bool) error {
+	rows, err := r.tx.tx.Query(r.tx.ctx, `SELECT pubkey, created_at FROM events
+		WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`, root, limit)
+	if err != nil {
+		return fmt.Errorf("read thread #%d: %w", root, err)
+	}
+	if err := scanParticipants(rows, each); err != nil {
+		return fmt.Errorf("read thread #%d: %w", root, err)
 	}
 	return nil
+}
+
+// threadAuthorsSQL lists the authors of the live replies of thread root
+// $1 with the created_at of their newest, one search of
+// events_root_authors an author each: the thread may hold many more
+// replies than authors (the recount turns to it when its newest replies
+// hold few authors), and a GROUP BY reads every one of them.
+const threadAuthorsSQL = `WITH RECURSIVE authors(pubkey) AS (
+		(SELECT pubkey FROM events WHERE root = $1 AND deleted_at IS NULL ORDER BY pubkey LIMIT 1)
+		UNION ALL
+		SELECT (SELECT e.pubkey FROM events e WHERE e.root = $1 AND e.deleted_at IS NULL AND e.pubkey > a.pubkey
+			ORDER BY e.pubkey LIMIT 1)
+		FROM authors a WHERE a.pubkey IS NOT NULL
+	)
+	SELECT a.pubkey, (SELECT max(e.created_at) FROM events e WHERE e.root = $1 AND e.deleted_at IS NULL AND e.pubkey = a.pubkey)
+	FROM authors a WHERE a.pubkey IS NOT NULL`
+
+func (r *threadRows) ThreadAuthors(root int64, each func(threadcount.Participant)) error {
+	rows, err := r.tx.tx.Query(r.tx.ctx, threadAuthorsSQL, root)
+	if err != nil {
+		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
+	}
+	err = scanParticipants(rows, func(p threadcount.Participant) bool { each(p); return true })
+	if err != nil {
+		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
+	}
+	return nil
+}
+
+// scanParticipants calls each with the (pubkey, created_at) rows until
+// it returns false, and closes the rows.
+func scanParticipants(rows pgx.Rows, each func(threadcount.Participant) bool) error {
+	defer rows.Close()
+	for rows.Next() {
+		var p threadcount.Participant
+		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
+			return err
+		}
+		if !each(p) {
+			return nil
+		}
+	}
+	return rows.Err()
+}
+
+func (r *threadRows) MarkDeleted(seq, now int64) (bool, error) {
+	tag, err := r.tx.tx.Exec(r.tx.ctx, `UPDATE events SET deleted_at = $1 WHERE seq = $2 AND deleted_at IS NULL`, now, seq)
+	if err != nil {
+		return false, fmt.Errorf("delete event #%d: %w", seq, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil
+	}
+	return true, r.tx.touchEvent(r.target)
 }
 
 // raiseLastMessageSQL makes $2 the last message of channel $1 if newer
@@ -93,234 +191,58 @@ const rereadLastMessageSQL = `UPDATE channels SET last_message_at = coalesce((SE
 		WHERE e.channel = $1 AND e.row_class >= 1 AND e.deleted_at IS NULL), 0)
 	WHERE seq = $1 AND last_message_at = $2`
 
-// softDelete marks t deleted and makes the counters of every ancestor
-// exact again for the remaining subtree (RL-6). Deleting a deleted event
-// is a no-op.
-//
-// The counts drop by one (the deleted event's own replies stay below and
-// stay counted). last_reply_at and participants change only when t was
-// the newest event below an ancestor, or its author's newest there; only
-// then are they recomputed: for a root from its thread newest first
-// (threadRecent), for an inner ancestor from the authors of its subtree,
-// gathered on the way up, each event once: an ancestor's subtree is the
-// one of the ancestor below it, already known, plus its other replies and
-// their subtrees. So a deletion costs index reads in number of its depth
-// plus the events of the subtree it changes, whatever the size of the
-// database (as package sqlite's, issue 13).
-func (tx *writeTx) softDelete(t *stored, now int64) error {
-	tag, err := tx.tx.Exec(tx.ctx, `UPDATE events SET deleted_at = $1 WHERE seq = $2 AND deleted_at IS NULL`, now, t.seq)
+func (r *threadRows) RereadLastMessage(channel, at int64) error {
+	if _, err := r.tx.tx.Exec(r.tx.ctx, rereadLastMessageSQL, channel, at); err != nil {
+		return fmt.Errorf("last message of channel #%d: %w", channel, err)
+	}
+	return nil
+}
+
+func (r *threadRows) HasReplies(seq int64) (bool, error) {
+	var child int64
+	err := r.tx.tx.QueryRow(r.tx.ctx, `SELECT seq FROM events WHERE parent = $1 LIMIT 1`, seq).Scan(&child)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
 	if err != nil {
-		return fmt.Errorf("delete event #%d: %w", t.seq, err)
+		return false, fmt.Errorf("look up replies of #%d: %w", seq, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return nil
+	return true, nil
+}
+
+func (r *threadRows) KeepAnchor(seq int64) error {
+	if _, err := r.tx.tx.Exec(r.tx.ctx, `UPDATE events SET expires_at = NULL WHERE seq = $1`, seq); err != nil {
+		return fmt.Errorf("keep event #%d as a thread anchor: %w", seq, err)
 	}
-	if err := tx.touchEvent(t); err != nil {
+	return r.tx.touchEvent(r.target)
+}
+
+func (r *threadRows) Drop(seq int64) error {
+	if err := r.tx.touchEvent(r.target); err != nil {
 		return err
 	}
-	if t.channel != nil {
-		// Only when t was the channel's last message does this read.
-		if _, err := tx.tx.Exec(tx.ctx, rereadLastMessageSQL, *t.channel, t.createdAt); err != nil {
-			return fmt.Errorf("channel's last message after deleting #%d: %w", t.seq, err)
-		}
+	delete(r.tx.copied, seq) // an event of this import batch, replaced within it
+	if _, err := r.tx.tx.Exec(r.tx.ctx, `DELETE FROM tags WHERE seq = $1`, seq); err != nil {
+		return fmt.Errorf("remove tags of #%d: %w", seq, err)
 	}
-	if t.parent == nil {
-		return nil
-	}
-	// below holds the authors below child while they are known.
-	var below *subtreeAuthors
-	seq, child := *t.parent, t.seq
-	for hops := 0; seq != 0; hops++ {
-		if hops > maxDepth+1 {
-			return fmt.Errorf("thread ancestry of #%d does not end", t.seq)
-		}
-		up, c, err := tx.readCounters(seq)
-		if err != nil {
-			return err
-		}
-		if child == t.seq {
-			c.replies = max(0, c.replies-1)
-		}
-		c.descendants = max(0, c.descendants-1)
-		switch {
-		case !(c.lastReplyAt != nil && t.createdAt >= *c.lastReplyAt) && !wasNewestOf(c.participants, t.pubkey, t.createdAt):
-			below = nil
-		case up == nil:
-			if c.lastReplyAt, c.participants, err = tx.threadRecent(seq); err != nil {
-				return err
-			}
-		default:
-			var known *int64
-			if below != nil {
-				known = &child
-			} else {
-				below = &subtreeAuthors{newest: map[string]int64{}}
-			}
-			if err := below.add(tx.ctx, tx.tx, seq, known); err != nil {
-				return err
-			}
-			c.lastReplyAt, c.participants = below.lastReplyAt(), threadcount.Encode(below.top)
-		}
-		if err := tx.writeCounters(seq, c); err != nil {
-			return err
-		}
-		seq, child = value(up), seq
+	if _, err := r.tx.tx.Exec(r.tx.ctx, `DELETE FROM events WHERE seq = $1`, seq); err != nil {
+		return fmt.Errorf("remove event #%d: %w", seq, err)
 	}
 	return nil
 }
 
-// wasNewestOf reports whether an event of pubkey at time at is what puts
-// its author in the participants list.
-func wasNewestOf(parts, pubkey []byte, at int64) bool {
-	for _, p := range threadcount.Decode(parts) {
-		if bytes.Equal(p.PubKey, pubkey) {
-			return p.At == at
-		}
-	}
-	return false
+// subtreeQuery reads a subtree's counters over a pool or a transaction.
+type subtreeQuery struct {
+	ctx context.Context
+	q   queryer
 }
 
-// recentRows is how many of a thread's newest replies threadRecent reads
-// before it turns to the thread's authors.
-const recentRows = 256
-
-// threadRecent computes last_reply_at and participants of thread root
-// seq from its non-deleted replies: from the newest recentRows, when the
-// ten newest authors (and every author tied with the tenth) are among
-// them, else from every author's newest reply.
-func (tx *writeTx) threadRecent(seq int64) (*int64, []byte, error) {
-	last, ps, complete, err := tx.newestAuthors(seq)
-	if err != nil {
-		return nil, nil, err
+func (s subtreeQuery) LiveReplies(seq int64) (int64, error) {
+	var n int64
+	if err := s.q.QueryRow(s.ctx, `SELECT count(*) FROM events WHERE parent = $1 AND deleted_at IS NULL`, seq).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count replies of #%d: %w", seq, err)
 	}
-	if !complete {
-		rows, err := tx.tx.Query(tx.ctx, threadAuthorsSQL, seq)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
-		}
-		if ps, err = pgx.CollectRows(rows, scanParticipant); err != nil {
-			return nil, nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
-		}
-	}
-	threadcount.Sort(ps)
-	return last, threadcount.Encode(ps[:min(len(ps), threadcount.Max)]), nil
-}
-
-// threadAuthorsSQL lists the authors of the live replies of thread root
-// $1 with the created_at of their newest, one search of
-// events_root_authors an author each: the thread may hold many more
-// replies than authors (threadRecent turns to it when its newest replies
-// hold few authors), and a GROUP BY reads every one of them.
-const threadAuthorsSQL = `WITH RECURSIVE authors(pubkey) AS (
-		(SELECT pubkey FROM events WHERE root = $1 AND deleted_at IS NULL ORDER BY pubkey LIMIT 1)
-		UNION ALL
-		SELECT (SELECT e.pubkey FROM events e WHERE e.root = $1 AND e.deleted_at IS NULL AND e.pubkey > a.pubkey
-			ORDER BY e.pubkey LIMIT 1)
-		FROM authors a WHERE a.pubkey IS NOT NULL
-	)
-	SELECT a.pubkey, (SELECT max(e.created_at) FROM events e WHERE e.root = $1 AND e.deleted_at IS NULL AND e.pubkey = a.pubkey)
-	FROM authors a WHERE a.pubkey IS NOT NULL`
-
-func scanParticipant(row pgx.CollectableRow) (threadcount.Participant, error) {
-	var p threadcount.Participant
-	err := row.Scan(&p.PubKey, &p.At)
-	return p, err
-}
-
-// newestAuthors reads the newest recentRows live replies of root seq until
-// the ten newest authors (and every author tied with the tenth) are known;
-// complete is false when the rows ran out first with more unread.
-func (tx *writeTx) newestAuthors(seq int64) (last *int64, ps []threadcount.Participant, complete bool, err error) {
-	rows, err := tx.tx.Query(tx.ctx, `SELECT pubkey, created_at FROM events
-		WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`, seq, recentRows)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
-	}
-	defer rows.Close()
-	seen := map[string]bool{}
-	n := 0
-	for rows.Next() {
-		var p threadcount.Participant
-		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
-			return nil, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
-		}
-		n++
-		if last == nil {
-			at := p.At
-			last = &at
-		}
-		if len(ps) >= threadcount.Max && p.At < ps[len(ps)-1].At {
-			return last, ps, true, nil
-		}
-		if !seen[string(p.PubKey)] {
-			seen[string(p.PubKey)] = true
-			ps = append(ps, p)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
-	}
-	// All of the thread was read unless the limit stopped the rows.
-	return last, ps, n < recentRows, nil
-}
-
-// subtreeAuthors are the non-deleted events of a subtree: how many, each
-// author's newest created_at, and the participants of CW-19.
-type subtreeAuthors struct {
-	n      int64
-	newest map[string]int64
-	// top are the threadcount.Max authors with the newest events, in
-	// CW-19 order. An author outside it whom add does not raise stays
-	// outside, as the authors inside only rise.
-	top []threadcount.Participant
-}
-
-// add adds the subtree of seq; when known is set, it names a reply of seq
-// whose subtree a holds already: of it, only the reply itself is added.
-func (a *subtreeAuthors) add(ctx context.Context, q queryer, seq int64, known *int64) error {
-	rows, err := q.Query(ctx, subtreeAuthorsSQL, seq, known)
-	if err != nil {
-		return fmt.Errorf("read subtree of #%d: %w", seq, err)
-	}
-	defer rows.Close()
-	ps := make([]threadcount.Participant, 0, len(a.top))
-	inTop := make(map[string]bool, len(a.top))
-	for _, p := range a.top {
-		inTop[string(p.PubKey)] = true
-	}
-	for rows.Next() {
-		var pubkey []byte
-		var at, n int64
-		if err := rows.Scan(&pubkey, &at, &n); err != nil {
-			return fmt.Errorf("read subtree of #%d: %w", seq, err)
-		}
-		a.n += n
-		if cur, ok := a.newest[string(pubkey)]; ok && at <= cur {
-			continue
-		}
-		a.newest[string(pubkey)] = at
-		if !inTop[string(pubkey)] {
-			ps = append(ps, threadcount.Participant{PubKey: pubkey, At: at})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read subtree of #%d: %w", seq, err)
-	}
-	for _, p := range a.top {
-		ps = append(ps, threadcount.Participant{PubKey: p.PubKey, At: a.newest[string(p.PubKey)]})
-	}
-	threadcount.Sort(ps)
-	a.top = ps[:min(len(ps), threadcount.Max)]
-	return nil
-}
-
-// lastReplyAt is the created_at of the newest event, nil when there is none.
-func (a *subtreeAuthors) lastReplyAt() *int64 {
-	if len(a.top) == 0 {
-		return nil
-	}
-	at := a.top[0].At
-	return &at
+	return n, nil
 }
 
 // subtreeAuthorsSQL lists the non-deleted events below $1 by author: the
@@ -337,50 +259,38 @@ const subtreeAuthorsSQL = `WITH RECURSIVE below(seq) AS (
 	WHERE e.deleted_at IS NULL
 	GROUP BY e.pubkey`
 
-// subtreeCounters computes the counters of seq from scratch.
-func subtreeCounters(ctx context.Context, q queryer, seq int64) (counters, error) {
-	var c counters
-	if err := q.QueryRow(ctx, `SELECT count(*) FROM events WHERE parent = $1 AND deleted_at IS NULL`, seq).Scan(&c.replies); err != nil {
-		return c, fmt.Errorf("count replies of #%d: %w", seq, err)
+func (s subtreeQuery) SubtreeAuthors(seq, known int64, each func(threadcount.Participant, int64)) error {
+	var knownArg *int64
+	if known != 0 {
+		knownArg = &known
 	}
-	below := subtreeAuthors{newest: map[string]int64{}}
-	if err := below.add(ctx, q, seq, nil); err != nil {
-		return c, err
+	rows, err := s.q.Query(s.ctx, subtreeAuthorsSQL, seq, knownArg)
+	if err != nil {
+		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
-	c.descendants = below.n
-	c.lastReplyAt = below.lastReplyAt()
-	c.participants = threadcount.Encode(below.top)
-	return c, nil
-}
-
-// remove takes a superseded or expired event out of every read:
-// soft-deleted with its ancestors' counters fixed, then dropped with its
-// tag rows unless replies still hang below it (they keep it as their
-// thread anchor).
-func (tx *writeTx) remove(t *stored, now int64) error {
-	if err := tx.softDelete(t, now); err != nil {
-		return err
-	}
-	var child int64
-	err := tx.tx.QueryRow(tx.ctx, `SELECT seq FROM events WHERE parent = $1 LIMIT 1`, t.seq).Scan(&child)
-	switch {
-	case err == nil:
-		if _, err := tx.tx.Exec(tx.ctx, `UPDATE events SET expires_at = NULL WHERE seq = $1`, t.seq); err != nil {
-			return fmt.Errorf("keep event #%d as a thread anchor: %w", t.seq, err)
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			p threadcount.Participant
+			n int64
+		)
+		if err := rows.Scan(&p.PubKey, &p.At, &n); err != nil {
+			return fmt.Errorf("read subtree of #%d: %w", seq, err)
 		}
-		return tx.touchEvent(t)
-	case !errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("look up replies of #%d: %w", t.seq, err)
+		each(p, n)
 	}
-	if err := tx.touchEvent(t); err != nil {
-		return err
-	}
-	delete(tx.copied, t.seq) // an event of this import batch, replaced within it
-	if _, err := tx.tx.Exec(tx.ctx, `DELETE FROM tags WHERE seq = $1`, t.seq); err != nil {
-		return fmt.Errorf("remove tags of #%d: %w", t.seq, err)
-	}
-	if _, err := tx.tx.Exec(tx.ctx, `DELETE FROM events WHERE seq = $1`, t.seq); err != nil {
-		return fmt.Errorf("remove event #%d: %w", t.seq, err)
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	return nil
+}
+
+// subtreeCounters computes the counters of seq from scratch.
+func subtreeCounters(ctx context.Context, q queryer, seq int64) (counters, error) {
+	c, err := buzz.SubtreeCounters(subtreeQuery{ctx: ctx, q: q}, seq)
+	out := counters{replies: c.Replies, descendants: c.Descendants, participants: threadcount.Encode(c.Participants)}
+	if c.Descendants > 0 {
+		out.lastReplyAt = &c.LastReplyAt
+	}
+	return out, err
 }

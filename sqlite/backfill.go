@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,9 +12,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
-
-// backfillPage is how many candidates one writer job looks at.
-const backfillPage = 200
 
 // Backfill classifies the channel messages stored without thread metadata
 // (CW-12: imported before their parent, or before classification existed)
@@ -32,18 +30,13 @@ func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err 
 		lastAt int64 = -1 << 62
 		lastID []byte
 	)
-	for {
-		n, seen := 0, 0
+	return buzz.BackfillPass(ctx, func(ctx context.Context) (seen, n int, err error) {
 		now := s.nowUnix()
-		err := s.writer.do(ctx, func(tx *writeTx) error {
-			n, seen = 0, 0
-			rows, err := tx.unclassified.QueryContext(tx.ctx, lastAt, lastID, backfillPage)
+		err = s.writer.do(ctx, func(tx *writeTx) error {
+			rows, err := tx.unclassified.QueryContext(tx.ctx, lastAt, lastID, buzz.BackfillPageSize)
 			if err != nil {
 				return fmt.Errorf("backfill: %w", err)
 			}
-			// The cursor moves only when the job ends: the writer may run a
-			// job twice (after another job's failure), and the second run
-			// must read the same page.
 			var (
 				seqs []int64
 				at   = lastAt
@@ -61,59 +54,92 @@ func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err 
 				return fmt.Errorf("backfill: %w", err)
 			}
 			seen = len(seqs)
-			for _, seq := range seqs {
-				ok, err := tx.backfillOne(seq, now)
-				if err != nil {
-					return err
-				}
-				if ok {
-					n++
-				}
+			if n, err = buzz.BackfillEach(tx.placingRows, seqs, now); err != nil {
+				return err
 			}
 			lastAt, lastID = at, id
 			return nil
 		})
-		if err != nil {
-			return classified, waiting, err
-		}
-		classified += n
-		waiting += seen - n
-		if seen < backfillPage {
-			return classified, waiting, nil
-		}
-	}
+		return seen, n, err
+	})
 }
 
-// backfillOne classifies event seq if its parent is classified now. It
-// reports whether it did.
-func (tx *writeTx) backfillOne(seq, now int64) (bool, error) {
-	t, err := tx.bySeq(seq)
-	if err != nil || t == nil || t.depth.Valid {
-		return false, err
+// placingRows are buzz.PlacingRows over the writer's transaction.
+type placingRows struct {
+	*lookup
+	threadRows
+}
+
+func (tx *writeTx) placingRows() buzz.PlacingRows { return tx.reclassifyRows() }
+
+// reclassifyRows are buzz.ReclassifyRows over the writer's transaction.
+func (tx *writeTx) reclassifyRows() buzz.ReclassifyRows {
+	return placingRows{lookup: &lookup{tx: tx}, threadRows: threadRows{tx: tx}}
+}
+
+func (r placingRows) Placing(ref int64) (*buzz.Placing, error) {
+	tx := r.threadRows.tx
+	t, err := tx.bySeq(ref)
+	if err != nil || t == nil {
+		return nil, err
 	}
 	tags, err := tagjson.Parse(t.tagsJSON)
 	if err != nil {
-		return false, fmt.Errorf("backfill #%d: %w", seq, err)
+		return nil, fmt.Errorf("read event #%d: %w", ref, err)
 	}
-	// Its author's view: a reply in a private channel finds its parent
-	// as its author, a member, does (an anonymous record found none).
-	r := &record{ev: &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)}, pubkey: t.pubkey}
-	r.thread = buzz.ParseThreadTags(tags)
-	c, err := tx.classify(r, t.channel, now, true)
-	if err != nil || !c.depth.Valid {
-		// Broken thread rules, or the parent still missing: it waits, a
-		// row of its channel (CW-12).
-		return false, nil
+	p := &buzz.Placing{Ref: ref, Event: &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)},
+		PubKey: t.pubkey, CreatedAt: t.createdAt, Deleted: t.deletedAt.Valid, Classified: t.depth.Valid, Depth: t.depth.Int64}
+	if t.channel.Valid {
+		p.Channel = tx.channelState(t.channel.Int64, "")
+		p.H = p.Channel.H
 	}
-	if _, err := tx.setThread.ExecContext(tx.ctx, c.parent, c.root, c.depth, c.broadcast, c.rowClass, seq); err != nil {
-		return false, fmt.Errorf("backfill #%d: %w", seq, err)
+	return p, nil
+}
+
+func (r placingRows) SetThread(ref int64, c buzz.Classification) error {
+	tx := r.threadRows.tx
+	cols := columnsOf(c)
+	if _, err := tx.setThread.ExecContext(tx.ctx, cols.parent, cols.root, cols.depth, cols.broadcast, cols.rowClass, ref); err != nil {
+		return fmt.Errorf("place #%d in its thread: %w", ref, err)
 	}
-	if c.parent.Valid && !t.deletedAt.Valid {
-		if err := tx.addToAncestors(c.parent.Int64, t.pubkey, t.createdAt); err != nil {
-			return false, err
+	return nil
+}
+
+func (r placingRows) Below(root int64) ([]buzz.MovedReply, error) {
+	tx := r.threadRows.tx
+	rows, err := tx.subtree.QueryContext(tx.ctx, root)
+	if err != nil {
+		return nil, fmt.Errorf("replies below #%d: %w", root, err)
+	}
+	defer rows.Close()
+	var out []buzz.MovedReply
+	for rows.Next() {
+		var (
+			m        buzz.MovedReply
+			deleted  sql.NullInt64
+			tagsJSON string
+		)
+		if err := rows.Scan(&m.Depth, &m.PubKey, &m.CreatedAt, &deleted, &tagsJSON); err != nil {
+			return nil, fmt.Errorf("replies below #%d: %w", root, err)
 		}
+		if m.Tags, err = tagjson.Parse(tagsJSON); err != nil {
+			return nil, fmt.Errorf("replies below #%d: %w", root, err)
+		}
+		m.Deleted = deleted.Valid
+		out = append(out, m)
 	}
-	return true, nil
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("replies below #%d: %w", root, err)
+	}
+	return out, nil
+}
+
+func (r placingRows) MoveBelow(ref, root, shift int64) error {
+	tx := r.threadRows.tx
+	if _, err := tx.moveSubtree.ExecContext(tx.ctx, root, shift, ref); err != nil {
+		return fmt.Errorf("move the replies of #%d below #%d: %w", ref, root, err)
+	}
+	return nil
 }
 
 // unclassifiedAfter is the statement behind writeStmts.unclassified: the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nbd-wtf/go-nostr"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 )
 
@@ -35,7 +36,7 @@ func TestDeleteParticipantsLongThreadFewAuthors(t *testing.T) {
 		ttIngestAdd(t, s, m, sg[i].Event(t, 9, ttBase+int64(i), "older", ttH(ttChan), ttRootTag(root.ID)), root.ID)
 	}
 	var replies []*nostr.Event // then two authors, more than recentRows replies
-	for i := range recentRows + 40 {
+	for i := range buzz.ThreadRecentRows + 40 {
 		replies = append(replies, ttIngestAdd(t, s, m,
 			sg[i%2].Event(t, 9, ttBase+100+int64(i), fmt.Sprint(i), ttH(ttChan), ttRootTag(root.ID)), root.ID))
 	}

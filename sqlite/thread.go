@@ -1,148 +1,110 @@
 package sqlite
 
 import (
-	"bytes"
-	"context"
 	"database/sql"
 	"fmt"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
 
-// readThreadRow reads an event's parent and counters (zero without a row).
-func (tx *writeTx) readThreadRow(seq int64) (up sql.NullInt64, replies, desc int64, last sql.NullInt64, parts []byte, err error) {
-	if err = tx.threadRow.QueryRowContext(tx.ctx, seq).Scan(&up, &replies, &desc, &last, &parts); err != nil {
-		err = fmt.Errorf("read thread counters of #%d: %w", seq, err)
-	}
-	return up, replies, desc, last, parts, err
-}
+// The rules of the thread counters are buzz's (buzz/threads.go); this file
+// holds the statements they run on the writer's transaction.
 
-// addToAncestors counts a new reply by pubkey at time at on its parent
-// (reply_count) and on every ancestor up to the root (descendant_count,
-// last_reply_at, participants): RL-5.
+// addToAncestors counts a new reply by pubkey at time at on its parent and
+// every ancestor up to the root (RL-5).
 func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
-	return tx.countUp(parent, true, pubkey, at)
+	return buzz.AddToAncestors(threadRows{tx: tx}, parent, pubkey, at)
 }
 
-// countUp counts an event by pubkey at time at on seq and every ancestor of
-// seq: as a direct reply of seq when direct, else as an event further down
-// (a whole subtree moved below seq, Reclassify).
-func (tx *writeTx) countUp(seq int64, direct bool, pubkey []byte, at int64) error {
-	start := seq
-	for hops := 0; seq != 0; hops++ {
-		if hops > maxDepth+1 {
-			return fmt.Errorf("thread ancestry of #%d does not end", start)
-		}
-		up, replies, desc, last, parts, err := tx.readThreadRow(seq)
-		if err != nil {
-			return err
-		}
-		if direct {
-			replies++
-		}
-		desc++
-		if !last.Valid || at > last.Int64 {
-			last = sql.NullInt64{Int64: at, Valid: true}
-		}
-		parts = threadcount.Merge(parts, pubkey, at)
-		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts, tx.now); err != nil {
-			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
-		}
-		tx.recounted = append(tx.recounted, seq)
-		seq, direct = up.Int64, false
-	}
-	return nil
-}
-
-// softDelete marks t deleted and makes the counters of every ancestor exact
-// again for the remaining subtree (RL-6). Deleting a deleted event is a
-// no-op.
-//
-// The counts drop by one (the deleted event's own replies stay below and
-// stay counted). last_reply_at and participants change only when t was the
-// newest event below an ancestor, or its author's newest there; only then
-// are they recomputed: for a root by reading its thread newest first until
-// ten authors are known, for an inner ancestor from the authors of its
-// subtree. Those are gathered on the way up, each event once: an
-// ancestor's subtree is the one of the ancestor below it, already known,
-// plus its other replies and their subtrees. So a deletion costs index
-// reads in number of its depth plus the events of the subtree it changes,
-// whatever the size of the database (issue 13).
+// softDelete marks t deleted and makes its ancestors' counters exact
+// again (RL-6).
 func (tx *writeTx) softDelete(t *stored, now int64) error {
-	res, err := tx.markDeleted.ExecContext(tx.ctx, now, t.seq)
+	return buzz.SoftDelete(threadRows{tx: tx, target: t}, counted(t), now)
+}
+
+// remove takes a superseded or expired event out of every read, keeping
+// it as a thread anchor while replies hang below it.
+func (tx *writeTx) remove(t *stored, now int64) error {
+	return buzz.Remove(threadRows{tx: tx, target: t}, counted(t), now)
+}
+
+// counted is stored event t as the counter rules know it.
+func counted(t *stored) buzz.CountedEvent {
+	return buzz.CountedEvent{Seq: t.seq, Parent: t.parent.Int64, Channel: t.channel.Int64, PubKey: t.pubkey, CreatedAt: t.createdAt}
+}
+
+// threadRows are buzz.ThreadRows over the writer's prepared statements;
+// target is the event taken away (softDelete, remove), whose stored row
+// Drop needs to find its tag rows.
+type threadRows struct {
+	tx     *writeTx
+	target *stored
+}
+
+func (r threadRows) ReadThreadRow(seq int64) (buzz.ThreadRow, error) {
+	var (
+		row  buzz.ThreadRow
+		up   sql.NullInt64
+		last sql.NullInt64
+	)
+	if err := r.tx.threadRow.QueryRowContext(r.tx.ctx, seq).Scan(&up, &row.Replies, &row.Descendants, &last, &row.Participants); err != nil {
+		return row, fmt.Errorf("read thread counters of #%d: %w", seq, err)
+	}
+	row.Up, row.LastReplyAt, row.HasLastReply = up.Int64, last.Int64, last.Valid
+	return row, nil
+}
+
+func (r threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
+	last := sql.NullInt64{Int64: row.LastReplyAt, Valid: row.HasLastReply}
+	if _, err := r.tx.upsertThread.ExecContext(r.tx.ctx, seq, row.Replies, row.Descendants, last, row.Participants, r.tx.now); err != nil {
+		return fmt.Errorf("write thread counters of #%d: %w", seq, err)
+	}
+	r.tx.recounted = append(r.tx.recounted, seq)
+	return nil
+}
+
+func (r threadRows) LiveReplies(seq int64) (int64, error) {
+	var n int64
+	if err := r.tx.liveChildren.QueryRowContext(r.tx.ctx, seq).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count replies of #%d: %w", seq, err)
+	}
+	return n, nil
+}
+
+func (r threadRows) SubtreeAuthors(seq, known int64, each func(threadcount.Participant, int64)) error {
+	rows, err := r.tx.subtreeAuthors.QueryContext(r.tx.ctx, seq, sql.NullInt64{Int64: known, Valid: known != 0})
 	if err != nil {
-		return fmt.Errorf("delete event #%d: %w", t.seq, err)
+		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("delete event #%d: %w", t.seq, err)
-	} else if n == 0 {
-		return nil
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			p threadcount.Participant
+			n int64
+		)
+		if err := rows.Scan(&p.PubKey, &p.At, &n); err != nil {
+			return fmt.Errorf("read subtree of #%d: %w", seq, err)
+		}
+		each(p, n)
 	}
-	if t.channel.Valid {
-		// Only when t was the channel's last message does this read.
-		if _, err := tx.rereadLastMessage.ExecContext(tx.ctx, t.channel.Int64, t.createdAt); err != nil {
-			return fmt.Errorf("channel's last message after deleting #%d: %w", t.seq, err)
-		}
-	}
-	if !t.parent.Valid {
-		return nil
-	}
-	// below holds the authors below child while they are known.
-	var below *subtreeAuthors
-	seq, child := t.parent.Int64, t.seq
-	for hops := 0; seq != 0; hops++ {
-		if hops > maxDepth+1 {
-			return fmt.Errorf("thread ancestry of #%d does not end", t.seq)
-		}
-		up, replies, desc, last, parts, err := tx.readThreadRow(seq)
-		if err != nil {
-			return err
-		}
-		if child == t.seq {
-			replies = max(0, replies-1)
-		}
-		desc = max(0, desc-1)
-		switch {
-		case !(last.Valid && t.createdAt >= last.Int64) && !wasNewestOf(parts, t.pubkey, t.createdAt):
-			below = nil
-		case !up.Valid:
-			if last, parts, err = tx.threadRecent(seq); err != nil {
-				return err
-			}
-		default:
-			known := sql.NullInt64{Int64: child, Valid: below != nil}
-			if below == nil {
-				below = &subtreeAuthors{newest: map[string]int64{}}
-			}
-			if err := below.add(tx.ctx, tx.subtreeAuthors, seq, known); err != nil {
-				return err
-			}
-			last, parts = below.lastReplyAt(), threadcount.Encode(below.top)
-		}
-		if _, err := tx.upsertThread.ExecContext(tx.ctx, seq, replies, desc, last, parts, tx.now); err != nil {
-			return fmt.Errorf("write thread counters of #%d: %w", seq, err)
-		}
-		tx.recounted = append(tx.recounted, seq)
-		seq, child = up.Int64, seq
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	return nil
 }
 
-// wasNewestOf reports whether an event of pubkey at time at is what puts
-// its author in the participants list.
-func wasNewestOf(parts, pubkey []byte, at int64) bool {
-	for _, p := range threadcount.Decode(parts) {
-		if bytes.Equal(p.PubKey, pubkey) {
-			return p.At == at
-		}
+func (r threadRows) NewestInThread(root int64, limit int, each func(threadcount.Participant) bool) error {
+	rows, err := r.tx.threadNewest.QueryContext(r.tx.ctx, root, limit)
+	if err != nil {
+		return fmt.Errorf("read thread #%d: %w", root, err)
 	}
-	return false
+	if err := scanParticipants(rows, each); err != nil {
+		return fmt.Errorf("read thread #%d: %w", root, err)
+	}
+	return nil
 }
-
-// recentRows is how many of a thread's newest replies threadRecent reads
-// before it turns to the thread's authors.
-const recentRows = 256
 
 // threadAuthorsSQL lists the authors of root ?1's live replies with the
 // newest of each, one index step an author: a loose scan of
@@ -160,85 +122,78 @@ SELECT authors.pubkey, (SELECT max(e.created_at) FROM events e INDEXED BY events
 	WHERE e.root = ?1 AND e.deleted_at IS NULL AND e.pubkey = authors.pubkey)
 FROM authors WHERE authors.pubkey IS NOT NULL`
 
-// threadRecent computes last_reply_at and participants of thread root
-// seq from its non-deleted replies: from the newest recentRows, when the
-// ten newest authors (and every author tied with the tenth) are among
-// them, else from every author's newest reply. So a root's recount costs
-// at most recentRows rows plus an index step per author of the thread,
-// never the whole of a long thread written by a few (issue 13).
-func (tx *writeTx) threadRecent(seq int64) (sql.NullInt64, []byte, error) {
-	last, ps, complete, err := tx.newestAuthors(seq)
+func (r threadRows) ThreadAuthors(root int64, each func(threadcount.Participant)) error {
+	rows, err := r.tx.threadAuthors.QueryContext(r.tx.ctx, root)
 	if err != nil {
-		return last, nil, err
+		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
 	}
-	if !complete {
-		if ps, err = tx.everyAuthor(seq); err != nil {
-			return last, nil, err
-		}
+	err = scanParticipants(rows, func(p threadcount.Participant) bool { each(p); return true })
+	if err != nil {
+		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
 	}
-	threadcount.Sort(ps)
-	if len(ps) > threadcount.Max {
-		ps = ps[:threadcount.Max]
-	}
-	return last, threadcount.Encode(ps), nil
+	return nil
 }
 
-// newestAuthors reads the newest recentRows live replies of root seq until
-// the ten newest authors (and every author tied with the tenth) are known;
-// complete is false when the rows ran out first with more unread.
-func (tx *writeTx) newestAuthors(seq int64) (last sql.NullInt64, ps []threadcount.Participant, complete bool, err error) {
-	rows, err := tx.threadNewest.QueryContext(tx.ctx, seq, recentRows)
-	if err != nil {
-		return last, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
-	}
+// scanParticipants calls each with the (pubkey, created_at) rows until
+// it returns false, and closes the rows.
+func scanParticipants(rows *sql.Rows, each func(threadcount.Participant) bool) error {
 	defer rows.Close()
-	seen := map[string]bool{}
-	n := 0
-	complete = true
 	for rows.Next() {
 		var p threadcount.Participant
 		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
-			return last, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
+			return err
 		}
-		n++
-		if !last.Valid {
-			last = sql.NullInt64{Int64: p.At, Valid: true}
-		}
-		if len(ps) >= threadcount.Max && p.At < ps[len(ps)-1].At {
-			return last, ps, true, nil
-		}
-		if !seen[string(p.PubKey)] {
-			seen[string(p.PubKey)] = true
-			ps = append(ps, p)
+		if !each(p) {
+			return nil
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return last, nil, false, fmt.Errorf("read thread #%d: %w", seq, err)
-	}
-	// All of the thread was read unless the limit stopped the rows.
-	return last, ps, n < recentRows, nil
+	return rows.Err()
 }
 
-// everyAuthor is every author of root seq's live replies with the newest
-// of each.
-func (tx *writeTx) everyAuthor(seq int64) ([]threadcount.Participant, error) {
-	rows, err := tx.threadAuthors.QueryContext(tx.ctx, seq)
+func (r threadRows) MarkDeleted(seq, now int64) (bool, error) {
+	res, err := r.tx.markDeleted.ExecContext(r.tx.ctx, now, seq)
 	if err != nil {
-		return nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
+		return false, fmt.Errorf("delete event #%d: %w", seq, err)
 	}
-	defer rows.Close()
-	var ps []threadcount.Participant
-	for rows.Next() {
-		var p threadcount.Participant
-		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
-			return nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("delete event #%d: %w", seq, err)
+	}
+	return n > 0, nil
+}
+
+func (r threadRows) RereadLastMessage(channel, at int64) error {
+	if _, err := r.tx.rereadLastMessage.ExecContext(r.tx.ctx, channel, at); err != nil {
+		return fmt.Errorf("last message of channel #%d: %w", channel, err)
+	}
+	return nil
+}
+
+func (r threadRows) HasReplies(seq int64) (bool, error) {
+	return r.tx.exists(r.tx.hasChildren, seq)
+}
+
+func (r threadRows) KeepAnchor(seq int64) error {
+	if _, err := r.tx.clearExpiry.ExecContext(r.tx.ctx, seq); err != nil {
+		return fmt.Errorf("keep event #%d as a thread anchor: %w", seq, err)
+	}
+	return nil
+}
+
+func (r threadRows) Drop(seq int64) error {
+	tags, err := tagjson.Parse(r.target.tagsJSON)
+	if err != nil {
+		return fmt.Errorf("remove event #%d: %w", seq, err)
+	}
+	for _, row := range indexedTags(tags) {
+		if _, err := r.tx.deleteTag.ExecContext(r.tx.ctx, row.name, row.value, r.target.createdAt, seq); err != nil {
+			return fmt.Errorf("remove tags of #%d: %w", seq, err)
 		}
-		ps = append(ps, p)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read the authors of thread #%d: %w", seq, err)
+	if _, err := r.tx.hardDelete.ExecContext(r.tx.ctx, seq); err != nil {
+		return fmt.Errorf("remove event #%d: %w", seq, err)
 	}
-	return ps, nil
+	return nil
 }
 
 // Counters are the subtree counters of one event (RL-5).
@@ -255,113 +210,6 @@ func (c Counters) lastReplyAt() sql.NullInt64 {
 
 // subtreeCounters computes the counters of seq from scratch.
 func (tx *writeTx) subtreeCounters(seq int64) (Counters, error) {
-	return computeCounters(tx.ctx, tx.liveChildren, tx.subtreeAuthors, seq)
-}
-
-// computeCounters computes the counters of seq from scratch with the
-// statements liveChildrenSQL and subtreeAuthorsSQL, prepared wherever the
-// caller reads (the writer, or the read transaction of Check).
-func computeCounters(ctx context.Context, children, authors *sql.Stmt, seq int64) (Counters, error) {
-	var c Counters
-	if err := children.QueryRowContext(ctx, seq).Scan(&c.ReplyCount); err != nil {
-		return c, fmt.Errorf("count replies of #%d: %w", seq, err)
-	}
-	below := subtreeAuthors{newest: map[string]int64{}}
-	if err := below.add(ctx, authors, seq, sql.NullInt64{}); err != nil {
-		return c, err
-	}
-	c.DescendantCount = below.n
-	c.LastReplyAt = below.lastReplyAt().Int64
-	c.Participants = below.top
-	return c, nil
-}
-
-// subtreeAuthors are the non-deleted events of a subtree: how many, each
-// author's newest created_at, and the participants of CW-19.
-type subtreeAuthors struct {
-	n      int64
-	newest map[string]int64
-	// top are the threadcount.Max authors with the newest events, in
-	// CW-19 order. An author outside it whom add does not raise stays
-	// outside, as the authors inside only rise: so add sorts only top and
-	// the authors it raised, never the whole subtree again.
-	top []threadcount.Participant
-}
-
-// add adds the subtree of seq with the statement subtreeAuthorsSQL; when
-// known is valid, it names a reply of seq whose subtree a holds already:
-// of it, only the reply itself is added.
-func (a *subtreeAuthors) add(ctx context.Context, authors *sql.Stmt, seq int64, known sql.NullInt64) error {
-	rows, err := authors.QueryContext(ctx, seq, known)
-	if err != nil {
-		return fmt.Errorf("read subtree of #%d: %w", seq, err)
-	}
-	defer rows.Close()
-	ps := make([]threadcount.Participant, 0, len(a.top))
-	inTop := make(map[string]bool, len(a.top))
-	for _, p := range a.top {
-		inTop[string(p.PubKey)] = true
-	}
-	for rows.Next() {
-		var pubkey []byte
-		var at, n int64
-		if err := rows.Scan(&pubkey, &at, &n); err != nil {
-			return fmt.Errorf("read subtree of #%d: %w", seq, err)
-		}
-		a.n += n
-		if cur, ok := a.newest[string(pubkey)]; ok && at <= cur {
-			continue
-		}
-		a.newest[string(pubkey)] = at
-		if !inTop[string(pubkey)] {
-			ps = append(ps, threadcount.Participant{PubKey: pubkey, At: at})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read subtree of #%d: %w", seq, err)
-	}
-	for _, p := range a.top {
-		ps = append(ps, threadcount.Participant{PubKey: p.PubKey, At: a.newest[string(p.PubKey)]})
-	}
-	threadcount.Sort(ps)
-	a.top = ps[:min(len(ps), threadcount.Max)]
-	return nil
-}
-
-// lastReplyAt is the created_at of the newest event, NULL when there is none.
-func (a *subtreeAuthors) lastReplyAt() sql.NullInt64 {
-	if len(a.top) == 0 {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: a.top[0].At, Valid: true}
-}
-
-// remove takes a superseded or expired event out of every read: soft-deleted
-// with its ancestors' counters fixed, then dropped with its tag rows unless
-// replies still hang below it (they keep it as their thread anchor).
-func (tx *writeTx) remove(t *stored, now int64) error {
-	if err := tx.softDelete(t, now); err != nil {
-		return err
-	}
-	children, err := tx.exists(tx.hasChildren, t.seq)
-	if err != nil {
-		return err
-	}
-	if children {
-		_, err := tx.clearExpiry.ExecContext(tx.ctx, t.seq)
-		return err
-	}
-	tags, err := tagjson.Parse(t.tagsJSON)
-	if err != nil {
-		return fmt.Errorf("remove event #%d: %w", t.seq, err)
-	}
-	for _, row := range indexedTags(tags) {
-		if _, err := tx.deleteTag.ExecContext(tx.ctx, row.name, row.value, t.createdAt, t.seq); err != nil {
-			return fmt.Errorf("remove tags of #%d: %w", t.seq, err)
-		}
-	}
-	if _, err := tx.hardDelete.ExecContext(tx.ctx, t.seq); err != nil {
-		return fmt.Errorf("remove event #%d: %w", t.seq, err)
-	}
-	return nil
+	c, err := buzz.SubtreeCounters(threadRows{tx: tx}, seq)
+	return Counters{ReplyCount: c.Replies, DescendantCount: c.Descendants, LastReplyAt: c.LastReplyAt, Participants: c.Participants}, err
 }
