@@ -20,10 +20,10 @@ type WriteTx interface {
 	// Seen answers the questions every event raises before anything else
 	// is read of it.
 	Seen() (Seen, error)
-	// AddressDeleted reports whether a kind 5 deletion by pubkey (hex)
-	// that is still in force names address addr in an `a` tag, dated at or
-	// after since (NIP-09).
-	AddressDeleted(addr string, since int64, pubkey string) (bool, error)
+	// AddressDeleted reports whether a kind 5 deletion by the event's
+	// author, still in force, names address addr in an `a` tag, dated at
+	// or after the event (NIP-09).
+	AddressDeleted(addr string) (bool, error)
 	// SetThreadRepliesInChannel persists the community setting and puts
 	// it in the transaction's access state (RL-15).
 	SetThreadRepliesInChannel(v bool) error
@@ -45,17 +45,19 @@ type WriteTx interface {
 	// RaiseLastMessage makes at the last message of channel number
 	// channel if it is newer (channels.last_message_at).
 	RaiseLastMessage(channel, at int64) error
-	// AddToAncestors counts a new reply by pubkey (hex) at createdAt into
-	// the thread counters of parent and its ancestors (CW-21).
-	AddToAncestors(parent int64, pubkey string, createdAt int64) error
+	// AddToAncestors counts the event, a reply, into the thread counters
+	// of parent and its ancestors (CW-21).
+	AddToAncestors(parent int64) error
 	// SoftDelete marks t deleted at now and makes its ancestors' counters
 	// exact again (RL-6); Remove takes a replaced version away (RL-9).
 	// Both take an event the Lookup returned.
 	SoftDelete(t *StoredEvent, now int64) error
 	Remove(t *StoredEvent, now int64) error
-	// ReactionsNaming lists the stored reactions whose `e` tags name id
-	// (lowercase hex), with their tags.
-	ReactionsNaming(id string) ([]NamingReaction, error)
+	// ReactionsNaming lists the numbers (Ref) of the stored reactions
+	// whose `e` tags name id (lowercase hex).
+	ReactionsNaming(id string) ([]int64, error)
+	// TagsOf reads the tags of t, an event the Lookup returned.
+	TagsOf(t *StoredEvent) (nostr.Tags, error)
 	// SetScope sets the scope of stored event ref.
 	SetScope(ref, scope int64) error
 	// RecountedThreads describes the events whose thread counters this
@@ -73,12 +75,6 @@ type Seen struct {
 	// NamedByReaction: a stored reaction names it in an `e` tag, one it
 	// may adopt (RL-8).
 	NamedByReaction bool
-}
-
-// NamingReaction is a stored reaction that names an event.
-type NamingReaction struct {
-	*StoredEvent
-	Tags nostr.Tags
 }
 
 // EventRow is what the rules decided of an event the store writes.
@@ -200,7 +196,7 @@ func Admit(tx WriteTx, ev *nostr.Event, in AdmitInput) (Admitted, error) {
 		}
 	}
 	if placed.Classified && placed.Depth > 0 {
-		if err := tx.AddToAncestors(placed.ParentRef, ev.PubKey, int64(ev.CreatedAt)); err != nil {
+		if err := tx.AddToAncestors(placed.ParentRef); err != nil {
 			return Admitted{}, err
 		}
 	}
@@ -257,7 +253,7 @@ func replaced(tx WriteTx, ev *nostr.Event) ([]*StoredEvent, error) {
 	if !ok {
 		return nil, nil
 	}
-	deleted, err := tx.AddressDeleted(addr, int64(ev.CreatedAt), ev.PubKey)
+	deleted, err := tx.AddressDeleted(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -325,15 +321,23 @@ func saveChannel(tx WriteTx, old, next *Channel, createdAt, now int64) error {
 // (RL-8).
 func adoptReactions(tx WriteTx, id string, scope int64) error {
 	want := strings.ToLower(id)
-	reactions, err := tx.ReactionsNaming(want)
+	refs, err := tx.ReactionsNaming(want)
 	if err != nil {
 		return err
 	}
-	for _, r := range reactions {
-		if r.Channel != 0 || r.Scope != 0 {
+	for _, ref := range refs {
+		r, err := tx.EventByRef(ref)
+		if err != nil {
+			return err
+		}
+		if r == nil || r.Channel != 0 || r.Scope != 0 {
 			continue
 		}
-		if strings.ToLower(ScopeTarget(&nostr.Event{Kind: r.Kind, Tags: r.Tags})) != want {
+		tags, err := tx.TagsOf(r)
+		if err != nil {
+			return err
+		}
+		if strings.ToLower(ScopeTarget(&nostr.Event{Kind: r.Kind, Tags: tags})) != want {
 			continue
 		}
 		if err := tx.SetScope(r.Ref, scope); err != nil {

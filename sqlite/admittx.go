@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
@@ -34,12 +36,8 @@ func (a *admission) Seen() (buzz.Seen, error) {
 	return s, nil
 }
 
-func (a *admission) AddressDeleted(addr string, since int64, pubkey string) (bool, error) {
-	key, err := nipcw.DecodeHex(pubkey, 32)
-	if err != nil {
-		return false, fmt.Errorf("deletions of %s: %w", addr, err)
-	}
-	return a.tx.exists(a.tx.deletedAddress, addr, since, key)
+func (a *admission) AddressDeleted(addr string) (bool, error) {
+	return a.tx.exists(a.tx.deletedAddress, addr, int64(a.r.ev.CreatedAt), a.r.pubkey)
 }
 
 func (a *admission) SetThreadRepliesInChannel(v bool) error {
@@ -132,12 +130,8 @@ func (a *admission) RaiseLastMessage(channel, at int64) error {
 	return nil
 }
 
-func (a *admission) AddToAncestors(parent int64, pubkey string, createdAt int64) error {
-	key, err := nipcw.DecodeHex(pubkey, 32)
-	if err != nil {
-		return fmt.Errorf("count a reply of %s: %w", pubkey, err)
-	}
-	return a.tx.addToAncestors(parent, key, createdAt)
+func (a *admission) AddToAncestors(parent int64) error {
+	return a.tx.addToAncestors(parent, a.r.pubkey, int64(a.r.ev.CreatedAt))
 }
 
 func (a *admission) SoftDelete(t *buzz.StoredEvent, now int64) error {
@@ -148,35 +142,26 @@ func (a *admission) Remove(t *buzz.StoredEvent, now int64) error {
 	return a.tx.remove(a.found[t.Ref], now)
 }
 
-func (a *admission) ReactionsNaming(id string) ([]buzz.NamingReaction, error) {
+func (a *admission) ReactionsNaming(id string) ([]int64, error) {
 	key, err := nipcw.DecodeHex(id, 32)
-	if err != nil {
-		return nil, fmt.Errorf("look up reactions to %s: %w", id, err)
-	}
-	rows, err := a.tx.reactionsTo.QueryContext(a.tx.ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("look up reactions: %w", err)
-	}
-	seqs, err := readSeqs(rows)
-	if err != nil {
-		return nil, fmt.Errorf("look up reactions: %w", err)
-	}
-	var out []buzz.NamingReaction
-	for _, seq := range seqs {
-		t, err := a.tx.bySeq(seq)
-		if err != nil {
-			return nil, err
+	if err == nil {
+		var rows *sql.Rows
+		if rows, err = a.tx.reactionsTo.QueryContext(a.tx.ctx, key); err == nil {
+			var seqs []int64
+			if seqs, err = readSeqs(rows); err == nil {
+				return seqs, nil
+			}
 		}
-		if t == nil {
-			continue
-		}
-		tags, err := tagjson.Parse(t.tagsJSON)
-		if err != nil {
-			return nil, fmt.Errorf("tags of stored event #%d: %w", seq, err)
-		}
-		out = append(out, buzz.NamingReaction{StoredEvent: a.fact(t), Tags: tags})
 	}
-	return out, nil
+	return nil, fmt.Errorf("look up reactions to %s: %w", id, err)
+}
+
+func (a *admission) TagsOf(t *buzz.StoredEvent) (nostr.Tags, error) {
+	tags, err := tagjson.Parse(a.found[t.Ref].tagsJSON)
+	if err != nil {
+		return nil, fmt.Errorf("tags of stored event #%d: %w", t.Ref, err)
+	}
+	return tags, nil
 }
 
 func (a *admission) SetScope(ref, scope int64) error {
