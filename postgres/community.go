@@ -198,66 +198,6 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// saveChannel writes the change from old (nil for a new channel) to next,
-// and marks its group state for renewal.
-func (tx *writeTx) saveChannel(old, next *buzz.Channel, createdAt, now int64) error {
-	if buzz.SameState(old, next) {
-		return nil
-	}
-	if old == nil {
-		old = &buzz.Channel{Members: map[string]buzz.Role{}}
-	}
-	var created, deleted *int64
-	if next.Created && !old.Created {
-		created = &createdAt
-	}
-	if next.Deleted {
-		deleted = &now
-	}
-	if _, err := tx.tx.Exec(tx.ctx, `UPDATE channels SET created_at = coalesce(created_at, $1), name = $2, about = $3,
-		private = $4, deleted_at = coalesce(deleted_at, $5) WHERE seq = $6`,
-		created, next.Name, next.About, next.Private, deleted, next.Seq); err != nil {
-		return fmt.Errorf("update channel: %w", err)
-	}
-	for pk, role := range next.Members {
-		if old.Members[pk] == role {
-			continue
-		}
-		key, _ := hex.DecodeString(pk)
-		if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO members (channel, pubkey, role) VALUES ($1, $2, $3)
-			ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`, next.Seq, key, int16(role)); err != nil {
-			return fmt.Errorf("put member: %w", err)
-		}
-	}
-	for pk := range old.Members {
-		if _, ok := next.Members[pk]; ok {
-			continue
-		}
-		key, _ := hex.DecodeString(pk)
-		if _, err := tx.tx.Exec(tx.ctx, `DELETE FROM members WHERE channel = $1 AND pubkey = $2`, next.Seq, key); err != nil {
-			return fmt.Errorf("remove member: %w", err)
-		}
-	}
-	tx.changeCommunity().Put(next)
-	tx.stateChanged(next.Seq)
-	return nil
-}
-
-// applySetting carries out a kind 9033 (RL-15): a relay admin sets
-// thread_replies_in_channel. It is persisted, not stored as an event.
-func (tx *writeTx) applySetting(ev *nostr.Event, now int64) error {
-	v, err := tx.community().ApplySetting(ev, now)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO settings (key, value) VALUES ('thread_replies_in_channel', $1)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, boolInt(v)); err != nil {
-		return fmt.Errorf("write setting: %w", err)
-	}
-	tx.changeCommunity().ThreadRepliesInChannel = v
-	return nil
-}
-
 // renewGroupState replaces the relay-signed group state of ch (RL-11): 39000
 // metadata, 39001 admins, 39002 members; a deleted channel's is removed.
 // The events depend only on the channel's state, the stored versions and

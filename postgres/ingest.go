@@ -5,13 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -64,191 +62,21 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 	return outcomes, err
 }
 
-// ingest stores one event in tx. Everything before its first write only
-// reads, so a rejection leaves tx as it was.
+// ingest admits one event in tx by buzz's rules (buzz.Admit): the live
+// writer, an import and the relay's own group state alike. The other
+// processes hear of what a live write stored (notify.go).
 func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.Admitted, error) {
-	ev := r.ev
 	tx.recounted = tx.recounted[:0]
-	if buzz.IsEphemeralKind(ev.Kind) {
-		return buzz.Admitted{}, buzz.ErrEphemeral
+	adm := &admission{lookup: lookup{tx: tx}, r: r}
+	in := buzz.AdmitInput{H: r.channel, Thread: r.thread, Relay: s.pubkey, Now: now, Importing: importing}
+	if r.expiresAt != nil {
+		in.Expires, in.ExpiresAt = true, *r.expiresAt
 	}
-	// The relay's own group state is no submission: the write policy is
-	// for what others send (RL-29).
-	relaySigned := s.pubkey != "" && ev.PubKey == s.pubkey
-	if !relaySigned {
-		if err := tx.community().CheckEvent(ev, r.channel); err != nil {
-			return buzz.Admitted{}, err
-		}
+	a, err := buzz.Admit(adm, r.ev, in)
+	if err == nil && adm.seq != 0 && !importing {
+		tx.noted(adm.seq)
 	}
-	if ev.Kind == buzz.KindCommunityAdmin {
-		return buzz.Admitted{Applied: true}, tx.applySetting(ev, now)
-	}
-	// Stored already, or deleted (NIP-09) by its author before it arrived?
-	// And did reactions name it before it arrived (adoptReactions)? One
-	// round trip: an import pays one per statement.
-	var dup, deleted, reacted bool
-	err := tx.tx.QueryRow(tx.ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1),
-		EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
-			WHERE t.name = 'e' AND t.value = $2 AND t.kind = 5 AND d.pubkey = $3 AND d.deleted_at IS NULL),
-		EXISTS (SELECT 1 FROM tags WHERE name = 'e' AND value = $2 AND kind = 7)`,
-		r.id, tagKey(ev.ID), r.pubkey).Scan(&dup, &deleted, &reacted)
-	if err != nil {
-		return buzz.Admitted{}, fmt.Errorf("look up event: %w", err)
-	}
-	switch {
-	case dup:
-		return buzz.Admitted{}, buzz.ErrDuplicate
-	case r.expiresAt != nil && *r.expiresAt <= now:
-		return buzz.Admitted{}, buzz.ErrExpired
-	case deleted:
-		return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
-	}
-
-	lk := &lookup{tx: tx}
-	// A channel seen for the first time gets its row with the event's
-	// writes below; until then it is number 0, which no stored event has.
-	var channel *int64
-	var chState *buzz.Channel // nil: the channel does not exist yet
-	newChannel := false
-	if r.channel != "" {
-		seq, found, err := tx.lookupChannel(r.channel)
-		if err != nil {
-			return buzz.Admitted{}, err
-		}
-		channel = &seq
-		newChannel = !found
-		if found {
-			chState = tx.channelState(seq, r.channel)
-		}
-	}
-
-	var superseded []*stored
-	if addr, ok := buzz.Address(ev); ok {
-		var deleted bool
-		err := tx.tx.QueryRow(tx.ctx, `SELECT EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
-			WHERE t.name = 'a' AND t.value = $1 AND t.kind = 5 AND t.created_at >= $2 AND d.pubkey = $3
-			AND d.deleted_at IS NULL)`, tagKey(addr), int64(ev.CreatedAt), r.pubkey).Scan(&deleted)
-		if err != nil {
-			return buzz.Admitted{}, fmt.Errorf("look up deletions of %s: %w", addr, err)
-		}
-		if deleted {
-			return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
-		}
-		versions, err := lk.Versions(ev.Kind, ev.PubKey, ev.Tags.GetD())
-		if err != nil {
-			return buzz.Admitted{}, err
-		}
-		replaced, err := buzz.Supersedes(ev, versions)
-		if err != nil {
-			return buzz.Admitted{}, err
-		}
-		superseded = lk.records(replaced)
-	}
-
-	var deletes []*buzz.StoredEvent
-	switch ev.Kind {
-	case buzz.KindDeletion:
-		deletes, err = buzz.DeletionTargets(lk, ev)
-	case buzz.KindGroupDelete:
-		deletes, err = buzz.GroupDeleteTarget(lk, ev, r.channel, chState, now)
-	case buzz.KindEdit:
-		err = buzz.CheckEdit(lk, ev, r.channel, chState, now)
-	}
-	if err != nil {
-		return buzz.Admitted{}, err
-	}
-	targets := lk.records(deletes)
-
-	scopeSeq, next, err := buzz.Access(lk, ev, r.channel, chState, deletes, relaySigned)
-	if err != nil {
-		return buzz.Admitted{}, err
-	}
-	var scope *int64
-	if scopeSeq != 0 || channel != nil {
-		scope = &scopeSeq
-	}
-
-	placed, err := buzz.Classify(lk, ev, r.thread, r.channel, chState, now, importing)
-	if err != nil {
-		return buzz.Admitted{}, err
-	}
-	cls := columnsOf(placed)
-
-	// Every rejection is decided by now: the writes begin.
-	if newChannel {
-		seq, err := tx.insertChannel(r.channel)
-		if err != nil {
-			return buzz.Admitted{}, err
-		}
-		channel, scope = &seq, &seq
-		if next == nil {
-			// Named by an event, not created: open, without members.
-			implicit := &buzz.Channel{Seq: seq, H: r.channel, Members: map[string]buzz.Role{}}
-			tx.changeCommunity().Put(implicit)
-			tx.stateChanged(implicit.Seq)
-		}
-	}
-	var seq int64
-	err = tx.tx.QueryRow(tx.ctx, `INSERT INTO events
-		(id, pubkey, created_at, kind, tags, content, sig, channel, dkey, expires_at,
-		 parent, root, depth, broadcast, row_class, scope, feed)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,
-		 CASE WHEN $4 IN (9, 11) AND $8::bigint IS NOT NULL THEN feed_stream($8) END) RETURNING seq`,
-		r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind, r.tagsJSON, []byte(ev.Content), r.sig, channel, r.dkey, r.expiresAt,
-		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope).Scan(&seq)
-	if err != nil {
-		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
-	}
-	if err := tx.insertTags(r.tags, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
-		return buzz.Admitted{}, err
-	}
-	if channel != nil && cls.rowClass >= 1 {
-		if _, err := tx.tx.Exec(tx.ctx, raiseLastMessageSQL, *channel, int64(ev.CreatedAt)); err != nil {
-			return buzz.Admitted{}, fmt.Errorf("channel's last message: %w", err)
-		}
-	}
-	if err := tx.touchEvent(&stored{seq: seq, kind: ev.Kind, tagsJSON: r.tagsJSON, channel: channel, scope: scope}); err != nil {
-		return buzz.Admitted{}, err
-	}
-	if cls.parent != nil {
-		if err := tx.addToAncestors(*cls.parent, r.pubkey, int64(ev.CreatedAt)); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	for _, t := range targets {
-		if err := tx.softDelete(t, now); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	for _, v := range superseded {
-		if err := tx.remove(v, now); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	if next != nil {
-		next.Seq = *channel
-		if err := tx.saveChannel(chState, next, int64(ev.CreatedAt), now); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	if reacted && scope != nil && channel != nil {
-		if err := tx.adoptReactions(r.id, *scope); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	a := buzz.Admitted{}
-	if !importing { // an import has no one to tell
-		if a.Threads, err = threadChanges(tx.ctx, tx.tx, tx.recounted); err != nil {
-			return buzz.Admitted{}, err
-		}
-		tx.noted(seq)
-	}
-	if scope != nil {
-		if ch := tx.community().ChannelBySeq(*scope); ch != nil {
-			a.Scope = ch.H
-		}
-	}
-	return a, nil
+	return a, err
 }
 
 // insertTags writes the tag index rows of event seq; in an import batch,
@@ -305,44 +133,6 @@ func (tx *writeTx) copyTags() error {
 	}
 	if n != int64(len(rows)) {
 		return fmt.Errorf("copy tag index rows: %d of %d written", n, len(rows))
-	}
-	return nil
-}
-
-// adoptReactions gives the scope of a channel event that just arrived to
-// the reactions without a channel that named it before it did (RL-8).
-func (tx *writeTx) adoptReactions(id []byte, scope int64) error {
-	want := hex.EncodeToString(id)
-	rows, err := tx.tx.Query(tx.ctx, `SELECT seq FROM tags WHERE name = 'e' AND value = $1 AND kind = 7`, tagKey(want))
-	if err != nil {
-		return fmt.Errorf("look up reactions: %w", err)
-	}
-	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return fmt.Errorf("look up reactions: %w", err)
-	}
-	for _, seq := range seqs {
-		t, err := tx.bySeq(seq)
-		if err != nil {
-			return err
-		}
-		if t == nil || t.channel != nil || t.scope != nil {
-			continue
-		}
-		tags, err := tagjson.Parse(string(t.tagsJSON))
-		if err != nil {
-			return fmt.Errorf("tags of stored event #%d: %w", seq, err)
-		}
-		if strings.ToLower(buzz.ScopeTarget(&nostr.Event{Kind: t.kind, Tags: tags})) != want {
-			continue
-		}
-		if _, err := tx.tx.Exec(tx.ctx, `UPDATE events SET scope = $1 WHERE seq = $2`, scope, seq); err != nil {
-			return fmt.Errorf("set scope: %w", err)
-		}
-		t.scope = &scope
-		if err := tx.touchEvent(t); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -513,12 +303,4 @@ func (tx *writeTx) lookupChannel(h string) (seq int64, found bool, err error) {
 		return 0, false, fmt.Errorf("look up channel: %w", err)
 	}
 	return seq, true, nil
-}
-
-func (tx *writeTx) insertChannel(h string) (int64, error) {
-	var seq int64
-	if err := tx.tx.QueryRow(tx.ctx, `INSERT INTO channels (h) VALUES ($1) RETURNING seq`, h).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("create channel: %w", err)
-	}
-	return seq, nil
 }

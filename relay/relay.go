@@ -260,12 +260,21 @@ func (r *Relay) rejectEvent(ctx context.Context, ev *nostr.Event) (bool, string)
 	}
 	h, _ := buzz.ChannelOf(ev.Tags) // CheckSubmission refused a bad h
 	// An ephemeral event is judged here alone, the store never sees it:
-	// always by the access state the database has now.
-	c := r.communityFor(ctx, func(c *buzz.Community) bool {
-		return !buzz.IsEphemeralKind(ev.Kind) && c.CheckEvent(ev, h) == nil
-	})
-	if err := c.CheckEvent(ev, h); err != nil {
-		return true, err.Error()
+	// always by the access state the database has now. The write policy
+	// runs once per state it is judged by: the verdict communityFor asked
+	// for is kept when that state is the one it returns.
+	var judged *buzz.Community
+	var refused error
+	check := func(c *buzz.Community) bool {
+		judged, refused = c, c.CheckEvent(ev, h)
+		return !buzz.IsEphemeralKind(ev.Kind) && refused == nil
+	}
+	c := r.communityFor(ctx, check)
+	if c != judged {
+		check(c)
+	}
+	if refused != nil {
+		return true, refused.Error()
 	}
 	if msg := r.events.fromPubkey(conn, r.cfg.Limits, c, ev, h, now); msg != "" {
 		if msg == tooManyChannels {

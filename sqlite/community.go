@@ -245,48 +245,6 @@ func (tx *writeTx) channelState(seq int64, h string) *buzz.Channel {
 	return &buzz.Channel{Seq: seq, H: h, Members: map[string]buzz.Role{}}
 }
 
-// saveChannel writes the change from old (nil for a new channel) to next,
-// and marks its group state for renewal.
-func (tx *writeTx) saveChannel(old, next *buzz.Channel, createdAt, now int64) error {
-	if buzz.SameState(old, next) {
-		return nil
-	}
-	if old == nil {
-		old = &buzz.Channel{Members: map[string]buzz.Role{}}
-	}
-	var created, deleted sql.NullInt64
-	if next.Created && !old.Created {
-		created = sql.NullInt64{Int64: createdAt, Valid: true}
-	}
-	if next.Deleted {
-		deleted = sql.NullInt64{Int64: now, Valid: true}
-	}
-	if _, err := tx.updateChannel.ExecContext(tx.ctx, created, next.Name, next.About, next.Private, deleted, next.Seq); err != nil {
-		return fmt.Errorf("update channel: %w", err)
-	}
-	for pk, role := range next.Members {
-		if old.Members[pk] == role {
-			continue
-		}
-		key, _ := hex.DecodeString(pk)
-		if _, err := tx.putMember.ExecContext(tx.ctx, next.Seq, key, role); err != nil {
-			return fmt.Errorf("put member: %w", err)
-		}
-	}
-	for pk := range old.Members {
-		if _, ok := next.Members[pk]; ok {
-			continue
-		}
-		key, _ := hex.DecodeString(pk)
-		if _, err := tx.deleteMember.ExecContext(tx.ctx, next.Seq, key); err != nil {
-			return fmt.Errorf("remove member: %w", err)
-		}
-	}
-	tx.changeCommunity().Put(next)
-	tx.stateChanged(next.Seq)
-	return nil
-}
-
 // stateChanged marks the group state of channel seq for renewal before the
 // commit; an import's jobs leave it to RenewGroupState.
 func (tx *writeTx) stateChanged(seq int64) {
@@ -297,20 +255,6 @@ func (tx *writeTx) stateChanged(seq int64) {
 		tx.changed = map[int64]bool{}
 	}
 	tx.changed[seq] = true
-}
-
-// applySetting carries out a kind 9033 (RL-15): a relay admin sets
-// thread_replies_in_channel. It is persisted, not stored as an event.
-func (tx *writeTx) applySetting(r *record, now int64) error {
-	v, err := tx.community().ApplySetting(r.ev, now)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.putSetting.ExecContext(tx.ctx, "thread_replies_in_channel", boolInt(v)); err != nil {
-		return fmt.Errorf("write setting: %w", err)
-	}
-	tx.changeCommunity().ThreadRepliesInChannel = v
-	return nil
 }
 
 // storedIn notes the channel and scope of an event the transaction

@@ -5,12 +5,10 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -79,182 +77,19 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 	return outcomes, err
 }
 
+// ingest admits one event in tx by buzz's rules (buzz.Admit): the live
+// writer, an import and the relay's own group state alike.
 func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.Admitted, error) {
-	ev := r.ev
 	tx.recounted = tx.recounted[:0]
-	if buzz.IsEphemeralKind(ev.Kind) {
-		return buzz.Admitted{}, buzz.ErrEphemeral
-	}
-	// The relay's own group state is no submission: the write policy is
-	// for what others send (RL-29).
-	relaySigned := s.pubkey != "" && ev.PubKey == s.pubkey
-	if !relaySigned {
-		if err := tx.community().CheckEvent(ev, r.channel); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	if ev.Kind == buzz.KindCommunityAdmin {
-		return buzz.Admitted{Applied: true}, tx.applySetting(r, now)
-	}
-	// One statement asks the questions every event raises: stored
-	// already, deleted (NIP-09) before it arrived, named by a deletion?
-	var dup, deleted, named bool
-	if err := tx.seen.QueryRowContext(tx.ctx, r.id, r.pubkey, nipcw.IsAuxKind(ev.Kind)).Scan(&dup, &deleted, &named); err != nil {
-		return buzz.Admitted{}, fmt.Errorf("look up event: %w", err)
-	}
-	switch {
-	case dup:
-		return buzz.Admitted{}, buzz.ErrDuplicate
-	case r.expiresAt.Valid && r.expiresAt.Int64 <= now:
-		return buzz.Admitted{}, buzz.ErrExpired
-	case deleted:
-		return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
-	}
-
-	lk := &lookup{tx: tx}
-	// A channel seen for the first time gets its row with the event's
-	// writes below; until then it is number 0, which no stored event has.
-	var channel sql.NullInt64
-	var chState *buzz.Channel // nil: the channel does not exist yet
-	newChannel := false
-	if r.channel != "" {
-		seq, found, err := tx.lookupChannel(r.channel)
-		if err != nil {
-			return buzz.Admitted{}, err
-		}
-		channel = sql.NullInt64{Int64: seq, Valid: true}
-		newChannel = !found
-		if found {
-			chState = tx.channelState(seq, r.channel)
-		}
-	}
-
-	var superseded []*stored
-	if addr, ok := buzz.Address(ev); ok {
-		deleted, err := tx.exists(tx.deletedAddress, addr, ev.CreatedAt, r.pubkey)
-		if err != nil {
-			return buzz.Admitted{}, err
-		}
-		if deleted {
-			return buzz.Admitted{}, buzz.ErrDeletedBeforeArriving
-		}
-		versions, err := lk.Versions(ev.Kind, ev.PubKey, ev.Tags.GetD())
-		if err != nil {
-			return buzz.Admitted{}, err
-		}
-		replaced, err := buzz.Supersedes(ev, versions)
-		if err != nil {
-			return buzz.Admitted{}, err
-		}
-		superseded = lk.records(replaced)
-	}
-
-	var deletes []*buzz.StoredEvent
-	var err error
-	switch ev.Kind {
-	case buzz.KindDeletion:
-		deletes, err = buzz.DeletionTargets(lk, ev)
-	case buzz.KindGroupDelete:
-		deletes, err = buzz.GroupDeleteTarget(lk, ev, r.channel, chState, now)
-	case buzz.KindEdit:
-		err = buzz.CheckEdit(lk, ev, r.channel, chState, now)
-	}
-	if err != nil {
-		return buzz.Admitted{}, err
-	}
-	targets := lk.records(deletes)
-
-	scopeSeq, next, err := buzz.Access(lk, ev, r.channel, chState, deletes, relaySigned)
-	if err != nil {
-		return buzz.Admitted{}, err
-	}
-	scope := sql.NullInt64{Int64: scopeSeq, Valid: scopeSeq != 0 || channel.Valid}
-
-	placed, err := buzz.Classify(lk, ev, r.thread, r.channel, chState, now, importing)
-	if err != nil {
-		return buzz.Admitted{}, err
-	}
-	cls := columnsOf(placed)
-
-	// Everything above only reads; every rejection is decided by now (see
-	// writer.run: a job writes nothing before it can no longer be rejected).
-	if newChannel {
-		if channel.Int64, err = tx.insertChannelRow(r.channel); err != nil {
-			return buzz.Admitted{}, err
-		}
-		scope = channel
-		if next == nil {
-			// Named by an event, not created: open, without members.
-			implicit := &buzz.Channel{Seq: channel.Int64, H: r.channel, Members: map[string]buzz.Role{}}
-			tx.changeCommunity().Put(implicit)
-			tx.stateChanged(implicit.Seq)
-		}
-	}
-	res, err := tx.insertEvent.ExecContext(tx.ctx, r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind,
-		r.tagsJSON, ev.Content, r.sig, channel, r.dtag, r.expiresAt,
-		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope, named)
-	if err != nil {
-		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
-	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return buzz.Admitted{}, fmt.Errorf("insert event: %w", err)
-	}
-	tx.storedIn(channel, scope)
-	if channel.Valid && cls.rowClass >= 1 {
-		if _, err := tx.raiseLastMessage.ExecContext(tx.ctx, channel.Int64, int64(ev.CreatedAt)); err != nil {
-			return buzz.Admitted{}, fmt.Errorf("channel's last message: %w", err)
-		}
-	}
-	deletion := ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete
-	for _, t := range r.tags {
-		if _, err := tx.insertTag.ExecContext(tx.ctx, t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
-			return buzz.Admitted{}, fmt.Errorf("insert tag: %w", err)
-		}
-		if id, ok := t.value.([]byte); ok && deletion && t.name == "e" {
-			if _, err := tx.nameByDeletion.ExecContext(tx.ctx, id); err != nil {
-				return buzz.Admitted{}, fmt.Errorf("name a deleted event: %w", err)
-			}
-		}
-	}
-	if cls.parent.Valid {
-		if err := tx.addToAncestors(cls.parent.Int64, r.pubkey, int64(ev.CreatedAt)); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	for _, t := range targets {
-		if err := tx.softDelete(t, now); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	for _, v := range superseded {
-		if err := tx.remove(v, now); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	if next != nil {
-		next.Seq = channel.Int64
-		if err := tx.saveChannel(chState, next, int64(ev.CreatedAt), now); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	if scope.Valid && channel.Valid {
-		if err := tx.adoptReactions(r.id, scope.Int64); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	a := buzz.Admitted{}
-	if !importing { // an import has no one to tell
-		if a.Threads, err = tx.recountedThreads(); err != nil {
-			return buzz.Admitted{}, err
-		}
-	}
-	if scope.Valid {
-		if ch := tx.community().ChannelBySeq(scope.Int64); ch != nil {
-			a.Scope = ch.H
-		}
-	}
-	return a, nil
+	return buzz.Admit(&admission{lookup: lookup{tx: tx}, r: r}, r.ev, buzz.AdmitInput{
+		H:         r.channel,
+		Thread:    r.thread,
+		Expires:   r.expiresAt.Valid,
+		ExpiresAt: r.expiresAt.Int64,
+		Relay:     s.pubkey,
+		Now:       now,
+		Importing: importing,
+	})
 }
 
 // recountedThreads describes the events whose thread counters this ingest
@@ -281,40 +116,6 @@ func (tx *writeTx) recountedThreads() ([]buzz.ThreadChange, error) {
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// adoptReactions gives the scope of a channel event that just arrived to
-// the reactions without a channel that named it before it did (RL-8).
-func (tx *writeTx) adoptReactions(id []byte, scope int64) error {
-	rows, err := tx.reactionsTo.QueryContext(tx.ctx, id)
-	if err != nil {
-		return fmt.Errorf("look up reactions: %w", err)
-	}
-	seqs, err := readSeqs(rows)
-	if err != nil {
-		return fmt.Errorf("look up reactions: %w", err)
-	}
-	want := hex.EncodeToString(id)
-	for _, seq := range seqs {
-		t, err := tx.bySeq(seq)
-		if err != nil {
-			return err
-		}
-		if t == nil || t.channel.Valid || t.scope.Valid {
-			continue
-		}
-		tags, err := tagjson.Parse(t.tagsJSON)
-		if err != nil {
-			return fmt.Errorf("tags of stored event #%d: %w", seq, err)
-		}
-		if strings.ToLower(buzz.ScopeTarget(&nostr.Event{Kind: t.kind, Tags: tags})) != want {
-			continue
-		}
-		if _, err := tx.setScope.ExecContext(tx.ctx, scope, seq); err != nil {
-			return fmt.Errorf("set scope: %w", err)
-		}
-	}
-	return nil
 }
 
 // classification is an event's place in a thread (CW-10, CW-11, CW-12).
@@ -503,12 +304,4 @@ func (tx *writeTx) lookupChannel(h string) (seq int64, found bool, err error) {
 	}
 	tx.channels[h] = seq
 	return seq, true, nil
-}
-
-func (tx *writeTx) insertChannelRow(h string) (int64, error) {
-	res, err := tx.insertChannel.ExecContext(tx.ctx, h)
-	if err != nil {
-		return 0, fmt.Errorf("create channel: %w", err)
-	}
-	return res.LastInsertId()
 }

@@ -104,11 +104,12 @@ func (s *writeStmts) list() []writeStmt {
 		{&s.eventBySeq, `SELECT ` + eventColumns + ` FROM events WHERE seq = ?`},
 		// Is event ?1 stored; has its author ?2 deleted it (NIP-09) before
 		// it arrived; if it is of an aux kind (?3), does any deletion name
-		// it (named_by_deletion)?
+		// it (named_by_deletion); does a reaction name it (RL-8)?
 		{&s.seen, `SELECT EXISTS (SELECT 1 FROM events WHERE id = ?1),
 			EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
 				WHERE t.name = 'e' AND t.value = ?1 AND t.kind = 5 AND d.pubkey = ?2 AND d.deleted_at IS NULL),
-			CASE WHEN ?3 THEN EXISTS (SELECT 1 FROM tags WHERE name = 'e' AND value = ?1 AND kind IN (5, 9005)) ELSE 0 END`},
+			CASE WHEN ?3 THEN EXISTS (SELECT 1 FROM tags WHERE name = 'e' AND value = ?1 AND kind IN (5, 9005)) ELSE 0 END,
+			EXISTS (SELECT 1 FROM tags WHERE name = 'e' AND value = ?1 AND kind = 7)`},
 		// NIP-09: an `a` deletion by the author dated at or after the event.
 		{&s.deletedAddress, `SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
 			WHERE t.name = 'a' AND t.value = ? AND t.kind = 5 AND t.created_at >= ? AND d.pubkey = ?

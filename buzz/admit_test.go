@@ -1,0 +1,214 @@
+package buzz
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// memTx is a WriteTx over a memLookup admitting ev: its writes change what
+// it reads, and each is logged, so that a test sees which writes an
+// admission made, in which order.
+type memTx struct {
+	*memLookup
+	ev *nostr.Event
+	// deletedBefore are the ids a stored kind 5 of their author names.
+	deletedBefore map[string]bool
+	channels      map[string]int64
+	writes        []string
+	row           EventRow
+}
+
+func newMemTx(ev *nostr.Event) *memTx {
+	return &memTx{memLookup: ruleStore(), ev: ev, deletedBefore: map[string]bool{}, channels: map[string]int64{}}
+}
+
+func (tx *memTx) logf(format string, args ...any) {
+	tx.writes = append(tx.writes, fmt.Sprintf(format, args...))
+}
+
+func (tx *memTx) ChannelNumber(h string) (int64, bool, error) {
+	if seq, ok := tx.channels[h]; ok {
+		return seq, true, nil
+	}
+	return tx.memLookup.ChannelNumber(h)
+}
+
+func (tx *memTx) Seen() (Seen, error) {
+	stored, err := tx.EventByID(tx.ev.ID)
+	return Seen{Stored: stored != nil, DeletedBefore: tx.deletedBefore[tx.ev.ID]}, err
+}
+
+func (tx *memTx) AddressDeleted(string) (bool, error) { return false, nil }
+
+func (tx *memTx) SetThreadRepliesInChannel(v bool) error {
+	tx.logf("setting %v", v)
+	return nil
+}
+
+func (tx *memTx) InsertChannel(h string) (int64, error) {
+	seq := int64(100 + len(tx.channels))
+	tx.channels[h] = seq
+	tx.logf("channel %d", seq)
+	return seq, nil
+}
+
+func (tx *memTx) UpdateChannel(ch *Channel, _, _ int64) error {
+	tx.logf("update channel %d", ch.Seq)
+	return nil
+}
+
+func (tx *memTx) PutMember(channel int64, pubkey string, role Role) error {
+	tx.logf("member %d %s %d", channel, pubkey[:4], role)
+	return nil
+}
+
+func (tx *memTx) DeleteMember(channel int64, pubkey string) error {
+	tx.logf("remove member %d %s", channel, pubkey[:4])
+	return nil
+}
+
+func (tx *memTx) PutChannel(ch *Channel) {
+	tx.community.Put(ch)
+	tx.logf("state %d", ch.Seq)
+}
+
+func (tx *memTx) InsertEvent(row EventRow) error {
+	tx.row = row
+	c := row.Class
+	tx.events = append(tx.events, &StoredEvent{Ref: int64(100 + len(tx.events)), ID: tx.ev.ID, PubKey: tx.ev.PubKey,
+		Kind: tx.ev.Kind, CreatedAt: int64(tx.ev.CreatedAt), Channel: row.Channel, Scope: row.Scope,
+		Classified: c.Classified, Depth: c.Depth, RootRef: c.RootRef})
+	tx.logf("event")
+	return nil
+}
+
+func (tx *memTx) RaiseLastMessage(channel, at int64) error {
+	tx.logf("last message %d", channel)
+	return nil
+}
+
+func (tx *memTx) AddToAncestors(parent int64) error {
+	tx.logf("count below %d", parent)
+	return nil
+}
+
+func (tx *memTx) SoftDelete(t *StoredEvent, _ int64) error {
+	t.Deleted = true
+	tx.logf("delete %d", t.Ref)
+	return nil
+}
+
+func (tx *memTx) Remove(t *StoredEvent, _ int64) error {
+	tx.events = slices.DeleteFunc(tx.events, func(e *StoredEvent) bool { return e == t })
+	tx.logf("remove %d", t.Ref)
+	return nil
+}
+
+func (tx *memTx) ReactionsNaming(string) ([]int64, error) { return nil, nil }
+
+func (tx *memTx) TagsOf(*StoredEvent) (nostr.Tags, error) { return nil, nil }
+
+func (tx *memTx) SetScope(ref, scope int64) error {
+	tx.logf("scope %d %d", ref, scope)
+	return nil
+}
+
+func (tx *memTx) RecountedThreads() ([]ThreadChange, error) { return nil, nil }
+
+// RL-4, RL-6, RL-29, NIP-40: the refusals come in their order, the
+// questions of the event itself first (ephemeral, the write policy, stored
+// already, expired, deleted before it arrived), and a refused event writes
+// nothing, not even the channel it would have created.
+func TestAdmitRefusalOrder(t *testing.T) {
+	in := AdmitInput{H: chanID, Now: ruleNow}
+	cases := []struct {
+		name    string
+		ev      *nostr.Event
+		in      AdmitInput
+		stored  bool
+		deleted bool
+		want    error
+	}{
+		{name: "ephemeral", ev: event(20001, pkMember), in: AdmitInput{Now: ruleNow}, stored: true, want: ErrEphemeral},
+		{name: "stored and expired", ev: event(1, pkMember), in: AdmitInput{H: chanID, Now: ruleNow, Expires: true, ExpiresAt: 1}, stored: true, deleted: true, want: ErrDuplicate},
+		{name: "expired and deleted", ev: event(1, pkMember), in: AdmitInput{H: chanID, Now: ruleNow, Expires: true, ExpiresAt: ruleNow}, deleted: true, want: ErrExpired},
+		{name: "deleted before arriving", ev: event(1, pkMember), in: in, deleted: true, want: ErrDeletedBeforeArriving},
+		{name: "reply to no parent in a new channel", ev: event(1, pkMember),
+			in: AdmitInput{H: chanIDFresh, Now: ruleNow, Thread: ThreadTags{Parent: id(99)}}, want: ErrParentNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.ev.ID = id(50)
+			tx := newMemTx(tc.ev)
+			if tc.stored {
+				tx.events = append(tx.events, &StoredEvent{Ref: 50, ID: tc.ev.ID, PubKey: tc.ev.PubKey, Kind: tc.ev.Kind})
+			}
+			tx.deletedBefore[tc.ev.ID] = tc.deleted
+			if _, err := Admit(tx, tc.ev, tc.in); !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if len(tx.writes) > 0 {
+				t.Fatalf("a refused event wrote %q", tx.writes)
+			}
+		})
+	}
+}
+
+// RL-29: the relay's own group state passes the gate the write policy
+// would close: here a relay key the policy blocks.
+func TestAdmitRelaySigned(t *testing.T) {
+	ev := event(KindGroupMetadata, pkBlocked, nostr.Tag{"d", chanID})
+	ev.ID = id(50)
+	tx := newMemTx(ev)
+	tx.community.Policy.Blocked = map[string]bool{pkBlocked: true}
+	if _, err := Admit(tx, ev, AdmitInput{Now: ruleNow}); !errors.Is(err, ErrBlocked) {
+		t.Fatalf("signed by another key: err = %v, want %v", err, ErrBlocked)
+	}
+	a, err := Admit(tx, ev, AdmitInput{Now: ruleNow, Relay: pkBlocked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Scope != chanID || tx.row.Scope != seqOpen {
+		t.Fatalf("scope %q (#%d), want the channel it describes", a.Scope, tx.row.Scope)
+	}
+}
+
+// CW-10, CW-21, RL-6, RL-8: what an admitted event writes, in order. An
+// event naming a channel no one named before creates it, open and without
+// members, and is read there; a reply counts into its ancestors; a
+// deletion marks its targets once the deletion itself is stored.
+func TestAdmitWrites(t *testing.T) {
+	cases := []struct {
+		name string
+		ev   *nostr.Event
+		in   AdmitInput
+		want []string
+	}{
+		{name: "post naming a new channel", ev: event(1, pkOutsider), in: AdmitInput{H: chanIDFresh, Now: ruleNow},
+			want: []string{"channel 100", "state 100", "event", "last message 100"}},
+		{name: "reply", ev: event(1, pkMember), in: AdmitInput{H: chanID, Now: ruleNow, Thread: ThreadTags{Parent: id(2)}},
+			want: []string{"event", "last message 1", "count below 2"}},
+		{name: "deletion", ev: event(KindDeletion, pkMember, nostr.Tag{"e", id(1)}), in: AdmitInput{Now: ruleNow},
+			want: []string{"event", "delete 1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.ev.ID = id(50)
+			tx := newMemTx(tc.ev)
+			a, err := Admit(tx, tc.ev, tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(tx.writes, tc.want) {
+				t.Fatalf("writes %q, want %q", tx.writes, tc.want)
+			}
+			if tc.in.H != "" && (a.Scope != tc.in.H || tx.row.Scope != tx.row.Channel) {
+				t.Fatalf("read in %q (#%d of #%d), want its channel", a.Scope, tx.row.Scope, tx.row.Channel)
+			}
+		})
+	}
+}

@@ -1,0 +1,187 @@
+package postgres
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+// admission is one event's admission in a write transaction
+// (buzz.WriteTx): the record of the event and the statements that read
+// and write its rows. It decides nothing: buzz.Admit does.
+type admission struct {
+	lookup
+	r *record
+	// seq is the event's number once InsertEvent stored it.
+	seq int64
+}
+
+// Seen asks in one round trip what every event raises: stored already,
+// deleted (NIP-09) by its author before it arrived, named by a reaction.
+// An import pays one round trip per statement.
+func (a *admission) Seen() (buzz.Seen, error) {
+	var s buzz.Seen
+	err := a.tx.tx.QueryRow(a.tx.ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1),
+		EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
+			WHERE t.name = 'e' AND t.value = $2 AND t.kind = 5 AND d.pubkey = $3 AND d.deleted_at IS NULL),
+		EXISTS (SELECT 1 FROM tags WHERE name = 'e' AND value = $2 AND kind = 7)`,
+		a.r.id, tagKey(a.r.ev.ID), a.r.pubkey).Scan(&s.Stored, &s.DeletedBefore, &s.NamedByReaction)
+	if err != nil {
+		return buzz.Seen{}, fmt.Errorf("look up event: %w", err)
+	}
+	return s, nil
+}
+
+func (a *admission) AddressDeleted(addr string) (bool, error) {
+	var deleted bool
+	err := a.tx.tx.QueryRow(a.tx.ctx, `SELECT EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
+		WHERE t.name = 'a' AND t.value = $1 AND t.kind = 5 AND t.created_at >= $2 AND d.pubkey = $3
+		AND d.deleted_at IS NULL)`, tagKey(addr), int64(a.r.ev.CreatedAt), a.r.pubkey).Scan(&deleted)
+	if err != nil {
+		return false, fmt.Errorf("look up deletions of %s: %w", addr, err)
+	}
+	return deleted, nil
+}
+
+func (a *admission) SetThreadRepliesInChannel(v bool) error {
+	if _, err := a.tx.tx.Exec(a.tx.ctx, `INSERT INTO settings (key, value) VALUES ('thread_replies_in_channel', $1)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, boolInt(v)); err != nil {
+		return fmt.Errorf("write setting: %w", err)
+	}
+	a.tx.changeCommunity().ThreadRepliesInChannel = v
+	return nil
+}
+
+func (a *admission) InsertChannel(h string) (int64, error) {
+	var seq int64
+	if err := a.tx.tx.QueryRow(a.tx.ctx, `INSERT INTO channels (h) VALUES ($1) RETURNING seq`, h).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("create channel: %w", err)
+	}
+	return seq, nil
+}
+
+func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) error {
+	if _, err := a.tx.tx.Exec(a.tx.ctx, `UPDATE channels SET created_at = coalesce(created_at, $1), name = $2, about = $3,
+		private = $4, deleted_at = coalesce(deleted_at, $5) WHERE seq = $6`,
+		nilUnlessZero(createdAt), ch.Name, ch.About, ch.Private, nilUnlessZero(deletedAt), ch.Seq); err != nil {
+		return fmt.Errorf("update channel: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) PutMember(channel int64, pubkey string, role buzz.Role) error {
+	key, err := nipcw.DecodeHex(pubkey, 32)
+	if err == nil {
+		_, err = a.tx.tx.Exec(a.tx.ctx, `INSERT INTO members (channel, pubkey, role) VALUES ($1, $2, $3)
+			ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`, channel, key, int16(role))
+	}
+	if err != nil {
+		return fmt.Errorf("put member: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) DeleteMember(channel int64, pubkey string) error {
+	key, err := nipcw.DecodeHex(pubkey, 32)
+	if err == nil {
+		_, err = a.tx.tx.Exec(a.tx.ctx, `DELETE FROM members WHERE channel = $1 AND pubkey = $2`, channel, key)
+	}
+	if err != nil {
+		return fmt.Errorf("remove member: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) PutChannel(ch *buzz.Channel) {
+	a.tx.changeCommunity().Put(ch)
+	a.tx.stateChanged(ch.Seq)
+}
+
+// InsertEvent writes the event's row and its tag index rows, and notes
+// the pages it changes.
+func (a *admission) InsertEvent(row buzz.EventRow) error {
+	tx, r, ev := a.tx, a.r, a.r.ev
+	cls := columnsOf(row.Class)
+	channel, scope := nilUnlessZero(row.Channel), nilUnlessZero(row.Scope)
+	err := tx.tx.QueryRow(tx.ctx, `INSERT INTO events
+		(id, pubkey, created_at, kind, tags, content, sig, channel, dkey, expires_at,
+		 parent, root, depth, broadcast, row_class, scope, feed)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,
+		 CASE WHEN $4 IN (9, 11) AND $8::bigint IS NOT NULL THEN feed_stream($8) END) RETURNING seq`,
+		r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind, r.tagsJSON, []byte(ev.Content), r.sig, channel, r.dkey, r.expiresAt,
+		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope).Scan(&a.seq)
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	if err := tx.insertTags(r.tags, int64(ev.CreatedAt), a.seq, ev.Kind); err != nil {
+		return err
+	}
+	return tx.touchEvent(&stored{seq: a.seq, kind: ev.Kind, tagsJSON: r.tagsJSON, channel: channel, scope: scope})
+}
+
+func (a *admission) RaiseLastMessage(channel, at int64) error {
+	if _, err := a.tx.tx.Exec(a.tx.ctx, raiseLastMessageSQL, channel, at); err != nil {
+		return fmt.Errorf("channel's last message: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) AddToAncestors(parent int64) error {
+	return a.tx.addToAncestors(parent, a.r.pubkey, int64(a.r.ev.CreatedAt))
+}
+
+func (a *admission) SoftDelete(t *buzz.StoredEvent, now int64) error {
+	return a.tx.softDelete(a.found[t.Ref], now)
+}
+
+func (a *admission) Remove(t *buzz.StoredEvent, now int64) error {
+	return a.tx.remove(a.found[t.Ref], now)
+}
+
+func (a *admission) ReactionsNaming(id string) ([]int64, error) {
+	rows, err := a.tx.tx.Query(a.tx.ctx, `SELECT seq FROM tags WHERE name = 'e' AND value = $1 AND kind = 7`, tagKey(id))
+	if err == nil {
+		var seqs []int64
+		if seqs, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err == nil {
+			return seqs, nil
+		}
+	}
+	return nil, fmt.Errorf("look up reactions to %s: %w", id, err)
+}
+
+func (a *admission) TagsOf(t *buzz.StoredEvent) (nostr.Tags, error) {
+	tags, err := tagjson.Parse(string(a.found[t.Ref].tagsJSON))
+	if err != nil {
+		return nil, fmt.Errorf("tags of stored event #%d: %w", t.Ref, err)
+	}
+	return tags, nil
+}
+
+// SetScope sets the scope of a reaction ReactionsNaming returned, and
+// notes the pages it changes.
+func (a *admission) SetScope(ref, scope int64) error {
+	if _, err := a.tx.tx.Exec(a.tx.ctx, `UPDATE events SET scope = $1 WHERE seq = $2`, scope, ref); err != nil {
+		return fmt.Errorf("set scope: %w", err)
+	}
+	t := a.found[ref]
+	t.scope = &scope
+	return a.tx.touchEvent(t)
+}
+
+func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) {
+	return threadChanges(a.tx.ctx, a.tx.tx, a.tx.recounted)
+}
+
+// nilUnlessZero is v as a column, NULL for 0: a channel number, or a time
+// the rules did not set.
+func nilUnlessZero(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}

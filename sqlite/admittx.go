@@ -1,0 +1,178 @@
+package sqlite
+
+import (
+	"database/sql"
+	"fmt"
+
+	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
+	"github.com/buzz-lite/buzz-lite/nipcw"
+)
+
+// admission is one event's admission in the writer's transaction
+// (buzz.WriteTx): the record of the event and the statements that read
+// and write its rows. It decides nothing: buzz.Admit does.
+type admission struct {
+	lookup
+	r *record
+	// named is whether a deletion stored before the event names it (for
+	// the aux kinds, schema.sql: named_by_deletion), as Seen read it.
+	named bool
+}
+
+// Seen asks in one statement what every event raises: stored already,
+// deleted (NIP-09) before it arrived, named by a reaction, and for an aux
+// event, named by a deletion.
+func (a *admission) Seen() (buzz.Seen, error) {
+	var s buzz.Seen
+	tx, r := a.tx, a.r
+	err := tx.seen.QueryRowContext(tx.ctx, r.id, r.pubkey, nipcw.IsAuxKind(r.ev.Kind)).
+		Scan(&s.Stored, &s.DeletedBefore, &a.named, &s.NamedByReaction)
+	if err != nil {
+		return buzz.Seen{}, fmt.Errorf("look up event: %w", err)
+	}
+	return s, nil
+}
+
+func (a *admission) AddressDeleted(addr string) (bool, error) {
+	return a.tx.exists(a.tx.deletedAddress, addr, int64(a.r.ev.CreatedAt), a.r.pubkey)
+}
+
+func (a *admission) SetThreadRepliesInChannel(v bool) error {
+	if _, err := a.tx.putSetting.ExecContext(a.tx.ctx, "thread_replies_in_channel", boolInt(v)); err != nil {
+		return fmt.Errorf("write setting: %w", err)
+	}
+	a.tx.changeCommunity().ThreadRepliesInChannel = v
+	return nil
+}
+
+func (a *admission) InsertChannel(h string) (int64, error) {
+	res, err := a.tx.insertChannel.ExecContext(a.tx.ctx, h)
+	if err != nil {
+		return 0, fmt.Errorf("create channel: %w", err)
+	}
+	return res.LastInsertId()
+}
+
+func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) error {
+	_, err := a.tx.updateChannel.ExecContext(a.tx.ctx, nullUnlessZero(createdAt), ch.Name, ch.About, ch.Private,
+		nullUnlessZero(deletedAt), ch.Seq)
+	if err != nil {
+		return fmt.Errorf("update channel: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) PutMember(channel int64, pubkey string, role buzz.Role) error {
+	key, err := nipcw.DecodeHex(pubkey, 32)
+	if err == nil {
+		_, err = a.tx.putMember.ExecContext(a.tx.ctx, channel, key, role)
+	}
+	if err != nil {
+		return fmt.Errorf("put member: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) DeleteMember(channel int64, pubkey string) error {
+	key, err := nipcw.DecodeHex(pubkey, 32)
+	if err == nil {
+		_, err = a.tx.deleteMember.ExecContext(a.tx.ctx, channel, key)
+	}
+	if err != nil {
+		return fmt.Errorf("remove member: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) PutChannel(ch *buzz.Channel) {
+	a.tx.changeCommunity().Put(ch)
+	a.tx.stateChanged(ch.Seq)
+}
+
+// InsertEvent writes the event's row and its tag index rows; for a
+// deletion, it marks the aux events its e tags name (named_by_deletion).
+func (a *admission) InsertEvent(row buzz.EventRow) error {
+	tx, r, ev := a.tx, a.r, a.r.ev
+	cls := columnsOf(row.Class)
+	channel, scope := nullUnlessZero(row.Channel), nullUnlessZero(row.Scope)
+	res, err := tx.insertEvent.ExecContext(tx.ctx, r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind,
+		r.tagsJSON, ev.Content, r.sig, channel, r.dtag, r.expiresAt,
+		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope, a.named)
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return fmt.Errorf("insert event: %w", err)
+	}
+	tx.storedIn(channel, scope)
+	deletion := ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete
+	for _, t := range r.tags {
+		if _, err := tx.insertTag.ExecContext(tx.ctx, t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
+			return fmt.Errorf("insert tag: %w", err)
+		}
+		if id, ok := t.value.([]byte); ok && deletion && t.name == "e" {
+			if _, err := tx.nameByDeletion.ExecContext(tx.ctx, id); err != nil {
+				return fmt.Errorf("name a deleted event: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func (a *admission) RaiseLastMessage(channel, at int64) error {
+	if _, err := a.tx.raiseLastMessage.ExecContext(a.tx.ctx, channel, at); err != nil {
+		return fmt.Errorf("channel's last message: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) AddToAncestors(parent int64) error {
+	return a.tx.addToAncestors(parent, a.r.pubkey, int64(a.r.ev.CreatedAt))
+}
+
+func (a *admission) SoftDelete(t *buzz.StoredEvent, now int64) error {
+	return a.tx.softDelete(a.found[t.Ref], now)
+}
+
+func (a *admission) Remove(t *buzz.StoredEvent, now int64) error {
+	return a.tx.remove(a.found[t.Ref], now)
+}
+
+func (a *admission) ReactionsNaming(id string) ([]int64, error) {
+	key, err := nipcw.DecodeHex(id, 32)
+	if err == nil {
+		var rows *sql.Rows
+		if rows, err = a.tx.reactionsTo.QueryContext(a.tx.ctx, key); err == nil {
+			var seqs []int64
+			if seqs, err = readSeqs(rows); err == nil {
+				return seqs, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("look up reactions to %s: %w", id, err)
+}
+
+func (a *admission) TagsOf(t *buzz.StoredEvent) (nostr.Tags, error) {
+	tags, err := tagjson.Parse(a.found[t.Ref].tagsJSON)
+	if err != nil {
+		return nil, fmt.Errorf("tags of stored event #%d: %w", t.Ref, err)
+	}
+	return tags, nil
+}
+
+func (a *admission) SetScope(ref, scope int64) error {
+	if _, err := a.tx.setScope.ExecContext(a.tx.ctx, scope, ref); err != nil {
+		return fmt.Errorf("set scope: %w", err)
+	}
+	return nil
+}
+
+func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) { return a.tx.recountedThreads() }
+
+// nullUnlessZero is v as a column, NULL for 0: a channel number, or a
+// time the rules did not set.
+func nullUnlessZero(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: v != 0} }
