@@ -115,3 +115,63 @@ func RenewGroupState(lk Lookup, ch *Channel, key, pubkey string, now int64) (rem
 	}
 	return remove, store, nil
 }
+
+// GroupStateTx is a store's write transaction as group state renewal uses
+// it: what the rules read (Lookup) and the row-level writes that carry
+// out their decisions.
+type GroupStateTx interface {
+	Lookup
+	// Remove takes away a version the Lookup returned (RL-9).
+	Remove(t *StoredEvent, now int64) error
+	// AdmitOwn stores ev, signed by the relay key, as ingest does, and
+	// publishes it after the commit.
+	AdmitOwn(ev *nostr.Event, now int64) error
+	// ForeignGroupState is the group state in force (39000-39003) that
+	// pubkey (hex) did not sign.
+	ForeignGroupState(pubkey string) ([]*StoredEvent, error)
+	// StateChanged marks the group state of channel number seq for
+	// renewal before the commit.
+	StateChanged(seq int64)
+}
+
+// ReplaceGroupState renews ch's relay-signed group state through tx
+// (RenewGroupState): the versions it replaces removed, the new events
+// admitted.
+func ReplaceGroupState(tx GroupStateTx, ch *Channel, key, pubkey string, now int64) error {
+	old, fresh, err := RenewGroupState(tx, ch, key, pubkey, now)
+	if err != nil {
+		return err
+	}
+	for _, v := range old {
+		if err := tx.Remove(v, now); err != nil {
+			return err
+		}
+	}
+	for _, ev := range fresh {
+		if err := tx.AdmitOwn(ev, now); err != nil {
+			return fmt.Errorf("store group state: %w", err)
+		}
+	}
+	return nil
+}
+
+// DropForeignGroupState removes the group state in force that pubkey, the
+// relay key, did not sign, and has the state of its channels signed
+// afresh: a data directory whose relay key changed (an import under a new
+// key, then the old relay.key copied in) answers with state its NIP-11
+// self did not sign, which clients refuse (RL-11, RL-21).
+func DropForeignGroupState(tx GroupStateTx, pubkey string, now int64) error {
+	foreign, err := tx.ForeignGroupState(pubkey)
+	if err != nil {
+		return fmt.Errorf("look up group state: %w", err)
+	}
+	for _, v := range foreign {
+		if err := tx.Remove(v, now); err != nil {
+			return fmt.Errorf("remove group state #%d: %w", v.Ref, err)
+		}
+		if v.Scope != 0 && tx.Community().ChannelBySeq(v.Scope) != nil {
+			tx.StateChanged(v.Scope)
+		}
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package buzz
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -96,4 +97,17 @@ func IndexedTags(tags nostr.Tags) [][2]string {
 		}
 	}
 	return pairs
+}
+
+// Expiration is the NIP-40 expiration of an event with tags: the first
+// `expiration` tag's value; ok is false when there is none or it is no
+// whole number, and the event then never expires.
+func Expiration(tags nostr.Tags) (at int64, ok bool) {
+	for _, tag := range tags {
+		if len(tag) >= 2 && tag[0] == "expiration" {
+			ts, err := strconv.ParseInt(tag[1], 10, 64)
+			return ts, err == nil
+		}
+	}
+	return 0, false
 }

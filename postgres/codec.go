@@ -55,13 +55,8 @@ func newRecord(ev *nostr.Event) (*record, error) {
 		r.dkey = tagKey(ev.Tags.GetD())
 	}
 	r.tags = indexedTags(ev.Tags)
-	for _, tag := range ev.Tags {
-		if len(tag) >= 2 && tag[0] == "expiration" {
-			if ts, err := strconv.ParseInt(tag[1], 10, 64); err == nil {
-				r.expiresAt = &ts
-			}
-			break
-		}
+	if ts, ok := buzz.Expiration(ev.Tags); ok {
+		r.expiresAt = &ts
 	}
 	return r, nil
 }

@@ -204,28 +204,7 @@ func boolInt(b bool) int64 {
 // the clock, and BIP-340 signing is deterministic: every process holding
 // the same key signs the same event for the same state and second.
 func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
-	now := s.nowUnix()
-	lk := &lookup{tx: tx}
-	old, fresh, err := buzz.RenewGroupState(lk, ch, s.key, s.pubkey, now)
-	if err != nil {
-		return err
-	}
-	for _, v := range lk.records(old) {
-		if err := tx.remove(v, now); err != nil {
-			return err
-		}
-	}
-	for _, ev := range fresh {
-		r, err := newRecord(ev)
-		if err != nil {
-			return fmt.Errorf("group state: %w", err)
-		}
-		if _, err := s.ingest(tx, r, now, false); err != nil {
-			return fmt.Errorf("store group state: %w", err)
-		}
-		tx.published = append(tx.published, ev)
-	}
-	return nil
+	return buzz.ReplaceGroupState(&groupStateTx{lookup: lookup{tx: tx}, s: s}, ch, s.key, s.pubkey, s.nowUnix())
 }
 
 // RenewGroupState signs and stores the group state of every channel afresh,
@@ -248,31 +227,57 @@ func (s *Store) RenewGroupState(ctx context.Context) error {
 // key did not sign, and has the state of its channels signed afresh
 // (RL-11, RL-21).
 func (s *Store) dropForeignGroupState(tx *writeTx) error {
-	pubkey, _ := hex.DecodeString(s.pubkey)
-	rows, err := tx.tx.Query(tx.ctx, `SELECT seq FROM events
-		WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL`, pubkey)
+	return buzz.DropForeignGroupState(&groupStateTx{lookup: lookup{tx: tx}, s: s}, s.pubkey, s.nowUnix())
+}
+
+// groupStateTx is a write transaction as group state renewal uses it
+// (buzz.GroupStateTx).
+type groupStateTx struct {
+	lookup
+	s *Store
+}
+
+func (g *groupStateTx) Remove(t *buzz.StoredEvent, now int64) error {
+	return g.tx.remove(g.found[t.Ref], now)
+}
+
+func (g *groupStateTx) AdmitOwn(ev *nostr.Event, now int64) error {
+	r, err := newRecord(ev)
 	if err != nil {
-		return fmt.Errorf("look up group state: %w", err)
+		return err
+	}
+	if _, err := g.s.ingest(g.tx, r, now, false); err != nil {
+		return err
+	}
+	g.tx.published = append(g.tx.published, ev)
+	return nil
+}
+
+func (g *groupStateTx) ForeignGroupState(pubkey string) ([]*buzz.StoredEvent, error) {
+	key, _ := hex.DecodeString(pubkey)
+	rows, err := g.tx.tx.Query(g.tx.ctx, `SELECT seq FROM events
+		WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL`, key)
+	if err != nil {
+		return nil, err
 	}
 	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return fmt.Errorf("look up group state: %w", err)
+		return nil, err
 	}
-	now := s.nowUnix()
-	for _, seq := range seqs {
-		v, err := tx.bySeq(seq)
+	out := make([]*buzz.StoredEvent, len(seqs))
+	for i, seq := range seqs {
+		v, err := g.tx.bySeq(seq)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := tx.remove(v, now); err != nil {
-			return fmt.Errorf("remove group state #%d: %w", seq, err)
-		}
-		if v.scope != nil && tx.community().ChannelBySeq(*v.scope) != nil {
-			tx.changeCommunity()
-			tx.stateChanged(*v.scope)
-		}
+		out[i] = g.fact(v)
 	}
-	return nil
+	return out, nil
+}
+
+func (g *groupStateTx) StateChanged(seq int64) {
+	g.tx.changeCommunity()
+	g.tx.stateChanged(seq)
 }
 
 // GroupStateSigner is the key that signed some of the group state in force

@@ -1,13 +1,9 @@
 package postgres
 
 import (
-	"bytes"
-	"cmp"
 	"context"
 	"encoding/hex"
 	"fmt"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -15,14 +11,13 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
-// feedArms is how many streams one feed statement merges (see package
-// sqlite's): groups are padded to a power of two with noStream, so that a
-// handful of statement texts serve every requester.
+// feedArms is how many streams one feed statement merges: buzz's read of
+// a group of streams. Groups are padded to a power of two with noStream,
+// so that a handful of statement texts serve every requester.
 const (
-	feedArms = 16
+	feedArms = buzz.FeedArms
 	noStream = -1
 )
 
@@ -86,81 +81,13 @@ const (
 	feedAdminStreamsSQL = `SELECT seq FROM channels WHERE private AND deleted_at IS NULL`
 )
 
-// feedHit is an event the feed serves.
-type feedHit struct {
-	createdAt, seq int64
-	id             []byte
-}
-
-// Feed serves the home feed of q.Viewer (RL-35) from one read transaction:
-// each type in q.Types in turn, newest first (`created_at DESC, id ASC`),
-// events q.Viewer may read (RL-13) at or after q.Since and past q.Before,
-// at most q.Limit across the types, each event once. Each type merges the
-// streams q.Viewer may read (migration 3): stream 0 when it may read open
-// channels, and one per private channel it may read, so that nothing it
-// may not read costs it anything. An anonymous viewer is mentioned by no
-// one: only activity serves it.
+// Feed serves the home feed of q.Viewer (RL-35), as buzz assembles it,
+// from one read transaction.
 func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, error) {
-	since := int64(math.MinInt64)
-	if q.Since != nil {
-		since = *q.Since
-	}
-	until, after := int64(math.MaxInt64), []byte{} // before every id
-	if q.Before != nil {
-		until = q.Before.CreatedAt
-		if q.Before.ID != "" {
-			id, ok := nipcw.ID32(q.Before.ID)
-			if !ok {
-				return nil, fmt.Errorf("feed: before_id %q is no event id", q.Before.ID)
-			}
-			after = id
-		}
-	}
 	var out []*nostr.Event
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
-		if q.Limit <= 0 || len(q.Types) == 0 {
-			return nil
-		}
-		streams, err := feedStreams(ctx, tx, c, q.Viewer)
-		if err != nil {
-			return err
-		}
-		served := map[int64]bool{}
-		var hits []feedHit
-		for _, t := range q.Types {
-			need := q.Limit - len(hits)
-			if need <= 0 {
-				break
-			}
-			var queries map[int]string
-			var extra []any
-			switch {
-			case q.Viewer == buzz.Anonymous && t != buzz.FeedActivity:
-				continue
-			case t == buzz.FeedActivity:
-				queries = feedActivityQueries
-			case t == buzz.FeedMentions, t == buzz.FeedNeedsAction:
-				queries, extra = feedMentionQueries, []any{tagKey(string(q.Viewer)), t == buzz.FeedNeedsAction}
-			default:
-				return fmt.Errorf("feed: unknown type %q", t)
-			}
-			// What earlier types served takes no slot: ask for as many more.
-			args := append([]any{s.nowUnix(), since, until, after, need + len(served)}, extra...)
-			found, err := feedMerged(ctx, tx, queries, args, streams)
-			if err != nil {
-				return fmt.Errorf("feed %s: %w", t, err)
-			}
-			for _, h := range found {
-				if len(hits) == q.Limit {
-					break
-				}
-				if !served[h.seq] && (h.scope == nil || c.CanReadSeq(q.Viewer, *h.scope)) {
-					served[h.seq] = true
-					hits = append(hits, h.feedHit)
-				}
-			}
-		}
-		out, err = s.feedLoad(ctx, tx, hits, q.MaxBytes)
+		var err error
+		out, err = c.Feed(ctx, &feedReader{s: s, tx: tx, ctx: ctx}, q)
 		return err
 	})
 	if err != nil {
@@ -169,135 +96,90 @@ func (s *Store) Feed(ctx context.Context, q buzz.FeedQuery) ([]*nostr.Event, err
 	return out, nil
 }
 
-// feedStreams are the streams v may read (buzz's FeedStreams) of the
-// private channels v's memberships name (every private channel for a relay
-// admin), read in tx's snapshot, whose access state c is.
-func feedStreams(ctx context.Context, tx pgx.Tx, c *buzz.Community, v buzz.Viewer) ([]int64, error) {
-	if v == buzz.Anonymous {
-		return c.FeedStreams(v, nil), nil
-	}
+// feedReader reads the feed in a read transaction (buzz.FeedReader).
+type feedReader struct {
+	s   *Store
+	tx  pgx.Tx
+	ctx context.Context
+}
+
+func (r *feedReader) MemberChannels(v buzz.Viewer) ([]int64, error) {
 	key, err := hex.DecodeString(string(v))
 	if err != nil {
-		return nil, fmt.Errorf("feed streams: viewer %q: %w", v, err)
+		return nil, fmt.Errorf("viewer %q: %w", v, err)
 	}
-	query, args := feedStreamsSQL, []any{key}
-	if c.IsRelayAdmin(string(v)) {
-		query, args = feedAdminStreamsSQL, nil
-	}
-	rows, err := tx.Query(ctx, query, args...)
+	return r.seqs(feedStreamsSQL, key)
+}
+
+func (r *feedReader) PrivateChannels() ([]int64, error) { return r.seqs(feedAdminStreamsSQL) }
+
+// seqs reads the numbers query answers with args.
+func (r *feedReader) seqs(query string, args ...any) ([]int64, error) {
+	rows, err := r.tx.Query(r.ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("feed streams: %w", err)
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+// Range reads rg's streams with one statement, padded with noStream to a
+// power of two arms.
+func (r *feedReader) Range(rg buzz.FeedRange) ([]buzz.FeedHit, error) {
+	queries, args := feedActivityQueries, []any{r.s.nowUnix(), rg.Since, rg.Until, rg.After, rg.Limit}
+	if rg.Type != buzz.FeedActivity {
+		queries, args = feedMentionQueries, append(args, tagKey(string(rg.Viewer)), rg.Type == buzz.FeedNeedsAction)
+	}
+	n := 1
+	for n < len(rg.Streams) {
+		n *= 2
+	}
+	for i := range n {
+		if i < len(rg.Streams) {
+			args = append(args, rg.Streams[i])
+		} else {
+			args = append(args, int64(noStream))
+		}
+	}
+	rows, err := r.tx.Query(r.ctx, queries[n], args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
-	var candidates []int64
+	var found []buzz.FeedHit
 	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq); err != nil {
-			return nil, fmt.Errorf("feed streams: %w", err)
-		}
-		candidates = append(candidates, seq)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("feed streams: %w", err)
-	}
-	return c.FeedStreams(v, candidates), nil
-}
-
-// feedCandidate is an event a type's streams hold, with the channel whose
-// readers may read it.
-type feedCandidate struct {
-	feedHit
-	scope *int64
-}
-
-// feedMerged reads the streams feedArms at a time with the statements of
-// queries (args: the statement's parameters before the streams) and
-// returns the first args[4] of their events in feed order.
-func feedMerged(ctx context.Context, tx pgx.Tx, queries map[int]string, args []any, streams []int64) ([]feedCandidate, error) {
-	limit := args[4].(int)
-	var found []feedCandidate
-	for len(streams) > 0 {
-		group := streams[:min(feedArms, len(streams))]
-		streams = streams[len(group):]
-		n := 1
-		for n < len(group) {
-			n *= 2
-		}
-		a := slices.Clone(args)
-		for i := range n {
-			if i < len(group) {
-				a = append(a, group[i])
-			} else {
-				a = append(a, int64(noStream))
-			}
-		}
-		rows, err := tx.Query(ctx, queries[n], a...)
-		if err != nil {
+		var h buzz.FeedHit
+		var scope *int64
+		if err := rows.Scan(&h.CreatedAt, &h.Ref, &h.ID, &scope); err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var h feedCandidate
-			if err := rows.Scan(&h.createdAt, &h.seq, &h.id, &h.scope); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			found = append(found, h)
+		if scope != nil {
+			h.Scope, h.Scoped = *scope, true
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		found = append(found, h)
 	}
-	slices.SortStableFunc(found, func(a, b feedCandidate) int {
-		if a.createdAt != b.createdAt {
-			return cmp.Compare(b.createdAt, a.createdAt)
-		}
-		return bytes.Compare(a.id, b.id)
-	})
-	return found[:min(limit, len(found))], nil
+	return found, rows.Err()
 }
 
-// feedLoad reads the events of hits, in their order, refusing the feed
-// with buzz.ErrTooLarge once they pass maxBytes (0: no bound).
-func (s *Store) feedLoad(ctx context.Context, tx pgx.Tx, hits []feedHit, maxBytes int) ([]*nostr.Event, error) {
-	if len(hits) == 0 {
-		return nil, nil
-	}
-	seqs := make([]int64, len(hits))
-	for i, h := range hits {
-		seqs[i] = h.seq
-	}
-	rows, err := tx.Query(ctx, `SELECT `+rowColumns+` FROM events e WHERE e.seq = ANY($1)`, seqs)
+// Events reads the events of refs.
+func (r *feedReader) Events(refs []int64) (map[int64]*nostr.Event, error) {
+	rows, err := r.tx.Query(r.ctx, `SELECT `+rowColumns+` FROM events e WHERE e.seq = ANY($1)`, refs)
 	if err != nil {
-		return nil, fmt.Errorf("feed: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
-	bySeq := make(map[int64]*nostr.Event, len(hits))
-	size := 0
+	byRef := make(map[int64]*nostr.Event, len(refs))
 	for rows.Next() {
 		var seq int64
 		var cols eventColumns
 		if err := rows.Scan(append([]any{&seq}, cols.dest()...)...); err != nil {
-			return nil, fmt.Errorf("feed: %w", err)
+			return nil, err
 		}
 		ev, err := cols.event()
 		if err != nil {
-			s.log.Warn("feed: skipping unreadable stored event", "seq", seq, "err", err)
+			r.s.log.Warn("feed: skipping unreadable stored event", "seq", seq, "err", err)
 			continue
 		}
-		if size += buzz.EventSize(ev); maxBytes > 0 && size > maxBytes {
-			return nil, buzz.ErrTooLarge
-		}
-		bySeq[seq] = ev
+		byRef[seq] = ev
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("feed: %w", err)
-	}
-	out := make([]*nostr.Event, 0, len(bySeq))
-	for _, h := range hits {
-		if ev, ok := bySeq[h.seq]; ok {
-			out = append(out, ev)
-		}
-	}
-	return out, nil
+	return byRef, rows.Err()
 }

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -56,13 +55,8 @@ func newRecord(ev *nostr.Event) (*record, error) {
 		r.dtag = sql.NullString{String: ev.Tags.GetD(), Valid: true}
 	}
 	r.tags = indexedTags(ev.Tags)
-	for _, tag := range ev.Tags {
-		if len(tag) >= 2 && tag[0] == "expiration" {
-			if ts, err := strconv.ParseInt(tag[1], 10, 64); err == nil {
-				r.expiresAt = sql.NullInt64{Int64: ts, Valid: true}
-			}
-			break
-		}
+	if ts, ok := buzz.Expiration(ev.Tags); ok {
+		r.expiresAt = sql.NullInt64{Int64: ts, Valid: true}
 	}
 	return r, nil
 }
