@@ -90,9 +90,14 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 	}
 	defer rows.Close()
 	taken := 0
+	var lastAt int64
+	var lastID []byte // the last row taken, which the next cursor names
 	for rows.Next() {
 		if taken == q.Limit {
 			page.HasMore = true
+			if taken > 0 {
+				page.Next = &buzz.Position{CreatedAt: lastAt, ID: hex.EncodeToString(lastID)}
+			}
 			break
 		}
 		var seq int64
@@ -111,7 +116,7 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 		if exp != nil {
 			*expires = min(*expires, *exp)
 		}
-		page.Next = &buzz.Position{CreatedAt: cols.createdAt, ID: hex.EncodeToString(cols.id)}
+		lastAt, lastID = cols.createdAt, append(lastID[:0], cols.id...)
 		ev, err := cols.raw()
 		if err != nil {
 			s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
@@ -127,9 +132,6 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("window rows: %w", err)
-	}
-	if !page.HasMore {
-		page.Next = nil
 	}
 	return nil
 }

@@ -499,10 +499,7 @@ func readBounded[T any](ctx context.Context, out *response, read func(maxBytes i
 // thread serves one thread filter (RL-20): replies, then their aux
 // closure and the root's.
 func (r *Relay) thread(ctx context.Context, p *queryPlan, t *nipcw.ThreadRequest, out *response) error {
-	q := buzz.ThreadQuery{Root: t.Root, DepthLimit: t.DepthLimit, Limit: t.Limit, Aux: t.IncludeAux, Viewer: p.viewer}
-	if t.After != nil {
-		q.After = &buzz.Position{CreatedAt: t.After.CreatedAt, ID: t.After.ID}
-	}
+	q := buzz.ThreadQuery{Root: t.Root, DepthLimit: t.DepthLimit, Limit: t.Limit, After: t.After, Aux: t.IncludeAux, Viewer: p.viewer}
 	page, err := readBounded(ctx, out, func(maxBytes int) (*buzz.ThreadPage, error) {
 		q.MaxBytes = maxBytes
 		return r.store.Thread(ctx, q)
@@ -569,10 +566,8 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 		Projection: projection,
 		Summaries:  pw.req.IncludeSummaries,
 		Aux:        pw.req.IncludeAux,
+		Before:     pw.cursor,
 		Viewer:     p.viewer,
-	}
-	if pw.cursor != nil {
-		q.Before = &buzz.Position{CreatedAt: pw.cursor.CreatedAt, ID: pw.cursor.ID}
 	}
 	page, err := readBounded(ctx, out, func(maxBytes int) (*buzz.WindowPage, error) {
 		q.MaxBytes = maxBytes
@@ -590,10 +585,7 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 	for _, sm := range page.Summaries {
 		out.encoded(r.overlays.summaryJSON(pw.req.Channel, sm, now))
 	}
-	bounds := nipcw.Bounds{HasMore: page.HasMore, ThreadRepliesInChannel: projection}
-	if page.Next != nil {
-		bounds.NextCursor = &nipcw.Cursor{CreatedAt: page.Next.CreatedAt, ID: page.Next.ID}
-	}
+	bounds := nipcw.Bounds{HasMore: page.HasMore, NextCursor: page.Next, ThreadRepliesInChannel: projection}
 	ev, err := boundsEvent(pw.req.Channel, pw.cursor, bounds, now)
 	if err != nil {
 		return err
