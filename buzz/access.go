@@ -281,20 +281,18 @@ func (c *Community) RoleOf(pubkey string, ch *Channel) Role {
 	return ch.Members[pubkey]
 }
 
-// CanRead is the one rule of read access (RL-12, RL-13, CW-3): may v read
-// the events of channel ch (nil: a channel that does not exist)? A channel
-// that does not exist or was deleted is readable by no one; an open channel
-// by everyone who has authenticated, and by anonymous viewers too when
-// reads are public; a private one by its members and the relay admins.
-// Events without a channel are not asked about: everyone reads them.
+// CanRead is the rule of read access (RL-12, RL-13, CW-3), Scope.Reads,
+// for one question: may v read the events of channel ch (nil: a channel
+// that does not exist)? A read request decides its scope once instead.
+// Whether v is a relay admin is looked up only where it counts, for a
+// private channel: the live delivery of an event asks this of every
+// subscriber.
 func (c *Community) CanRead(v Viewer, ch *Channel) bool {
-	switch {
-	case ch == nil || ch.Deleted:
-		return false
-	case !ch.Private:
-		return c.CanReadOpen(v)
+	s := Scope{Viewer: v, Open: c.CanReadOpen(v)}
+	if ch != nil && ch.Private {
+		s.Admin = v != Anonymous && c.IsRelayAdmin(string(v))
 	}
-	return v != Anonymous && c.RoleOf(string(v), ch) >= RoleMember
+	return s.Reads(ch)
 }
 
 // CanReadOpen is what CanRead says of every open channel for v.

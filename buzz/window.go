@@ -18,7 +18,8 @@ var ErrTooLarge = errors.New("page exceeds its byte bound")
 type Position = nipcw.Cursor
 
 // WindowQuery asks for one page of a channel window (CW-9..CW-19). The
-// caller has checked that Viewer may read the channel (CW-3).
+// caller has checked that its scope reads the channel (CW-3); the store
+// judges it again, by the same scope, in the snapshot it reads from.
 type WindowQuery struct {
 	Channel string
 	// Kinds restricts the kinds of rows; empty: no restriction (CW-6).
@@ -31,8 +32,12 @@ type WindowQuery struct {
 	Projection bool
 	Summaries  bool
 	Aux        bool
-	// Viewer is whose access decides which aux events are served (CW-18).
+	// Viewer is who reads: whose access decides which aux events are
+	// served (CW-18).
 	Viewer Viewer
+	// Scope is Viewer's access as the request decided it at its top; nil:
+	// the store decides it from the access state of its snapshot.
+	Scope *Scope
 	// MaxBytes bounds the JSON of the rows and aux events read, ErrTooLarge
 	// past it; 0: no bound. A page from the cache, read before, is served
 	// whatever its size.
@@ -76,6 +81,9 @@ type ThreadQuery struct {
 	After  *Position
 	Aux    bool
 	Viewer Viewer
+	// Scope is Viewer's access as the request decided it; nil: the store
+	// decides it from the access state of its snapshot.
+	Scope *Scope
 	// MaxBytes bounds the JSON of the replies and aux events read,
 	// ErrTooLarge past it; 0: no bound.
 	MaxBytes int
@@ -115,4 +123,14 @@ func Decode(raws []RawEvent) ([]*nostr.Event, error) {
 		evs[i] = ev
 	}
 	return evs, nil
+}
+
+// ScopeIn is the scope a window or thread query of viewer v reads with in
+// c, the access state of the store's snapshot: the one the request
+// decided, else v's in c.
+func ScopeIn(decided *Scope, v Viewer, c *Community) Scope {
+	if decided != nil {
+		return *decided
+	}
+	return c.ScopeOf(v)
 }

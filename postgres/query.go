@@ -225,7 +225,7 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 	var where []string
 	where = append(where, "e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > "+q.arg(s.nowUnix())+")")
 	if c.MayHide(v) {
-		where = append(where, readScope(&q, c, v))
+		where = append(where, readScope(&q, c.ScopeOf(v)))
 	}
 	if f.IDs != nil {
 		ids := hexKeys(f.IDs)
@@ -352,18 +352,14 @@ func singleTagValue(f nostr.Filter) ([2]string, bool) {
 	return found, n == 1 && f.IDs == nil
 }
 
-// readScope is the one read rule, buzz.Community.CanRead, as a condition
-// on an event row e, read from the tables of the statement's own snapshot
+// readScope is the one read rule, buzz.Scope.Reads, as a condition on an
+// event row e, read from the tables of the statement's own snapshot
 // (RL-13): events without a scope, and events of a channel that exists,
-// is not deleted, and is open to v or private with v a member (or a relay
-// admin).
-func readScope(q *sqlQuery, c *buzz.Community, v buzz.Viewer) string {
-	var key []byte
-	if b, err := hex.DecodeString(string(v)); err == nil && len(b) == 32 && hex.EncodeToString(b) == string(v) {
-		key = b
-	}
+// is not deleted, and is open to the scope's viewer or private with it a
+// member (or a relay admin).
+func readScope(q *sqlQuery, s buzz.Scope) string {
 	return `(e.scope IS NULL OR EXISTS (SELECT 1 FROM channels c WHERE c.seq = e.scope AND c.deleted_at IS NULL
-		AND CASE WHEN NOT c.private THEN ` + q.arg(c.CanReadOpen(v)) + ` ELSE ` +
-		q.arg(v != buzz.Anonymous && c.IsRelayAdmin(string(v))) + ` OR EXISTS (SELECT 1 FROM members m
-		WHERE m.channel = c.seq AND m.pubkey = ` + q.arg(key) + ` AND m.role >= ` + strconv.Itoa(int(buzz.RoleMember)) + `) END))`
+		AND CASE WHEN NOT c.private THEN ` + q.arg(s.Open) + ` ELSE ` +
+		q.arg(s.Admin) + ` OR EXISTS (SELECT 1 FROM members m
+		WHERE m.channel = c.seq AND m.pubkey = ` + q.arg(s.MemberKey()) + ` AND m.role >= ` + strconv.Itoa(int(buzz.RoleMember)) + `) END))`
 }

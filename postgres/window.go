@@ -30,8 +30,9 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 	cached := false
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
 		page = &buzz.WindowPage{}
+		scope := buzz.ScopeIn(q.Scope, q.Viewer, c)
 		ch := c.Channel(q.Channel)
-		if !c.CanRead(q.Viewer, ch) {
+		if !scope.Reads(ch) {
 			page.Unreadable = true
 			return nil
 		}
@@ -55,7 +56,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 				ids[i] = ev.ID
 			}
 			var err error
-			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, ch, q.Viewer, bound, &expires, read.Judged(ch.Seq)); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, scope, ids, ch, bound, &expires, read.Judged(ch.Seq)); err != nil {
 				return err
 			}
 		}
@@ -90,9 +91,14 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 	}
 	defer rows.Close()
 	taken := 0
+	var lastAt int64
+	var lastID []byte // the last row taken, which the next cursor names
 	for rows.Next() {
 		if taken == q.Limit {
 			page.HasMore = true
+			if taken > 0 {
+				page.Next = &buzz.Position{CreatedAt: lastAt, ID: hex.EncodeToString(lastID)}
+			}
 			break
 		}
 		var seq int64
@@ -111,7 +117,7 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 		if exp != nil {
 			*expires = min(*expires, *exp)
 		}
-		page.Next = &buzz.Position{CreatedAt: cols.createdAt, ID: hex.EncodeToString(cols.id)}
+		lastAt, lastID = cols.createdAt, append(lastID[:0], cols.id...)
 		ev, err := cols.raw()
 		if err != nil {
 			s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
@@ -127,9 +133,6 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("window rows: %w", err)
-	}
-	if !page.HasMore {
-		page.Next = nil
 	}
 	return nil
 }
@@ -251,14 +254,14 @@ var (
 // auxClosure collects the aux events of targets (hex ids, CW-18): hop 1,
 // the deletions, reactions, group deletions and edits naming a target;
 // hop 2, the deletions naming a hop-1 event. Each event is served once,
-// only if it is neither deleted nor expired and v may read it by c, the
-// access state of tx's snapshot. A deleted hop-1 event is not served, but
-// the deletion naming it is. rows is the channel of the targets (nil:
-// none), which decides whether channel-less aux events are served
-// (buzz.AuxFits). expires is lowered to the first expiration of the
-// events found; judged, unless nil, hears of the scope of every event
-// judged by c's access rules.
-func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, targets []string, rows *buzz.Channel, v buzz.Viewer, bound *pageBound,
+// only if it is neither deleted nor expired and reads, the request's
+// scope, reads its channel in c, the access state of tx's snapshot. A
+// deleted hop-1 event is not served, but the deletion naming it is. rows
+// is the channel of the targets (nil: none), which decides whether
+// channel-less aux events are served (buzz.AuxFits). expires is lowered to
+// the first expiration of the events found; judged, unless nil, hears of
+// the scope of every event judged by the channels of c.
+func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, reads buzz.Scope, targets []string, rows *buzz.Channel, bound *pageBound,
 	expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
@@ -282,7 +285,7 @@ func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, ta
 				if judged != nil {
 					judged(*a.scope)
 				}
-				if !c.CanReadSeq(v, *a.scope) {
+				if !reads.Reads(c.ChannelBySeq(*a.scope)) {
 					return nil
 				}
 			}
@@ -371,7 +374,8 @@ func (s *Store) drainAux(ctx context.Context, tx pgx.Tx, query string, names []s
 // Thread serves the replies below q.Root, down to q.DepthLimit levels,
 // oldest first, from one read transaction. The root itself is never among
 // them, and may be deleted: its replies are still served (RL-20). A root
-// that v may not read, or that is not stored, has nothing below it.
+// that the query's scope does not read, or that is not stored, has nothing
+// below it.
 func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
 	page := &buzz.ThreadPage{}
 	id, ok := nipcw.ID32(q.Root)
@@ -390,9 +394,10 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 		case err != nil:
 			return fmt.Errorf("thread root: %w", err)
 		}
+		reads := buzz.ScopeIn(q.Scope, q.Viewer, c)
 		var rows *buzz.Channel
 		if scope != nil {
-			if rows = c.ChannelBySeq(*scope); !c.CanRead(q.Viewer, rows) {
+			if rows = c.ChannelBySeq(*scope); !reads.Reads(rows) {
 				return nil
 			}
 		}
@@ -408,7 +413,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				targets = append(targets, ev.ID)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, rows, q.Viewer, bound, &expires, nil); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, reads, targets, rows, bound, &expires, nil); err != nil {
 				return err
 			}
 		}

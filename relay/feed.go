@@ -17,7 +17,7 @@ func (r *Relay) feed(ctx context.Context, p *queryPlan, f *nipcw.FeedRequest, ou
 	if len(f.Types) == 0 || f.Limit == 0 {
 		return nil
 	}
-	q := buzz.FeedQuery{Viewer: p.viewer, Since: f.Since, Before: f.Before, Limit: f.Limit, Types: make([]buzz.FeedType, len(f.Types))}
+	q := buzz.FeedQuery{Viewer: p.scope.Viewer, Since: f.Since, Before: f.Before, Limit: f.Limit, Types: make([]buzz.FeedType, len(f.Types))}
 	for i, t := range f.Types {
 		q.Types[i] = buzz.FeedType(t)
 	}

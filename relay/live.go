@@ -45,17 +45,21 @@ func (r *Relay) pushSummaries(changed []buzz.ThreadChange) {
 		return
 	}
 	now := r.now().Unix()
+	shell := &nostr.Event{Kind: nipcw.KindThreadSummary}
 	for _, sm := range sums {
-		ev, err := summaryEvent(channels[sm.ID], sm, now)
-		if err != nil {
-			r.log.Error("building a thread summary", "err", err)
+		channel := channels[sm.ID]
+		// Who listens is known from what a filter can name, before the
+		// summary is signed.
+		shell.CreatedAt = nostr.Timestamp(summaryDate(sm, now))
+		shell.PubKey, shell.Tags = r.pubkey, summaryTags(sm.ID, channel)
+		if !r.kh.Listening(shell, false) {
 			continue
 		}
-		ev.PubKey = r.pubkey // as signed: a filter may name the relay's key
-		if !r.kh.Listening(ev, false) {
+		ev := &nostr.Event{}
+		if err := ev.UnmarshalJSON(r.overlays.summaryJSON(channel, sm, now)); err != nil {
+			r.log.Error("decoding a thread summary", "err", err)
 			continue
 		}
-		r.overlays.sign(ev)
 		r.kh.BroadcastOverlay(ev)
 	}
 }

@@ -345,3 +345,24 @@ func BenchmarkEncodeSummary(b *testing.B) {
 		o.encodeSummary(channel, sm, sm.UpdatedAt)
 	}
 }
+
+// summaryEvent is the thread summary overlay of a row (CW-19) built as a
+// go-nostr event, content by encoding/json: the reference the one encoder,
+// encodeSummary, is held to byte for byte.
+func summaryEvent(channel string, sm buzz.Summary, now int64) (*nostr.Event, error) {
+	at := summaryDate(sm, now)
+	content := sm.Summary
+	if content.Participants == nil {
+		content.Participants = []string{}
+	}
+	b, err := json.Marshal(content)
+	if err != nil {
+		return nil, fmt.Errorf("thread summary: %w", err)
+	}
+	return &nostr.Event{
+		Kind:      nipcw.KindThreadSummary,
+		CreatedAt: nostr.Timestamp(at),
+		Tags:      summaryTags(sm.ID, channel),
+		Content:   string(b),
+	}, nil
+}

@@ -78,11 +78,14 @@ func (e *encodedSummary) made(channel string, at int64, sm nipcw.Summary) bool {
 		slices.Equal(e.sum.Participants, sm.Participants)
 }
 
-// summaryJSON is the summary overlay of sm in channel (summaryEvent),
-// signed and encoded. A page asked for again serves the same summaries, and
-// building, hashing and encoding fifty events a page was two fifths of
-// what a cached window page cost the relay (issue 15): each is kept by its
-// row, and used while the row's summary is what it was made of.
+// summaryJSON is the thread summary overlay of a row (CW-19) of sm in
+// channel, signed and encoded: tags exactly e, d and h, content the
+// counters, dated when the thread last changed (now when that is
+// unknown). It is the one encoder of summaries, for pages and live
+// pushes. A page asked for again serves the same summaries, and building,
+// hashing and encoding fifty events a page was two fifths of what a cached
+// window page cost the relay (issue 15): each is kept by its row, and used
+// while the row's summary is what it was made of.
 func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) []byte {
 	at := summaryDate(sm, now)
 	o.summariesMu.Lock()
@@ -111,8 +114,8 @@ func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) 
 	return j
 }
 
-// encodeSummary is summaryEvent of sm in channel dated at, signed and
-// encoded as Event.MarshalJSON would (byte for byte for every channel id
+// encodeSummary is the summary overlay of sm in channel dated at, signed
+// and encoded as Event.MarshalJSON would (byte for byte for every channel id
 // the relay accepts, which need no escapes), but written straight from
 // its parts: a deep page's summaries are mostly not kept, and building
 // each as an event, serializing, hashing and encoding it through
@@ -231,27 +234,6 @@ func (o *overlaySigner) signature(id string, hash [32]byte) string {
 	o.cur[id] = sig
 	o.mu.Unlock()
 	return sig
-}
-
-// summaryEvent is the thread summary overlay of a row (CW-19): tags
-// exactly e, d and h, content the counters, dated when the thread last
-// changed (now when that is unknown).
-func summaryEvent(channel string, sm buzz.Summary, now int64) (*nostr.Event, error) {
-	at := summaryDate(sm, now)
-	content := sm.Summary
-	if content.Participants == nil {
-		content.Participants = []string{}
-	}
-	b, err := json.Marshal(content)
-	if err != nil {
-		return nil, fmt.Errorf("thread summary: %w", err)
-	}
-	return &nostr.Event{
-		Kind:      nipcw.KindThreadSummary,
-		CreatedAt: nostr.Timestamp(at),
-		Tags:      summaryTags(sm.ID, channel),
-		Content:   string(b),
-	}, nil
 }
 
 // summaryDate is the date of sm's overlay: when its thread last changed,

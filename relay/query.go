@@ -116,17 +116,19 @@ func (r *Relay) serveQuery(w http.ResponseWriter, req *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), queryTimeout)
 	defer cancel()
+	// The request's scope is decided once, by the access state it is
+	// planned with: a window it may not read is judged again by the state
+	// the database has now, when other processes share it.
 	v := buzz.Viewer(pubkey)
+	var plan *queryPlan
 	c := r.communityFor(ctx, func(c *buzz.Community) bool {
-		for _, f := range filters {
-			if f.Window != nil && !c.CanReadChannel(v, f.Window.Channel) {
-				return false
-			}
-		}
-		return true
+		plan = planQuery(filters, c.ScopeOf(v), c)
+		return plan.readsAll()
 	})
-	plan, err := r.planQuery(filters, v, c)
-	if err != nil {
+	if plan == nil || plan.community != c { // not asked, or another state
+		plan = planQuery(filters, c.ScopeOf(v), c)
+	}
+	if err := plan.err; err != nil {
 		r.queryError(w, req, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -371,14 +373,18 @@ func (o *response) writeTo(w http.ResponseWriter) error {
 }
 
 // queryPlan is a request whose every filter has been checked: windows,
-// feeds, threads and generic filters, each list in request order (RL-18).
+// feeds, threads and generic filters, each list in request order (RL-18),
+// read with one scope, decided in community.
 type queryPlan struct {
-	viewer    buzz.Viewer
+	scope     buzz.Scope
 	community *buzz.Community
 	windows   []plannedWindow
 	feeds     []*nipcw.FeedRequest
 	threads   []*nipcw.ThreadRequest
 	generic   []*nipcw.GenericRequest
+	// err refuses the request: the first window the scope reads whose
+	// cursor, kinds or limit is wrong.
+	err error
 }
 
 type plannedWindow struct {
@@ -390,17 +396,17 @@ type plannedWindow struct {
 }
 
 // planQuery sorts filters by path and checks what is checked only after
-// access, by c: a window's cursor, kinds and limit (CW-3, CW-5).
-func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer, c *buzz.Community) (*queryPlan, error) {
-	p := &queryPlan{viewer: v, community: c}
+// access, by scope in c: a window's cursor, kinds and limit (CW-3, CW-5).
+func planQuery(filters []nipcw.Filter, scope buzz.Scope, c *buzz.Community) *queryPlan {
+	p := &queryPlan{scope: scope, community: c}
 	for _, f := range filters {
 		switch {
 		case f.Window != nil:
-			pw := plannedWindow{req: f.Window, readable: p.community.CanReadChannel(v, f.Window.Channel)}
+			pw := plannedWindow{req: f.Window, readable: scope.Reads(c.Channel(f.Window.Channel))}
 			if pw.readable {
 				var err error
-				if pw.cursor, err = f.Window.Check(); err != nil {
-					return nil, err
+				if pw.cursor, err = f.Window.Check(); err != nil && p.err == nil {
+					p.err = err
 				}
 			}
 			p.windows = append(p.windows, pw)
@@ -412,7 +418,17 @@ func (r *Relay) planQuery(filters []nipcw.Filter, v buzz.Viewer, c *buzz.Communi
 			p.generic = append(p.generic, f.Generic)
 		}
 	}
-	return p, nil
+	return p
+}
+
+// readsAll reports whether the plan's scope reads every window it names.
+func (p *queryPlan) readsAll() bool {
+	for _, pw := range p.windows {
+		if !pw.readable {
+			return false
+		}
+	}
+	return true
 }
 
 // maxResponseBytes bounds what one request may make the relay hold: 32
@@ -499,10 +515,8 @@ func readBounded[T any](ctx context.Context, out *response, read func(maxBytes i
 // thread serves one thread filter (RL-20): replies, then their aux
 // closure and the root's.
 func (r *Relay) thread(ctx context.Context, p *queryPlan, t *nipcw.ThreadRequest, out *response) error {
-	q := buzz.ThreadQuery{Root: t.Root, DepthLimit: t.DepthLimit, Limit: t.Limit, Aux: t.IncludeAux, Viewer: p.viewer}
-	if t.After != nil {
-		q.After = &buzz.Position{CreatedAt: t.After.CreatedAt, ID: t.After.ID}
-	}
+	q := buzz.ThreadQuery{Root: t.Root, DepthLimit: t.DepthLimit, Limit: t.Limit, After: t.After, Aux: t.IncludeAux,
+		Viewer: p.scope.Viewer, Scope: &p.scope}
 	page, err := readBounded(ctx, out, func(maxBytes int) (*buzz.ThreadPage, error) {
 		q.MaxBytes = maxBytes
 		return r.store.Thread(ctx, q)
@@ -532,7 +546,7 @@ func (r *Relay) generic(ctx context.Context, p *queryPlan, g *nipcw.GenericReque
 		if err := out.reserve(ctx, int64(grant)); err != nil {
 			return err
 		}
-		evs, truncated, err := r.store.QueryBounded(ctx, f, p.viewer, before, grant)
+		evs, truncated, err := r.store.QueryBounded(ctx, f, p.scope.Viewer, before, grant)
 		if err != nil {
 			return err
 		}
@@ -569,10 +583,9 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 		Projection: projection,
 		Summaries:  pw.req.IncludeSummaries,
 		Aux:        pw.req.IncludeAux,
-		Viewer:     p.viewer,
-	}
-	if pw.cursor != nil {
-		q.Before = &buzz.Position{CreatedAt: pw.cursor.CreatedAt, ID: pw.cursor.ID}
+		Before:     pw.cursor,
+		Viewer:     p.scope.Viewer,
+		Scope:      &p.scope,
 	}
 	page, err := readBounded(ctx, out, func(maxBytes int) (*buzz.WindowPage, error) {
 		q.MaxBytes = maxBytes
@@ -590,10 +603,7 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 	for _, sm := range page.Summaries {
 		out.encoded(r.overlays.summaryJSON(pw.req.Channel, sm, now))
 	}
-	bounds := nipcw.Bounds{HasMore: page.HasMore, ThreadRepliesInChannel: projection}
-	if page.Next != nil {
-		bounds.NextCursor = &nipcw.Cursor{CreatedAt: page.Next.CreatedAt, ID: page.Next.ID}
-	}
+	bounds := nipcw.Bounds{HasMore: page.HasMore, NextCursor: page.Next, ThreadRepliesInChannel: projection}
 	ev, err := boundsEvent(pw.req.Channel, pw.cursor, bounds, now)
 	if err != nil {
 		return err

@@ -255,7 +255,7 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 	}
 	add("e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ?)", s.nowUnix())
 	if c.MayHide(v) {
-		add(readScopeSQL, readScopeArgs(c, v)...)
+		add(readScopeSQL, readScopeArgs(c.ScopeOf(v))...)
 	}
 
 	// SQLite has no statistics here to tell a rare tag value from a busy
@@ -392,8 +392,8 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 	return sqlQuery{sql: b.String(), args: args}, true, nil
 }
 
-// readScopeSQL is the one read rule, buzz.Community.CanRead, as a condition
-// on an event row e: events without a scope, and events of a channel that
+// readScopeSQL is the one read rule, buzz.Scope.Reads, as a condition on
+// an event row e: events without a scope, and events of a channel that
 // exists, is not deleted, and is open to the viewer or private with the
 // viewer a member (or a relay admin). The channel and the membership are
 // index lookups in the tables of the query's own snapshot, once per row
@@ -405,17 +405,8 @@ var readScopeSQL = `(e.scope IS NULL OR EXISTS (SELECT 1 FROM channels c WHERE c
 	AND CASE WHEN c.private = 0 THEN ? ELSE ? OR EXISTS (SELECT 1 FROM members m
 		WHERE m.channel = c.seq AND m.pubkey = ? AND m.role >= ` + strconv.Itoa(int(buzz.RoleMember)) + `) END))`
 
-// readScopeArgs are the arguments of readScopeSQL for v: may v read open
-// channels, is v a relay admin, and v's pubkey as stored in members (nil,
-// which matches no row, for anonymous viewers and for anything but the
-// lowercase hex the access state keys members by).
-func readScopeArgs(c *buzz.Community, v buzz.Viewer) []any {
-	var key []byte
-	if b, err := hex.DecodeString(string(v)); err == nil && len(b) == 32 && hex.EncodeToString(b) == string(v) {
-		key = b
-	}
-	return []any{c.CanReadOpen(v), v != buzz.Anonymous && c.IsRelayAdmin(string(v)), key}
-}
+// readScopeArgs are the arguments of readScopeSQL for scope s.
+func readScopeArgs(s buzz.Scope) []any { return []any{s.Open, s.Admin, s.MemberKey()} }
 
 // singleTagValue returns the name and value of a filter's only tag
 // constraint (the channel aside), when it has exactly one value and no ids

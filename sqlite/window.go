@@ -26,15 +26,16 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 	var page *buzz.WindowPage
 	err := s.pageBuild(ctx, func(tx directTx) (err error) {
 		page = &buzz.WindowPage{}
-		// Access once more, in the snapshot the page is read from: a
-		// removal or a 9002 private committed since the caller asked must
-		// not let this page through (CW-3).
+		// The request's scope once more, on the channel of the snapshot
+		// the page is read from: a removal or a 9002 private committed
+		// since the caller asked must not let this page through (CW-3).
 		c, err := s.communityDirect(ctx, tx)
 		if err != nil {
 			return err
 		}
+		scope := buzz.ScopeIn(q.Scope, q.Viewer, c)
 		ch := c.Channel(q.Channel)
-		if !c.CanRead(q.Viewer, ch) {
+		if !scope.Reads(ch) {
 			page.Unreadable = true
 			return nil
 		}
@@ -67,7 +68,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			for i, ev := range page.Rows {
 				ids[i], _ = hex.DecodeString(ev.ID)
 			}
-			if page.Aux, err = s.auxClosure(ctx, tx, c, ids, ch, q.Viewer, bound, &expires, read.Judged(ch.Seq)); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, scope, ids, ch, bound, &expires, read.Judged(ch.Seq)); err != nil {
 				return err
 			}
 		}
@@ -323,14 +324,15 @@ var (
 // auxClosure collects the aux events of targets (CW-18): hop 1, the
 // deletions, reactions, group deletions and edits naming a target; hop 2,
 // the deletions naming a hop-1 event. Each event is served once, only if
-// it is neither deleted nor expired and v may read it. A deleted hop-1
+// it is neither deleted nor expired and reads, the request's scope, reads
+// its channel in c, the access state of tx's snapshot. A deleted hop-1
 // event is not served, but the deletion naming it is: that is what tells a
-// client to drop a reaction or edit it shows. c is the access state of
-// tx's snapshot; rows is the channel of the targets (nil: none), which
-// decides whether channel-less aux events are served (buzz.AuxFits); the
-// events served count against bound. judged, unless nil, hears of the
-// scope of every event judged by c's access rules.
-func (s *Store) auxClosure(ctx context.Context, tx directTx, c *buzz.Community, targets [][]byte, rows *buzz.Channel, v buzz.Viewer, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
+// client to drop a reaction or edit it shows. rows is the channel of the
+// targets (nil: none), which decides whether channel-less aux events are
+// served (buzz.AuxFits); the events served count against bound. judged,
+// unless nil, hears of the scope of every event judged by the channels of
+// c.
+func (s *Store) auxClosure(ctx context.Context, tx directTx, c *buzz.Community, reads buzz.Scope, targets [][]byte, rows *buzz.Channel, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
 	served := map[int64]bool{}
 	var out []buzz.RawEvent
 	var hop1 [][]byte
@@ -350,7 +352,7 @@ func (s *Store) auxClosure(ctx context.Context, tx directTx, c *buzz.Community, 
 				if judged != nil {
 					judged(a.scope.Int64)
 				}
-				if !c.CanReadSeq(v, a.scope.Int64) {
+				if !reads.Reads(c.ChannelBySeq(a.scope.Int64)) {
 					return nil
 				}
 			}
@@ -470,7 +472,8 @@ func (s *Store) auxPage(tx directTx, query string, args []any, last *auxKey, fn 
 // Thread serves the replies below q.Root, down to q.DepthLimit levels,
 // oldest first, from one read transaction. The root itself is never among
 // them, and may be deleted: its replies are still served (RL-20). A root
-// that v may not read, or that is not stored, has nothing below it.
+// that the query's scope does not read, or that is not stored, has nothing
+// below it.
 func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
 	page := &buzz.ThreadPage{}
 	id, ok := nipcw.ID32(q.Root)
@@ -500,9 +503,10 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 		if err != nil {
 			return err
 		}
+		reads := buzz.ScopeIn(q.Scope, q.Viewer, c)
 		var rows *buzz.Channel
 		if hasScope {
-			if rows = c.ChannelBySeq(scope); !c.CanRead(q.Viewer, rows) {
+			if rows = c.ChannelBySeq(scope); !reads.Reads(rows) {
 				return nil
 			}
 		}
@@ -522,7 +526,7 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 				targets = append(targets, rid)
 			}
 			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, tx, c, targets, rows, q.Viewer, bound, &expires, nil); err != nil {
+			if page.Aux, err = s.auxClosure(ctx, tx, c, reads, targets, rows, bound, &expires, nil); err != nil {
 				return err
 			}
 		}
