@@ -3,6 +3,8 @@ package buzz
 import (
 	"fmt"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -12,11 +14,14 @@ type StoredRow interface {
 	// Fact is what the rules know of the row; nil for a nil row (no event
 	// stored).
 	Fact() *StoredEvent
+	// Tags are the event's tags.
+	Tags() (nostr.Tags, error)
 }
 
 // EventRows are a store's reads behind a Lookup inside its write
-// transaction: SQL and row scanning, none of the rules. A row is nil when
-// no event matches.
+// transaction, and its writes to the rows the Lookup returned: SQL and
+// row scanning, none of the rules. A row read is nil when no event
+// matches.
 type EventRows[R StoredRow] struct {
 	// ByID reads the event of id (32 bytes; nil for an id that is no
 	// 64-hex id, which matches none), ByRef the one the store numbers ref.
@@ -27,6 +32,10 @@ type EventRows[R StoredRow] struct {
 	Versions func(kind int, pubkey []byte, d string) ([]R, error)
 	// ChannelNumber is Lookup.ChannelNumber.
 	ChannelNumber func(h string) (seq int64, found bool, err error)
+	// SoftDelete marks an event deleted at now and makes its ancestors'
+	// counters exact again (RL-6); Remove takes a replaced version away
+	// (RL-9).
+	SoftDelete, Remove func(row R, now int64) error
 }
 
 // WriteRows is what the rules read in a store's write transaction (a
@@ -96,3 +105,22 @@ func (w *WriteRows[R]) Versions(kind int, pubkey, d string) ([]*StoredEvent, err
 
 // ChannelNumber implements Lookup.
 func (w *WriteRows[R]) ChannelNumber(h string) (int64, bool, error) { return w.rows.ChannelNumber(h) }
+
+// SoftDelete implements WriteTx.
+func (w *WriteRows[R]) SoftDelete(t *StoredEvent, now int64) error {
+	return w.rows.SoftDelete(w.found[t.Ref], now)
+}
+
+// Remove implements WriteTx and GroupStateTx.
+func (w *WriteRows[R]) Remove(t *StoredEvent, now int64) error {
+	return w.rows.Remove(w.found[t.Ref], now)
+}
+
+// TagsOf implements WriteTx.
+func (w *WriteRows[R]) TagsOf(t *StoredEvent) (nostr.Tags, error) {
+	tags, err := w.found[t.Ref].Tags()
+	if err != nil {
+		return nil, fmt.Errorf("tags of stored event #%d: %w", t.Ref, err)
+	}
+	return tags, nil
+}

@@ -2,15 +2,26 @@ package buzz
 
 import (
 	"bytes"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // testRow is a store's row of a stored event: the rules' fact and a
 // column only the store reads.
 type testRow struct {
 	fact StoredEvent
-	tags string
+	tags nostr.Tags
+}
+
+func (r *testRow) Tags() (nostr.Tags, error) {
+	if r.tags == nil {
+		return nil, errors.New("malformed tags")
+	}
+	return r.tags, nil
 }
 
 func (r *testRow) Fact() *StoredEvent {
@@ -28,10 +39,11 @@ func (r *testRow) Fact() *StoredEvent {
 func TestWriteRows(t *testing.T) {
 	id := strings.Repeat("ab", 32)
 	rows := map[int64]*testRow{
-		1: {fact: StoredEvent{Ref: 1, ID: id, PubKey: pkOwner, Kind: 1}, tags: "[]"},
-		2: {fact: StoredEvent{Ref: 2, ID: strings.Repeat("cd", 32), PubKey: pkOwner, Kind: 30023}, tags: `[["d","x"]]`},
+		1: {fact: StoredEvent{Ref: 1, ID: id, PubKey: pkOwner, Kind: 1}},
+		2: {fact: StoredEvent{Ref: 2, ID: strings.Repeat("cd", 32), PubKey: pkOwner, Kind: 30023}, tags: nostr.Tags{{"d", "x"}}},
 	}
 	var readID, readKey []byte
+	var deleted, removed []*testRow
 	wr := NewWriteRows(EventRows[*testRow]{
 		ByID: func(key []byte) (*testRow, error) {
 			readID = key
@@ -46,6 +58,14 @@ func TestWriteRows(t *testing.T) {
 			return []*testRow{rows[2]}, nil
 		},
 		ChannelNumber: func(h string) (int64, bool, error) { return 1, h == chanID, nil },
+		SoftDelete: func(r *testRow, _ int64) error {
+			deleted = append(deleted, r)
+			return nil
+		},
+		Remove: func(r *testRow, _ int64) error {
+			removed = append(removed, r)
+			return nil
+		},
 	}, NewTxCommunity(NewCommunity(Policy{}, openChannel())))
 
 	for _, tc := range []struct {
@@ -83,8 +103,17 @@ func TestWriteRows(t *testing.T) {
 	if !bytes.Equal(readKey, bytes.Repeat([]byte{0xaa}, 32)) {
 		t.Errorf("Versions read pubkey %x", readKey)
 	}
-	if r := wr.Row(2); r == nil || r.tags != `[["d","x"]]` {
-		t.Errorf("Row(2) = %+v, want the version's row", r)
+	if tags, err := wr.TagsOf(vs[0]); err != nil || tags.GetD() != "x" {
+		t.Errorf("TagsOf(#2) = %v, %v; want the version's tags", tags, err)
+	}
+	if _, err := wr.TagsOf(&StoredEvent{Ref: 1}); err == nil || !strings.Contains(err.Error(), "#1") {
+		t.Errorf("TagsOf(#1) of malformed tags: err %v", err)
+	}
+	if err := wr.SoftDelete(&StoredEvent{Ref: 1}, 5); err != nil || !slices.Equal(deleted, []*testRow{rows[1]}) {
+		t.Errorf("SoftDelete(#1) deleted %v, %v", deleted, err)
+	}
+	if err := wr.Remove(vs[0], 5); err != nil || !slices.Equal(removed, []*testRow{rows[2]}) {
+		t.Errorf("Remove(#2) removed %v, %v", removed, err)
 	}
 	if _, err := wr.Versions(30023, "zz", "x"); err == nil {
 		t.Error("Versions of a malformed pubkey: no error")

@@ -4,10 +4,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -131,14 +129,6 @@ func (a *admission) AddToAncestors(parent int64) error {
 	return a.tx.addToAncestors(parent, a.r.PubKey, int64(a.r.Event.CreatedAt))
 }
 
-func (a *admission) SoftDelete(t *buzz.StoredEvent, now int64) error {
-	return a.tx.softDelete(a.Row(t.Ref), now)
-}
-
-func (a *admission) Remove(t *buzz.StoredEvent, now int64) error {
-	return a.tx.remove(a.Row(t.Ref), now)
-}
-
 func (a *admission) ReactionsNaming(id string) ([]int64, error) {
 	rows, err := a.tx.tx.Query(a.tx.ctx, `SELECT seq FROM tags WHERE name = 'e' AND value = $1 AND kind = 7`, tagKey(id))
 	if err == nil {
@@ -148,14 +138,6 @@ func (a *admission) ReactionsNaming(id string) ([]int64, error) {
 		}
 	}
 	return nil, fmt.Errorf("look up reactions to %s: %w", id, err)
-}
-
-func (a *admission) TagsOf(t *buzz.StoredEvent) (nostr.Tags, error) {
-	tags, err := tagjson.Parse(string(a.Row(t.Ref).tagsJSON))
-	if err != nil {
-		return nil, fmt.Errorf("tags of stored event #%d: %w", t.Ref, err)
-	}
-	return tags, nil
 }
 
 // SetScope sets the scope of a reaction ReactionsNaming returned, and

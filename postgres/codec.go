@@ -125,6 +125,9 @@ func (s *stored) Fact() *buzz.StoredEvent {
 	}
 }
 
+// Tags are the tags of s (buzz.StoredRow).
+func (s *stored) Tags() (nostr.Tags, error) { return tagjson.Parse(string(s.tagsJSON)) }
+
 // storedColumns are the columns scanStored reads.
 const storedColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at, scope`
 

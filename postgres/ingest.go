@@ -150,12 +150,7 @@ func columnsOf(c buzz.Classification) classification {
 // transaction, keeping the rows it found for the writes.
 type lookup = buzz.WriteRows[*stored]
 
-// newLookup reads through the transaction.
-func (tx *writeTx) newLookup() *lookup {
-	return buzz.NewWriteRows(buzz.EventRows[*stored]{
-		ByID: tx.byID, ByRef: tx.bySeq, Versions: tx.versions, ChannelNumber: tx.lookupChannel,
-	}, tx.access)
-}
+func (tx *writeTx) newLookup() *lookup { return buzz.NewWriteRows(tx.rows, tx.access) }
 
 // storedOne reads the stored event of a one-row query; nil when none.
 func (tx *writeTx) storedOne(query string, arg any) (*stored, error) {

@@ -25,8 +25,10 @@ type writeTx struct {
 	tx  pgx.Tx
 
 	// access is the access state as the transaction changed it, and the
-	// group state it changed.
+	// group state it changed; rows are the queries the rules read and
+	// write through (newLookup).
 	access *buzz.TxCommunity
+	rows   buzz.EventRows[*stored]
 	// recounted lists the events whose thread counters the current job
 	// changed (CW-21).
 	recounted []int64
@@ -77,6 +79,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 			return err
 		}
 		w := &writeTx{ctx: ctx, tx: tx, access: buzz.NewTxCommunity(base), now: s.nowUnix()}
+		w.rows = buzz.EventRows[*stored]{ByID: w.byID, ByRef: w.bySeq, Versions: w.versions,
+			ChannelNumber: w.lookupChannel, SoftDelete: w.softDelete, Remove: w.remove}
 		if err := fn(w); err != nil {
 			return err
 		}

@@ -4,10 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/nbd-wtf/go-nostr"
-
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -130,14 +127,6 @@ func (a *admission) AddToAncestors(parent int64) error {
 	return a.tx.addToAncestors(parent, a.r.PubKey, int64(a.r.Event.CreatedAt))
 }
 
-func (a *admission) SoftDelete(t *buzz.StoredEvent, now int64) error {
-	return a.tx.softDelete(a.Row(t.Ref), now)
-}
-
-func (a *admission) Remove(t *buzz.StoredEvent, now int64) error {
-	return a.tx.remove(a.Row(t.Ref), now)
-}
-
 func (a *admission) ReactionsNaming(id string) ([]int64, error) {
 	key, err := nipcw.DecodeHex(id, 32)
 	if err == nil {
@@ -150,14 +139,6 @@ func (a *admission) ReactionsNaming(id string) ([]int64, error) {
 		}
 	}
 	return nil, fmt.Errorf("look up reactions to %s: %w", id, err)
-}
-
-func (a *admission) TagsOf(t *buzz.StoredEvent) (nostr.Tags, error) {
-	tags, err := tagjson.Parse(a.Row(t.Ref).tagsJSON)
-	if err != nil {
-		return nil, fmt.Errorf("tags of stored event #%d: %w", t.Ref, err)
-	}
-	return tags, nil
 }
 
 func (a *admission) SetScope(ref, scope int64) error {

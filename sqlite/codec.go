@@ -106,6 +106,9 @@ func (s *stored) Fact() *buzz.StoredEvent {
 	}
 }
 
+// Tags are the tags of s (buzz.StoredRow).
+func (s *stored) Tags() (nostr.Tags, error) { return tagjson.Parse(s.tagsJSON) }
+
 func scanStored(row *sql.Row) (*stored, error) {
 	var s stored
 	err := row.Scan(&s.seq, &s.id, &s.pubkey, &s.createdAt, &s.kind, &s.tagsJSON,

@@ -281,10 +281,6 @@ func (s *Store) groupState(tx *writeTx) *groupStateTx {
 	return &groupStateTx{lookup: tx.newLookup(), tx: tx, s: s}
 }
 
-func (g *groupStateTx) Remove(t *buzz.StoredEvent, now int64) error {
-	return g.tx.remove(g.Row(t.Ref), now)
-}
-
 func (g *groupStateTx) AdmitOwn(ev *nostr.Event, now int64) error {
 	r, err := newRecord(ev)
 	if err != nil {

@@ -126,16 +126,11 @@ func columnsOf(c buzz.Classification) classification {
 	return cls
 }
 
-// lookup is what the rules of ingest (buzz.Lookup) read in the writer's
+// lookup is what the rules of ingest (buzz.Lookup) read in a write
 // transaction, keeping the rows it found for the writes.
 type lookup = buzz.WriteRows[*stored]
 
-// newLookup reads through the writer's statements.
-func (tx *writeTx) newLookup() *lookup {
-	return buzz.NewWriteRows(buzz.EventRows[*stored]{
-		ByID: tx.byID, ByRef: tx.bySeq, Versions: tx.versions, ChannelNumber: tx.lookupChannel,
-	}, tx.access)
-}
+func (tx *writeTx) newLookup() *lookup { return buzz.NewWriteRows(tx.rows, tx.access) }
 
 func (tx *writeTx) byID(id []byte) (*stored, error) {
 	s, err := scanStored(tx.eventByID.QueryRowContext(tx.ctx, id))

@@ -80,8 +80,10 @@ type writeTx struct {
 	channels map[string]int64
 
 	// access is the access state as the transaction's jobs changed it,
-	// and the group state they changed.
+	// and the group state they changed; rows are the statements the rules
+	// read and write through (newLookup).
 	access *buzz.TxCommunity
+	rows   buzz.EventRows[*stored]
 	// stored lists the channels (and scopes) of the events the transaction
 	// stored: finish bumps their page versions once each.
 	stored map[int64]bool
@@ -342,7 +344,10 @@ func (w *writer) newTx(ctx context.Context) (*writeTx, error) {
 		buzz.PublishNewer(&w.community, fresh)
 		base = fresh
 	}
-	return &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels, access: buzz.NewTxCommunity(base), now: w.now()}, nil
+	tx := &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels, access: buzz.NewTxCommunity(base), now: w.now()}
+	tx.rows = buzz.EventRows[*stored]{ByID: tx.byID, ByRef: tx.bySeq, Versions: tx.versions,
+		ChannelNumber: tx.lookupChannel, SoftDelete: tx.softDelete, Remove: tx.remove}
+	return tx, nil
 }
 
 // committed publishes what a committed transaction changed.
