@@ -126,9 +126,9 @@ type GroupStateTx interface {
 	// AdmitOwn stores ev, signed by the relay key, as ingest does, and
 	// publishes it after the commit.
 	AdmitOwn(ev *nostr.Event, now int64) error
-	// ForeignGroupState is the group state in force (39000-39003) that
-	// pubkey (hex) did not sign.
-	ForeignGroupState(pubkey string) ([]*StoredEvent, error)
+	// ForeignGroupState numbers (Ref) the group state in force
+	// (39000-39003) that pubkey (hex) did not sign.
+	ForeignGroupState(pubkey string) ([]int64, error)
 	// StateChanged marks the group state of channel number seq for
 	// renewal before the commit.
 	StateChanged(seq int64)
@@ -161,9 +161,18 @@ func ReplaceGroupState(tx GroupStateTx, ch *Channel, key, pubkey string, now int
 // key, then the old relay.key copied in) answers with state its NIP-11
 // self did not sign, which clients refuse (RL-11, RL-21).
 func DropForeignGroupState(tx GroupStateTx, pubkey string, now int64) error {
-	foreign, err := tx.ForeignGroupState(pubkey)
+	refs, err := tx.ForeignGroupState(pubkey)
 	if err != nil {
 		return fmt.Errorf("look up group state: %w", err)
+	}
+	foreign := make([]*StoredEvent, len(refs))
+	for i, ref := range refs {
+		if foreign[i], err = tx.EventByRef(ref); err != nil {
+			return fmt.Errorf("look up group state: %w", err)
+		}
+		if foreign[i] == nil {
+			return fmt.Errorf("look up group state: #%d is not stored", ref)
+		}
 	}
 	for _, v := range foreign {
 		if err := tx.Remove(v, now); err != nil {

@@ -4,10 +4,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -15,8 +13,9 @@ import (
 // (buzz.WriteTx): the record of the event and the statements that read
 // and write its rows. It decides nothing: buzz.Admit does.
 type admission struct {
-	lookup
-	r *record
+	*lookup
+	tx *writeTx
+	r  *record
 	// seq is the event's number once InsertEvent stored it.
 	seq int64
 }
@@ -30,7 +29,7 @@ func (a *admission) Seen() (buzz.Seen, error) {
 		EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
 			WHERE t.name = 'e' AND t.value = $2 AND t.kind = 5 AND d.pubkey = $3 AND d.deleted_at IS NULL),
 		EXISTS (SELECT 1 FROM tags WHERE name = 'e' AND value = $2 AND kind = 7)`,
-		a.r.id, tagKey(a.r.ev.ID), a.r.pubkey).Scan(&s.Stored, &s.DeletedBefore, &s.NamedByReaction)
+		a.r.ID, tagKey(a.r.Event.ID), a.r.PubKey).Scan(&s.Stored, &s.DeletedBefore, &s.NamedByReaction)
 	if err != nil {
 		return buzz.Seen{}, fmt.Errorf("look up event: %w", err)
 	}
@@ -41,7 +40,7 @@ func (a *admission) AddressDeleted(addr string) (bool, error) {
 	var deleted bool
 	err := a.tx.tx.QueryRow(a.tx.ctx, `SELECT EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
 		WHERE t.name = 'a' AND t.value = $1 AND t.kind = 5 AND t.created_at >= $2 AND d.pubkey = $3
-		AND d.deleted_at IS NULL)`, tagKey(addr), int64(a.r.ev.CreatedAt), a.r.pubkey).Scan(&deleted)
+		AND d.deleted_at IS NULL)`, tagKey(addr), int64(a.r.Event.CreatedAt), a.r.PubKey).Scan(&deleted)
 	if err != nil {
 		return false, fmt.Errorf("look up deletions of %s: %w", addr, err)
 	}
@@ -53,7 +52,7 @@ func (a *admission) SetThreadRepliesInChannel(v bool) error {
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, boolInt(v)); err != nil {
 		return fmt.Errorf("write setting: %w", err)
 	}
-	a.tx.changeCommunity().ThreadRepliesInChannel = v
+	a.Change().ThreadRepliesInChannel = v
 	return nil
 }
 
@@ -97,15 +96,10 @@ func (a *admission) DeleteMember(channel int64, pubkey string) error {
 	return nil
 }
 
-func (a *admission) PutChannel(ch *buzz.Channel) {
-	a.tx.changeCommunity().Put(ch)
-	a.tx.stateChanged(ch.Seq)
-}
-
 // InsertEvent writes the event's row and its tag index rows, and notes
 // the pages it changes.
 func (a *admission) InsertEvent(row buzz.EventRow) error {
-	tx, r, ev := a.tx, a.r, a.r.ev
+	tx, r, ev := a.tx, a.r, a.r.Event
 	cls := columnsOf(row.Class)
 	channel, scope := nilUnlessZero(row.Channel), nilUnlessZero(row.Scope)
 	err := tx.tx.QueryRow(tx.ctx, `INSERT INTO events
@@ -113,7 +107,7 @@ func (a *admission) InsertEvent(row buzz.EventRow) error {
 		 parent, root, depth, broadcast, row_class, scope, feed)
 		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,
 		 CASE WHEN $4 IN (9, 11) AND $8::bigint IS NOT NULL THEN feed_stream($8) END) RETURNING seq`,
-		r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind, r.tagsJSON, []byte(ev.Content), r.sig, channel, r.dkey, r.expiresAt,
+		r.ID, r.PubKey, int64(ev.CreatedAt), ev.Kind, r.tagsJSON, []byte(ev.Content), r.Sig, channel, r.dkey, r.expiresAt(),
 		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope).Scan(&a.seq)
 	if err != nil {
 		return fmt.Errorf("insert event: %w", err)
@@ -132,15 +126,7 @@ func (a *admission) RaiseLastMessage(channel, at int64) error {
 }
 
 func (a *admission) AddToAncestors(parent int64) error {
-	return a.tx.addToAncestors(parent, a.r.pubkey, int64(a.r.ev.CreatedAt))
-}
-
-func (a *admission) SoftDelete(t *buzz.StoredEvent, now int64) error {
-	return a.tx.softDelete(a.found[t.Ref], now)
-}
-
-func (a *admission) Remove(t *buzz.StoredEvent, now int64) error {
-	return a.tx.remove(a.found[t.Ref], now)
+	return a.tx.addToAncestors(parent, a.r.PubKey, int64(a.r.Event.CreatedAt))
 }
 
 func (a *admission) ReactionsNaming(id string) ([]int64, error) {
@@ -154,21 +140,13 @@ func (a *admission) ReactionsNaming(id string) ([]int64, error) {
 	return nil, fmt.Errorf("look up reactions to %s: %w", id, err)
 }
 
-func (a *admission) TagsOf(t *buzz.StoredEvent) (nostr.Tags, error) {
-	tags, err := tagjson.Parse(string(a.found[t.Ref].tagsJSON))
-	if err != nil {
-		return nil, fmt.Errorf("tags of stored event #%d: %w", t.Ref, err)
-	}
-	return tags, nil
-}
-
 // SetScope sets the scope of a reaction ReactionsNaming returned, and
 // notes the pages it changes.
 func (a *admission) SetScope(ref, scope int64) error {
 	if _, err := a.tx.tx.Exec(a.tx.ctx, `UPDATE events SET scope = $1 WHERE seq = $2`, scope, ref); err != nil {
 		return fmt.Errorf("set scope: %w", err)
 	}
-	t := a.found[ref]
+	t := a.Row(ref)
 	t.scope = &scope
 	return a.tx.touchEvent(t)
 }

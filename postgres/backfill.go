@@ -63,7 +63,7 @@ type placingRows struct {
 }
 
 func (tx *writeTx) placingRows() buzz.PlacingRows {
-	return placingRows{lookup: &lookup{tx: tx}, threadRows: tx.threadRows(nil)}
+	return placingRows{lookup: tx.newLookup(), threadRows: tx.threadRows(nil)}
 }
 
 func (r placingRows) Placing(ref int64) (*buzz.Placing, error) {
@@ -80,7 +80,7 @@ func (r placingRows) Placing(ref int64) (*buzz.Placing, error) {
 	p := &buzz.Placing{Ref: ref, Event: &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)},
 		PubKey: t.pubkey, CreatedAt: t.createdAt, Deleted: t.deletedAt != nil, Classified: t.depth != nil, Depth: value(t.depth)}
 	if t.channel != nil {
-		p.Channel = tx.channelState(*t.channel, "")
+		p.Channel = tx.access.Channel(*t.channel, "")
 		p.H = p.Channel.H
 	}
 	return p, nil

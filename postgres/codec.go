@@ -13,17 +13,13 @@ import (
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
-// record is an event prepared for the write path, decoded once.
+// record is an event prepared for the write path (buzz.ParsedEvent) with
+// its columns, decoded once.
 type record struct {
-	ev         *nostr.Event
-	id, pubkey []byte
-	sig        []byte
-	tagsJSON   []byte
-	channel    string
-	thread     buzz.ThreadTags
-	dkey       []byte // index key of an addressable event's d tag; nil otherwise
-	expiresAt  *int64
-	tags       []tagRow
+	*buzz.ParsedEvent
+	tagsJSON []byte
+	dkey     []byte // index key of an addressable event's d tag; nil otherwise
+	tags     []tagRow
 }
 
 // tagRow is one row of the exact tag index.
@@ -32,33 +28,25 @@ type tagRow struct {
 	value []byte // tagKey of the value
 }
 
-var errMalformed = &buzz.Rejection{Prefix: "invalid", Message: "malformed event"}
-
 func newRecord(ev *nostr.Event) (*record, error) {
-	r := &record{ev: ev}
-	var err error
-	if r.id, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
-		return nil, errMalformed
-	}
-	if r.pubkey, err = nipcw.DecodeHex(ev.PubKey, 32); err != nil {
-		return nil, errMalformed
-	}
-	if r.sig, err = nipcw.DecodeHex(ev.Sig, 64); err != nil {
-		return nil, errMalformed
-	}
-	r.tagsJSON = tagjson.AppendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags)
-	if r.channel, err = buzz.ChannelOf(ev.Tags); err != nil {
+	p, err := buzz.ParseEvent(ev)
+	if err != nil {
 		return nil, err
 	}
-	r.thread = buzz.ParseThreadTags(ev.Tags)
+	r := &record{ParsedEvent: p, tags: indexedTags(ev.Tags),
+		tagsJSON: tagjson.AppendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags)}
 	if buzz.IsAddressableKind(ev.Kind) {
 		r.dkey = tagKey(ev.Tags.GetD())
 	}
-	r.tags = indexedTags(ev.Tags)
-	if ts, ok := buzz.Expiration(ev.Tags); ok {
-		r.expiresAt = &ts
-	}
 	return r, nil
+}
+
+// expiresAt is the event's expires_at column (NIP-40).
+func (r *record) expiresAt() *int64 {
+	if !r.Expires {
+		return nil
+	}
+	return &r.ExpiresAt
 }
 
 // maxKeyLen is the longest tag value kept as itself in an index key.
@@ -115,6 +103,30 @@ type stored struct {
 	expiresAt *int64
 	scope     *int64
 }
+
+// Fact is what the rules of ingest know of s (buzz.StoredRow).
+func (s *stored) Fact() *buzz.StoredEvent {
+	if s == nil {
+		return nil
+	}
+	return &buzz.StoredEvent{
+		Ref:        s.seq,
+		ID:         hex.EncodeToString(s.id),
+		PubKey:     hex.EncodeToString(s.pubkey),
+		Kind:       s.kind,
+		CreatedAt:  s.createdAt,
+		Channel:    value(s.channel),
+		Scope:      value(s.scope),
+		Classified: s.depth != nil,
+		Depth:      value(s.depth),
+		RootRef:    value(s.root),
+		Deleted:    s.deletedAt != nil,
+		ExpiresAt:  value(s.expiresAt),
+	}
+}
+
+// Tags are the tags of s (buzz.StoredRow).
+func (s *stored) Tags() (nostr.Tags, error) { return tagjson.Parse(string(s.tagsJSON)) }
 
 // storedColumns are the columns scanStored reads.
 const storedColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, parent, root, deleted_at, expires_at, scope`

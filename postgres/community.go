@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
@@ -82,22 +80,8 @@ func (s *Store) communityIn(ctx context.Context, tx pgx.Tx) (*buzz.Community, er
 	if err != nil {
 		return nil, err
 	}
-	s.publishCommunity(fresh)
+	buzz.PublishNewer(&s.community, fresh)
 	return fresh, nil
-}
-
-// publishCommunity makes c the access state everyone reads, unless a newer
-// one is published already.
-func (s *Store) publishCommunity(c *buzz.Community) {
-	for {
-		cur := s.community.Load()
-		if cur != nil && cur.Version > c.Version {
-			return
-		}
-		if s.community.CompareAndSwap(cur, c) {
-			return
-		}
-	}
 }
 
 // queryer is a pool or a transaction.
@@ -106,7 +90,7 @@ type queryer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// loadCommunity reads the whole access state.
+// loadCommunity reads the whole access state (buzz.CommunityOf).
 func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Community, error) {
 	var version int64
 	var replies *int64
@@ -116,45 +100,34 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 	if err != nil {
 		return nil, fmt.Errorf("load settings: %w", err)
 	}
-	channels := map[int64]*buzz.Channel{}
 	rows, err := q.Query(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`)
+	channels, err := collect(rows, err, func(row pgx.CollectableRow) (*buzz.Channel, error) {
+		ch := &buzz.Channel{}
+		return ch, row.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("load channels: %w", err)
-	}
-	for rows.Next() {
-		ch := &buzz.Channel{Members: map[string]buzz.Role{}}
-		if err := rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("load channels: %w", err)
-		}
-		channels[ch.Seq] = ch
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)
 	}
 	rows, err = q.Query(ctx, `SELECT channel, pubkey, role FROM members`)
+	members, err := collect(rows, err, func(row pgx.CollectableRow) (buzz.MemberRow, error) {
+		var m buzz.MemberRow
+		var role int16
+		err := row.Scan(&m.Channel, &m.PubKey, &role)
+		m.Role = buzz.Role(role)
+		return m, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load members: %w", err)
 	}
-	for rows.Next() {
-		var seq int64
-		var pubkey []byte
-		var role int16
-		if err := rows.Scan(&seq, &pubkey, &role); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("load members: %w", err)
-		}
-		if ch := channels[seq]; ch != nil {
-			ch.Members[hex.EncodeToString(pubkey)] = buzz.Role(role)
-		}
+	return buzz.CommunityOf(policy, version, replies != nil && *replies != 0, channels, members), nil
+}
+
+// collect is pgx.CollectRows of a query's rows, or the query's error.
+func collect[T any](rows pgx.Rows, err error, fn pgx.RowToFunc[T]) ([]T, error) {
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load members: %w", err)
-	}
-	c := buzz.NewCommunity(policy, slices.Collect(maps.Values(channels))...)
-	c.Version = version
-	c.ThreadRepliesInChannel = replies != nil && *replies != 0
-	return c, nil
+	return pgx.CollectRows(rows, fn)
 }
 
 // applyConfiguredSetting makes the config file's thread_replies_in_channel
@@ -198,28 +171,12 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// renewGroupState replaces the relay-signed group state of ch (RL-11): 39000
-// metadata, 39001 admins, 39002 members; a deleted channel's is removed.
-// The events depend only on the channel's state, the stored versions and
-// the clock, and BIP-340 signing is deterministic: every process holding
-// the same key signs the same event for the same state and second.
-func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
-	return buzz.ReplaceGroupState(&groupStateTx{lookup: lookup{tx: tx}, s: s}, ch, s.key, s.pubkey, s.nowUnix())
-}
-
 // RenewGroupState signs and stores the group state of every channel afresh,
 // as an import does once at its end, and removes the group state another
 // relay key signed.
 func (s *Store) RenewGroupState(ctx context.Context) error {
 	return s.write(ctx, func(tx *writeTx) error {
-		c := tx.changeCommunity()
-		for _, ch := range c.Channels() {
-			tx.stateChanged(ch.Seq)
-		}
-		if s.key == "" {
-			return nil
-		}
-		return s.dropForeignGroupState(tx)
+		return tx.access.RenewEvery(s.groupState(tx), s.key, s.pubkey, s.nowUnix())
 	})
 }
 
@@ -227,18 +184,22 @@ func (s *Store) RenewGroupState(ctx context.Context) error {
 // key did not sign, and has the state of its channels signed afresh
 // (RL-11, RL-21).
 func (s *Store) dropForeignGroupState(tx *writeTx) error {
-	return buzz.DropForeignGroupState(&groupStateTx{lookup: lookup{tx: tx}, s: s}, s.pubkey, s.nowUnix())
+	return buzz.DropForeignGroupState(s.groupState(tx), s.pubkey, s.nowUnix())
 }
 
 // groupStateTx is a write transaction as group state renewal uses it
-// (buzz.GroupStateTx).
+// (buzz.GroupStateTx). The group state events depend only on the
+// channel's state, the stored versions and the clock, and BIP-340 signing
+// is deterministic: every process holding the same key signs the same
+// event for the same state and second.
 type groupStateTx struct {
-	lookup
-	s *Store
+	*lookup
+	tx *writeTx
+	s  *Store
 }
 
-func (g *groupStateTx) Remove(t *buzz.StoredEvent, now int64) error {
-	return g.tx.remove(g.found[t.Ref], now)
+func (s *Store) groupState(tx *writeTx) *groupStateTx {
+	return &groupStateTx{lookup: tx.newLookup(), tx: tx, s: s}
 }
 
 func (g *groupStateTx) AdmitOwn(ev *nostr.Event, now int64) error {
@@ -249,35 +210,18 @@ func (g *groupStateTx) AdmitOwn(ev *nostr.Event, now int64) error {
 	if _, err := g.s.ingest(g.tx, r, now, false); err != nil {
 		return err
 	}
-	g.tx.published = append(g.tx.published, ev)
+	g.Publish(ev)
 	return nil
 }
 
-func (g *groupStateTx) ForeignGroupState(pubkey string) ([]*buzz.StoredEvent, error) {
+func (g *groupStateTx) ForeignGroupState(pubkey string) ([]int64, error) {
 	key, _ := hex.DecodeString(pubkey)
 	rows, err := g.tx.tx.Query(g.tx.ctx, `SELECT seq FROM events
 		WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL`, key)
 	if err != nil {
 		return nil, err
 	}
-	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*buzz.StoredEvent, len(seqs))
-	for i, seq := range seqs {
-		v, err := g.tx.bySeq(seq)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = g.fact(v)
-	}
-	return out, nil
-}
-
-func (g *groupStateTx) StateChanged(seq int64) {
-	g.tx.changeCommunity()
-	g.tx.stateChanged(seq)
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 // GroupStateSigner is the key that signed some of the group state in force

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // maxDepth bounds the walks up a thread's ancestry (CW-10).
@@ -40,26 +38,19 @@ func (s *Store) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, erro
 // (nil when stored, else a *buzz.Rejection); err is a failure of the batch
 // as a whole, after which nothing of it is stored.
 func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes []error, err error) {
-	outcomes = make([]error, len(evs))
-	records := make([]*record, len(evs))
-	for i, ev := range evs {
-		records[i], outcomes[i] = newRecord(ev)
-	}
+	batch := buzz.PrepareBatch(evs, newRecord)
 	err = s.write(ctx, func(tx *writeTx) error {
-		tx.deferState = true
+		tx.access.Deferred = true
 		tx.copied = map[int64][]tagCopy{}
-		for i, r := range records {
-			if r == nil {
-				continue
-			}
-			_, outcomes[i] = s.ingest(tx, r, tx.now, true)
-			if _, rejected := buzz.AsRejection(outcomes[i]); outcomes[i] != nil && !rejected {
-				return outcomes[i]
-			}
+		if err := batch.Admit(func(r *record) error {
+			_, err := s.ingest(tx, r, tx.now, true)
+			return err
+		}); err != nil {
+			return err
 		}
 		return tx.copyTags()
 	})
-	return outcomes, err
+	return batch.Outcomes, err
 }
 
 // ingest admits one event in tx by buzz's rules (buzz.Admit): the live
@@ -67,12 +58,8 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 // processes hear of what a live write stored (notify.go).
 func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.Admitted, error) {
 	tx.recounted = tx.recounted[:0]
-	adm := &admission{lookup: lookup{tx: tx}, r: r}
-	in := buzz.AdmitInput{H: r.channel, Thread: r.thread, Relay: s.pubkey, Now: now, Importing: importing}
-	if r.expiresAt != nil {
-		in.Expires, in.ExpiresAt = true, *r.expiresAt
-	}
-	a, err := buzz.Admit(adm, r.ev, in)
+	adm := &admission{lookup: tx.newLookup(), tx: tx, r: r}
+	a, err := buzz.Admit(adm, r.Event, r.Input(s.pubkey, now, importing))
 	if err == nil && adm.seq != 0 && !importing {
 		tx.noted(adm.seq)
 	}
@@ -160,77 +147,10 @@ func columnsOf(c buzz.Classification) classification {
 }
 
 // lookup is what the rules of ingest (buzz.Lookup) read in a write
-// transaction. It keeps the records it found, so that the writes carrying
-// out the rules' decisions take them back by number.
-type lookup struct {
-	tx    *writeTx
-	found map[int64]*stored
-}
+// transaction, keeping the rows it found for the writes.
+type lookup = buzz.WriteRows[*stored]
 
-// fact is what the rules know of s, which it keeps.
-func (l *lookup) fact(s *stored) *buzz.StoredEvent {
-	if s == nil {
-		return nil
-	}
-	if l.found == nil {
-		l.found = map[int64]*stored{}
-	}
-	l.found[s.seq] = s
-	return &buzz.StoredEvent{
-		Ref:        s.seq,
-		ID:         hex.EncodeToString(s.id),
-		PubKey:     hex.EncodeToString(s.pubkey),
-		Kind:       s.kind,
-		CreatedAt:  s.createdAt,
-		Channel:    value(s.channel),
-		Scope:      value(s.scope),
-		Classified: s.depth != nil,
-		Depth:      value(s.depth),
-		RootRef:    value(s.root),
-		Deleted:    s.deletedAt != nil,
-		ExpiresAt:  value(s.expiresAt),
-	}
-}
-
-// records are the stored records of events the rules chose.
-func (l *lookup) records(evs []*buzz.StoredEvent) []*stored {
-	out := make([]*stored, len(evs))
-	for i, e := range evs {
-		out[i] = l.found[e.Ref]
-	}
-	return out
-}
-
-func (l *lookup) EventByID(id string) (*buzz.StoredEvent, error) {
-	key, _ := nipcw.ID32(id)
-	s, err := l.tx.byID(key)
-	return l.fact(s), err
-}
-
-func (l *lookup) EventByRef(ref int64) (*buzz.StoredEvent, error) {
-	s, err := l.tx.bySeq(ref)
-	return l.fact(s), err
-}
-
-func (l *lookup) Versions(kind int, pubkey, d string) ([]*buzz.StoredEvent, error) {
-	key, err := nipcw.DecodeHex(pubkey, 32)
-	if err != nil {
-		return nil, fmt.Errorf("versions of %d:%s: %w", kind, pubkey, err)
-	}
-	vs, err := l.tx.versions(kind, key, d)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*buzz.StoredEvent, len(vs))
-	for i, v := range vs {
-		out[i] = l.fact(v)
-	}
-	return out, nil
-}
-
-func (l *lookup) ChannelNumber(h string) (int64, bool, error) { return l.tx.lookupChannel(h) }
-
-func (l *lookup) Community() *buzz.Community { return l.tx.community() }
+func (tx *writeTx) newLookup() *lookup { return buzz.NewWriteRows(tx.rows, tx.access) }
 
 // storedOne reads the stored event of a one-row query; nil when none.
 func (tx *writeTx) storedOne(query string, arg any) (*stored, error) {
@@ -293,7 +213,7 @@ func (tx *writeTx) lookupChannel(h string) (seq int64, found bool, err error) {
 	// Every channel row is in the access state, which the transaction
 	// holds as of its write lock; the table answers what it does not
 	// know yet.
-	if ch := tx.community().Channel(h); ch != nil && ch.Seq != 0 {
+	if ch := tx.access.Community().Channel(h); ch != nil && ch.Seq != 0 {
 		return ch.Seq, true, nil
 	}
 	switch err := tx.tx.QueryRow(tx.ctx, `SELECT seq FROM channels WHERE h = $1`, h).Scan(&seq); {

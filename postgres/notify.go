@@ -91,7 +91,7 @@ func (s *Store) notify(tx *writeTx) error {
 			return fmt.Errorf("notify event #%d: %w", n.Seq, err)
 		}
 	}
-	if tx.work != nil {
+	if tx.access.Changed() != nil {
 		if _, err := tx.tx.Exec(tx.ctx, `SELECT pg_notify($1, $2)`, accessChannel, s.origin); err != nil {
 			return fmt.Errorf("notify access change: %w", err)
 		}

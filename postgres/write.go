@@ -3,10 +3,8 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
@@ -26,15 +24,11 @@ type writeTx struct {
 	ctx context.Context
 	tx  pgx.Tx
 
-	// base is the access state when the transaction began, work the
-	// transaction's changed copy of it (nil until a job changes it).
-	base, work *buzz.Community
-	// changed lists the channels whose group state must be renewed before
-	// the commit, published the group state events signed for them.
-	changed   map[int64]bool
-	published []*nostr.Event
-	// deferState leaves the group state to a later RenewGroupState (import).
-	deferState bool
+	// access is the access state as the transaction changed it, and the
+	// group state it changed; rows are the queries the rules read and
+	// write through (newLookup).
+	access *buzz.TxCommunity
+	rows   buzz.EventRows[*stored]
 	// recounted lists the events whose thread counters the current job
 	// changed (CW-21).
 	recounted []int64
@@ -84,7 +78,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 		if err != nil {
 			return err
 		}
-		w := &writeTx{ctx: ctx, tx: tx, base: base, now: s.nowUnix()}
+		w := &writeTx{ctx: ctx, tx: tx, access: buzz.NewTxCommunity(base), now: s.nowUnix()}
+		w.rows = buzz.EventRows[*stored]{ByID: w.byID, ByRef: w.bySeq, Versions: w.versions,
+			ChannelNumber: w.lookupChannel, SoftDelete: w.softDelete, Remove: w.remove}
 		if err := fn(w); err != nil {
 			return err
 		}
@@ -97,54 +93,8 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 	if err != nil {
 		return err
 	}
-	if done.work != nil {
-		s.publishCommunity(done.work)
-	}
-	if len(done.published) > 0 {
-		if fn := s.onPublish.Load(); fn != nil {
-			(*fn)(done.published)
-		}
-	}
+	done.access.Committed(&s.community, &s.onPublish)
 	return nil
-}
-
-// community is the access state as this transaction sees it: what was
-// published, with the changes of the transaction's jobs so far.
-func (tx *writeTx) community() *buzz.Community {
-	if tx.work != nil {
-		return tx.work
-	}
-	return tx.base
-}
-
-// changeCommunity returns the transaction's own copy of the access state,
-// making it on the first change.
-func (tx *writeTx) changeCommunity() *buzz.Community {
-	if tx.work == nil {
-		tx.work = tx.base.Clone()
-	}
-	return tx.work
-}
-
-// channelState is the state of the channel numbered seq; one the state
-// does not know is an open channel without members.
-func (tx *writeTx) channelState(seq int64, h string) *buzz.Channel {
-	if ch := tx.community().ChannelBySeq(seq); ch != nil {
-		return ch
-	}
-	return &buzz.Channel{Seq: seq, H: h, Members: map[string]buzz.Role{}}
-}
-
-// stateChanged marks the group state of channel seq for renewal before the
-// commit; an import's jobs leave it to RenewGroupState.
-func (tx *writeTx) stateChanged(seq int64) {
-	if tx.deferState {
-		return
-	}
-	if tx.changed == nil {
-		tx.changed = map[int64]bool{}
-	}
-	tx.changed[seq] = true
 }
 
 // finish ends a write before its commit: the access state and group
@@ -164,25 +114,12 @@ func (s *Store) finish(tx *writeTx) error {
 // that every process reads it afresh, and renews the group state of every
 // channel that changed.
 func (s *Store) renewChanged(tx *writeTx) error {
-	if tx.work == nil {
+	next := tx.access.Commit()
+	if next == nil {
 		return nil
 	}
-	tx.work.Version = tx.base.Version + 1
-	if _, err := tx.tx.Exec(tx.ctx, `UPDATE settings SET value = $1 WHERE key = 'access_version'`, tx.work.Version); err != nil {
+	if _, err := tx.tx.Exec(tx.ctx, `UPDATE settings SET value = $1 WHERE key = 'access_version'`, next.Version); err != nil {
 		return fmt.Errorf("bump access version: %w", err)
 	}
-	if s.key == "" {
-		return nil
-	}
-	seqs := make([]int64, 0, len(tx.changed))
-	for seq := range tx.changed {
-		seqs = append(seqs, seq)
-	}
-	slices.Sort(seqs)
-	for _, seq := range seqs {
-		if err := s.renewGroupState(tx, tx.work.ChannelBySeq(seq)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.access.RenewGroupState(s.groupState(tx), s.key, s.pubkey, s.nowUnix())
 }

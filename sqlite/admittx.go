@@ -4,10 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/nbd-wtf/go-nostr"
-
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -15,8 +12,9 @@ import (
 // (buzz.WriteTx): the record of the event and the statements that read
 // and write its rows. It decides nothing: buzz.Admit does.
 type admission struct {
-	lookup
-	r *record
+	*lookup
+	tx *writeTx
+	r  *record
 	// named is whether a deletion stored before the event names it (for
 	// the aux kinds, schema.sql: named_by_deletion), as Seen read it.
 	named bool
@@ -28,7 +26,7 @@ type admission struct {
 func (a *admission) Seen() (buzz.Seen, error) {
 	var s buzz.Seen
 	tx, r := a.tx, a.r
-	err := tx.seen.QueryRowContext(tx.ctx, r.id, r.pubkey, nipcw.IsAuxKind(r.ev.Kind)).
+	err := tx.seen.QueryRowContext(tx.ctx, r.ID, r.PubKey, nipcw.IsAuxKind(r.Event.Kind)).
 		Scan(&s.Stored, &s.DeletedBefore, &a.named, &s.NamedByReaction)
 	if err != nil {
 		return buzz.Seen{}, fmt.Errorf("look up event: %w", err)
@@ -37,14 +35,14 @@ func (a *admission) Seen() (buzz.Seen, error) {
 }
 
 func (a *admission) AddressDeleted(addr string) (bool, error) {
-	return a.tx.exists(a.tx.deletedAddress, addr, int64(a.r.ev.CreatedAt), a.r.pubkey)
+	return a.tx.exists(a.tx.deletedAddress, addr, int64(a.r.Event.CreatedAt), a.r.PubKey)
 }
 
 func (a *admission) SetThreadRepliesInChannel(v bool) error {
 	if _, err := a.tx.putSetting.ExecContext(a.tx.ctx, "thread_replies_in_channel", boolInt(v)); err != nil {
 		return fmt.Errorf("write setting: %w", err)
 	}
-	a.tx.changeCommunity().ThreadRepliesInChannel = v
+	a.Change().ThreadRepliesInChannel = v
 	return nil
 }
 
@@ -87,19 +85,14 @@ func (a *admission) DeleteMember(channel int64, pubkey string) error {
 	return nil
 }
 
-func (a *admission) PutChannel(ch *buzz.Channel) {
-	a.tx.changeCommunity().Put(ch)
-	a.tx.stateChanged(ch.Seq)
-}
-
 // InsertEvent writes the event's row and its tag index rows; for a
 // deletion, it marks the aux events its e tags name (named_by_deletion).
 func (a *admission) InsertEvent(row buzz.EventRow) error {
-	tx, r, ev := a.tx, a.r, a.r.ev
+	tx, r, ev := a.tx, a.r, a.r.Event
 	cls := columnsOf(row.Class)
 	channel, scope := nullUnlessZero(row.Channel), nullUnlessZero(row.Scope)
-	res, err := tx.insertEvent.ExecContext(tx.ctx, r.id, r.pubkey, int64(ev.CreatedAt), ev.Kind,
-		r.tagsJSON, ev.Content, r.sig, channel, r.dtag, r.expiresAt,
+	res, err := tx.insertEvent.ExecContext(tx.ctx, r.ID, r.PubKey, int64(ev.CreatedAt), ev.Kind,
+		r.tagsJSON, ev.Content, r.Sig, channel, r.dtag, r.expiresAt(),
 		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope, a.named)
 	if err != nil {
 		return fmt.Errorf("insert event: %w", err)
@@ -131,15 +124,7 @@ func (a *admission) RaiseLastMessage(channel, at int64) error {
 }
 
 func (a *admission) AddToAncestors(parent int64) error {
-	return a.tx.addToAncestors(parent, a.r.pubkey, int64(a.r.ev.CreatedAt))
-}
-
-func (a *admission) SoftDelete(t *buzz.StoredEvent, now int64) error {
-	return a.tx.softDelete(a.found[t.Ref], now)
-}
-
-func (a *admission) Remove(t *buzz.StoredEvent, now int64) error {
-	return a.tx.remove(a.found[t.Ref], now)
+	return a.tx.addToAncestors(parent, a.r.PubKey, int64(a.r.Event.CreatedAt))
 }
 
 func (a *admission) ReactionsNaming(id string) ([]int64, error) {
@@ -154,14 +139,6 @@ func (a *admission) ReactionsNaming(id string) ([]int64, error) {
 		}
 	}
 	return nil, fmt.Errorf("look up reactions to %s: %w", id, err)
-}
-
-func (a *admission) TagsOf(t *buzz.StoredEvent) (nostr.Tags, error) {
-	tags, err := tagjson.Parse(a.found[t.Ref].tagsJSON)
-	if err != nil {
-		return nil, fmt.Errorf("tags of stored event #%d: %w", t.Ref, err)
-	}
-	return tags, nil
 }
 
 func (a *admission) SetScope(ref, scope int64) error {

@@ -74,7 +74,7 @@ func (tx *writeTx) placingRows() buzz.PlacingRows { return tx.reclassifyRows() }
 
 // reclassifyRows are buzz.ReclassifyRows over the writer's transaction.
 func (tx *writeTx) reclassifyRows() buzz.ReclassifyRows {
-	return placingRows{lookup: &lookup{tx: tx}, threadRows: threadRows{tx: tx}}
+	return placingRows{lookup: tx.newLookup(), threadRows: threadRows{tx: tx}}
 }
 
 func (r placingRows) Placing(ref int64) (*buzz.Placing, error) {
@@ -90,7 +90,7 @@ func (r placingRows) Placing(ref int64) (*buzz.Placing, error) {
 	p := &buzz.Placing{Ref: ref, Event: &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)},
 		PubKey: t.pubkey, CreatedAt: t.createdAt, Deleted: t.deletedAt.Valid, Classified: t.depth.Valid, Depth: t.depth.Int64}
 	if t.channel.Valid {
-		p.Channel = tx.channelState(t.channel.Int64, "")
+		p.Channel = tx.access.Channel(t.channel.Int64, "")
 		p.H = p.Channel.H
 	}
 	return p, nil

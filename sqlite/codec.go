@@ -12,18 +12,14 @@ import (
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
-// record is an event prepared for the write path: decoded once, outside the
-// writer, so that the single writer spends its time on SQL only.
+// record is an event prepared for the write path (buzz.ParsedEvent) with
+// its columns: decoded once, outside the writer, so that the single writer
+// spends its time on SQL only.
 type record struct {
-	ev         *nostr.Event
-	id, pubkey []byte
-	sig        []byte
-	tagsJSON   string
-	channel    string
-	thread     buzz.ThreadTags
-	dtag       sql.NullString
-	expiresAt  sql.NullInt64
-	tags       []tagRow
+	*buzz.ParsedEvent
+	tagsJSON string
+	dtag     sql.NullString
+	tags     []tagRow
 }
 
 // tagRow is one row of the exact tag index.
@@ -32,33 +28,22 @@ type tagRow struct {
 	value any // []byte for a lowercase 64-hex value, else string
 }
 
-var errMalformed = &buzz.Rejection{Prefix: "invalid", Message: "malformed event"}
-
 func newRecord(ev *nostr.Event) (*record, error) {
-	r := &record{ev: ev}
-	var err error
-	if r.id, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
-		return nil, errMalformed
-	}
-	if r.pubkey, err = nipcw.DecodeHex(ev.PubKey, 32); err != nil {
-		return nil, errMalformed
-	}
-	if r.sig, err = nipcw.DecodeHex(ev.Sig, 64); err != nil {
-		return nil, errMalformed
-	}
-	r.tagsJSON = string(tagjson.AppendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags))
-	if r.channel, err = buzz.ChannelOf(ev.Tags); err != nil {
+	p, err := buzz.ParseEvent(ev)
+	if err != nil {
 		return nil, err
 	}
-	r.thread = buzz.ParseThreadTags(ev.Tags)
+	r := &record{ParsedEvent: p, tags: indexedTags(ev.Tags),
+		tagsJSON: string(tagjson.AppendTags(make([]byte, 0, 64*len(ev.Tags)+2), ev.Tags))}
 	if buzz.IsAddressableKind(ev.Kind) {
 		r.dtag = sql.NullString{String: ev.Tags.GetD(), Valid: true}
 	}
-	r.tags = indexedTags(ev.Tags)
-	if ts, ok := buzz.Expiration(ev.Tags); ok {
-		r.expiresAt = sql.NullInt64{Int64: ts, Valid: true}
-	}
 	return r, nil
+}
+
+// expiresAt is the event's expires_at column (NIP-40).
+func (r *record) expiresAt() sql.NullInt64 {
+	return sql.NullInt64{Int64: r.ExpiresAt, Valid: r.Expires}
 }
 
 // indexedTags is the tag index rows of tags (buzz.IndexedTags) in index
@@ -99,6 +84,30 @@ type stored struct {
 	expiresAt sql.NullInt64
 	scope     sql.NullInt64
 }
+
+// Fact is what the rules of ingest know of s (buzz.StoredRow).
+func (s *stored) Fact() *buzz.StoredEvent {
+	if s == nil {
+		return nil
+	}
+	return &buzz.StoredEvent{
+		Ref:        s.seq,
+		ID:         hex.EncodeToString(s.id),
+		PubKey:     hex.EncodeToString(s.pubkey),
+		Kind:       s.kind,
+		CreatedAt:  s.createdAt,
+		Channel:    s.channel.Int64,
+		Scope:      s.scope.Int64,
+		Classified: s.depth.Valid,
+		Depth:      s.depth.Int64,
+		RootRef:    s.root.Int64,
+		Deleted:    s.deletedAt.Valid,
+		ExpiresAt:  s.expiresAt.Int64,
+	}
+}
+
+// Tags are the tags of s (buzz.StoredRow).
+func (s *stored) Tags() (nostr.Tags, error) { return tagjson.Parse(s.tagsJSON) }
 
 func scanStored(row *sql.Row) (*stored, error) {
 	var s stored

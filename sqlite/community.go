@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -69,7 +67,7 @@ func (s *Store) communityIn(ctx context.Context, tx *sql.Tx) (*buzz.Community, e
 	if err != nil {
 		return nil, err
 	}
-	s.writer.publishCommunity(fresh)
+	buzz.PublishNewer(&s.writer.community, fresh)
 	return fresh, nil
 }
 
@@ -131,7 +129,7 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// loadCommunity reads the whole access state.
+// loadCommunity reads the whole access state (buzz.CommunityOf).
 func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Community, error) {
 	var version int64
 	var replies sql.NullInt64
@@ -141,47 +139,42 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 	if err != nil {
 		return nil, fmt.Errorf("load settings: %w", err)
 	}
-	// Channels go into the state whole, their members with them: the state
-	// keeps counts of them (buzz.NewCommunity).
-	channels := map[int64]*buzz.Channel{}
-	rows, err := q.QueryContext(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`)
+	var channels []*buzz.Channel
+	err = eachRow(ctx, q, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`,
+		func(rows *sql.Rows) error {
+			ch := &buzz.Channel{}
+			channels = append(channels, ch)
+			return rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted)
+		})
 	if err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		ch := &buzz.Channel{Members: map[string]buzz.Role{}}
-		if err := rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted); err != nil {
-			return nil, fmt.Errorf("load channels: %w", err)
-		}
-		channels[ch.Seq] = ch
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load channels: %w", err)
-	}
-	rows, err = q.QueryContext(ctx, `SELECT channel, pubkey, role FROM members`)
+	var members []buzz.MemberRow
+	err = eachRow(ctx, q, `SELECT channel, pubkey, role FROM members`, func(rows *sql.Rows) error {
+		var m buzz.MemberRow
+		err := rows.Scan(&m.Channel, &m.PubKey, &m.Role)
+		members = append(members, m)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("load members: %w", err)
 	}
+	return buzz.CommunityOf(policy, version, replies.Int64 != 0, channels, members), nil
+}
+
+// eachRow runs query and scan on each row of its result.
+func eachRow(ctx context.Context, q queryer, query string, scan func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
 	defer rows.Close()
 	for rows.Next() {
-		var seq int64
-		var pubkey []byte
-		var role buzz.Role
-		if err := rows.Scan(&seq, &pubkey, &role); err != nil {
-			return nil, fmt.Errorf("load members: %w", err)
-		}
-		if ch := channels[seq]; ch != nil {
-			ch.Members[hex.EncodeToString(pubkey)] = role
+		if err := scan(rows); err != nil {
+			return err
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load members: %w", err)
-	}
-	c := buzz.NewCommunity(policy, slices.Collect(maps.Values(channels))...)
-	c.Version = version
-	c.ThreadRepliesInChannel = replies.Int64 != 0
-	return c, nil
+	return rows.Err()
 }
 
 // applyConfiguredSetting makes the config file's thread_replies_in_channel
@@ -217,46 +210,6 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// community is the access state as this transaction sees it: what was
-// published, with the changes of the transaction's jobs so far.
-func (tx *writeTx) community() *buzz.Community {
-	if tx.work != nil {
-		return tx.work
-	}
-	return tx.base
-}
-
-// changeCommunity returns the transaction's own copy of the access state,
-// making it on the first change.
-func (tx *writeTx) changeCommunity() *buzz.Community {
-	if tx.work == nil {
-		tx.work = tx.base.Clone()
-	}
-	return tx.work
-}
-
-// channelState is the state of the channel numbered seq. A row the state
-// does not know (it cannot happen while every writer bumps access_version)
-// is taken as what it would be: an open channel without members.
-func (tx *writeTx) channelState(seq int64, h string) *buzz.Channel {
-	if ch := tx.community().ChannelBySeq(seq); ch != nil {
-		return ch
-	}
-	return &buzz.Channel{Seq: seq, H: h, Members: map[string]buzz.Role{}}
-}
-
-// stateChanged marks the group state of channel seq for renewal before the
-// commit; an import's jobs leave it to RenewGroupState.
-func (tx *writeTx) stateChanged(seq int64) {
-	if tx.deferState {
-		return
-	}
-	if tx.changed == nil {
-		tx.changed = map[int64]bool{}
-	}
-	tx.changed[seq] = true
-}
-
 // storedIn notes the channel and scope of an event the transaction
 // stored, whose window pages it changes.
 func (tx *writeTx) storedIn(channel, scope sql.NullInt64) {
@@ -280,38 +233,19 @@ func (s *Store) finish(tx *writeTx) error {
 			return fmt.Errorf("bump page version of channel %d: %w", c, err)
 		}
 	}
-	if tx.work == nil {
+	next := tx.access.Commit()
+	if next == nil {
 		return nil
 	}
-	tx.work.Version = tx.base.Version + 1
-	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_version", tx.work.Version); err != nil {
+	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_version", next.Version); err != nil {
 		return fmt.Errorf("bump access version: %w", err)
 	}
 	stamp := rand.Int64()
 	if _, err := tx.putSetting.ExecContext(tx.ctx, "access_stamp", stamp); err != nil {
 		return fmt.Errorf("stamp access version: %w", err)
 	}
-	s.writer.committing.Store(&committingState{state: tx.work, stamp: stamp})
-	if s.key == "" {
-		return nil
-	}
-	seqs := make([]int64, 0, len(tx.changed))
-	for seq := range tx.changed {
-		seqs = append(seqs, seq)
-	}
-	slices.Sort(seqs)
-	for _, seq := range seqs {
-		if err := s.renewGroupState(tx, tx.work.ChannelBySeq(seq)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// renewGroupState replaces the relay-signed group state of ch (RL-11): 39000
-// metadata, 39001 admins, 39002 members; a deleted channel's is removed.
-func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
-	return buzz.ReplaceGroupState(&groupStateTx{lookup: lookup{tx: tx}, s: s}, ch, s.key, s.pubkey, s.nowUnix())
+	s.writer.committing.Store(&committingState{state: next, stamp: stamp})
+	return tx.access.RenewGroupState(s.groupState(tx), s.key, s.pubkey, s.nowUnix())
 }
 
 // RenewGroupState signs and stores the group state of every channel afresh,
@@ -319,14 +253,7 @@ func (s *Store) renewGroupState(tx *writeTx, ch *buzz.Channel) error {
 // removes the group state another relay key signed.
 func (s *Store) RenewGroupState(ctx context.Context) error {
 	return s.writer.do(ctx, func(tx *writeTx) error {
-		c := tx.changeCommunity()
-		for _, ch := range c.Channels() {
-			tx.stateChanged(ch.Seq)
-		}
-		if s.key == "" {
-			return nil
-		}
-		return s.dropForeignGroupState(tx)
+		return tx.access.RenewEvery(s.groupState(tx), s.key, s.pubkey, s.nowUnix())
 	})
 }
 
@@ -339,18 +266,19 @@ const foreignGroupStateSQL = `SELECT seq FROM events INDEXED BY events_kind WHER
 // dropForeignGroupState removes the group state the relay key did not
 // sign and has the state of its channels signed afresh (RL-11, RL-21).
 func (s *Store) dropForeignGroupState(tx *writeTx) error {
-	return buzz.DropForeignGroupState(&groupStateTx{lookup: lookup{tx: tx}, s: s}, s.pubkey, s.nowUnix())
+	return buzz.DropForeignGroupState(s.groupState(tx), s.pubkey, s.nowUnix())
 }
 
-// groupStateTx is a write transaction as group state renewal uses it
+// groupStateTx is the writer's transaction as group state renewal uses it
 // (buzz.GroupStateTx).
 type groupStateTx struct {
-	lookup
-	s *Store
+	*lookup
+	tx *writeTx
+	s  *Store
 }
 
-func (g *groupStateTx) Remove(t *buzz.StoredEvent, now int64) error {
-	return g.tx.remove(g.found[t.Ref], now)
+func (s *Store) groupState(tx *writeTx) *groupStateTx {
+	return &groupStateTx{lookup: tx.newLookup(), tx: tx, s: s}
 }
 
 func (g *groupStateTx) AdmitOwn(ev *nostr.Event, now int64) error {
@@ -361,32 +289,15 @@ func (g *groupStateTx) AdmitOwn(ev *nostr.Event, now int64) error {
 	if _, err := g.s.ingest(g.tx, r, now, false); err != nil {
 		return err
 	}
-	g.tx.published = append(g.tx.published, ev)
+	g.Publish(ev)
 	return nil
 }
 
-func (g *groupStateTx) ForeignGroupState(pubkey string) ([]*buzz.StoredEvent, error) {
+func (g *groupStateTx) ForeignGroupState(pubkey string) ([]int64, error) {
 	key, _ := hex.DecodeString(pubkey)
 	rows, err := g.tx.foreignGroupState.QueryContext(g.tx.ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	seqs, err := readSeqs(rows)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*buzz.StoredEvent, len(seqs))
-	for i, seq := range seqs {
-		v, err := g.tx.bySeq(seq)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = g.fact(v)
-	}
-	return out, nil
-}
-
-func (g *groupStateTx) StateChanged(seq int64) {
-	g.tx.changeCommunity()
-	g.tx.stateChanged(seq)
+	return readSeqs(rows)
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // maxDepth bounds the walks up a thread's ancestry (CW-10).
@@ -54,42 +53,24 @@ func (s *Store) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, erro
 // outcome (nil when stored, else a *buzz.Rejection); err is a failure of
 // the batch as a whole, after which nothing of it is stored.
 func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes []error, err error) {
-	outcomes = make([]error, len(evs))
-	records := make([]*record, len(evs))
-	for i, ev := range evs {
-		records[i], outcomes[i] = newRecord(ev)
-	}
+	batch := buzz.PrepareBatch(evs, newRecord)
 	now := s.nowUnix()
 	err = s.writer.do(ctx, func(tx *writeTx) error {
-		tx.deferState = true
-		defer func() { tx.deferState = false }()
-		for i, r := range records {
-			if r == nil {
-				continue
-			}
-			_, outcomes[i] = s.ingest(tx, r, now, true)
-			if _, rejected := buzz.AsRejection(outcomes[i]); outcomes[i] != nil && !rejected {
-				return outcomes[i]
-			}
-		}
-		return nil
+		tx.access.Deferred = true
+		defer func() { tx.access.Deferred = false }()
+		return batch.Admit(func(r *record) error {
+			_, err := s.ingest(tx, r, now, true)
+			return err
+		})
 	})
-	return outcomes, err
+	return batch.Outcomes, err
 }
 
 // ingest admits one event in tx by buzz's rules (buzz.Admit): the live
 // writer, an import and the relay's own group state alike.
 func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.Admitted, error) {
 	tx.recounted = tx.recounted[:0]
-	return buzz.Admit(&admission{lookup: lookup{tx: tx}, r: r}, r.ev, buzz.AdmitInput{
-		H:         r.channel,
-		Thread:    r.thread,
-		Expires:   r.expiresAt.Valid,
-		ExpiresAt: r.expiresAt.Int64,
-		Relay:     s.pubkey,
-		Now:       now,
-		Importing: importing,
-	})
+	return buzz.Admit(&admission{lookup: tx.newLookup(), tx: tx, r: r}, r.Event, r.Input(s.pubkey, now, importing))
 }
 
 // recountedThreads describes the events whose thread counters this ingest
@@ -132,20 +113,6 @@ const (
 	rowTopLevel = int(buzz.RowTopLevel)
 )
 
-// classify places a stored event of channel number channel in its thread
-// again, as Backfill and Reclassify do, by the rules of ingest.
-func (tx *writeTx) classify(r *record, channel sql.NullInt64, now int64, importing bool) (classification, error) {
-	var h string
-	var ch *buzz.Channel
-	if channel.Valid {
-		ch = tx.channelState(channel.Int64, r.channel)
-		h = ch.H
-	}
-	lk := &lookup{tx: tx}
-	c, err := buzz.Classify(lk, r.ev, r.thread, h, ch, now, importing)
-	return columnsOf(c), err
-}
-
 // columnsOf is a classification as the events table stores it.
 func columnsOf(c buzz.Classification) classification {
 	cls := classification{broadcast: c.Broadcast, rowClass: int(c.Row)}
@@ -159,79 +126,11 @@ func columnsOf(c buzz.Classification) classification {
 	return cls
 }
 
-// lookup is what the rules of ingest (buzz.Lookup) read in the writer's
-// transaction. It keeps the records it found, so that the writes carrying
-// out the rules' decisions take them back by number without reading them
-// again.
-type lookup struct {
-	tx    *writeTx
-	found map[int64]*stored
-}
+// lookup is what the rules of ingest (buzz.Lookup) read in a write
+// transaction, keeping the rows it found for the writes.
+type lookup = buzz.WriteRows[*stored]
 
-// fact is what the rules know of s, which it keeps.
-func (l *lookup) fact(s *stored) *buzz.StoredEvent {
-	if s == nil {
-		return nil
-	}
-	if l.found == nil {
-		l.found = map[int64]*stored{}
-	}
-	l.found[s.seq] = s
-	return &buzz.StoredEvent{
-		Ref:        s.seq,
-		ID:         hex.EncodeToString(s.id),
-		PubKey:     hex.EncodeToString(s.pubkey),
-		Kind:       s.kind,
-		CreatedAt:  s.createdAt,
-		Channel:    s.channel.Int64,
-		Scope:      s.scope.Int64,
-		Classified: s.depth.Valid,
-		Depth:      s.depth.Int64,
-		RootRef:    s.root.Int64,
-		Deleted:    s.deletedAt.Valid,
-		ExpiresAt:  s.expiresAt.Int64,
-	}
-}
-
-// records are the stored records of events the rules chose.
-func (l *lookup) records(evs []*buzz.StoredEvent) []*stored {
-	out := make([]*stored, len(evs))
-	for i, e := range evs {
-		out[i] = l.found[e.Ref]
-	}
-	return out
-}
-
-func (l *lookup) EventByID(id string) (*buzz.StoredEvent, error) {
-	key, _ := nipcw.ID32(id)
-	s, err := l.tx.byID(key)
-	return l.fact(s), err
-}
-
-func (l *lookup) EventByRef(ref int64) (*buzz.StoredEvent, error) {
-	s, err := l.tx.bySeq(ref)
-	return l.fact(s), err
-}
-
-func (l *lookup) Versions(kind int, pubkey, d string) ([]*buzz.StoredEvent, error) {
-	key, err := nipcw.DecodeHex(pubkey, 32)
-	if err != nil {
-		return nil, fmt.Errorf("versions of %d:%s: %w", kind, pubkey, err)
-	}
-	vs, err := l.tx.versions(kind, key, d)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*buzz.StoredEvent, len(vs))
-	for i, v := range vs {
-		out[i] = l.fact(v)
-	}
-	return out, nil
-}
-
-func (l *lookup) ChannelNumber(h string) (int64, bool, error) { return l.tx.lookupChannel(h) }
-
-func (l *lookup) Community() *buzz.Community { return l.tx.community() }
+func (tx *writeTx) newLookup() *lookup { return buzz.NewWriteRows(tx.rows, tx.access) }
 
 func (tx *writeTx) byID(id []byte) (*stored, error) {
 	s, err := scanStored(tx.eventByID.QueryRowContext(tx.ctx, id))

@@ -79,18 +79,14 @@ type writeTx struct {
 	*writeStmts
 	channels map[string]int64
 
-	// base is the access state when the transaction began, work the
-	// transaction's changed copy of it (nil until a job changes it).
-	base, work *buzz.Community
-	// changed lists the channels whose group state must be renewed before
-	// the commit, published the group state events signed for them.
-	changed   map[int64]bool
-	published []*nostr.Event
+	// access is the access state as the transaction's jobs changed it,
+	// and the group state they changed; rows are the statements the rules
+	// read and write through (newLookup).
+	access *buzz.TxCommunity
+	rows   buzz.EventRows[*stored]
 	// stored lists the channels (and scopes) of the events the transaction
 	// stored: finish bumps their page versions once each.
 	stored map[int64]bool
-	// deferState leaves the group state to a later RenewGroupState (import).
-	deferState bool
 	// recounted lists the events whose thread counters the current job
 	// changed (CW-21).
 	recounted []int64
@@ -345,37 +341,17 @@ func (w *writer) newTx(ctx context.Context) (*writeTx, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.publishCommunity(fresh)
+		buzz.PublishNewer(&w.community, fresh)
 		base = fresh
 	}
-	return &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels, base: base, now: w.now()}, nil
+	tx := &writeTx{ctx: ctx, writeStmts: &w.stmts, channels: w.channels, access: buzz.NewTxCommunity(base), now: w.now()}
+	tx.rows = buzz.EventRows[*stored]{ByID: tx.byID, ByRef: tx.bySeq, Versions: tx.versions,
+		ChannelNumber: tx.lookupChannel, SoftDelete: tx.softDelete, Remove: tx.remove}
+	return tx, nil
 }
 
 // committed publishes what a committed transaction changed.
-func (w *writer) committed(tx *writeTx) {
-	if tx.work != nil {
-		w.publishCommunity(tx.work)
-	}
-	if len(tx.published) > 0 {
-		if fn := w.onPublish.Load(); fn != nil {
-			(*fn)(tx.published)
-		}
-	}
-}
-
-// publishCommunity makes c the access state everyone reads, unless a newer
-// one is published already.
-func (w *writer) publishCommunity(c *buzz.Community) {
-	for {
-		cur := w.community.Load()
-		if cur != nil && cur.Version > c.Version {
-			return
-		}
-		if w.community.CompareAndSwap(cur, c) {
-			return
-		}
-	}
-}
+func (w *writer) committed(tx *writeTx) { tx.access.Committed(&w.community, &w.onPublish) }
 
 // runEach runs every job of a batch in a transaction of its own: the slow
 // path after a failure, so that the failure stays the failing job's own.
