@@ -105,6 +105,24 @@ func AddToAncestors(rows ThreadRows, parent int64, pubkey []byte, at int64) erro
 // of seq: as a direct reply of seq when direct, else as an event further
 // down (a whole subtree moved below seq, Reclassify).
 func CountUp(rows ThreadRows, seq int64, direct bool, pubkey []byte, at int64) error {
+	return eachAncestor(rows, seq, func(_ int64, r *ThreadRow) error {
+		if direct {
+			r.Replies++
+		}
+		r.Descendants++
+		if !r.HasLastReply || at > r.LastReplyAt {
+			r.LastReplyAt, r.HasLastReply = at, true
+		}
+		r.Participants = threadcount.Merge(r.Participants, pubkey, at)
+		direct = false
+		return nil
+	})
+}
+
+// eachAncestor reads the row of seq and of every ancestor of seq, in that
+// order, has change update it and writes it back. An ancestry longer than
+// a thread can be is an error, not a loop.
+func eachAncestor(rows ThreadRows, seq int64, change func(seq int64, r *ThreadRow) error) error {
 	start := seq
 	for hops := 0; seq != 0; hops++ {
 		if hops > MaxDepth+1 {
@@ -114,18 +132,13 @@ func CountUp(rows ThreadRows, seq int64, direct bool, pubkey []byte, at int64) e
 		if err != nil {
 			return err
 		}
-		if direct {
-			r.Replies++
+		if err := change(seq, &r); err != nil {
+			return err
 		}
-		r.Descendants++
-		if !r.HasLastReply || at > r.LastReplyAt {
-			r.LastReplyAt, r.HasLastReply = at, true
-		}
-		r.Participants = threadcount.Merge(r.Participants, pubkey, at)
 		if err := rows.WriteThreadRow(seq, r); err != nil {
 			return err
 		}
-		seq, direct = r.Up, false
+		seq = r.Up
 	}
 	return nil
 }
@@ -156,15 +169,8 @@ func SoftDelete(rows ThreadRows, t CountedEvent, now int64) error {
 	}
 	// below holds the authors below child while they are known.
 	var below *subtreeAuthors
-	seq, child := t.Parent, t.Seq
-	for hops := 0; seq != 0; hops++ {
-		if hops > MaxDepth+1 {
-			return fmt.Errorf("thread ancestry of #%d does not end", t.Seq)
-		}
-		r, err := rows.ReadThreadRow(seq)
-		if err != nil {
-			return err
-		}
+	child := t.Seq
+	return eachAncestor(rows, t.Parent, func(seq int64, r *ThreadRow) error {
 		if child == t.Seq {
 			r.Replies = max(0, r.Replies-1)
 		}
@@ -173,7 +179,7 @@ func SoftDelete(rows ThreadRows, t CountedEvent, now int64) error {
 		case !(r.HasLastReply && t.CreatedAt >= r.LastReplyAt) && !wasNewestOf(r.Participants, t.PubKey, t.CreatedAt):
 			below = nil
 		case r.Up == 0:
-			if err := threadRecent(rows, seq, &r); err != nil {
+			if err := threadRecent(rows, seq, r); err != nil {
 				return err
 			}
 		default:
@@ -189,12 +195,9 @@ func SoftDelete(rows ThreadRows, t CountedEvent, now int64) error {
 			r.LastReplyAt, r.HasLastReply = below.lastReplyAt()
 			r.Participants = threadcount.Encode(below.top)
 		}
-		if err := rows.WriteThreadRow(seq, r); err != nil {
-			return err
-		}
-		seq, child = r.Up, seq
-	}
-	return nil
+		child = seq
+		return nil
+	})
 }
 
 // Remove takes a superseded or expired event out of every read:
