@@ -3,6 +3,7 @@ package buzz
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -104,6 +105,24 @@ func AddToAncestors(rows ThreadRows, parent int64, pubkey []byte, at int64) erro
 // of seq: as a direct reply of seq when direct, else as an event further
 // down (a whole subtree moved below seq, Reclassify).
 func CountUp(rows ThreadRows, seq int64, direct bool, pubkey []byte, at int64) error {
+	return eachAncestor(rows, seq, func(_ int64, r *ThreadRow) error {
+		if direct {
+			r.Replies++
+		}
+		r.Descendants++
+		if !r.HasLastReply || at > r.LastReplyAt {
+			r.LastReplyAt, r.HasLastReply = at, true
+		}
+		r.Participants = threadcount.Merge(r.Participants, pubkey, at)
+		direct = false
+		return nil
+	})
+}
+
+// eachAncestor reads the row of seq and of every ancestor of seq, in that
+// order, has change update it and writes it back. An ancestry longer than
+// a thread can be is an error, not a loop.
+func eachAncestor(rows ThreadRows, seq int64, change func(seq int64, r *ThreadRow) error) error {
 	start := seq
 	for hops := 0; seq != 0; hops++ {
 		if hops > MaxDepth+1 {
@@ -113,18 +132,13 @@ func CountUp(rows ThreadRows, seq int64, direct bool, pubkey []byte, at int64) e
 		if err != nil {
 			return err
 		}
-		if direct {
-			r.Replies++
+		if err := change(seq, &r); err != nil {
+			return err
 		}
-		r.Descendants++
-		if !r.HasLastReply || at > r.LastReplyAt {
-			r.LastReplyAt, r.HasLastReply = at, true
-		}
-		r.Participants = threadcount.Merge(r.Participants, pubkey, at)
 		if err := rows.WriteThreadRow(seq, r); err != nil {
 			return err
 		}
-		seq, direct = r.Up, false
+		seq = r.Up
 	}
 	return nil
 }
@@ -155,15 +169,8 @@ func SoftDelete(rows ThreadRows, t CountedEvent, now int64) error {
 	}
 	// below holds the authors below child while they are known.
 	var below *subtreeAuthors
-	seq, child := t.Parent, t.Seq
-	for hops := 0; seq != 0; hops++ {
-		if hops > MaxDepth+1 {
-			return fmt.Errorf("thread ancestry of #%d does not end", t.Seq)
-		}
-		r, err := rows.ReadThreadRow(seq)
-		if err != nil {
-			return err
-		}
+	child := t.Seq
+	return eachAncestor(rows, t.Parent, func(seq int64, r *ThreadRow) error {
 		if child == t.Seq {
 			r.Replies = max(0, r.Replies-1)
 		}
@@ -172,7 +179,7 @@ func SoftDelete(rows ThreadRows, t CountedEvent, now int64) error {
 		case !(r.HasLastReply && t.CreatedAt >= r.LastReplyAt) && !wasNewestOf(r.Participants, t.PubKey, t.CreatedAt):
 			below = nil
 		case r.Up == 0:
-			if err := threadRecent(rows, seq, &r); err != nil {
+			if err := threadRecent(rows, seq, r); err != nil {
 				return err
 			}
 		default:
@@ -188,12 +195,9 @@ func SoftDelete(rows ThreadRows, t CountedEvent, now int64) error {
 			r.LastReplyAt, r.HasLastReply = below.lastReplyAt()
 			r.Participants = threadcount.Encode(below.top)
 		}
-		if err := rows.WriteThreadRow(seq, r); err != nil {
-			return err
-		}
-		seq, child = r.Up, seq
-	}
-	return nil
+		child = seq
+		return nil
+	})
 }
 
 // Remove takes a superseded or expired event out of every read:
@@ -360,20 +364,29 @@ func (a *subtreeAuthors) lastReplyAt() (at int64, ok bool) {
 // Placing is a stored channel event that a backfill or a reclassify
 // places in its thread again, as those rules read it.
 type Placing struct {
-	Ref int64
-	// Event holds its kind, tags and author (lowercase hex): what
-	// Classify reads.
-	Event     *nostr.Event
+	Ref       int64
+	Kind      int
+	Tags      nostr.Tags
 	PubKey    []byte
 	CreatedAt int64
 	Deleted   bool
 	// Classified and Depth are its place as stored.
 	Classified bool
 	Depth      int64
-	// H and Channel are the channel it names and that channel's state;
-	// nil when it names none.
-	H       string
+	// Channel is the state of the channel it names; nil when it names
+	// none.
 	Channel *Channel
+}
+
+// classify is Classify of p as ingest would see it now: its kind, tags
+// and author (lowercase hex), in the channel it names.
+func (p *Placing) classify(l Lookup, thread ThreadTags, now int64, importing bool) (Classification, error) {
+	h := ""
+	if p.Channel != nil {
+		h = p.Channel.H
+	}
+	ev := &nostr.Event{Kind: p.Kind, Tags: p.Tags, PubKey: hex.EncodeToString(p.PubKey)}
+	return Classify(l, ev, thread, h, p.Channel, now, importing)
 }
 
 // MovedReply is a reply below a top-level event that a reclassify moves
@@ -420,7 +433,7 @@ func BackfillOne(rows PlacingRows, ref, now int64) (bool, error) {
 	}
 	// Its author's view: a reply in a private channel finds its parent
 	// as its author, a member, does.
-	c, err := Classify(rows, p.Event, ParseThreadTags(p.Event.Tags), p.H, p.Channel, now, true)
+	c, err := p.classify(rows, ParseThreadTags(p.Tags), now, true)
 	if _, rejected := AsRejection(err); err != nil && !rejected {
 		return false, fmt.Errorf("backfill #%d: %w", ref, err)
 	}
@@ -450,14 +463,14 @@ func BackfillOne(rows PlacingRows, ref, now int64) (bool, error) {
 // bound or has a root marker naming another root.
 func ReclassifyOne(rows ReclassifyRows, ref, now int64) (candidate, moved bool, err error) {
 	p, err := rows.Placing(ref)
-	if err != nil || p == nil || p.Channel == nil || !p.Classified || p.Depth != 0 || !nipcw.IsClassifiedKind(p.Event.Kind) {
+	if err != nil || p == nil || p.Channel == nil || !p.Classified || p.Depth != 0 || !nipcw.IsClassifiedKind(p.Kind) {
 		return false, false, err
 	}
-	thread := ParseThreadTags(p.Event.Tags)
+	thread := ParseThreadTags(p.Tags)
 	if thread.Parent == "" {
 		return false, false, nil
 	}
-	c, err := Classify(rows, p.Event, thread, p.H, p.Channel, now, false)
+	c, err := p.classify(rows, thread, now, false)
 	if _, refused := AsRejection(err); refused {
 		return true, false, nil
 	}
@@ -510,14 +523,70 @@ func ReclassifyOne(rows ReclassifyRows, ref, now int64) (candidate, moved bool, 
 // serving.
 const BackfillPageSize = 200
 
-// BackfillPass looks at every unclassified channel message once, page
-// after page: page runs one write transaction over the next candidates
-// after its cursor (which it moves only when the transaction commits: a
-// writer may run a job twice) and reports how many it saw and classified.
-// It returns how many the pass classified and how many still wait.
-func BackfillPass(ctx context.Context, page func(context.Context) (seen, classified int, err error)) (classified, waiting int, err error) {
+// BackfillCursor is where a backfill pass stands: the created_at and id
+// of the last candidate it looked at, the order it takes them in.
+type BackfillCursor struct {
+	At int64
+	ID []byte
+}
+
+// BackfillTx is one write transaction of a backfill: one page of
+// candidates.
+type BackfillTx interface {
+	// Unclassified lists the unclassified channel messages after cursor
+	// after in (created_at, id) order, at most limit, and the cursor of
+	// the last one.
+	Unclassified(after BackfillCursor, limit int) (seqs []int64, last BackfillCursor, err error)
+	// PlacingRows are rows over the transaction, asked for afresh for
+	// every candidate (an earlier one may have placed its parent).
+	PlacingRows() PlacingRows
+}
+
+// ReclassifyTx is one write transaction of a reclassify: one page of
+// candidates.
+type ReclassifyTx interface {
+	// TopLevelAfter lists the channel events stored top-level after
+	// store number after, in store order, at most limit.
+	TopLevelAfter(after int64, limit int) ([]int64, error)
+	// ReclassifyRows are rows over the transaction, asked for afresh for
+	// every candidate.
+	ReclassifyRows() ReclassifyRows
+}
+
+// Backfill classifies the channel messages stored unclassified (CW-12:
+// imported before their parent, or before classification existed) whose
+// parent is served now, each with BackfillOne: exactly as ingest would
+// have. Parents go before their replies: each pass takes the candidates
+// oldest first, and passes repeat while one classifies anything, so a
+// reply whose parent was classified in a pass is taken in the next. It is
+// idempotent, and safe while the relay serves: write runs job as one
+// short write transaction of the store at its time now, and may run it
+// twice.
+func Backfill(ctx context.Context, write func(ctx context.Context, job func(tx BackfillTx, now int64) error) error) (BackfillResult, error) {
+	return BackfillPasses(ctx, func(ctx context.Context) (classified, waiting int, err error) {
+		return backfillPass(ctx, write)
+	})
+}
+
+// backfillPass looks at every unclassified channel message once, a page
+// a transaction, and returns how many it classified and how many still
+// wait. The cursor moves only when a page's transaction commits.
+func backfillPass(ctx context.Context, write func(context.Context, func(BackfillTx, int64) error) error) (classified, waiting int, err error) {
+	after := BackfillCursor{At: -1 << 62}
 	for {
-		seen, n, err := page(ctx)
+		var (
+			seen, n int
+			last    BackfillCursor
+		)
+		err := write(ctx, func(tx BackfillTx, now int64) error {
+			seqs, end, err := tx.Unclassified(after, BackfillPageSize)
+			if err != nil {
+				return fmt.Errorf("backfill: %w", err)
+			}
+			seen, last = len(seqs), end
+			n, err = backfillEach(tx.PlacingRows, seqs, now)
+			return err
+		})
 		if err != nil {
 			return classified, waiting, err
 		}
@@ -526,13 +595,13 @@ func BackfillPass(ctx context.Context, page func(context.Context) (seen, classif
 		if seen < BackfillPageSize {
 			return classified, waiting, nil
 		}
+		after = last
 	}
 }
 
-// BackfillEach classifies candidates seqs with BackfillOne, each over rows
-// fresh from the transaction (an earlier one may have placed its parent),
-// and reports how many it classified.
-func BackfillEach(rows func() PlacingRows, seqs []int64, now int64) (int, error) {
+// backfillEach classifies candidates seqs with BackfillOne, each over rows
+// fresh from the transaction, and reports how many it classified.
+func backfillEach(rows func() PlacingRows, seqs []int64, now int64) (int, error) {
 	n := 0
 	for _, seq := range seqs {
 		ok, err := BackfillOne(rows(), seq, now)
@@ -544,4 +613,71 @@ func BackfillEach(rows func() PlacingRows, seqs []int64, now int64) (int, error)
 		}
 	}
 	return n, nil
+}
+
+// ReclassifyResult says what a Reclassify did.
+type ReclassifyResult struct {
+	// Reclassified is how many top-level events became replies, each with
+	// the replies below it.
+	Reclassified int
+	// Kept is how many stay top-level although their tags now make them
+	// replies: live ingest would refuse them today (the root missing,
+	// deleted, in another channel, itself a reply, or the thread too
+	// deep), or a reply below them has a root marker that the move would
+	// contradict.
+	Kept int
+}
+
+// Reclassify recomputes the classification of channel events stored
+// top-level whose tags make them replies since CW-10 changed on 2026-12-03:
+// a `root` marker without a `reply` one (a NIP-10 direct reply). Each goes
+// through ReclassifyOne, so that Check finds the counters exact, in store
+// order, the order ingest saw them. It walks every event stored after its
+// cursor (a range of store numbers: an operator's command may be linear)
+// once; write runs job as one short write transaction of the store at its
+// time now, so the relay keeps serving, and may run it twice. A second run
+// changes nothing.
+func Reclassify(ctx context.Context, write func(ctx context.Context, job func(tx ReclassifyTx, now int64) error) error) (ReclassifyResult, error) {
+	var (
+		res  ReclassifyResult
+		last int64
+	)
+	for {
+		var (
+			seen, moved, kept int
+			after             int64
+		)
+		err := write(ctx, func(tx ReclassifyTx, now int64) error {
+			// Every run of the job starts from the same cursor and counts
+			// afresh.
+			seen, after, moved, kept = 0, last, 0, 0
+			seqs, err := tx.TopLevelAfter(last, BackfillPageSize)
+			if err != nil {
+				return fmt.Errorf("reclassify: %w", err)
+			}
+			seen = len(seqs)
+			for _, seq := range seqs {
+				after = seq
+				candidate, ok, err := ReclassifyOne(tx.ReclassifyRows(), seq, now)
+				switch {
+				case err != nil:
+					return err
+				case ok:
+					moved++
+				case candidate:
+					kept++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+		res.Reclassified += moved
+		res.Kept += kept
+		last = after
+		if seen < BackfillPageSize {
+			return res, nil
+		}
+	}
 }

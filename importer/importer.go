@@ -109,46 +109,9 @@ func Run(ctx context.Context, r io.Reader, store Store, opts Options) (Summary, 
 	readErr := make(chan error, 1)
 	go func() {
 		defer close(lines)
-		br := bufio.NewReaderSize(counter, 1<<20)
-		for n := 1; ; n++ {
-			text, overlong, err := readLine(br)
-			if len(text) > 0 || overlong || err == nil {
-				select {
-				case lines <- line{n: n, text: text, overlong: overlong}:
-				case <-ctx.Done():
-					readErr <- ctx.Err()
-					return
-				}
-			}
-			if err == io.EOF {
-				readErr <- nil
-				return
-			}
-			if err != nil {
-				readErr <- fmt.Errorf("read line %d: %w", n, err)
-				return
-			}
-		}
+		readErr <- readLines(ctx, counter, lines)
 	}()
-	// Verification is the cost of an import: every core does it, with one
-	// hash for id and signature and the parsed keys of authors seen.
-	var wg sync.WaitGroup
-	verifier := &verify.Verifier{}
-	for range runtime.NumCPU() {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l := range lines {
-				p := parse(l, verifier, opts.NoVerify, now())
-				select {
-				case results <- p:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}()
-	}
-	go func() { wg.Wait(); close(results) }()
+	go parseLines(ctx, lines, results, opts.NoVerify, now)
 
 	// Lines come back from the workers out of order; they are stored in
 	// file order, so that what a file says first happens first.
@@ -242,6 +205,53 @@ func Run(ctx context.Context, r io.Reader, store Store, opts Options) (Summary, 
 		opts.Progress(counter.n.Load(), sum.Lines)
 	}
 	return sum, nil
+}
+
+// readLines sends the lines of r, numbered from 1, until r ends or ctx
+// is done.
+func readLines(ctx context.Context, r io.Reader, lines chan<- line) error {
+	br := bufio.NewReaderSize(r, 1<<20)
+	for n := 1; ; n++ {
+		text, overlong, err := readLine(br)
+		if len(text) > 0 || overlong || err == nil {
+			select {
+			case lines <- line{n: n, text: text, overlong: overlong}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read line %d: %w", n, err)
+		}
+	}
+}
+
+// parseLines parses lines into results, in no order, and closes results
+// when lines is closed and parsed or ctx is done. Verification is the
+// cost of an import: every core does it, with one hash for id and
+// signature and the parsed keys of authors seen.
+func parseLines(ctx context.Context, lines <-chan line, results chan<- parsed, noVerify bool, now func() time.Time) {
+	var wg sync.WaitGroup
+	verifier := &verify.Verifier{}
+	for range runtime.NumCPU() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for l := range lines {
+				p := parse(l, verifier, noVerify, now())
+				select {
+				case results <- p:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(results)
 }
 
 // parse decodes and checks one line: JSON, the submission rules every

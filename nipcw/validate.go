@@ -206,40 +206,11 @@ func validatePage(evs []*nostr.Event, channel string, sent *Cursor, relay string
 		return nil, unusable(b.i, "next_cursor does not advance past the request cursor")
 	}
 
-	// Rows: verified, in the channel, in window order, after the request
-	// cursor and not past next_cursor (CW-15, CW-17).
-	rowIDs := make(map[string]bool, len(rows))
-	for n, r := range rows {
-		ev := r.ev
-		if !IsClassifiedKind(ev.Kind) {
-			return nil, unusable(r.i, "kind %d is never a row", ev.Kind)
-		}
-		if !ev.CheckID() {
-			return nil, unusable(r.i, "row id does not match its content")
-		}
-		if verify && !validSig(ev) {
-			return nil, unusable(r.i, "row signature is invalid")
-		}
-		if !inChannel(ev, ch) {
-			return nil, unusable(r.i, "row is not in the channel")
-		}
-		id := strings.ToLower(ev.ID)
-		at := int64(ev.CreatedAt)
-		if n > 0 {
-			prev := rows[n-1].ev
-			if !precedes(int64(prev.CreatedAt), strings.ToLower(prev.ID), at, id) {
-				return nil, unusable(r.i, "rows out of order")
-			}
-		}
-		if sent != nil && !precedes(sent.CreatedAt, sent.ID, at, id) {
-			return nil, unusable(r.i, "row is not after the request cursor")
-		}
-		if next != nil && precedes(next.CreatedAt, next.ID, at, id) {
-			return nil, unusable(r.i, "row lies past next_cursor")
-		}
-		rowIDs[id] = true
-		p.Rows = append(p.Rows, ev)
+	rowIDs, pageRows, err := checkRows(rows, ch, sent, next, verify)
+	if err != nil {
+		return nil, err
 	}
+	p.Rows = pageRows
 
 	// Summaries: one per row with replies, none for anything else (CW-19).
 	for _, s := range summaries {
@@ -276,6 +247,45 @@ func validatePage(evs []*nostr.Event, channel string, sent *Cursor, relay string
 	}
 	p.Overlays = append(p.Overlays, b.ev)
 	return p, nil
+}
+
+// checkRows checks the rows of a page: verified, in the channel, in
+// window order, after the request cursor and not past next_cursor (CW-15,
+// CW-17). It returns their ids (lowercase) and events.
+func checkRows(rows []indexed, ch string, sent, next *Cursor, verify bool) (ids map[string]bool, out []*nostr.Event, err *PageError) {
+	ids = make(map[string]bool, len(rows))
+	for n, r := range rows {
+		ev := r.ev
+		if !IsClassifiedKind(ev.Kind) {
+			return nil, nil, unusable(r.i, "kind %d is never a row", ev.Kind)
+		}
+		if !ev.CheckID() {
+			return nil, nil, unusable(r.i, "row id does not match its content")
+		}
+		if verify && !validSig(ev) {
+			return nil, nil, unusable(r.i, "row signature is invalid")
+		}
+		if !inChannel(ev, ch) {
+			return nil, nil, unusable(r.i, "row is not in the channel")
+		}
+		id := strings.ToLower(ev.ID)
+		at := int64(ev.CreatedAt)
+		if n > 0 {
+			prev := rows[n-1].ev
+			if !precedes(int64(prev.CreatedAt), strings.ToLower(prev.ID), at, id) {
+				return nil, nil, unusable(r.i, "rows out of order")
+			}
+		}
+		if sent != nil && !precedes(sent.CreatedAt, sent.ID, at, id) {
+			return nil, nil, unusable(r.i, "row is not after the request cursor")
+		}
+		if next != nil && precedes(next.CreatedAt, next.ID, at, id) {
+			return nil, nil, unusable(r.i, "row lies past next_cursor")
+		}
+		ids[id] = true
+		out = append(out, ev)
+	}
+	return ids, out, nil
 }
 
 // checkOverlay is CL-3 for one overlay: its id always; with relay set its

@@ -2,57 +2,40 @@ package postgres
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
-
-	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
-// Backfill classifies the channel messages stored unclassified (CW-12)
-// whose parents are classified now, pass after pass until one classifies
-// nothing (a reply classified in a pass can be the parent of one the pass
-// saw before it): how many it classified, how many still wait.
+// Backfill classifies the channel messages stored unclassified whose
+// parents are classified now, by buzz.Backfill (CW-12): every page is one
+// write transaction.
 func (s *Store) Backfill(ctx context.Context) (buzz.BackfillResult, error) {
-	return buzz.BackfillPasses(ctx, s.backfillPass)
+	return buzz.Backfill(ctx, func(ctx context.Context, job func(buzz.BackfillTx, int64) error) error {
+		return s.write(ctx, func(tx *writeTx) error { return job(tx, tx.now) })
+	})
 }
 
-// backfillPass looks at every unclassified event once, in (created_at,
-// id) order, a page a transaction.
-func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err error) {
-	lastAt, lastID := int64(-1<<62), []byte{}
-	return buzz.BackfillPass(ctx, func(ctx context.Context) (seen, n int, err error) {
-		err = s.write(ctx, func(tx *writeTx) error {
-			rows, err := tx.tx.Query(tx.ctx, `SELECT seq, created_at, id FROM events
-				WHERE depth IS NULL AND row_class = 2 AND (created_at, id) > ($1, $2)
-				ORDER BY created_at, id LIMIT $3`, lastAt, lastID, buzz.BackfillPageSize)
-			if err != nil {
-				return fmt.Errorf("backfill: %w", err)
-			}
-			var seqs []int64
-			at, id := lastAt, lastID
-			for rows.Next() {
-				var seq int64
-				if err := rows.Scan(&seq, &at, &id); err != nil {
-					rows.Close()
-					return fmt.Errorf("backfill: %w", err)
-				}
-				seqs = append(seqs, seq)
-			}
-			if err := rows.Err(); err != nil {
-				return fmt.Errorf("backfill: %w", err)
-			}
-			seen = len(seqs)
-			if n, err = buzz.BackfillEach(tx.placingRows, seqs, tx.now); err != nil {
-				return err
-			}
-			lastAt, lastID = at, id
-			return nil
-		})
-		return seen, n, err
-	})
+// Unclassified lists the next candidates of Backfill in (created_at, id)
+// order.
+func (tx *writeTx) Unclassified(after buzz.BackfillCursor, limit int) ([]int64, buzz.BackfillCursor, error) {
+	rows, err := tx.tx.Query(tx.ctx, `SELECT seq, created_at, id FROM events
+		WHERE depth IS NULL AND row_class = 2 AND (created_at, id) > ($1, $2)
+		ORDER BY created_at, id LIMIT $3`, after.At, after.ID, limit)
+	if err != nil {
+		return nil, after, err
+	}
+	defer rows.Close()
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq, &after.At, &after.ID); err != nil {
+			return nil, after, err
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, after, rows.Err()
 }
 
 // placingRows are buzz.PlacingRows in the write transaction: Placing
@@ -62,7 +45,8 @@ type placingRows struct {
 	*threadRows
 }
 
-func (tx *writeTx) placingRows() buzz.PlacingRows {
+// PlacingRows are placingRows in the write transaction.
+func (tx *writeTx) PlacingRows() buzz.PlacingRows {
 	return placingRows{lookup: tx.newLookup(), threadRows: tx.threadRows(nil)}
 }
 
@@ -77,11 +61,10 @@ func (r placingRows) Placing(ref int64) (*buzz.Placing, error) {
 		return nil, fmt.Errorf("read event #%d: %w", ref, err)
 	}
 	r.target = t
-	p := &buzz.Placing{Ref: ref, Event: &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)},
-		PubKey: t.pubkey, CreatedAt: t.createdAt, Deleted: t.deletedAt != nil, Classified: t.depth != nil, Depth: value(t.depth)}
+	p := &buzz.Placing{Ref: ref, Kind: t.kind, Tags: tags, PubKey: t.pubkey, CreatedAt: t.createdAt,
+		Deleted: t.deletedAt != nil, Classified: t.depth != nil, Depth: value(t.depth)}
 	if t.channel != nil {
 		p.Channel = tx.access.Channel(*t.channel, "")
-		p.H = p.Channel.H
 	}
 	return p, nil
 }

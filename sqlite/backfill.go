@@ -3,65 +3,38 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
-	"errors"
 	"fmt"
-
-	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // Backfill classifies the channel messages stored without thread metadata
-// (CW-12: imported before their parent, or before classification existed)
-// whose parent is now stored, exactly as ingest would have: depth, root and
-// row class, and the counters of every ancestor. Parents go before their
-// replies: each pass takes the candidates oldest first, and passes repeat
-// while one classifies anything, so a reply whose parent was classified
-// in this pass is taken in the next. It is idempotent, and safe while the
-// relay serves: every page is one short writer job.
+// whose parent is now stored, by buzz.Backfill (CW-12): every page is one
+// writer job.
 func (s *Store) Backfill(ctx context.Context) (buzz.BackfillResult, error) {
-	return buzz.BackfillPasses(ctx, s.backfillPass)
+	return buzz.Backfill(ctx, func(ctx context.Context, job func(buzz.BackfillTx, int64) error) error {
+		now := s.nowUnix()
+		return s.writer.do(ctx, func(tx *writeTx) error { return job(tx, now) })
+	})
 }
 
-func (s *Store) backfillPass(ctx context.Context) (classified, waiting int, err error) {
-	var (
-		lastAt int64 = -1 << 62
-		lastID []byte
-	)
-	return buzz.BackfillPass(ctx, func(ctx context.Context) (seen, n int, err error) {
-		now := s.nowUnix()
-		err = s.writer.do(ctx, func(tx *writeTx) error {
-			rows, err := tx.unclassified.QueryContext(tx.ctx, lastAt, lastID, buzz.BackfillPageSize)
-			if err != nil {
-				return fmt.Errorf("backfill: %w", err)
-			}
-			var (
-				seqs []int64
-				at   = lastAt
-				id   = lastID
-			)
-			for rows.Next() {
-				var seq int64
-				if err := rows.Scan(&seq, &at, &id); err != nil {
-					rows.Close()
-					return fmt.Errorf("backfill: %w", err)
-				}
-				seqs = append(seqs, seq)
-			}
-			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-				return fmt.Errorf("backfill: %w", err)
-			}
-			seen = len(seqs)
-			if n, err = buzz.BackfillEach(tx.placingRows, seqs, now); err != nil {
-				return err
-			}
-			lastAt, lastID = at, id
-			return nil
-		})
-		return seen, n, err
-	})
+// Unclassified runs writeStmts.unclassified.
+func (tx *writeTx) Unclassified(after buzz.BackfillCursor, limit int) ([]int64, buzz.BackfillCursor, error) {
+	rows, err := tx.unclassified.QueryContext(tx.ctx, after.At, after.ID, limit)
+	if err != nil {
+		return nil, after, err
+	}
+	defer rows.Close()
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq, &after.At, &after.ID); err != nil {
+			return nil, after, err
+		}
+		seqs = append(seqs, seq)
+	}
+	return seqs, after, rows.Err()
 }
 
 // placingRows are buzz.PlacingRows over the writer's transaction.
@@ -70,10 +43,11 @@ type placingRows struct {
 	threadRows
 }
 
-func (tx *writeTx) placingRows() buzz.PlacingRows { return tx.reclassifyRows() }
+// PlacingRows are placingRows over the writer's transaction.
+func (tx *writeTx) PlacingRows() buzz.PlacingRows { return tx.ReclassifyRows() }
 
-// reclassifyRows are buzz.ReclassifyRows over the writer's transaction.
-func (tx *writeTx) reclassifyRows() buzz.ReclassifyRows {
+// ReclassifyRows are placingRows over the writer's transaction.
+func (tx *writeTx) ReclassifyRows() buzz.ReclassifyRows {
 	return placingRows{lookup: tx.newLookup(), threadRows: threadRows{tx: tx}}
 }
 
@@ -87,11 +61,10 @@ func (r placingRows) Placing(ref int64) (*buzz.Placing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read event #%d: %w", ref, err)
 	}
-	p := &buzz.Placing{Ref: ref, Event: &nostr.Event{Kind: t.kind, Tags: tags, PubKey: hex.EncodeToString(t.pubkey)},
-		PubKey: t.pubkey, CreatedAt: t.createdAt, Deleted: t.deletedAt.Valid, Classified: t.depth.Valid, Depth: t.depth.Int64}
+	p := &buzz.Placing{Ref: ref, Kind: t.kind, Tags: tags, PubKey: t.pubkey, CreatedAt: t.createdAt,
+		Deleted: t.deletedAt.Valid, Classified: t.depth.Valid, Depth: t.depth.Int64}
 	if t.channel.Valid {
 		p.Channel = tx.access.Channel(t.channel.Int64, "")
-		p.H = p.Channel.H
 	}
 	return p, nil
 }

@@ -79,17 +79,7 @@ func (r threadRows) SubtreeAuthors(seq, known int64, each func(threadcount.Parti
 		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var (
-			p threadcount.Participant
-			n int64
-		)
-		if err := rows.Scan(&p.PubKey, &p.At, &n); err != nil {
-			return fmt.Errorf("read subtree of #%d: %w", seq, err)
-		}
-		each(p, n)
-	}
-	if err := rows.Err(); err != nil {
+	if err := threadcount.ScanAuthors(rows, each); err != nil {
 		return fmt.Errorf("read subtree of #%d: %w", seq, err)
 	}
 	return nil
@@ -100,7 +90,8 @@ func (r threadRows) NewestInThread(root int64, limit int, each func(threadcount.
 	if err != nil {
 		return fmt.Errorf("read thread #%d: %w", root, err)
 	}
-	if err := scanParticipants(rows, each); err != nil {
+	defer rows.Close()
+	if err := threadcount.ScanParticipants(rows, each); err != nil {
 		return fmt.Errorf("read thread #%d: %w", root, err)
 	}
 	return nil
@@ -127,27 +118,12 @@ func (r threadRows) ThreadAuthors(root int64, each func(threadcount.Participant)
 	if err != nil {
 		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
 	}
-	err = scanParticipants(rows, func(p threadcount.Participant) bool { each(p); return true })
+	defer rows.Close()
+	err = threadcount.ScanParticipants(rows, func(p threadcount.Participant) bool { each(p); return true })
 	if err != nil {
 		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
 	}
 	return nil
-}
-
-// scanParticipants calls each with the (pubkey, created_at) rows until
-// it returns false, and closes the rows.
-func scanParticipants(rows *sql.Rows, each func(threadcount.Participant) bool) error {
-	defer rows.Close()
-	for rows.Next() {
-		var p threadcount.Participant
-		if err := rows.Scan(&p.PubKey, &p.At); err != nil {
-			return err
-		}
-		if !each(p) {
-			return nil
-		}
-	}
-	return rows.Err()
 }
 
 func (r threadRows) MarkDeleted(seq, now int64) (bool, error) {

@@ -90,12 +90,7 @@ func testQueryFilters(t *testing.T, open Opener) {
 	id := func(name string) string { return fx.ev[name].ID }
 	zeros := strings.Repeat("0", 64)
 
-	cases := []struct {
-		name  string
-		f     nostr.Filter
-		want  []string // names of the matching events, in any order
-		limit int      // expected length of Query when the filter has a limit
-	}{
+	cases := []qtFilterCase{
 		{name: "empty filter returns every visible event", f: nostr.Filter{}, want: fx.visible},
 
 		// ids
@@ -208,27 +203,39 @@ func testQueryFilters(t *testing.T, open Opener) {
 	}
 
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			evs := make([]*nostr.Event, 0, len(tc.want))
-			for _, name := range tc.want {
-				ev, ok := fx.ev[name]
-				if !ok {
-					t.Fatalf("bad case: no event %q", name)
-				}
-				evs = append(evs, ev)
-			}
-			want := Ordered(evs)
-			if tc.limit > 0 {
-				want = want[:tc.limit]
-			}
-			got := QueryIDs(t, fx.s, tc.f, buzz.Anonymous)
-			if !slices.Equal(got, want) {
-				t.Errorf("Query(%v)\n got %s\nwant %s", tc.f, fx.names(got), fx.names(want))
-			}
-			if n := Count(t, fx.s, tc.f, buzz.Anonymous); n != int64(len(tc.want)) {
-				t.Errorf("Count(%v) = %d, want %d", tc.f, n, len(tc.want))
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { fx.checkFilter(t, tc) })
+	}
+}
+
+// qtFilterCase is a filter of testQueryFilters and what it matches.
+type qtFilterCase struct {
+	name  string
+	f     nostr.Filter
+	want  []string // names of the matching events, in any order
+	limit int      // expected length of Query when the filter has a limit
+}
+
+// checkFilter checks that Query answers tc's filter with its events in
+// order, and Count with their number.
+func (fx *qtFixture) checkFilter(t *testing.T, tc qtFilterCase) {
+	evs := make([]*nostr.Event, 0, len(tc.want))
+	for _, name := range tc.want {
+		ev, ok := fx.ev[name]
+		if !ok {
+			t.Fatalf("bad case: no event %q", name)
+		}
+		evs = append(evs, ev)
+	}
+	want := Ordered(evs)
+	if tc.limit > 0 {
+		want = want[:tc.limit]
+	}
+	got := QueryIDs(t, fx.s, tc.f, buzz.Anonymous)
+	if !slices.Equal(got, want) {
+		t.Errorf("Query(%v)\n got %s\nwant %s", tc.f, fx.names(got), fx.names(want))
+	}
+	if n := Count(t, fx.s, tc.f, buzz.Anonymous); n != int64(len(tc.want)) {
+		t.Errorf("Count(%v) = %d, want %d", tc.f, n, len(tc.want))
 	}
 }
 

@@ -70,84 +70,136 @@ func newTTFixture(t *testing.T, open Opener) *ttFixture {
 // NIP-10 marked e tags, and the live-ingest rejections.
 func testThreadClassification(t *testing.T, open Opener) {
 	f := newTTFixture(t, open)
-	top := Class{Depth: 0, RowClass: rowTopLevel}
-	topB := Class{Depth: 0, RowClass: rowTopLevel, Broadcast: true}
-	unclassified := Class{Depth: -1, RowClass: rowNever}
-	d1 := func(bc bool, rc int) Class {
-		return Class{Depth: 1, Parent: f.R, Root: f.R, Broadcast: bc, RowClass: rc}
+	var cases []ttCase
+	for _, group := range []func(*ttFixture) []ttCase{ttNotReplyCases, ttReplyCases, ttRootOnlyCases,
+		ttRootMarkerCases, ttBroadcastCases, ttParentCases, ttKindCases, ttAuxCases} {
+		cases = append(cases, group(f)...)
 	}
-	d2 := Class{Depth: 2, Parent: f.C1, Root: f.R, RowClass: rowReply}
-	d3 := Class{Depth: 3, Parent: f.G, Root: f.R, RowClass: rowReply}
-	up := strings.ToUpper
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) { ttClassify(t, f, i, c) })
+	}
+}
 
-	type tc struct {
-		name string
-		req  string // requirement
-		kind int    // 0 means 9
-		tags func() nostr.Tags
-		want Class
-		err  error
+// ttCase is an event of channel ttChan that testThreadClassification
+// ingests, and the class it should get or the rejection.
+type ttCase struct {
+	name string
+	req  string // requirement
+	kind int    // 0 means 9
+	tags func() nostr.Tags
+	want Class
+	err  error
+}
+
+// ttClassify ingests case c, the i-th, and checks its class or its
+// rejection.
+func ttClassify(t *testing.T, f *ttFixture, i int, c ttCase) {
+	// c.req names the requirement this case proves.
+	kind := c.kind
+	if kind == 0 {
+		kind = 9
 	}
-	cases := []tc{
-		// Not replies: depth 0, a row in both modes.
-		{name: "no e tags", req: "CW-10", tags: func() nostr.Tags { return nil }, want: top},
-		{name: "positional e tags", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttE(f.R), ttE(f.C1)} }, want: top},
+	tags := append(nostr.Tags{ttH(ttChan)}, c.tags()...)
+	ev := f.a.Event(t, kind, ttBase+1000+int64(i), c.req+" "+c.name, tags...)
+	if c.err != nil {
+		Reject(t, f.s, ev, c.err)
+		if _, ok := ttRead(t, f.s, ev.ID); ok {
+			t.Fatalf("rejected event was stored")
+		}
+		return
+	}
+	ttIngest(t, f.s, ev)
+	CheckClass(t, f.s, ev.ID, c.want)
+}
+
+// The classes an event that is no reply gets.
+var (
+	ttTop          = Class{Depth: 0, RowClass: rowTopLevel}
+	ttTopBroadcast = Class{Depth: 0, RowClass: rowTopLevel, Broadcast: true}
+	ttUnclassified = Class{Depth: -1, RowClass: rowNever}
+)
+
+// d1 is the class of a reply to f.R.
+func (f *ttFixture) d1(broadcast bool, rowClass int) Class {
+	return Class{Depth: 1, Parent: f.R, Root: f.R, Broadcast: broadcast, RowClass: rowClass}
+}
+
+// d2 is the class of a reply to f.C1.
+func (f *ttFixture) d2() Class { return Class{Depth: 2, Parent: f.C1, Root: f.R, RowClass: rowReply} }
+
+// d3 is the class of a reply to f.G.
+func (f *ttFixture) d3() Class { return Class{Depth: 3, Parent: f.G, Root: f.R, RowClass: rowReply} }
+
+// ttNotReplyCases are events that are no replies. Not replies: depth 0, a
+// row in both modes.
+func ttNotReplyCases(f *ttFixture) []ttCase {
+	return []ttCase{
+		{name: "no e tags", req: "CW-10", tags: func() nostr.Tags { return nil }, want: ttTop},
+		{name: "positional e tags", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttE(f.R), ttE(f.C1)} }, want: ttTop},
 		{name: "positional e tags with relay", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{{"e", f.R, "wss://relay.example"}, {"e", f.C1, "wss://relay.example"}}
-		}, want: top},
-		{name: "unknown marker", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"e", f.R, "", "mention"}} }, want: top},
-		{name: "marker in third element (3-element tag)", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"e", f.R, "reply"}} }, want: top},
-		{name: "63-char reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.R[:63])} }, want: top},
-		{name: "65-char reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.R + "0")} }, want: top},
-		{name: "non-hex reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag("g" + f.R[1:])} }, want: top},
-		{name: "empty reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag("")} }, want: top},
-		{name: "reply marker on a q tag", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"q", f.R, "", "reply"}} }, want: top},
-		{name: "reply marker on an E tag", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"E", f.R, "", "reply"}} }, want: top},
-		{name: "marker Reply in another case", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"e", f.R, "", "Reply"}} }, want: top},
+		}, want: ttTop},
+		{name: "unknown marker", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"e", f.R, "", "mention"}} }, want: ttTop},
+		{name: "marker in third element (3-element tag)", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"e", f.R, "reply"}} }, want: ttTop},
+		{name: "63-char reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.R[:63])} }, want: ttTop},
+		{name: "65-char reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.R + "0")} }, want: ttTop},
+		{name: "non-hex reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag("g" + f.R[1:])} }, want: ttTop},
+		{name: "empty reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag("")} }, want: ttTop},
+		{name: "reply marker on a q tag", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"q", f.R, "", "reply"}} }, want: ttTop},
+		{name: "reply marker on an E tag", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"E", f.R, "", "reply"}} }, want: ttTop},
+		{name: "marker Reply in another case", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{{"e", f.R, "", "Reply"}} }, want: ttTop},
 		{name: "malformed reply marker to a missing parent is ignored", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.missing[:63]), {"e", f.missing, "reply"}}
-		}, want: top},
+		}, want: ttTop},
+	}
+}
 
-		// Replies.
-		{name: "depth 1", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.R)} }, want: d1(false, rowReply)},
+// ttReplyCases are replies.
+func ttReplyCases(f *ttFixture) []ttCase {
+	return []ttCase{
+		{name: "depth 1", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.R)} }, want: f.d1(false, rowReply)},
 		{name: "depth 1 with pubkey element", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{{"e", f.R, "wss://relay.example", "reply", f.a.PK}}
-		}, want: d1(false, rowReply)},
-		{name: "depth 2", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.C1)} }, want: d2},
-		{name: "depth 3", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.G)} }, want: d3},
-		{name: "uppercase reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(up(f.R))} }, want: d1(false, rowReply)},
-		{name: "mixed-case reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(up(f.C1[:10]) + f.C1[10:])} }, want: d2},
+		}, want: f.d1(false, rowReply)},
+		{name: "depth 2", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.C1)} }, want: f.d2()},
+		{name: "depth 3", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.G)} }, want: f.d3()},
+		{name: "uppercase reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(strings.ToUpper(f.R))} }, want: f.d1(false, rowReply)},
+		{name: "mixed-case reply id", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(strings.ToUpper(f.C1[:10]) + f.C1[10:])} }, want: f.d2()},
 		{name: "last valid reply marker wins", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), ttReplyTag(f.C1)}
-		}, want: d2},
+		}, want: f.d2()},
 		{name: "last valid reply marker wins over a missing one before it", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.missing), ttReplyTag(f.R)}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "malformed reply marker after a valid one is ignored", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.C1), ttReplyTag(f.R[:63]), {"e", f.R, "reply"}, ttReplyTag("z" + f.R[1:])}
-		}, want: d2},
+		}, want: f.d2()},
 		{name: "positional e tags next to a reply marker", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttE(f.R2), ttReplyTag(f.R), ttE(f.O)}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
+	}
+}
 
-		// Root markers alone: NIP-10 direct replies to the root (CW-10 as
-		// changed on 2026-12-03).
-		{name: "root marker only", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttRootTag(f.R)} }, want: d1(false, rowReply)},
+// ttRootOnlyCases are root markers alone: NIP-10 direct replies to the
+// root (CW-10 as changed on 2026-12-03).
+func ttRootOnlyCases(f *ttFixture) []ttCase {
+	return []ttCase{
+		{name: "root marker only", req: "CW-10", tags: func() nostr.Tags { return nostr.Tags{ttRootTag(f.R)} }, want: f.d1(false, rowReply)},
 		{name: "root marker only, uppercase, with a relay", req: "CW-10", tags: func() nostr.Tags {
-			return nostr.Tags{{"e", up(f.R), "wss://relay.example", "root"}}
-		}, want: d1(false, rowReply)},
+			return nostr.Tags{{"e", strings.ToUpper(f.R), "wss://relay.example", "root"}}
+		}, want: f.d1(false, rowReply)},
 		{name: "root marker only with a malformed reply marker", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R), ttReplyTag(f.C1[:63]), {"e", f.C1, "reply"}}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "last valid root marker only wins", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R2), ttRootTag(f.R), ttRootTag(f.R2[:63])}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "root marker only with positional e tags", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttE(f.R2), ttRootTag(f.R)}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "root marker only with broadcast is a row", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R), {"broadcast", "1"}}
-		}, want: d1(true, rowTopLevel)},
+		}, want: f.d1(true, rowTopLevel)},
 		{name: "root marker only naming a missing root", req: "RL-5", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.missing)}
 		}, err: buzz.ErrParentNotFound},
@@ -160,26 +212,30 @@ func testThreadClassification(t *testing.T, open Opener) {
 		{name: "root marker only naming another channel's event", req: "RL-5", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.O)}
 		}, err: buzz.ErrParentOtherChannel},
+	}
+}
 
-		// Root markers with reply markers.
+// ttRootMarkerCases are root markers with reply markers.
+func ttRootMarkerCases(f *ttFixture) []ttCase {
+	return []ttCase{
 		{name: "root marker consistent at depth 1", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R), ttReplyTag(f.R)}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "root marker consistent at depth 2", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R), ttReplyTag(f.C1)}
-		}, want: d2},
+		}, want: f.d2()},
 		{name: "root marker consistent at depth 3, after the reply marker", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.G), ttRootTag(f.R)}
-		}, want: d3},
+		}, want: f.d3()},
 		{name: "root marker consistent in uppercase", req: "CW-10", tags: func() nostr.Tags {
-			return nostr.Tags{ttRootTag(up(f.R)), ttReplyTag(f.C1)}
-		}, want: d2},
+			return nostr.Tags{ttRootTag(strings.ToUpper(f.R)), ttReplyTag(f.C1)}
+		}, want: f.d2()},
 		{name: "malformed root marker is ignored", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R2[:63]), {"e", f.R2, "root"}, ttReplyTag(f.C1)}
-		}, want: d2},
+		}, want: f.d2()},
 		{name: "last valid root marker wins", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R2), ttRootTag(f.R), ttReplyTag(f.C1)}
-		}, want: d2},
+		}, want: f.d2()},
 		{name: "root marker names another top-level event", req: "RL-5", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R2), ttReplyTag(f.R)}
 		}, err: buzz.ErrRootMismatch},
@@ -195,14 +251,18 @@ func testThreadClassification(t *testing.T, open Opener) {
 		{name: "last valid root marker wins (wrong one last)", req: "RL-5", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.R), ttRootTag(f.R2), ttReplyTag(f.C1)}
 		}, err: buzz.ErrRootMismatch},
+	}
+}
 
-		// Broadcast.
+// ttBroadcastCases are broadcast tags.
+func ttBroadcastCases(f *ttFixture) []ttCase {
+	return []ttCase{
 		{name: "broadcast at depth 1 is a row", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), {"broadcast", "1"}}
-		}, want: d1(true, rowTopLevel)},
+		}, want: f.d1(true, rowTopLevel)},
 		{name: "broadcast tag before the reply marker", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{{"broadcast", "1"}, ttRootTag(f.R), ttReplyTag(f.R)}
-		}, want: d1(true, rowTopLevel)},
+		}, want: f.d1(true, rowTopLevel)},
 		{name: "broadcast at depth 2 stays quiet", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.C1), {"broadcast", "1"}}
 		}, want: Class{Depth: 2, Parent: f.C1, Root: f.R, Broadcast: true, RowClass: rowReply}},
@@ -211,39 +271,48 @@ func testThreadClassification(t *testing.T, open Opener) {
 		}, want: Class{Depth: 3, Parent: f.G, Root: f.R, Broadcast: true, RowClass: rowReply}},
 		{name: "broadcast on a top-level event", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{{"broadcast", "1"}}
-		}, want: topB},
+		}, want: ttTopBroadcast},
 		{name: "broadcast true is not broadcast", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), {"broadcast", "true"}}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "broadcast with a third element is not broadcast", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), {"broadcast", "1", ""}}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "broadcast without value is not broadcast", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), {"broadcast"}}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "Broadcast in another case is not broadcast", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), {"Broadcast", "1"}}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
 		{name: "broadcast 0 is not broadcast", req: "CW-11", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), {"broadcast", "0"}}
-		}, want: d1(false, rowReply)},
+		}, want: f.d1(false, rowReply)},
+	}
+}
 
-		// Parent rules (RL-5 messages).
+// ttParentCases are the parent rules (RL-5 messages).
+func ttParentCases(f *ttFixture) []ttCase {
+	return []ttCase{
 		{name: "parent missing", req: "RL-5", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.missing)} }, err: buzz.ErrParentNotFound},
-		{name: "parent missing, uppercase", req: "RL-5", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(up(f.missing))} }, err: buzz.ErrParentNotFound},
+		{name: "parent missing, uppercase", req: "RL-5", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(strings.ToUpper(f.missing))} }, err: buzz.ErrParentNotFound},
 		{name: "parent deleted", req: "RL-5", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.D)} }, err: buzz.ErrParentNotFound},
 		{name: "parent deleted, root marker consistent", req: "RL-5", tags: func() nostr.Tags {
 			return nostr.Tags{ttRootTag(f.D), ttReplyTag(f.D)}
 		}, err: buzz.ErrParentNotFound},
 		{name: "parent without channel", req: "RL-5", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.N)} }, err: buzz.ErrParentNoChannel},
 		{name: "parent in another channel", req: "RL-5", tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.O)} }, err: buzz.ErrParentOtherChannel},
+	}
+}
 
-		// Other classified kinds: every kind of a channel event is classified.
-		{name: "kind 1 reply", req: "CW-10", kind: 1, tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.R)} }, want: d1(false, rowReply)},
-		{name: "kind 11 top-level", req: "CW-10", kind: 11, tags: func() nostr.Tags { return nil }, want: top},
+// ttKindCases are other classified kinds: every kind of a channel event is
+// classified; and replies to events that are no thread parents.
+func ttKindCases(f *ttFixture) []ttCase {
+	return []ttCase{
+		{name: "kind 1 reply", req: "CW-10", kind: 1, tags: func() nostr.Tags { return nostr.Tags{ttReplyTag(f.R)} }, want: f.d1(false, rowReply)},
+		{name: "kind 11 top-level", req: "CW-10", kind: 11, tags: func() nostr.Tags { return nil }, want: ttTop},
 		{name: "addressable kind 30023 reply", req: "CW-10", kind: 30023, tags: func() nostr.Tags {
 			return nostr.Tags{{"d", "x"}, ttReplyTag(f.C1)}
-		}, want: d2},
+		}, want: f.d2()},
 
 		// CW-12: a reply to a legacy parent (stored without thread
 		// metadata) stays unclassified and is a row (never vanishes).
@@ -254,49 +323,33 @@ func testThreadClassification(t *testing.T, open Opener) {
 		{name: "reply to a reaction", req: "CW-10", tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.K)}
 		}, err: buzz.ErrParentNotFound},
+	}
+}
 
-		// Aux kinds: e tags name targets, never parents.
+// ttAuxCases are aux kinds: e tags name targets, never parents.
+func ttAuxCases(f *ttFixture) []ttCase {
+	return []ttCase{
 		{name: "kind 5 with a reply marker to a missing event", req: "CW-10", kind: 5, tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.missing)}
-		}, want: unclassified},
+		}, want: ttUnclassified},
 		{name: "kind 7 with a reply marker to a missing event", req: "CW-10", kind: 7, tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.missing)}
-		}, want: unclassified},
+		}, want: ttUnclassified},
 		{name: "kind 7 with a reply marker to a stored event", req: "CW-10", kind: 7, tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R), {"broadcast", "1"}}
 		}, want: Class{Depth: -1, RowClass: rowNever, Broadcast: true}},
 		{name: "kind 7 naming an event of another channel", req: "RL-8", kind: 7, tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.O)}
-		}, want: unclassified},
+		}, want: ttUnclassified},
 		{name: "kind 40003 with a reply marker to a missing event", req: "CW-10", kind: 40003, tags: func() nostr.Tags {
 			return nostr.Tags{ttE(f.R), ttReplyTag(f.missing)}
-		}, want: unclassified},
+		}, want: ttUnclassified},
 		{name: "kind 40003 whose target tag has a reply marker", req: "CW-10", kind: 40003, tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.R)}
-		}, want: unclassified},
+		}, want: ttUnclassified},
 		{name: "kind 9005 whose target tag has a reply marker", req: "CW-10", kind: 9005, tags: func() nostr.Tags {
 			return nostr.Tags{ttReplyTag(f.V)}
-		}, want: unclassified},
-	}
-	for i, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			// c.req names the requirement this case proves.
-			kind := c.kind
-			if kind == 0 {
-				kind = 9
-			}
-			tags := append(nostr.Tags{ttH(ttChan)}, c.tags()...)
-			ev := f.a.Event(t, kind, ttBase+1000+int64(i), c.req+" "+c.name, tags...)
-			if c.err != nil {
-				Reject(t, f.s, ev, c.err)
-				if _, ok := ttRead(t, f.s, ev.ID); ok {
-					t.Fatalf("rejected event was stored")
-				}
-				return
-			}
-			ttIngest(t, f.s, ev)
-			CheckClass(t, f.s, ev.ID, c.want)
-		})
+		}, want: ttUnclassified},
 	}
 }
 
