@@ -2,7 +2,6 @@ package buzz
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,18 +17,18 @@ import (
 // marks) it checks and repairs itself (CheckSnapshot.StorageChecks).
 
 // CheckStore is a store as Check uses it.
-type CheckStore interface {
+type CheckStore struct {
 	// RelayPubKey is the hex public key of the store's relay key, the one
 	// the group state must be signed by; "" when the store has none.
-	RelayPubKey() string
-	// CanSign reports whether the store holds the relay key's secret, to
-	// sign the group state afresh.
-	CanSign() bool
+	RelayPubKey string
+	// CanSign says the store holds the relay key's secret, to sign the
+	// group state afresh.
+	CanSign bool
 	// ReadSnapshot runs read over one snapshot of the store, without
 	// holding the writer, so that the relay keeps serving while it reads.
-	ReadSnapshot(ctx context.Context, read func(CheckSnapshot) error) error
+	ReadSnapshot func(read func(CheckSnapshot) error) error
 	// Repair runs fix in one write transaction.
-	Repair(ctx context.Context, fix func(CheckRepairTx) error) error
+	Repair func(fix func(CheckRepairTx) error) error
 }
 
 // CheckSnapshot is what Check reads of a store, all from one snapshot.
@@ -58,9 +57,10 @@ type CheckSnapshot interface {
 
 // CheckRepairTx is the write transaction of a check's repair.
 type CheckRepairTx interface {
-	// ThreadRowsOf is the thread rows of event seq, false when the event
-	// is gone since the check read it.
-	ThreadRowsOf(seq int64) (ThreadRows, bool, error)
+	// EventStored reports whether event seq is still stored.
+	EventStored(seq int64) (bool, error)
+	// ThreadRows are the counter rows of the transaction.
+	ThreadRows() ThreadRows
 	// DropForeignGroupState removes the group state the relay key did not
 	// sign and has its channels' state signed afresh (RL-11, RL-21).
 	DropForeignGroupState() error
@@ -78,16 +78,16 @@ var ErrNoKeyToSign = errors.New("group state: no relay key to sign it with")
 // stored then: the snapshot read may be behind the writer by now. Without
 // a key the group state cannot be signed again: it stays reported, and
 // Check says so with ErrNoKeyToSign once the other repairs are made.
-func Check(ctx context.Context, s CheckStore, repair bool) (CheckReport, error) {
+func Check(s CheckStore, repair bool) (CheckReport, error) {
 	var rep CheckReport
 	var counterFixes []int64
 	var storageFix func(CheckRepairTx) error
-	err := s.ReadSnapshot(ctx, func(snap CheckSnapshot) error {
+	err := s.ReadSnapshot(func(snap CheckSnapshot) error {
 		var err error
 		if counterFixes, err = checkCounters(snap, &rep); err != nil {
 			return err
 		}
-		if err := checkGroupState(snap, s.RelayPubKey(), &rep); err != nil {
+		if err := checkGroupState(snap, s.RelayPubKey, &rep); err != nil {
 			return err
 		}
 		storageFix, err = snap.StorageChecks(&rep, repair)
@@ -96,8 +96,8 @@ func Check(ctx context.Context, s CheckStore, repair bool) (CheckReport, error) 
 	if err != nil || !repair || rep.OK() {
 		return rep, err
 	}
-	resign := len(rep.GroupState) > 0 && s.CanSign()
-	err = s.Repair(ctx, func(tx CheckRepairTx) error {
+	resign := len(rep.GroupState) > 0 && s.CanSign
+	err = s.Repair(func(tx CheckRepairTx) error {
 		if resign {
 			if err := tx.DropForeignGroupState(); err != nil {
 				return err
@@ -233,10 +233,10 @@ func lastReply(r ThreadRow) int64 {
 // repairCounters makes the counters of seq those of its subtree as stored
 // now; an event removed since the check is left alone.
 func repairCounters(tx CheckRepairTx, seq int64) error {
-	rows, ok, err := tx.ThreadRowsOf(seq)
-	if err != nil || !ok {
+	if stored, err := tx.EventStored(seq); err != nil || !stored {
 		return err
 	}
+	rows := tx.ThreadRows()
 	have, err := rows.ReadThreadRow(seq)
 	if err != nil {
 		return err

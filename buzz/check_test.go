@@ -2,7 +2,6 @@ package buzz
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"slices"
@@ -25,14 +24,15 @@ type memCheck struct {
 	steps          []string
 }
 
-func (c *memCheck) RelayPubKey() string { return c.pubkey }
-func (c *memCheck) CanSign() bool       { return c.canSign }
-
-func (c *memCheck) ReadSnapshot(_ context.Context, read func(CheckSnapshot) error) error {
-	return read(c)
+// store is c as Check reads and repairs it.
+func (c *memCheck) store() CheckStore {
+	return CheckStore{
+		RelayPubKey:  c.pubkey,
+		CanSign:      c.canSign,
+		ReadSnapshot: func(read func(CheckSnapshot) error) error { return read(c) },
+		Repair:       func(fix func(CheckRepairTx) error) error { return fix(c) },
+	}
 }
-
-func (c *memCheck) Repair(_ context.Context, fix func(CheckRepairTx) error) error { return fix(c) }
 
 // depth is how many parents seq has.
 func (c *memCheck) depth(seq int64) int {
@@ -107,12 +107,14 @@ func (c *memCheck) StorageChecks(rep *CheckReport, repair bool) (func(CheckRepai
 	}, nil
 }
 
-func (c *memCheck) ThreadRowsOf(seq int64) (ThreadRows, bool, error) {
-	if _, ok := c.m.events[seq]; !ok {
-		return nil, false, nil
-	}
+func (c *memCheck) EventStored(seq int64) (bool, error) {
+	_, ok := c.m.events[seq]
+	return ok, nil
+}
+
+func (c *memCheck) ThreadRows() ThreadRows {
 	c.steps = append(c.steps, "counters")
-	return c.m, true, nil
+	return c.m
 }
 
 func (c *memCheck) DropForeignGroupState() error {
@@ -217,22 +219,22 @@ func TestCounterFinding(t *testing.T) {
 func TestCheckRepairsCounters(t *testing.T) {
 	m := memForest(t)
 	c := &memCheck{m: m, pubkey: "k", canSign: true}
-	if rep, err := Check(context.Background(), c, false); err != nil || !rep.OK() {
+	if rep, err := Check(c.store(), false); err != nil || !rep.OK() {
 		t.Fatalf("check of counters kept by the rules: %+v %v", rep, err)
 	}
 	m.events[2].row.Replies += 3
 	m.events[6].row = ThreadRow{}
-	rep, err := Check(context.Background(), c, false)
+	rep, err := Check(c.store(), false)
 	if err != nil || len(rep.Counters) != 2 || rep.Repaired {
 		t.Fatalf("check of damaged counters: %+v %v", rep, err)
 	}
 	if !strings.Contains(rep.Counters[0], "reply_count 4") || !strings.Contains(rep.Counters[1], "last_reply_at null") {
 		t.Errorf("findings: %q", rep.Counters)
 	}
-	if rep, err = Check(context.Background(), c, true); err != nil || !rep.Repaired {
+	if rep, err = Check(c.store(), true); err != nil || !rep.Repaired {
 		t.Fatalf("repair: %+v %v", rep, err)
 	}
-	if rep, err = Check(context.Background(), c, false); err != nil || !rep.OK() {
+	if rep, err = Check(c.store(), false); err != nil || !rep.OK() {
 		t.Fatalf("check after repair: %+v %v", rep, err)
 	}
 }
@@ -259,7 +261,7 @@ func TestCheckGroupStateAndRepairOrder(t *testing.T) {
 			m := memForest(t)
 			m.events[1].row.Descendants++
 			c := &memCheck{m: m, pubkey: tc.pubkey, canSign: tc.canSign, foreign: []string{"c"}, storageFinding: 1}
-			rep, err := Check(context.Background(), c, tc.repair)
+			rep, err := Check(c.store(), tc.repair)
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("error %v, want %v", err, tc.err)
 			}

@@ -3,6 +3,7 @@ package buzz
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -60,8 +61,8 @@ type ExpiredRows interface {
 	// Expired lists up to limit stored events whose expiration is at or
 	// before now.
 	Expired(now int64, limit int) ([]int64, error)
-	// RemoveExpired takes event seq out of every read (Remove), keeping
-	// it as the anchor of the replies below it.
+	// RemoveExpired takes event seq out of every read at now (Remove),
+	// keeping it as the anchor of the replies below it.
 	RemoveExpired(seq, now int64) error
 }
 
@@ -70,7 +71,7 @@ type ExpiredRows interface {
 func PurgeExpiredBatch(rows ExpiredRows, now int64) (int, error) {
 	seqs, err := rows.Expired(now, ExpiredBatch)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("find expired events: %w", err)
 	}
 	for _, seq := range seqs {
 		if err := rows.RemoveExpired(seq, now); err != nil {

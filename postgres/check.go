@@ -13,35 +13,23 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
 
-// Check verifies the database (buzz.Check): every thread counter against
-// the subtree it counts, every tag index row against the events' tags,
-// and that the store's relay key signed the group state. PostgreSQL has
-// no integrity or foreign key check to run (buzz.CheckReport): those
-// findings stay empty. With repair, what is wrong in the counters, the tag
-// index and the group state is made right in one write transaction, which
-// moves the page versions of the channels it changes, so that every
-// process drops the pages it cached. Check reads one snapshot, without
-// the write lock, so the relay keeps serving.
+// Check is buzz.Check over this store. PostgreSQL has no integrity or
+// foreign key check to run (buzz.CheckReport): those findings stay empty;
+// the tag index is checked a page of events at a time (StorageChecks).
+// The repair's write transaction moves the page versions of the channels
+// it changes, so that every process drops the pages it cached. Check
+// reads one snapshot, without the write lock, so the relay keeps serving.
 func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error) {
-	return buzz.Check(ctx, checkStore{s}, repair)
-}
-
-// checkStore is the store as buzz.Check reads and repairs it.
-type checkStore struct{ s *Store }
-
-func (c checkStore) RelayPubKey() string { return c.s.pubkey }
-func (c checkStore) CanSign() bool       { return c.s.key != "" }
-
-func (c checkStore) ReadSnapshot(ctx context.Context, read func(buzz.CheckSnapshot) error) error {
-	return c.s.readFor(ctx, 0, func(tx pgx.Tx, _ *buzz.Community) error {
-		return read(checkSnapshot{ctx: ctx, tx: tx})
-	})
-}
-
-func (c checkStore) Repair(ctx context.Context, fix func(buzz.CheckRepairTx) error) error {
-	return c.s.write(ctx, func(tx *writeTx) error {
-		return fix(checkRepair{s: c.s, tx: tx})
-	})
+	return buzz.Check(buzz.CheckStore{
+		RelayPubKey: s.pubkey,
+		CanSign:     s.key != "",
+		ReadSnapshot: func(read func(buzz.CheckSnapshot) error) error {
+			return s.readFor(ctx, 0, func(tx pgx.Tx, _ *buzz.Community) error { return read(checkSnapshot{ctx: ctx, tx: tx}) })
+		},
+		Repair: func(fix func(buzz.CheckRepairTx) error) error {
+			return s.write(ctx, func(tx *writeTx) error { return fix(checkRepair{s: s, tx: tx}) })
+		},
+	}, repair)
 }
 
 // checkRepair is the write transaction of a check's repair.
@@ -50,14 +38,12 @@ type checkRepair struct {
 	tx *writeTx
 }
 
-func (r checkRepair) ThreadRowsOf(seq int64) (buzz.ThreadRows, bool, error) {
+func (r checkRepair) EventStored(seq int64) (bool, error) {
 	t, err := r.tx.bySeq(seq)
-	if err != nil || t == nil {
-		return nil, false, err
-	}
-	return r.tx.threadRows(nil), true, nil
+	return t != nil, err
 }
 
+func (r checkRepair) ThreadRows() buzz.ThreadRows  { return r.tx.threadRows(nil) }
 func (r checkRepair) DropForeignGroupState() error { return r.s.dropForeignGroupState(r.tx) }
 
 // checkSnapshot is the check's read transaction.

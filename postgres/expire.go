@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,13 +44,9 @@ type expiredRows struct{ tx *writeTx }
 func (r expiredRows) Expired(now int64, limit int) ([]int64, error) {
 	rows, err := r.tx.tx.Query(r.tx.ctx, `SELECT seq FROM events WHERE expires_at <= $1 LIMIT $2`, now, limit)
 	if err != nil {
-		return nil, fmt.Errorf("find expired events: %w", err)
+		return nil, err
 	}
-	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("find expired events: %w", err)
-	}
-	return seqs, nil
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
 func (r expiredRows) RemoveExpired(seq, now int64) error {

@@ -12,34 +12,22 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
 
-// Check verifies the database (buzz.Check): SQLite's integrity and
-// foreign key checks, every thread counter against the subtree it counts,
-// every tag index row against the events' tags, the aux events' deletion
-// marks, and that the store's relay key signed the group state. With
-// repair, what is wrong in the counters, the tag index, the marks and the
-// group state is made right in one transaction (a damaged file is beyond
-// repair here: restore a backup). Check reads one snapshot and never holds
-// the writer while it reads, so the relay keeps serving.
+// Check is buzz.Check over this store. Beside the rules' findings it runs
+// SQLite's integrity and foreign key checks and checks the tag index and
+// the aux events' deletion marks (StorageChecks); a damaged file is beyond
+// repair here: restore a backup. It reads one snapshot and never holds the
+// writer while it reads, so the relay keeps serving.
 func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error) {
-	return buzz.Check(ctx, checkStore{s}, repair)
-}
-
-// checkStore is the store as buzz.Check reads and repairs it.
-type checkStore struct{ s *Store }
-
-func (c checkStore) RelayPubKey() string { return c.s.pubkey }
-func (c checkStore) CanSign() bool       { return c.s.key != "" }
-
-func (c checkStore) ReadSnapshot(ctx context.Context, read func(buzz.CheckSnapshot) error) error {
-	return c.s.readTxFor(ctx, 0, func(tx *sql.Tx) error {
-		return read(checkSnapshot{ctx: ctx, tx: tx})
-	})
-}
-
-func (c checkStore) Repair(ctx context.Context, fix func(buzz.CheckRepairTx) error) error {
-	return c.s.writer.do(ctx, func(w *writeTx) error {
-		return fix(checkRepair{s: c.s, w: w})
-	})
+	return buzz.Check(buzz.CheckStore{
+		RelayPubKey: s.pubkey,
+		CanSign:     s.key != "",
+		ReadSnapshot: func(read func(buzz.CheckSnapshot) error) error {
+			return s.readTxFor(ctx, 0, func(tx *sql.Tx) error { return read(checkSnapshot{ctx: ctx, tx: tx}) })
+		},
+		Repair: func(fix func(buzz.CheckRepairTx) error) error {
+			return s.writer.do(ctx, func(w *writeTx) error { return fix(checkRepair{s: s, w: w}) })
+		},
+	}, repair)
 }
 
 // checkRepair is the writer's transaction as a check's repair writes in it.
@@ -48,14 +36,12 @@ type checkRepair struct {
 	w *writeTx
 }
 
-func (r checkRepair) ThreadRowsOf(seq int64) (buzz.ThreadRows, bool, error) {
+func (r checkRepair) EventStored(seq int64) (bool, error) {
 	t, err := r.w.bySeq(seq)
-	if err != nil || t == nil {
-		return nil, false, err
-	}
-	return threadRows{tx: r.w}, true, nil
+	return t != nil, err
 }
 
+func (r checkRepair) ThreadRows() buzz.ThreadRows  { return threadRows{tx: r.w} }
 func (r checkRepair) DropForeignGroupState() error { return r.s.dropForeignGroupState(r.w) }
 
 // checkSnapshot is the check's read transaction.

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
@@ -50,13 +49,9 @@ type expiredRows struct{ tx *writeTx }
 func (r expiredRows) Expired(now int64, limit int) ([]int64, error) {
 	rows, err := r.tx.expired.QueryContext(r.tx.ctx, now, limit)
 	if err != nil {
-		return nil, fmt.Errorf("find expired events: %w", err)
+		return nil, err
 	}
-	seqs, err := readSeqs(rows)
-	if err != nil {
-		return nil, fmt.Errorf("find expired events: %w", err)
-	}
-	return seqs, nil
+	return readSeqs(rows)
 }
 
 func (r expiredRows) RemoveExpired(seq, now int64) error {
