@@ -1,10 +1,8 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 
@@ -15,188 +13,103 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
 
-// Check verifies the database: every thread counter against the subtree
-// it counts, every tag index row against the events' tags, and that the
-// store's relay key signed the group state. PostgreSQL has no integrity or
-// foreign key check to run (buzz.CheckReport): those findings stay empty.
-// With repair, what is wrong in the counters, the tag index and the group
-// state is made right in one write transaction, which moves the page
-// versions of the channels it changes, so that every process drops the
-// pages it cached. Check reads one snapshot, without the write lock, so
-// the relay keeps serving.
+// Check is buzz.Check over this store. PostgreSQL has no integrity or
+// foreign key check to run (buzz.CheckReport): those findings stay empty;
+// the tag index is checked a page of events at a time (StorageChecks).
+// The repair's write transaction moves the page versions of the channels
+// it changes, so that every process drops the pages it cached. Check
+// reads one snapshot, without the write lock, so the relay keeps serving.
 func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error) {
-	var rep buzz.CheckReport
-	var counterSeqs, tagSeqs []int64
-	err := s.readFor(ctx, 0, func(tx pgx.Tx, _ *buzz.Community) error {
-		var err error
-		if counterSeqs, err = checkCounters(ctx, tx, &rep); err != nil {
-			return err
-		}
-		if err := checkGroupState(ctx, tx, s.pubkey, &rep); err != nil {
-			return err
-		}
-		tagSeqs, err = checkTags(ctx, tx, &rep)
-		return err
-	})
-	if err != nil || !repair || rep.OK() {
-		return rep, err
-	}
-	// The snapshot read above may be behind the writers by now (the relay
-	// keeps serving): every fix is computed again inside the repair's own
-	// transaction, from what is stored at that moment.
-	// Without a key the group state cannot be signed again: it stays
-	// reported, and the other repairs are made all the same.
-	resign := len(rep.GroupState) > 0 && s.key != ""
-	err = s.write(ctx, func(tx *writeTx) error {
-		if resign {
-			if err := s.dropForeignGroupState(tx); err != nil {
-				return err
-			}
-		}
-		for _, seq := range counterSeqs {
-			if err := tx.repairCounters(seq); err != nil {
-				return err
-			}
-		}
-		for _, seq := range tagSeqs {
-			if err := tx.repairTags(seq); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	rep.Repaired = err == nil
-	if err == nil && len(rep.GroupState) > 0 && !resign {
-		err = errors.New("group state: no relay key to sign it with")
-	}
-	return rep, err
+	return buzz.Check(buzz.CheckStore{
+		RelayPubKey: s.pubkey,
+		CanSign:     s.key != "",
+		ReadSnapshot: func(read func(buzz.CheckSnapshot) error) error {
+			return s.readFor(ctx, 0, func(tx pgx.Tx, _ *buzz.Community) error { return read(checkSnapshot{ctx: ctx, tx: tx}) })
+		},
+		Repair: func(fix func(buzz.CheckRepairTx) error) error {
+			return s.write(ctx, func(tx *writeTx) error { return fix(checkRepair{s: s, tx: tx}) })
+		},
+	}, repair)
 }
 
-// checkCounters compares every thread counter with the subtree it counts,
-// and returns the events whose counters are wrong.
-func checkCounters(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int64, error) {
-	want, err := expectedCounters(ctx, tx)
+// checkRepair is the write transaction of a check's repair.
+type checkRepair struct {
+	s  *Store
+	tx *writeTx
+}
+
+func (r checkRepair) EventStored(seq int64) (bool, error) {
+	t, err := r.tx.bySeq(seq)
+	return t != nil, err
+}
+
+func (r checkRepair) ThreadRows() buzz.ThreadRows  { return r.tx.threadRows(nil) }
+func (r checkRepair) DropForeignGroupState() error { return r.s.dropForeignGroupState(r.tx) }
+
+// checkSnapshot is the check's read transaction.
+type checkSnapshot struct {
+	ctx context.Context
+	tx  pgx.Tx
+}
+
+func (c checkSnapshot) ThreadReplies(each func(root int64, r threadcount.Reply) error) error {
+	rows, err := c.tx.Query(c.ctx, `SELECT root, seq, parent, pubkey, created_at, deleted_at IS NOT NULL
+		FROM events WHERE root IS NOT NULL ORDER BY root, depth DESC`)
 	if err != nil {
-		return nil, err
-	}
-	rows, err := tx.Query(ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
-		FROM thread_metadata t JOIN events e ON e.seq = t.seq ORDER BY t.seq`)
-	if err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
+		return fmt.Errorf("check counters: %w", err)
 	}
 	defer rows.Close()
-	var fixes []int64
-	seen := map[int64]bool{}
-	mismatch := func(seq int64, id []byte, have counters) {
-		w := want[seq]
-		if sameCounters(have, w) {
-			return
+	for rows.Next() {
+		var r threadcount.Reply
+		var root int64
+		if err := rows.Scan(&root, &r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted); err != nil {
+			return fmt.Errorf("check counters: %w", err)
 		}
-		rep.Counters = append(rep.Counters, fmt.Sprintf(
-			"event %s: reply_count %d, descendant_count %d, last_reply_at %s, %d participants; want %d, %d, %s, %d",
-			hex.EncodeToString(id), have.replies, have.descendants, nullString(have.lastReplyAt), len(have.participants)/threadcount.Size,
-			w.replies, w.descendants, nullString(w.lastReplyAt), len(w.participants)/threadcount.Size))
-		fixes = append(fixes, seq)
+		if err := each(root, r); err != nil {
+			return err
+		}
 	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check counters: %w", err)
+	}
+	return nil
+}
+
+func (c checkSnapshot) CounterRows(each func(seq int64, id []byte, row buzz.ThreadRow) error) error {
+	rows, err := c.tx.Query(c.ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
+		FROM thread_metadata t JOIN events e ON e.seq = t.seq ORDER BY t.seq`)
+	if err != nil {
+		return fmt.Errorf("check counters: %w", err)
+	}
+	defer rows.Close()
 	for rows.Next() {
 		var seq int64
 		var id []byte
-		var have counters
-		if err := rows.Scan(&seq, &id, &have.replies, &have.descendants, &have.lastReplyAt, &have.participants); err != nil {
-			return nil, fmt.Errorf("check counters: %w", err)
-		}
-		seen[seq] = true
-		mismatch(seq, id, have)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
-	}
-	// Events with replies below but no counters row at all.
-	for seq, w := range want {
-		if seen[seq] || w.descendants == 0 {
-			continue
-		}
-		var id []byte
-		if err := tx.QueryRow(ctx, `SELECT id FROM events WHERE seq = $1`, seq).Scan(&id); err != nil {
-			return nil, fmt.Errorf("check counters of #%d: %w", seq, err)
-		}
-		mismatch(seq, id, counters{})
-	}
-	return fixes, nil
-}
-
-// expectedCounters computes, thread by thread, the counters every event
-// with something below it should have. It reads every reply once, a
-// thread's replies together and the deepest first (threadcount.Tally).
-func expectedCounters(ctx context.Context, tx pgx.Tx) (map[int64]counters, error) {
-	rows, err := tx.Query(ctx, `SELECT root, seq, parent, pubkey, created_at, deleted_at IS NOT NULL
-		FROM events WHERE root IS NOT NULL ORDER BY root, depth DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
-	}
-	defer rows.Close()
-	want := map[int64]counters{}
-	var root int64
-	var replies []threadcount.Reply
-	sum := func() error {
-		if len(replies) == 0 {
-			return nil
-		}
-		counts, err := threadcount.Tally(root, replies)
-		if err != nil {
+		var row buzz.ThreadRow
+		var last *int64
+		if err := rows.Scan(&seq, &id, &row.Replies, &row.Descendants, &last, &row.Participants); err != nil {
 			return fmt.Errorf("check counters: %w", err)
 		}
-		for seq, c := range counts {
-			last := c.LastReplyAt
-			want[seq] = counters{replies: c.Replies, descendants: c.Descendants, lastReplyAt: &last,
-				participants: threadcount.Encode(c.Participants)}
+		row.LastReplyAt, row.HasLastReply = value(last), last != nil
+		if err := each(seq, id, row); err != nil {
+			return err
 		}
-		return nil
-	}
-	for rows.Next() {
-		var r threadcount.Reply
-		var thread int64
-		if err := rows.Scan(&thread, &r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted); err != nil {
-			return nil, fmt.Errorf("check counters: %w", err)
-		}
-		if thread != root {
-			if err := sum(); err != nil {
-				return nil, err
-			}
-			root, replies = thread, replies[:0]
-		}
-		replies = append(replies, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
+		return fmt.Errorf("check counters: %w", err)
 	}
-	if err := sum(); err != nil {
-		return nil, err
-	}
-	return want, nil
+	return nil
 }
 
-// repairCounters makes the counters of seq those of its subtree as stored
-// now; an event removed since the check is left alone.
-func (tx *writeTx) repairCounters(seq int64) error {
-	_, have, err := tx.readCounters(seq)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil
+func (c checkSnapshot) EventID(seq int64) ([]byte, error) {
+	var id []byte
+	if err := c.tx.QueryRow(c.ctx, `SELECT id FROM events WHERE seq = $1`, seq).Scan(&id); err != nil {
+		return nil, fmt.Errorf("check counters of #%d: %w", seq, err)
 	}
-	if err != nil {
-		return err
-	}
-	want, err := subtreeCounters(tx.ctx, tx.tx, seq)
-	if err != nil || sameCounters(have, want) {
-		return err
-	}
-	want.channel = have.channel
-	return tx.writeCounters(seq, want)
+	return id, nil
 }
 
-// checkGroupState lists the group state in force that pubkey, the relay
-// key, did not sign: all of it when the store has no relay key.
-func checkGroupState(ctx context.Context, tx pgx.Tx, pubkey string, rep *buzz.CheckReport) error {
+func (c checkSnapshot) ForeignGroupState(pubkey string, each func(kind int, channel string, signer []byte) error) error {
 	key, err := hex.DecodeString(pubkey)
 	if err != nil {
 		return fmt.Errorf("check group state: relay public key: %w", err)
@@ -204,28 +117,45 @@ func checkGroupState(ctx context.Context, tx pgx.Tx, pubkey string, rep *buzz.Ch
 	if key == nil {
 		key = []byte{} // compared as bytes, not as NULL: no key signed anything
 	}
-	rows, err := tx.Query(ctx, `SELECT kind, coalesce(dkey, ''::bytea), pubkey FROM events
+	rows, err := c.tx.Query(c.ctx, `SELECT kind, coalesce(dkey, ''::bytea), pubkey FROM events
 		WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL ORDER BY dkey, kind`, key)
 	if err != nil {
 		return fmt.Errorf("check group state: %w", err)
 	}
 	defer rows.Close()
-	want := "the relay key " + pubkey
-	if pubkey == "" {
-		want = "a relay key (there is none)"
-	}
 	for rows.Next() {
 		var kind int32
 		var d, signer []byte
 		if err := rows.Scan(&kind, &d, &signer); err != nil {
 			return fmt.Errorf("check group state: %w", err)
 		}
-		rep.GroupState = append(rep.GroupState, fmt.Sprintf("kind %d of channel %s is signed by %x, not by %s", kind, d, signer, want))
+		if err := each(int(kind), string(d), signer); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("check group state: %w", err)
 	}
 	return nil
+}
+
+// StorageChecks checks the tag index; its repair writes the tag rows of
+// each event found wrong again.
+func (c checkSnapshot) StorageChecks(rep *buzz.CheckReport, repair bool) (func(buzz.CheckRepairTx) error, error) {
+	seqs, err := checkTags(c.ctx, c.tx, rep)
+	if err != nil || !repair || len(seqs) == 0 {
+		return nil, err
+	}
+	return func(tx buzz.CheckRepairTx) error {
+		// buzz.Check hands back the transaction of this store's Repair.
+		w := tx.(checkRepair).tx
+		for _, seq := range seqs {
+			if err := w.repairTags(seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
 }
 
 // checkPage is how many events checkTags compares with their tag index
@@ -356,19 +286,4 @@ func (tx *writeTx) repairTags(seq int64) error {
 	// The tag index finds the aux events of a page (CW-18): the pages
 	// that show t, or that t's `e` tags reach, may change.
 	return tx.touchEvent(t)
-}
-
-// sameCounters compares stored counters with computed ones; a counter row
-// of zeros is the same as none.
-func sameCounters(a, b counters) bool {
-	return a.replies == b.replies && a.descendants == b.descendants &&
-		value(a.lastReplyAt) == value(b.lastReplyAt) && bytes.Equal(a.participants, b.participants)
-}
-
-// nullString is a nullable column's value as text, "null" for NULL.
-func nullString(v *int64) string {
-	if v == nil {
-		return "null"
-	}
-	return fmt.Sprint(*v)
 }

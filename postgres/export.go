@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,10 +13,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
-
-// exportPage is how many events one read transaction of Export reads:
-// memory stays constant and no snapshot is held while the output is slow.
-const exportPage = 1000
 
 // exportDated is the Since and Until bounds of f on the created_at of
 // table alias t, as conditions with their arguments added to q.
@@ -32,15 +27,14 @@ func exportDated(q *sqlQuery, f buzz.ExportFilter, t string) []string {
 	return where
 }
 
-// Export writes the stored events selected by f to w as JSON Lines, one
-// signed event per line and nothing else (the format of `strfry export` and
-// `nak`), in the replay order (buzz.ReplayRank: oldest first, within one
-// second parents before their replies and aux events after their targets,
-// then by id), so that an import or a live relay sees parents first. The
-// relay's own group state (39000-39003)
-// is never exported: import rebuilds it (RL-25). Each event is written as
-// stored, byte for byte as signed. It returns how many events it wrote;
-// the selection is package sqlite's, event for event.
+// Export writes the stored events selected by f to w (buzz.WriteExport),
+// in the replay order (buzz.ReplayRank: oldest first, within one second
+// parents before their replies and aux events after their targets, then
+// by id), so that an import or a live relay sees parents first. The
+// relay's own group state (39000-39003) is never exported: import
+// rebuilds it (RL-25). Each event is written as stored, byte for byte as
+// signed. It returns how many events it wrote; the selection is package
+// sqlite's, event for event.
 func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (int64, error) {
 	var channel *int64
 	if f.Channel != "" {
@@ -57,24 +51,15 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		channel = &seq
 	}
 	first, next := exportSQL(f, s.nowUnix(), channel)
-
-	out := bufio.NewWriterSize(w, 256<<10)
-	var (
-		n        int64
-		lastAt   int64
-		lastRank int64
-		lastID   []byte
-	)
-	for {
-		var page []buzz.RawEvent
-		var rank int64
+	return buzz.WriteExport(w, func(after *buzz.ExportPosition) ([]buzz.ExportLine, error) {
+		stmt := first
+		if after != nil {
+			stmt = next
+			stmt.args = slices.Clone(next.args)
+			stmt.args[len(stmt.args)-4], stmt.args[len(stmt.args)-3], stmt.args[len(stmt.args)-2] = after.CreatedAt, after.Rank, after.ID
+		}
+		var page []buzz.ExportLine
 		err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
-			stmt := first
-			if lastID != nil {
-				stmt = next
-				stmt.args = slices.Clone(next.args)
-				stmt.args[len(stmt.args)-4], stmt.args[len(stmt.args)-3], stmt.args[len(stmt.args)-2] = lastAt, lastRank, lastID
-			}
 			rows, err := tx.Query(ctx, stmt.sql, stmt.args...)
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
@@ -82,46 +67,24 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 			defer rows.Close()
 			for rows.Next() {
 				var cols eventColumns
-				if err := rows.Scan(append(cols.dest(), &rank)...); err != nil {
+				var l buzz.ExportLine
+				if err := rows.Scan(append(cols.dest(), &l.At.Rank)...); err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
 				ev, err := cols.raw()
 				if err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
-				page = append(page, ev)
+				l.JSON, l.At.CreatedAt = ev.JSON, ev.CreatedAt
+				if l.At.ID, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
+					return fmt.Errorf("export: %w", err)
+				}
+				page = append(page, l)
 			}
 			return rows.Err()
 		})
-		if err != nil {
-			return n, err
-		}
-		if len(page) > 0 {
-			last := page[len(page)-1]
-			lastAt, lastRank = last.CreatedAt, rank
-			if lastID, err = nipcw.DecodeHex(last.ID, 32); err != nil {
-				return n, fmt.Errorf("export: %w", err)
-			}
-		}
-		// Written after the read transaction: a slow output holds no
-		// snapshot open.
-		for _, ev := range page {
-			if _, err := out.Write(ev.JSON); err != nil {
-				return n, fmt.Errorf("export: write: %w", err)
-			}
-			if err := out.WriteByte('\n'); err != nil {
-				return n, fmt.Errorf("export: write: %w", err)
-			}
-			n++
-		}
-		if len(page) < exportPage {
-			break
-		}
-	}
-	if err := out.Flush(); err != nil {
-		return n, fmt.Errorf("export: write: %w", err)
-	}
-	return n, nil
+		return page, err
+	})
 }
 
 // exportSQL is the statement of Export's first page, and that of every
@@ -148,19 +111,14 @@ func exportSQL(f buzz.ExportFilter, now int64, channel *int64) (first, next sqlQ
 		// A deleted event that still has replies below goes out with the
 		// deletion that deleted it: without it an import could not place
 		// those replies, and the thread's counters would differ. So do
-		// deleted reactions and edits, whose deletions the aux closure
-		// serves. So do NIP-29 lifecycle events: deleting one does not
-		// undo what it did to its channel, and import replays them.
+		// those of buzz.ExportKeptDeletedKinds.
 		keep := []string{"e.deleted_at IS NULL",
-			"e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022)",
+			"e.kind IN (" + buzz.ExportKeptDeletedKinds() + ")",
 			"EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq OFFSET 0)"}
 		// So does the target of a 9005 (named by its id in lowercase hex,
-		// which the tag index keeps as its text) that goes out too, to be
-		// deleted again on import: RL-6 refuses a 9005 whose target is
-		// not stored, while a kind 5 is stored without its target
-		// (NIP-09) and refuses it when it arrives. A target whose 9005 the
-		// filter leaves out would come back alive: it stays out.
-		if len(f.Kinds) == 0 || slices.Contains(f.Kinds, buzz.KindGroupDelete) {
+		// which the tag index keeps as its text) that goes out too
+		// (buzz.ExportFilter.KeepsDeletionTargets).
+		if f.KeepsDeletionTargets() {
 			target := append([]string{"t.name = 'e'", "t.value = convert_to(encode(e.id, 'hex'), 'UTF8')",
 				"t.kind = 9005", "d.deleted_at IS NULL"}, exportDated(&q, f, "d")...)
 			keep = append(keep, "EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq WHERE "+
@@ -175,12 +133,12 @@ func exportSQL(f buzz.ExportFilter, now int64, channel *int64) (first, next sqlQ
 	head := "SELECT " + eventSelect + ", " + rank + " FROM events e WHERE " + strings.Join(where, " AND ")
 	order := " ORDER BY e.created_at ASC, " + rank + " ASC, e.id ASC LIMIT "
 	first = q
-	first.sql = head + order + first.arg(exportPage)
+	first.sql = head + order + first.arg(buzz.ExportPageSize)
 	// The keyset continuation, the time bound apart so that the planner
 	// keeps the created_at range.
 	next = sqlQuery{args: slices.Clone(q.args)}
 	at, r, id := next.arg(int64(0)), next.arg(int64(0)), next.arg([]byte(nil))
 	next.sql = head + " AND e.created_at >= " + at + " AND (e.created_at > " + at + " OR (" + rank + ", e.id) > (" + r + ", " + id + "))" +
-		order + next.arg(exportPage)
+		order + next.arg(buzz.ExportPageSize)
 	return first, next
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -17,14 +16,7 @@ import (
 // the database. Its write-ahead log is the server's, not the relay's to
 // report: WALBytes stays 0.
 func (s *Store) Stats() (buzz.StoreStats, error) {
-	st := buzz.StoreStats{
-		WriterQueue: int(s.writes.Load()),
-		BatchJobs:   s.batchJobs.Load(),
-	}
-	st.PagesFromCache, st.PagesFromDatabase = s.pages.Counts()
-	for i := range st.BatchSizes {
-		st.BatchSizes[i] = s.batchSizes[i].Load()
-	}
+	st := buzz.WriterStats(int(s.writes.Load()), &s.batches, s.pages)
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()
 	if err := s.pool.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&st.DatabaseBytes); err != nil {
@@ -78,28 +70,16 @@ const channelsByActivitySQL = `SELECT seq, h, last_message_at FROM channels
 // ChannelsByActivity lists up to limit open channels, the newest last
 // message first, after position after (nil: from the first) (CW-25).
 func (s *Store) ChannelsByActivity(ctx context.Context, after *buzz.ChannelPosition, limit int) ([]buzz.ChannelActivity, error) {
-	at, seq := int64(math.MaxInt64), int64(math.MaxInt64)
-	if after != nil {
-		at, seq = after.LastMessageAt, after.Seq
-	}
-	out := make([]buzz.ChannelActivity, 0, limit)
+	from := buzz.ActivityFrom(after)
+	var out []buzz.ChannelActivity
 	err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
-		rows, err := tx.Query(ctx, channelsByActivitySQL, at, seq, limit)
+		rows, err := tx.Query(ctx, channelsByActivitySQL, from.LastMessageAt, from.Seq, limit)
 		if err != nil {
 			return fmt.Errorf("list channels: %w", err)
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var ch buzz.ChannelActivity
-			if err := rows.Scan(&ch.Seq, &ch.H, &ch.LastMessageAt); err != nil {
-				return fmt.Errorf("list channels: %w", err)
-			}
-			out = append(out, ch)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("list channels: %w", err)
-		}
-		return nil
+		out, err = buzz.ScanChannelActivity(rows, limit)
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -97,10 +97,9 @@ type Store struct {
 	// holds, the write lock (write.go).
 	writes    atomic.Int64
 	writeSlot chan struct{}
-	// batchSizes and batchJobs count the write transactions: each takes
-	// one job here (buzz.StoreStats).
-	batchSizes [len(buzz.BatchSizeBounds)]atomic.Uint64
-	batchJobs  atomic.Uint64
+	// batches counts the write transactions: each takes one job here
+	// (buzz.StoreStats).
+	batches buzz.BatchCounts
 	// pages caches window pages while no write changes their channel
 	// (pagecache.go).
 	pages *pagecache.Cache
@@ -138,33 +137,13 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// the URL may still set another (?random_page_cost=4).
 		cfg.ConnConfig.RuntimeParams["random_page_cost"] = "1.1"
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	basics, err := buzz.NewStoreBasics(opts.Logger, opts.Now, opts.Policy, opts.Admins, opts.RelayKey)
+	if err != nil {
+		return nil, err
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
-	s := &Store{log: log, now: now, key: opts.RelayKey, stop: make(chan struct{}), stopped: make(chan struct{}), writeSlot: make(chan struct{}, 1),
+	s := &Store{log: basics.Log, now: basics.Now, key: opts.RelayKey, pubkey: basics.RelayPubKey, policy: basics.Policy,
+		stop: make(chan struct{}), stopped: make(chan struct{}), writeSlot: make(chan struct{}, 1),
 		pages: pagecache.New(opts.PageCache)}
-	s.policy = buzz.DefaultPolicy()
-	if opts.Policy != nil {
-		s.policy = *opts.Policy
-	}
-	admins := make(map[string]bool, len(s.policy.Admins)+len(opts.Admins))
-	for a := range s.policy.Admins {
-		admins[a] = true
-	}
-	for _, a := range opts.Admins {
-		admins[a] = true
-	}
-	s.policy.Admins = admins
-	if s.key != "" {
-		if s.pubkey, err = nostr.GetPublicKey(s.key); err != nil {
-			return nil, fmt.Errorf("relay key: %w", err)
-		}
-	}
 	if s.origin, err = newOrigin(); err != nil {
 		return nil, err
 	}

@@ -260,13 +260,3 @@ func (s subtreeQuery) SubtreeAuthors(seq, known int64, each func(threadcount.Par
 	}
 	return nil
 }
-
-// subtreeCounters computes the counters of seq from scratch.
-func subtreeCounters(ctx context.Context, q queryer, seq int64) (counters, error) {
-	c, err := buzz.SubtreeCounters(subtreeQuery{ctx: ctx, q: q}, seq)
-	out := counters{replies: c.Replies, descendants: c.Descendants, participants: threadcount.Encode(c.Participants)}
-	if c.Descendants > 0 {
-		out.lastReplyAt = &c.LastReplyAt
-	}
-	return out, err
-}

@@ -3,11 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
-)
 
-// tokenPurgeBatch bounds the expired NIP-98 tokens one purge statement
-// deletes, so that the purge after a flood of tokens is short statements.
-const tokenPurgeBatch = 1000
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
 
 // spendTokenSQL records a token unless it is there; the primary key
 // makes it atomic across processes: of two racing with one key, one
@@ -41,7 +39,8 @@ func (s *Store) SpendToken(ctx context.Context, key []byte, expires int64) (bool
 }
 
 // PurgeTokens deletes the NIP-98 tokens whose time to be remembered has
-// passed by the store's clock, and returns how many it deleted. Several
+// passed by the store's clock, a statement a batch (buzz.TokenBatch),
+// and returns how many it deleted. Several
 // processes may purge at once: a row goes once.
 func (s *Store) PurgeTokens(ctx context.Context) (int, error) {
 	s.closeMu.RLock()
@@ -49,22 +48,13 @@ func (s *Store) PurgeTokens(ctx context.Context) (int, error) {
 	if s.closed {
 		return 0, errClosed
 	}
-	total := 0
-	for {
-		n, err := s.purgeTokenBatch(ctx)
-		total += int(n)
-		if err != nil || n < tokenPurgeBatch {
-			return total, err
+	return buzz.InBatches(buzz.TokenBatch, func() (int, error) {
+		ctx, cancel := context.WithTimeout(ctx, queryTimeout)
+		defer cancel()
+		tag, err := s.pool.Exec(ctx, purgeTokensSQL, s.nowUnix(), buzz.TokenBatch)
+		if err != nil {
+			return 0, fmt.Errorf("purge expired NIP-98 tokens: %w", err)
 		}
-	}
-}
-
-func (s *Store) purgeTokenBatch(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, queryTimeout)
-	defer cancel()
-	tag, err := s.pool.Exec(ctx, purgeTokensSQL, s.nowUnix(), tokenPurgeBatch)
-	if err != nil {
-		return 0, fmt.Errorf("purge expired NIP-98 tokens: %w", err)
-	}
-	return tag.RowsAffected(), nil
+		return int(tag.RowsAffected()), nil
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/storetest"
 )
@@ -32,7 +33,7 @@ func TestTokenPlans(t *testing.T) {
 		args              []any
 	}{
 		{"spend", spendTokenSQL, "nip98_tokens_pkey", []any{[]byte("0123456789abcdef"), int64(1700000600)}},
-		{"purge", purgeTokensSQL, "nip98_tokens_expires", []any{int64(1700000001), tokenPurgeBatch}},
+		{"purge", purgeTokensSQL, "nip98_tokens_expires", []any{int64(1700000001), buzz.TokenBatch}},
 	} {
 		if plan := genericPlan(t, generic, p.sql); len(planScans(plan)) > 0 {
 			t.Errorf("%s: want a generic plan without a scan of a table that grows:\n%s", p.name, plan)

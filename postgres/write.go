@@ -64,8 +64,7 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 		return ctx.Err()
 	}
 	defer func() { <-s.writeSlot }()
-	s.batchSizes[0].Add(1)
-	s.batchJobs.Add(1)
+	s.batches.Count(1)
 	// Once begun, a write runs to its end whatever the client does: the
 	// caller must not report failure for an event that is then committed.
 	ctx = context.WithoutCancel(ctx)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
@@ -19,32 +18,20 @@ const channelsByActivitySQL = `SELECT seq, h, last_message_at FROM channels INDE
 // ChannelsByActivity lists up to limit open channels, the newest last
 // message first, after position after (nil: from the first) (CW-25).
 func (s *Store) ChannelsByActivity(ctx context.Context, after *buzz.ChannelPosition, limit int) ([]buzz.ChannelActivity, error) {
-	at, seq := int64(math.MaxInt64), int64(math.MaxInt64)
-	if after != nil {
-		at, seq = after.LastMessageAt, after.Seq
-	}
-	out := make([]buzz.ChannelActivity, 0, limit)
+	from := buzz.ActivityFrom(after)
+	var out []buzz.ChannelActivity
 	err := s.readTx(ctx, func(tx *sql.Tx) error {
 		st, err := s.prepared(ctx, tx, channelsByActivitySQL)
 		if err != nil {
 			return fmt.Errorf("list channels: %w", err)
 		}
-		rows, err := st.QueryContext(ctx, at, seq, limit)
+		rows, err := st.QueryContext(ctx, from.LastMessageAt, from.Seq, limit)
 		if err != nil {
 			return fmt.Errorf("list channels: %w", err)
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var ch buzz.ChannelActivity
-			if err := rows.Scan(&ch.Seq, &ch.H, &ch.LastMessageAt); err != nil {
-				return fmt.Errorf("list channels: %w", err)
-			}
-			out = append(out, ch)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("list channels: %w", err)
-		}
-		return nil
+		out, err = buzz.ScanChannelActivity(rows, limit)
+		return err
 	})
 	if err != nil {
 		return nil, err

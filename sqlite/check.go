@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -13,240 +12,124 @@ import (
 	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 )
 
-// counterFix names an event whose counters repair recomputes.
-type counterFix struct {
-	seq int64
-}
-
-// Check verifies the database: SQLite's integrity and foreign key checks,
-// then every thread counter against the subtree it counts, every tag
-// index row against the events' tags, the aux events' deletion marks, and
-// that the store's relay key signed the group state. With repair, what is
-// wrong in the counters, the tag index, the marks and the group state is
-// made right in one transaction (a
-// damaged file is beyond repair here: restore a backup). Check reads one snapshot
-// and never holds the writer while it reads, so the relay keeps serving.
+// Check is buzz.Check over this store. Beside the rules' findings it runs
+// SQLite's integrity and foreign key checks and checks the tag index and
+// the aux events' deletion marks (StorageChecks); a damaged file is beyond
+// repair here: restore a backup. It reads one snapshot and never holds the
+// writer while it reads, so the relay keeps serving.
 func (s *Store) Check(ctx context.Context, repair bool) (buzz.CheckReport, error) {
-	var rep buzz.CheckReport
-	var fixes []counterFix
-	var missing, extra []tagFix
-	err := s.readTxFor(ctx, 0, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "PRAGMA integrity_check")
-		if err != nil {
-			return fmt.Errorf("integrity_check: %w", err)
-		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				rows.Close()
-				return fmt.Errorf("integrity_check: %w", err)
-			}
-			if line != "ok" {
-				rep.Integrity = append(rep.Integrity, line)
-			}
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return fmt.Errorf("integrity_check: %w", err)
-		}
-		rows, err = tx.QueryContext(ctx, "PRAGMA foreign_key_check")
-		if err != nil {
-			return fmt.Errorf("foreign_key_check: %w", err)
-		}
-		for rows.Next() {
-			rep.ForeignKeys++
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return fmt.Errorf("foreign_key_check: %w", err)
-		}
-		if fixes, err = checkCounters(ctx, tx, &rep); err != nil {
-			return err
-		}
-		if err := checkGroupState(ctx, tx, s.pubkey, &rep); err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE kind IN (5, 7, 9005, 40003)
-			AND named_by_deletion = 0 AND id IN (`+deletionNamedSQL+`)`).Scan(&rep.DeletionMarks); err != nil {
-			return fmt.Errorf("check deletion marks: %w", err)
-		}
-		if missing, err = checkTags(ctx, tx, &rep); err != nil || !repair || rep.ExtraTags == 0 {
-			return err
-		}
-		extra, err = extraTags(ctx, tx)
-		return err
-	})
-	if err != nil || !repair || rep.OK() {
-		return rep, err
-	}
-	// The snapshot read above may be behind the writer by now (the relay
-	// keeps serving): every fix is computed again inside the repair's own
-	// transaction, from what is stored at that moment.
-	// Without a key the group state cannot be signed again: it stays
-	// reported, and the other repairs are made all the same.
-	resign := len(rep.GroupState) > 0 && s.key != ""
-	err = s.writer.do(ctx, func(w *writeTx) error {
-		if resign {
-			if err := s.dropForeignGroupState(w); err != nil {
-				return err
-			}
-		}
-		for _, f := range fixes {
-			c, err := w.subtreeCounters(f.seq)
-			if err != nil {
-				return err
-			}
-			if _, err := w.upsertThread.ExecContext(w.ctx, f.seq, c.ReplyCount, c.DescendantCount,
-				c.lastReplyAt(), threadcount.Encode(c.Participants), w.now); err != nil {
-				return fmt.Errorf("repair counters of #%d: %w", f.seq, err)
-			}
-		}
-		for _, x := range extra {
-			if _, err := w.deleteExtraTag.ExecContext(w.ctx, x.name, x.value, x.createdAt, x.seq); err != nil {
-				return fmt.Errorf("repair tags of #%d: %w", x.seq, err)
-			}
-		}
-		for _, m := range missing {
-			if t, err := w.bySeq(m.seq); err != nil {
-				return err
-			} else if t == nil || t.createdAt != m.createdAt {
-				continue // removed since the check read it
-			}
-			if _, err := w.insertTag.ExecContext(w.ctx, m.name, m.value, m.createdAt, m.seq, m.kind); err != nil {
-				return fmt.Errorf("repair tags of #%d: %w", m.seq, err)
-			}
-		}
-		// After the tag rows: a deletion's e tag put back names events too.
-		if rep.DeletionMarks > 0 || len(missing) > 0 {
-			if _, err := s.writer.conn.ExecContext(w.ctx, markNamedByDeletion); err != nil {
-				return fmt.Errorf("repair deletion marks: %w", err)
-			}
-		}
-		return nil
-	})
-	rep.Repaired = err == nil
-	if err == nil && len(rep.GroupState) > 0 && !resign {
-		err = errors.New("group state: no relay key to sign it with")
-	}
-	return rep, err
+	return buzz.Check(buzz.CheckStore{
+		RelayPubKey: s.pubkey,
+		CanSign:     s.key != "",
+		ReadSnapshot: func(read func(buzz.CheckSnapshot) error) error {
+			return s.readTxFor(ctx, 0, func(tx *sql.Tx) error { return read(checkSnapshot{ctx: ctx, tx: tx}) })
+		},
+		Repair: func(fix func(buzz.CheckRepairTx) error) error {
+			return s.writer.do(ctx, func(w *writeTx) error { return fix(checkRepair{s: s, w: w}) })
+		},
+	}, repair)
 }
 
-// checkCounters compares every thread counter with the subtree it counts.
-// It computes the counters of a whole thread at once from the thread's
-// rows (events_root), children before parents, so that the cost is one
-// pass over the classified events rather than one walk per subtree.
-func checkCounters(ctx context.Context, tx *sql.Tx, rep *buzz.CheckReport) ([]counterFix, error) {
-	want, err := expectedCounters(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
-		FROM thread_metadata t JOIN events e ON e.seq = t.seq`)
-	if err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
-	}
-	defer rows.Close()
-	var fixes []counterFix
-	seen := map[int64]bool{}
-	mismatch := func(seq int64, id []byte, replies, desc int64, last sql.NullInt64, parts []byte) {
-		w := want[seq]
-		if replies == w.ReplyCount && desc == w.DescendantCount && last == w.lastReplyAt() && bytes.Equal(parts, threadcount.Encode(w.Participants)) {
-			return
-		}
-		rep.Counters = append(rep.Counters, fmt.Sprintf(
-			"event %s: reply_count %d, descendant_count %d, last_reply_at %v, %d participants; want %d, %d, %v, %d",
-			hex.EncodeToString(id), replies, desc, nullString(last), len(parts)/threadcount.Size,
-			w.ReplyCount, w.DescendantCount, nullString(w.lastReplyAt()), len(w.Participants)))
-		fixes = append(fixes, counterFix{seq: seq})
-	}
-	for rows.Next() {
-		var (
-			seq, replies, desc int64
-			id, parts          []byte
-			last               sql.NullInt64
-		)
-		if err := rows.Scan(&seq, &id, &replies, &desc, &last, &parts); err != nil {
-			return nil, fmt.Errorf("check counters: %w", err)
-		}
-		seen[seq] = true
-		mismatch(seq, id, replies, desc, last, parts)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
-	}
-	// Events with replies below but no counters row at all.
-	for seq, w := range want {
-		if seen[seq] || w.DescendantCount == 0 {
-			continue
-		}
-		var id []byte
-		if err := tx.QueryRowContext(ctx, `SELECT id FROM events WHERE seq = ?`, seq).Scan(&id); err != nil {
-			return nil, fmt.Errorf("check counters: %w", err)
-		}
-		mismatch(seq, id, 0, 0, sql.NullInt64{}, nil)
-	}
-	return fixes, nil
+// checkRepair is the writer's transaction as a check's repair writes in it.
+type checkRepair struct {
+	s *Store
+	w *writeTx
 }
 
-// expectedCounters computes, thread by thread, the counters every event
-// with something below it should have (threadcount.Tally).
-func expectedCounters(ctx context.Context, tx *sql.Tx) (map[int64]Counters, error) {
-	roots, err := tx.QueryContext(ctx, `SELECT DISTINCT root FROM events INDEXED BY events_root WHERE root IS NOT NULL`)
+func (r checkRepair) EventStored(seq int64) (bool, error) {
+	t, err := r.w.bySeq(seq)
+	return t != nil, err
+}
+
+func (r checkRepair) ThreadRows() buzz.ThreadRows  { return threadRows{tx: r.w} }
+func (r checkRepair) DropForeignGroupState() error { return r.s.dropForeignGroupState(r.w) }
+
+// checkSnapshot is the check's read transaction.
+type checkSnapshot struct {
+	ctx context.Context
+	tx  *sql.Tx
+}
+
+func (c checkSnapshot) ThreadReplies(each func(root int64, r threadcount.Reply) error) error {
+	roots, err := c.tx.QueryContext(c.ctx, `SELECT DISTINCT root FROM events INDEXED BY events_root WHERE root IS NOT NULL`)
 	if err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
+		return fmt.Errorf("check counters: %w", err)
 	}
 	rootSeqs, err := readSeqs(roots)
 	if err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
+		return fmt.Errorf("check counters: %w", err)
 	}
-	thread, err := tx.PrepareContext(ctx, `SELECT seq, parent, pubkey, created_at, deleted_at IS NOT NULL
+	thread, err := c.tx.PrepareContext(c.ctx, `SELECT seq, parent, pubkey, created_at, deleted_at IS NOT NULL
 		FROM events INDEXED BY events_root WHERE root = ? ORDER BY depth DESC`)
 	if err != nil {
-		return nil, fmt.Errorf("check counters: %w", err)
+		return fmt.Errorf("check counters: %w", err)
 	}
 	defer thread.Close()
-	want := map[int64]Counters{}
-	var replies []threadcount.Reply
 	for _, root := range rootSeqs {
-		rows, err := thread.QueryContext(ctx, root)
+		rows, err := thread.QueryContext(c.ctx, root)
 		if err != nil {
-			return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
+			return fmt.Errorf("check counters of thread #%d: %w", root, err)
 		}
-		replies = replies[:0]
 		for rows.Next() {
 			var r threadcount.Reply
-			if err := rows.Scan(&r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
+			if err = rows.Scan(&r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted); err != nil {
+				break
 			}
-			replies = append(replies, r)
+			if err = each(root, r); err != nil {
+				break
+			}
 		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, fmt.Errorf("check counters of thread #%d: %w", root, err)
-		}
-		counts, err := threadcount.Tally(root, replies)
-		if err != nil {
-			return nil, fmt.Errorf("check counters: %w", err)
-		}
-		for seq, c := range counts {
-			want[seq] = Counters{ReplyCount: c.Replies, DescendantCount: c.Descendants, LastReplyAt: c.LastReplyAt, Participants: c.Participants}
+		if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("check counters of thread #%d: %w", root, err)
 		}
 	}
-	return want, nil
+	return nil
 }
 
-// checkGroupState lists the group state in force that pubkey, the relay
-// key, did not sign: all of it when the store has no relay key.
-func checkGroupState(ctx context.Context, tx *sql.Tx, pubkey string, rep *buzz.CheckReport) error {
+func (c checkSnapshot) CounterRows(each func(seq int64, id []byte, row buzz.ThreadRow) error) error {
+	rows, err := c.tx.QueryContext(c.ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
+		FROM thread_metadata t JOIN events e ON e.seq = t.seq`)
+	if err != nil {
+		return fmt.Errorf("check counters: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			seq  int64
+			id   []byte
+			row  buzz.ThreadRow
+			last sql.NullInt64
+		)
+		if err := rows.Scan(&seq, &id, &row.Replies, &row.Descendants, &last, &row.Participants); err != nil {
+			return fmt.Errorf("check counters: %w", err)
+		}
+		row.LastReplyAt, row.HasLastReply = last.Int64, last.Valid
+		if err := each(seq, id, row); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("check counters: %w", err)
+	}
+	return nil
+}
+
+func (c checkSnapshot) EventID(seq int64) ([]byte, error) {
+	var id []byte
+	if err := c.tx.QueryRowContext(c.ctx, `SELECT id FROM events WHERE seq = ?`, seq).Scan(&id); err != nil {
+		return nil, fmt.Errorf("check counters of #%d: %w", seq, err)
+	}
+	return id, nil
+}
+
+func (c checkSnapshot) ForeignGroupState(pubkey string, each func(kind int, channel string, signer []byte) error) error {
 	key, _ := hex.DecodeString(pubkey)
-	rows, err := tx.QueryContext(ctx, `SELECT kind, coalesce(dtag, ''), pubkey FROM events INDEXED BY events_kind
+	rows, err := c.tx.QueryContext(c.ctx, `SELECT kind, coalesce(dtag, ''), pubkey FROM events INDEXED BY events_kind
 		WHERE `+foreignGroupState+` ORDER BY dtag, kind`, key)
 	if err != nil {
 		return fmt.Errorf("check group state: %w", err)
 	}
 	defer rows.Close()
-	want := "the relay key " + pubkey
-	if pubkey == "" {
-		want = "a relay key (there is none)"
-	}
 	for rows.Next() {
 		var kind int
 		var d string
@@ -254,7 +137,9 @@ func checkGroupState(ctx context.Context, tx *sql.Tx, pubkey string, rep *buzz.C
 		if err := rows.Scan(&kind, &d, &signer); err != nil {
 			return fmt.Errorf("check group state: %w", err)
 		}
-		rep.GroupState = append(rep.GroupState, fmt.Sprintf("kind %d of channel %s is signed by %x, not by %s", kind, d, signer, want))
+		if err := each(kind, d, signer); err != nil {
+			return err
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("check group state: %w", err)
@@ -262,11 +147,93 @@ func checkGroupState(ctx context.Context, tx *sql.Tx, pubkey string, rep *buzz.C
 	return nil
 }
 
-func nullString(v sql.NullInt64) string {
-	if !v.Valid {
-		return "null"
+// StorageChecks runs SQLite's integrity and foreign key checks, and checks
+// the aux events' deletion marks and the tag index. Its repair deletes the
+// extra tag rows one by one, inserts the missing ones, and marks again
+// what a stored deletion names.
+func (c checkSnapshot) StorageChecks(rep *buzz.CheckReport, repair bool) (func(buzz.CheckRepairTx) error, error) {
+	if err := c.databaseChecks(rep); err != nil {
+		return nil, err
 	}
-	return fmt.Sprint(v.Int64)
+	if err := c.tx.QueryRowContext(c.ctx, `SELECT count(*) FROM events WHERE kind IN (5, 7, 9005, 40003)
+		AND named_by_deletion = 0 AND id IN (`+deletionNamedSQL+`)`).Scan(&rep.DeletionMarks); err != nil {
+		return nil, fmt.Errorf("check deletion marks: %w", err)
+	}
+	missing, err := checkTags(c.ctx, c.tx, rep)
+	if err != nil || !repair {
+		return nil, err
+	}
+	var extra []tagFix
+	if rep.ExtraTags > 0 {
+		if extra, err = extraTags(c.ctx, c.tx); err != nil {
+			return nil, err
+		}
+	}
+	marks := rep.DeletionMarks > 0 || len(missing) > 0
+	return func(tx buzz.CheckRepairTx) error {
+		// buzz.Check hands back the transaction of this store's Repair.
+		return repairTags(tx.(checkRepair), missing, extra, marks)
+	}, nil
+}
+
+// databaseChecks runs SQLite's integrity and foreign key checks.
+func (c checkSnapshot) databaseChecks(rep *buzz.CheckReport) error {
+	rows, err := c.tx.QueryContext(c.ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("integrity_check: %w", err)
+	}
+	for rows.Next() {
+		var line string
+		if err = rows.Scan(&line); err != nil {
+			break
+		}
+		if line != "ok" {
+			rep.Integrity = append(rep.Integrity, line)
+		}
+	}
+	if err := errors.Join(err, rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("integrity_check: %w", err)
+	}
+	rows, err = c.tx.QueryContext(c.ctx, "PRAGMA foreign_key_check")
+	if err != nil {
+		return fmt.Errorf("foreign_key_check: %w", err)
+	}
+	for rows.Next() {
+		rep.ForeignKeys++
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return fmt.Errorf("foreign_key_check: %w", err)
+	}
+	return nil
+}
+
+// repairTags deletes the extra tag rows that are still extra, inserts the
+// missing ones of events still stored as the check read them, and then
+// marks again the aux events a stored deletion names: a deletion's e tag
+// put back names events too.
+func repairTags(r checkRepair, missing, extra []tagFix, marks bool) error {
+	w := r.w
+	for _, x := range extra {
+		if _, err := w.deleteExtraTag.ExecContext(w.ctx, x.name, x.value, x.createdAt, x.seq); err != nil {
+			return fmt.Errorf("repair tags of #%d: %w", x.seq, err)
+		}
+	}
+	for _, m := range missing {
+		if t, err := w.bySeq(m.seq); err != nil {
+			return err
+		} else if t == nil || t.createdAt != m.createdAt {
+			continue // removed since the check read it
+		}
+		if _, err := w.insertTag.ExecContext(w.ctx, m.name, m.value, m.createdAt, m.seq, m.kind); err != nil {
+			return fmt.Errorf("repair tags of #%d: %w", m.seq, err)
+		}
+	}
+	if marks {
+		if _, err := r.s.writer.conn.ExecContext(w.ctx, markNamedByDeletion); err != nil {
+			return fmt.Errorf("repair deletion marks: %w", err)
+		}
+	}
+	return nil
 }
 
 // tagFix is a tag index row that repair inserts (missing) or deletes

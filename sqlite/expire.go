@@ -2,22 +2,16 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"time"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
-// purgeEvery is how often expired events (NIP-40) and NIP-98 tokens are
-// removed. Reads hide expired events from the moment they expire; the
-// purge reclaims the space and makes the thread counters exact again.
-const purgeEvery = time.Minute
-
-// purgeBatch bounds one purge transaction, so that a flood of expiring
-// events never holds the writer for long.
-const purgeBatch = 100
-
+// purgeLoop purges expired events and tokens every buzz.PurgeEvery, and
+// reads the access state again every watchEvery, until stopPurge closes.
 func (s *Store) purgeLoop() {
 	defer close(s.purgeDone)
-	tick := time.NewTicker(purgeEvery)
+	tick := time.NewTicker(buzz.PurgeEvery)
 	defer tick.Stop()
 	watch := time.NewTicker(watchEvery)
 	defer watch.Stop()
@@ -30,47 +24,40 @@ func (s *Store) purgeLoop() {
 				s.log.Error("reading the access state", "err", err)
 			}
 		case <-tick.C:
-			if _, err := s.PurgeExpired(context.Background()); err != nil {
-				s.log.Error("purging expired events", "err", err)
-			}
-			if _, err := s.PurgeTokens(context.Background()); err != nil {
-				s.log.Error("purging expired NIP-98 tokens", "err", err)
-			}
+			buzz.Purge(context.Background(), s, s.log, nil)
 		}
 	}
 }
 
-// PurgeExpired removes events whose NIP-40 expiration has passed and
-// returns how many it removed.
+// PurgeExpired removes events whose NIP-40 expiration has passed, a
+// writer job a batch (buzz.PurgeExpiredBatch), and returns how many it
+// removed.
 func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		n := 0
+	return buzz.InBatches(buzz.ExpiredBatch, func() (n int, err error) {
 		now := s.nowUnix()
-		err := s.writer.do(ctx, func(tx *writeTx) error {
-			rows, err := tx.expired.QueryContext(tx.ctx, now, purgeBatch)
-			if err != nil {
-				return fmt.Errorf("find expired events: %w", err)
-			}
-			seqs, err := readSeqs(rows)
-			if err != nil {
-				return fmt.Errorf("find expired events: %w", err)
-			}
-			for _, seq := range seqs {
-				t, err := tx.bySeq(seq)
-				if err != nil {
-					return err
-				}
-				if err := tx.remove(t, now); err != nil {
-					return err
-				}
-			}
-			n = len(seqs)
-			return nil
+		err = s.writer.do(ctx, func(tx *writeTx) error {
+			n, err = buzz.PurgeExpiredBatch(expiredRows{tx}, now)
+			return err
 		})
-		total += n
-		if err != nil || n < purgeBatch {
-			return total, err
-		}
+		return n, err
+	})
+}
+
+// expiredRows are buzz.ExpiredRows in the writer's transaction.
+type expiredRows struct{ tx *writeTx }
+
+func (r expiredRows) Expired(now int64, limit int) ([]int64, error) {
+	rows, err := r.tx.expired.QueryContext(r.tx.ctx, now, limit)
+	if err != nil {
+		return nil, err
 	}
+	return readSeqs(rows)
+}
+
+func (r expiredRows) RemoveExpired(seq, now int64) error {
+	t, err := r.tx.bySeq(seq)
+	if err != nil {
+		return err
+	}
+	return r.tx.remove(t, now)
 }

@@ -26,7 +26,7 @@ func TestExpirePurgeManyBatches(t *testing.T) {
 	clock := testutil.NewClock(exStart)
 	s := qtOpen(t, clock)
 	a := testutil.NewSigner(t)
-	expiring := purgeBatch + 37
+	expiring := buzz.ExpiredBatch + 37
 	evs := testutil.SignMany(t, expiring+10, func(i int) (testutil.Signer, *nostr.Event) {
 		exp := exStart + 10 + int64(i%50)
 		if i >= expiring {

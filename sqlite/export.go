@@ -1,16 +1,13 @@
 package sqlite
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/mailru/easyjson"
-	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/nipcw"
@@ -32,15 +29,10 @@ func exportDated(f buzz.ExportFilter, t string) ([]string, []any) {
 	return where, args
 }
 
-// exportPage is how many events one read transaction of Export reads:
-// memory stays constant and no snapshot is held while the output is slow.
-const exportPage = 1000
-
-// Export writes the stored events selected by f to w as JSON Lines, one
-// signed event per line and nothing else (the format of `strfry export` and
-// `nak`), in the replay order (buzz.ReplayRank: oldest first, within one
-// second parents before their replies and aux events after their targets,
-// then by id), so that an import or a live relay sees parents first. The
+// Export writes the stored events selected by f to w (buzz.WriteExport),
+// in the replay order (buzz.ReplayRank: oldest first, within one second
+// parents before their replies and aux events after their targets, then
+// by id), so that an import or a live relay sees parents first. The
 // relay's own group state (39000-39003) is never exported: import rebuilds
 // it (RL-25). It returns how many events it wrote.
 func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (int64, error) {
@@ -61,65 +53,39 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		channel = seqs[0]
 	}
 	first, next, args := exportSQL(f, s.nowUnix(), channel)
-
-	out := bufio.NewWriterSize(w, 256<<10)
-	var (
-		n        int64
-		lastAt   int64
-		lastRank int64
-		lastID   []byte
-	)
-	for {
-		var page []*nostr.Event
-		scanned := 0
+	return buzz.WriteExport(w, func(after *buzz.ExportPosition) ([]buzz.ExportLine, error) {
+		var page []buzz.ExportLine
 		err := s.readTx(ctx, func(tx *sql.Tx) error {
 			var rows *sql.Rows
 			var err error
-			if lastID == nil {
-				rows, err = tx.QueryContext(ctx, first, append(args, exportPage)...)
+			if after == nil {
+				rows, err = tx.QueryContext(ctx, first, append(args, buzz.ExportPageSize)...)
 			} else {
-				rows, err = tx.QueryContext(ctx, next, append(args, lastAt, lastRank, lastID, exportPage)...)
+				rows, err = tx.QueryContext(ctx, next, append(args, after.CreatedAt, after.Rank, after.ID, buzz.ExportPageSize)...)
 			}
 			if err != nil {
 				return fmt.Errorf("export: %w", err)
 			}
 			defer rows.Close()
 			for rows.Next() {
-				ev, err := scanEvent(rankScanner{rows, &lastRank})
+				var l buzz.ExportLine
+				ev, err := scanEvent(rankScanner{rows, &l.At.Rank})
 				if err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
-				scanned++
-				lastAt = int64(ev.CreatedAt)
-				if lastID, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
+				l.At.CreatedAt = int64(ev.CreatedAt)
+				if l.At.ID, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
-				page = append(page, ev)
+				if l.JSON, err = easyjson.Marshal(ev); err != nil {
+					return fmt.Errorf("export: %w", err)
+				}
+				page = append(page, l)
 			}
 			return rows.Err()
 		})
-		if err != nil {
-			return n, err
-		}
-		// Written after the read transaction: a slow output holds no
-		// snapshot open.
-		for _, ev := range page {
-			if _, err := easyjson.MarshalToWriter(ev, out); err != nil {
-				return n, fmt.Errorf("export: write: %w", err)
-			}
-			if err := out.WriteByte('\n'); err != nil {
-				return n, fmt.Errorf("export: write: %w", err)
-			}
-			n++
-		}
-		if scanned < exportPage {
-			break
-		}
-	}
-	if err := out.Flush(); err != nil {
-		return n, fmt.Errorf("export: write: %w", err)
-	}
-	return n, nil
+		return page, err
+	})
 }
 
 // exportSQL is the statement of Export's first page and that of every
@@ -153,18 +119,13 @@ func exportSQL(f buzz.ExportFilter, now int64, channel any) (first, next string,
 		// A deleted event that still has replies below goes out with the
 		// deletion that deleted it: without it an import could not place
 		// those replies, and the thread's counters would differ. So do
-		// deleted reactions and edits, whose deletions the aux closure
-		// serves. So do NIP-29 lifecycle events: deleting one does not
-		// undo what it did to its channel, and import replays them.
+		// those of buzz.ExportKeptDeletedKinds.
 		keep := []string{"e.deleted_at IS NULL",
-			"e.kind IN (7, 40003, 9000, 9001, 9002, 9007, 9008, 9021, 9022)",
+			"e.kind IN (" + buzz.ExportKeptDeletedKinds() + ")",
 			"EXISTS (SELECT 1 FROM events c WHERE c.parent = e.seq)"}
 		// So does the target of a 9005 (named by its id) that goes out
-		// too, to be deleted again on import: RL-6 refuses a 9005 whose
-		// target is not stored, while a kind 5 is stored without its
-		// target (NIP-09) and refuses it when it arrives. A target whose
-		// 9005 the filter leaves out would come back alive: it stays out.
-		if len(f.Kinds) == 0 || slices.Contains(f.Kinds, buzz.KindGroupDelete) {
+		// too (buzz.ExportFilter.KeepsDeletionTargets).
+		if f.KeepsDeletionTargets() {
 			dated, at := exportDated(f, "d")
 			target := append([]string{"t.name = 'e'", "t.value = e.id", "t.kind = 9005", "d.deleted_at IS NULL"}, dated...)
 			args = append(args, at...)

@@ -24,7 +24,7 @@ func TestExportPlans(t *testing.T) {
 		{"export of a channel", buzz.ExportFilter{Channel: "c"}, channel, []string{"USING INDEX events_channel (channel=? AND created_at>?)"}},
 	} {
 		_, next, args := exportSQL(tc.f, 1_800_000_000, tc.channel)
-		plan := explain(t, s, next, append(args, int64(1_700_000_000), int64(2), make([]byte, 32), exportPage)...)
+		plan := explain(t, s, next, append(args, int64(1_700_000_000), int64(2), make([]byte, 32), buzz.ExportPageSize)...)
 		checkPlan(t, tc.name, plan, append(tc.want, "USE TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY", "!USE TEMP B-TREE FOR ORDER BY"))
 	}
 }

@@ -14,14 +14,7 @@ import (
 // writer's queue and batches, the window pages served from the cache and
 // from the database, and the sizes of the database file and its WAL.
 func (s *Store) Stats() (buzz.StoreStats, error) {
-	st := buzz.StoreStats{
-		WriterQueue: len(s.writer.jobs),
-		BatchJobs:   s.writer.batchJobs.Load(),
-	}
-	st.PagesFromCache, st.PagesFromDatabase = s.pages.Counts()
-	for i := range st.BatchSizes {
-		st.BatchSizes[i] = s.writer.batchSizes[i].Load()
-	}
+	st := buzz.WriterStats(len(s.writer.jobs), &s.writer.batches, s.pages)
 	var err error
 	if st.DatabaseBytes, err = fileSize(s.path); err != nil {
 		return st, err

@@ -21,7 +21,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nbd-wtf/go-nostr"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -121,19 +120,17 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Path == "" {
 		return nil, errors.New("sqlite: no database path")
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	basics, err := buzz.NewStoreBasics(opts.Logger, opts.Now, opts.Policy, opts.Admins, opts.RelayKey)
+	if err != nil {
+		return nil, err
 	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
-	}
+	policy := basics.Policy
 	s := &Store{
 		path:      opts.Path,
-		log:       log,
-		now:       now,
+		log:       basics.Log,
+		now:       basics.Now,
 		key:       opts.RelayKey,
+		pubkey:    basics.RelayPubKey,
 		channels:  make(map[string]int64),
 		readStmts: make(map[string]*cachedStmt),
 		seenOnce:  map[string]bool{},
@@ -141,25 +138,6 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		pages:     pagecache.New(opts.PageCache),
 		stopPurge: make(chan struct{}),
 		purgeDone: make(chan struct{}),
-	}
-	policy := buzz.DefaultPolicy()
-	if opts.Policy != nil {
-		policy = *opts.Policy
-	}
-	admins := make(map[string]bool, len(policy.Admins)+len(opts.Admins))
-	for a := range policy.Admins {
-		admins[a] = true
-	}
-	for _, a := range opts.Admins {
-		admins[a] = true
-	}
-	policy.Admins = admins
-	if s.key != "" {
-		pk, err := nostr.GetPublicKey(s.key)
-		if err != nil {
-			return nil, fmt.Errorf("relay key: %w", err)
-		}
-		s.pubkey = pk
 	}
 
 	wdb, err := sql.Open("sqlite", dsn(opts.Path, false, 0))
@@ -248,7 +226,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	s.direct = newDirectPool(opts.Path, n, mapSize)
 	s.pageSlots = make(chan struct{}, pageBuilds())
 
-	s.writer, err = newWriter(ctx, wdb, conn, log, community, s.finish, s.nowUnix, opts.Path+"-wal", walLimit)
+	s.writer, err = newWriter(ctx, wdb, conn, s.log, community, s.finish, s.nowUnix, opts.Path+"-wal", walLimit)
 	if err != nil {
 		s.readers.Close()
 		conn.Close()

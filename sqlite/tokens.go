@@ -3,12 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
-)
 
-// tokenPurgeBatch bounds the expired NIP-98 tokens one purge job deletes,
-// so that the purge after a flood of tokens never holds the writer for
-// long.
-const tokenPurgeBatch = 1000
+	"github.com/buzz-lite/buzz-lite/buzz"
+)
 
 // SpendToken records an accepted NIP-98 token until expires and reports
 // whether it was new (RL-17). It goes through the writer like an event:
@@ -34,14 +31,14 @@ func (s *Store) SpendToken(ctx context.Context, key []byte, expires int64) (bool
 }
 
 // PurgeTokens deletes the NIP-98 tokens whose time to be remembered has
-// passed by the store's clock, and returns how many it deleted.
+// passed by the store's clock, a writer job a batch (buzz.TokenBatch),
+// and returns how many it deleted.
 func (s *Store) PurgeTokens(ctx context.Context) (int, error) {
-	total := 0
-	for {
+	return buzz.InBatches(buzz.TokenBatch, func() (int, error) {
 		var n int64
 		now := s.nowUnix()
 		err := s.writer.do(ctx, func(tx *writeTx) error {
-			res, err := tx.purgeTokens.ExecContext(tx.ctx, now, tokenPurgeBatch)
+			res, err := tx.purgeTokens.ExecContext(tx.ctx, now, buzz.TokenBatch)
 			if err != nil {
 				return fmt.Errorf("purge expired NIP-98 tokens: %w", err)
 			}
@@ -50,9 +47,6 @@ func (s *Store) PurgeTokens(ctx context.Context) (int, error) {
 			}
 			return nil
 		})
-		total += int(n)
-		if err != nil || n < tokenPurgeBatch {
-			return total, err
-		}
-	}
+		return int(n), err
+	})
 }

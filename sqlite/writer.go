@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,10 +59,8 @@ type writer struct {
 	mu     sync.RWMutex // guards closed against sends on a closed queue
 	closed bool
 
-	// batchSizes and batchJobs count the batches taken, by size
-	// (buzz.BatchSizeBounds), and their jobs, for the metrics (RL-30).
-	batchSizes [len(buzz.BatchSizeBounds)]atomic.Uint64
-	batchJobs  atomic.Uint64
+	// batches counts the batches taken, for the metrics (RL-30).
+	batches buzz.BatchCounts
 }
 
 type writeJob struct {
@@ -270,11 +267,7 @@ func (w *writer) boundWAL() {
 }
 
 // counted counts a batch of n jobs in the writer's metrics.
-func (w *writer) counted(n int) {
-	i, _ := slices.BinarySearch(buzz.BatchSizeBounds[:], n)
-	w.batchSizes[min(i, len(w.batchSizes)-1)].Add(1)
-	w.batchJobs.Add(uint64(n))
-}
+func (w *writer) counted(n int) { w.batches.Count(n) }
 
 func (w *writer) run(batch []*writeJob) {
 	// The writer's statements run without a cancellable context: the driver
