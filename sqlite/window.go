@@ -12,7 +12,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pagecache"
-	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -179,35 +178,10 @@ func storedEvent(st *directStmt, col, createdAt, rest int) storedColumns {
 // eventSQL are the columns storedEvent reads from rest on.
 const eventSQL = `e.pubkey, e.kind, e.tags, e.content, e.sig`
 
-// raw serves a stored event as its signed JSON, written straight from its
-// columns: decoding it into a nostr.Event only to encode it again was a
-// third of a page's time. Columns that cannot make a sound event are an
-// error: the caller skips the event (CW-17).
+// raw serves a stored event as its signed JSON (buzz.NewRawEvent),
+// reading tags and content in place.
 func (r storedColumns) raw() (buzz.RawEvent, error) {
-	if len(r.id) != 32 || len(r.pubkey) != 32 || len(r.sig) != 64 {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x has malformed keys", r.id)
-	}
-	if !tagjson.Valid(transient(r.tags)) {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", r.id, tagjson.ErrMalformed)
-	}
-	b := make([]byte, 0, buzz.RawEventFixedBytes+len(r.tags)+len(r.content)+len(r.content)/8)
-	b = append(b, `{"id":"`...)
-	b = hex.AppendEncode(b, r.id)
-	hexID := string(b[len(b)-64:])
-	b = append(b, `","pubkey":"`...)
-	b = hex.AppendEncode(b, r.pubkey)
-	b = append(b, `","created_at":`...)
-	b = strconv.AppendInt(b, r.createdAt, 10)
-	b = append(b, `,"kind":`...)
-	b = strconv.AppendInt(b, int64(r.kind), 10)
-	b = append(b, `,"tags":`...)
-	b = append(b, r.tags...)
-	b = append(b, `,"content":`...)
-	b = tagjson.AppendString(b, transient(r.content))
-	b = append(b, `,"sig":"`...)
-	b = hex.AppendEncode(b, r.sig)
-	b = append(b, `"}`...)
-	return buzz.RawEvent{ID: hexID, CreatedAt: r.createdAt, Kind: r.kind, JSON: b}, nil
+	return buzz.NewRawEvent(r.id, r.pubkey, r.sig, r.createdAt, r.kind, transient(r.tags), transient(r.content))
 }
 
 // transient views b as a string for a call that does not keep it: b may be
