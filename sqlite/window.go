@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -246,7 +247,7 @@ var auxStart = auxKey{value: []byte{0}, createdAt: math.MinInt64}
 // statement reads and starts at auxStart.
 func (r *pageReader) AuxPage(hop int, names []string, page int, fn func(buzz.AuxRow) error) (n int, err error) {
 	if page == 0 {
-		r.names = append(r.names[:0], '[')
+		r.names = append(slices.Grow(r.names[:0], 2+len(names)*(64+3)), '[')
 		for i, n := range names {
 			if i > 0 {
 				r.names = append(r.names, ',')
