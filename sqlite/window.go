@@ -322,10 +322,10 @@ func (r *pageReader) ThreadRoot(id []byte) (root buzz.ThreadRoot, found bool, er
 		return root, false, fmt.Errorf("thread root: %w", err)
 	}
 	defer st.reset()
-	if found, err = st.step(); err != nil || !found {
-		if err != nil {
-			return root, false, fmt.Errorf("thread root: %w", err)
-		}
+	if found, err = st.step(); err != nil {
+		return root, false, fmt.Errorf("thread root: %w", err)
+	}
+	if !found {
 		return root, false, nil
 	}
 	root.Ref = st.int64(0)
