@@ -4,7 +4,6 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -191,32 +190,7 @@ func (c *eventColumns) event() (*nostr.Event, error) {
 	return ev, nil
 }
 
-// raw serves the stored event as its signed JSON, written straight from
-// its columns. Columns that cannot make a sound event are an error: the
-// caller skips the event (CW-17).
+// raw serves the stored event as its signed JSON (buzz.NewRawEvent).
 func (c *eventColumns) raw() (buzz.RawEvent, error) {
-	if len(c.id) != 32 || len(c.pubkey) != 32 || len(c.sig) != 64 {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x has malformed keys", c.id)
-	}
-	if !tagjson.Valid(string(c.tags)) {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", c.id, tagjson.ErrMalformed)
-	}
-	b := make([]byte, 0, buzz.RawEventFixedBytes+len(c.tags)+len(c.content)+len(c.content)/8)
-	b = append(b, `{"id":"`...)
-	b = hex.AppendEncode(b, c.id)
-	hexID := string(b[len(b)-64:])
-	b = append(b, `","pubkey":"`...)
-	b = hex.AppendEncode(b, c.pubkey)
-	b = append(b, `","created_at":`...)
-	b = strconv.AppendInt(b, c.createdAt, 10)
-	b = append(b, `,"kind":`...)
-	b = strconv.AppendInt(b, int64(c.kind), 10)
-	b = append(b, `,"tags":`...)
-	b = append(b, c.tags...)
-	b = append(b, `,"content":`...)
-	b = tagjson.AppendString(b, string(c.content))
-	b = append(b, `,"sig":"`...)
-	b = hex.AppendEncode(b, c.sig)
-	b = append(b, `"}`...)
-	return buzz.RawEvent{ID: hexID, CreatedAt: c.createdAt, Kind: int(c.kind), JSON: b}, nil
+	return buzz.NewRawEvent(c.id, c.pubkey, c.sig, c.createdAt, int(c.kind), string(c.tags), string(c.content))
 }

@@ -13,8 +13,6 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pagecache"
-	"github.com/buzz-lite/buzz-lite/internal/threadcount"
-	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // Window serves one window page from one read transaction, so that rows,
@@ -25,14 +23,13 @@ import (
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	var page *buzz.WindowPage
 	key := pagecache.Key(q)
-	var read pagecache.Versions     // what the page is read at; foreign once judged so
-	expires := int64(math.MaxInt64) // the first expiration on the page
-	cached := false
+	var read pagecache.Versions // what the page is read at; foreign once judged so
+	var expires int64
+	built := false
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
 		page = &buzz.WindowPage{}
-		scope := buzz.ScopeIn(q.Scope, q.Viewer, c)
-		ch := c.Channel(q.Channel)
-		if !scope.Reads(ch) {
+		scope, ch, ok := c.WindowScope(q)
+		if !ok {
 			page.Unreadable = true
 			return nil
 		}
@@ -42,65 +39,57 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			return fmt.Errorf("window: read page version: %w", err)
 		}
 		if p, ok := s.pages.Get(key, cur, s.nowUnix()); ok {
-			page, cached = p, true
+			page = p
 			return nil
 		}
 		read = cur
-		bound := newPageBound(q.MaxBytes)
-		if err := s.windowRows(ctx, tx, ch.Seq, q, page, bound, &expires); err != nil {
-			return err
-		}
-		if q.Aux && len(page.Rows) > 0 {
-			ids := make([]string, len(page.Rows))
-			for i, ev := range page.Rows {
-				ids[i] = ev.ID
-			}
-			var err error
-			if page.Aux, err = s.auxClosure(ctx, tx, c, scope, ids, ch, bound, &expires, read.Judged(ch.Seq)); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		page, expires, err = c.ReadWindow(ctx, &pageReader{s: s, ctx: ctx, tx: tx}, q, scope, ch, read.Judged(ch.Seq))
+		built = err == nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if !cached && !page.Unreadable {
+	if built {
 		s.pages.Put(key, page, read, expires)
 	}
 	return page, nil
+}
+
+// pageReader reads window and thread pages in a read transaction
+// (buzz.PageReader), keeping the position of the aux hop it reads.
+type pageReader struct {
+	s   *Store
+	ctx context.Context
+	tx  pgx.Tx
+	// The aux hop's names as tags_aux holds them, and the last position
+	// its pages read.
+	names           [][]byte
+	lastValue       []byte
+	lastAt, lastSeq int64
 }
 
 // rowColumns are the columns a page row is read with: its number, the
 // event (eventSelect), then what the query adds.
 const rowColumns = `e.seq, ` + eventSelect
 
-// windowRows fills the rows of page from the window index of its row
+// WindowRows reads the rows of channel from the window index of its row
 // mode, in window order, and their summaries when q asks for them (CW-9,
-// CW-13, CW-15, CW-19). It reads limit+1 rows: the extra one only says
-// whether more follow (CW-16). The next cursor is the last row taken,
-// decoded or not (CW-17).
-func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, bound *pageBound, expires *int64) error {
-	sq, err := windowSQL(channel, q, s.nowUnix())
+// CW-13, CW-15, CW-19). It reads limit+1 rows, the extra one for rows.Row
+// (CW-16); a stored event that cannot be rebuilt is counted and skipped
+// (CW-17).
+func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.WindowRows) error {
+	sq, err := windowSQL(channel, q, r.s.nowUnix())
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, sq.sql, sq.args...)
+	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
 	if err != nil {
 		return fmt.Errorf("window rows: %w", err)
 	}
 	defer rows.Close()
-	taken := 0
-	var lastAt int64
-	var lastID []byte // the last row taken, which the next cursor names
 	for rows.Next() {
-		if taken == q.Limit {
-			page.HasMore = true
-			if taken > 0 {
-				page.Next = &buzz.Position{CreatedAt: lastAt, ID: hex.EncodeToString(lastID)}
-			}
-			break
-		}
 		var seq int64
 		var cols eventColumns
 		var sm counterColumns
@@ -113,22 +102,19 @@ func (s *Store) windowRows(ctx context.Context, tx pgx.Tx, channel int64, q buzz
 		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("window rows: %w", err)
 		}
-		taken++
-		if exp != nil {
-			*expires = min(*expires, *exp)
+		if !page.Row(cols.createdAt, cols.id, value(exp), exp != nil) {
+			break
 		}
-		lastAt, lastID = cols.createdAt, append(lastID[:0], cols.id...)
 		ev, err := cols.raw()
 		if err != nil {
-			s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
+			r.s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
 			continue
 		}
-		if err := bound.take(len(ev.JSON)); err != nil {
+		if err := page.Add(ev); err != nil {
 			return err
 		}
-		page.Rows = append(page.Rows, ev)
 		if q.Summaries && sm.descendants != nil {
-			page.Summaries = append(page.Summaries, sm.summary(ev.ID))
+			page.Summary(sm.summary(ev.ID))
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -193,39 +179,8 @@ func (c *counterColumns) dest() []any {
 
 // summary is the thread summary of row id (CW-19).
 func (c *counterColumns) summary(id string) buzz.Summary {
-	return buzz.Summary{ID: id, UpdatedAt: c.updatedAt, Summary: nipcw.Summary{
-		ReplyCount: value(c.replies), DescendantCount: value(c.descendants),
-		LastReplyAt: c.lastReplyAt, Participants: threadcount.HexKeys(c.participants)}}
+	return buzz.SummaryOf(id, value(c.replies), value(c.descendants), value(c.lastReplyAt), c.lastReplyAt != nil, c.participants, c.updatedAt)
 }
-
-// pageBound is what a window or thread page may still read of its
-// query's MaxBytes: the page is refused as soon as it would pass the
-// bound (RL-27a). A nil bound is none.
-type pageBound struct{ left int }
-
-func newPageBound(maxBytes int) *pageBound {
-	if maxBytes <= 0 {
-		return nil
-	}
-	return &pageBound{left: maxBytes}
-}
-
-// take counts n bytes read; buzz.ErrTooLarge once they pass the bound.
-func (b *pageBound) take(n int) error {
-	if b == nil {
-		return nil
-	}
-	if b.left -= n; b.left < 0 {
-		return buzz.ErrTooLarge
-	}
-	return nil
-}
-
-// Aux closure bounds (CW-18).
-const (
-	auxPageSize = 1000
-	auxMaxPages = 64
-)
 
 // auxSQL finds, one keyset page at a time, the events of kinds whose `e`
 // tag names one of a list of ids, in the order of tags_aux (target,
@@ -243,7 +198,7 @@ func auxSQL(kinds []int) string {
 		FROM tags t JOIN events e ON e.seq = t.seq
 		WHERE t.name = 'e' AND t.kind IN (5, 7, 9005, 40003) AND t.value = ANY($2::bytea[])
 		AND t.kind IN (` + strings.Join(list, ",") + `) AND (t.value, t.created_at, t.seq) > ($3, $4, $5)
-		ORDER BY t.value, t.created_at, t.seq LIMIT ` + strconv.Itoa(auxPageSize)
+		ORDER BY t.value, t.created_at, t.seq LIMIT ` + strconv.Itoa(buzz.AuxPageSize)
 }
 
 var (
@@ -251,173 +206,67 @@ var (
 	hop2SQL = auxSQL([]int{buzz.KindDeletion, buzz.KindGroupDelete})
 )
 
-// auxClosure collects the aux events of targets (hex ids, CW-18): hop 1,
-// the deletions, reactions, group deletions and edits naming a target;
-// hop 2, the deletions naming a hop-1 event. Each event is served once,
-// only if it is neither deleted nor expired and reads, the request's
-// scope, reads its channel in c, the access state of tx's snapshot. A
-// deleted hop-1 event is not served, but the deletion naming it is. rows
-// is the channel of the targets (nil: none), which decides whether
-// channel-less aux events are served (buzz.AuxFits). expires is lowered to
-// the first expiration of the events found; judged, unless nil, hears of
-// the scope of every event judged by the channels of c.
-func (s *Store) auxClosure(ctx context.Context, tx pgx.Tx, c *buzz.Community, reads buzz.Scope, targets []string, rows *buzz.Channel, bound *pageBound,
-	expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
-	served := map[int64]bool{}
-	var out []buzz.RawEvent
-	var hop1 []string
-	for hop, query := range []string{hop1SQL, hop2SQL} {
-		names := targets
-		if hop == 1 {
-			if names = hop1; len(names) == 0 {
-				break
+// AuxPage reads one keyset page of hop (hop1SQL, hop2SQL) for names and
+// leaves r at its last position. Page 0 turns names into the values
+// tags_aux holds and starts before every one.
+func (r *pageReader) AuxPage(hop int, names []string, page int, fn func(buzz.AuxRow) error) (n int, err error) {
+	if page == 0 {
+		r.names = r.names[:0]
+		for _, n := range names {
+			r.names = append(r.names, tagKey(n))
+		}
+		r.lastValue, r.lastAt, r.lastSeq = []byte{}, math.MinInt64, math.MinInt64
+	}
+	query := hop1SQL
+	if hop == buzz.AuxHopDeletions {
+		query = hop2SQL
+	}
+	rows, err := r.tx.Query(r.ctx, query, r.s.nowUnix(), r.names, r.lastValue, r.lastAt, r.lastSeq)
+	if err != nil {
+		return 0, fmt.Errorf("aux closure: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a buzz.AuxRow
+		var cols eventColumns
+		var scope, expires *int64
+		dest := append([]any{&a.Ref}, cols.dest()...)
+		dest = append(dest, &a.Live, &scope, &expires, &r.lastValue, &r.lastAt, &a.Named)
+		if err := rows.Scan(dest...); err != nil {
+			return 0, fmt.Errorf("aux closure: %w", err)
+		}
+		n++
+		r.lastSeq = a.Ref
+		a.ID, a.Scope, a.Scoped, a.Expires, a.Expiring = cols.id, value(scope), scope != nil, value(expires), expires != nil
+		if a.Live {
+			if a.Event, err = cols.raw(); err != nil {
+				r.s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.Ref, "err", err)
+				a.Live = false
 			}
 		}
-		err := s.drainAux(ctx, tx, query, names, hop+1, func(a auxRow) error {
-			var scope int64
-			if a.scope != nil {
-				scope = *a.scope
-			}
-			if !buzz.AuxFits(rows, scope, a.scope != nil) {
-				return nil
-			}
-			if a.scope != nil {
-				if judged != nil {
-					judged(*a.scope)
-				}
-				if !reads.Reads(c.ChannelBySeq(*a.scope)) {
-					return nil
-				}
-			}
-			if a.expires != nil {
-				*expires = min(*expires, *a.expires)
-			}
-			if hop == 0 && a.named {
-				hop1 = append(hop1, hex.EncodeToString(a.cols.id))
-			}
-			if !a.live || served[a.seq] {
-				return nil
-			}
-			ev, err := a.cols.raw()
-			if err != nil {
-				s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.seq, "err", err)
-				return nil
-			}
-			if err := bound.take(len(ev.JSON)); err != nil {
-				return err
-			}
-			served[a.seq] = true
-			out = append(out, ev)
-			return nil
-		})
-		if err != nil {
-			return nil, err
+		if err := fn(a); err != nil {
+			return 0, err
 		}
 	}
-	return out, nil
-}
-
-// auxRow is an event found by an aux hop.
-type auxRow struct {
-	seq     int64
-	cols    eventColumns
-	live    bool
-	named   bool // a deletion names it (hop 2)
-	scope   *int64
-	expires *int64
-}
-
-// drainAux calls fn with every event query finds for names: in keyset
-// pages of auxPageSize, at most auxMaxPages pages per hop; a hop that
-// reaches the cap is logged and served as drained.
-func (s *Store) drainAux(ctx context.Context, tx pgx.Tx, query string, names []string, hop int, fn func(auxRow) error) error {
-	keys := make([][]byte, len(names))
-	for i, n := range names {
-		keys[i] = tagKey(n)
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("aux closure: %w", err)
 	}
-	now := s.nowUnix()
-	lastValue, lastAt, lastSeq := []byte{}, int64(math.MinInt64), int64(math.MinInt64)
-	for pages := 0; ; pages++ {
-		if pages == auxMaxPages {
-			s.log.Warn("aux closure reached its page cap; served what it drained", "hop", hop, "pages", pages)
-			return nil
-		}
-		rows, err := tx.Query(ctx, query, now, keys, lastValue, lastAt, lastSeq)
-		if err != nil {
-			return fmt.Errorf("aux closure: %w", err)
-		}
-		n := 0
-		for rows.Next() {
-			var a auxRow
-			dest := append([]any{&a.seq}, a.cols.dest()...)
-			dest = append(dest, &a.live, &a.scope, &a.expires, &lastValue, &lastAt, &a.named)
-			if err := rows.Scan(dest...); err != nil {
-				rows.Close()
-				return fmt.Errorf("aux closure: %w", err)
-			}
-			n++
-			lastSeq = a.seq
-			if err := fn(a); err != nil {
-				rows.Close()
-				return err
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("aux closure: %w", err)
-		}
-		if n < auxPageSize {
-			return nil
-		}
-	}
+	return n, nil
 }
 
-// Thread serves the replies below q.Root, down to q.DepthLimit levels,
-// oldest first, from one read transaction. The root itself is never among
-// them, and may be deleted: its replies are still served (RL-20). A root
-// that the query's scope does not read, or that is not stored, has nothing
-// below it.
+// AuxCapped logs a hop that reached the aux closure's page cap.
+func (r *pageReader) AuxCapped(hop, pages int) {
+	r.s.log.Warn("aux closure reached its page cap; served what it drained", "hop", hop, "pages", pages)
+}
+
+// Thread serves the thread page q asks for (RL-20), as buzz reads it,
+// from one read transaction.
 func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
-	page := &buzz.ThreadPage{}
-	id, ok := nipcw.ID32(q.Root)
-	if !ok {
-		return page, nil
-	}
-	bound := newPageBound(q.MaxBytes)
+	var page *buzz.ThreadPage
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
-		var seq int64
-		var depth *int32
-		var scope *int64
-		err := tx.QueryRow(ctx, `SELECT seq, depth, scope FROM events WHERE id = $1`, id).Scan(&seq, &depth, &scope)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return nil
-		case err != nil:
-			return fmt.Errorf("thread root: %w", err)
-		}
-		reads := buzz.ScopeIn(q.Scope, q.Viewer, c)
-		var rows *buzz.Channel
-		if scope != nil {
-			if rows = c.ChannelBySeq(*scope); !reads.Reads(rows) {
-				return nil
-			}
-		}
-		// A channel-less event has no replies (CW-10), but aux it may have.
-		if scope != nil && depth != nil && q.Limit > 0 && q.DepthLimit > 0 {
-			if err := s.threadReplies(ctx, tx, seq, int64(*depth), q, page, bound); err != nil {
-				return err
-			}
-		}
-		if q.Aux {
-			targets := []string{hex.EncodeToString(id)}
-			for _, ev := range page.Replies {
-				targets = append(targets, ev.ID)
-			}
-			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, tx, c, reads, targets, rows, bound, &expires, nil); err != nil {
-				return err
-			}
-		}
-		return nil
+		var err error
+		page, err = c.ReadThread(ctx, &pageReader{s: s, ctx: ctx, tx: tx}, q)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -425,10 +274,28 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 	return page, nil
 }
 
-// threadReplies fills page with the replies below event seq at depth.
-func (s *Store) threadReplies(ctx context.Context, tx pgx.Tx, seq, depth int64, q buzz.ThreadQuery, page *buzz.ThreadPage, bound *pageBound) error {
-	sq := threadSQL(seq, depth, q, s.nowUnix())
-	rows, err := tx.Query(ctx, sq.sql, sq.args...)
+// ThreadRoot reads the event of id a thread page reads below.
+func (r *pageReader) ThreadRoot(id []byte) (root buzz.ThreadRoot, found bool, err error) {
+	var depth *int32
+	var scope *int64
+	err = r.tx.QueryRow(r.ctx, `SELECT seq, depth, scope FROM events WHERE id = $1`, id).Scan(&root.Ref, &depth, &scope)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return root, false, nil
+	case err != nil:
+		return root, false, fmt.Errorf("thread root: %w", err)
+	}
+	if depth != nil {
+		root.Depth, root.HasDepth = int64(*depth), true
+	}
+	root.Scope, root.Scoped = value(scope), scope != nil
+	return root, true, nil
+}
+
+// ThreadReplies reads the replies below root (threadSQL).
+func (r *pageReader) ThreadReplies(root buzz.ThreadRoot, q buzz.ThreadQuery, add func(buzz.RawEvent) error) error {
+	sq := threadSQL(root.Ref, root.Depth, q, r.s.nowUnix())
+	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
 	if err != nil {
 		return fmt.Errorf("thread replies: %w", err)
 	}
@@ -441,13 +308,12 @@ func (s *Store) threadReplies(ctx context.Context, tx pgx.Tx, seq, depth int64, 
 		}
 		ev, err := cols.raw()
 		if err != nil {
-			s.log.Warn("thread: skipping unreadable stored event", "seq", seq, "err", err)
+			r.s.log.Warn("thread: skipping unreadable stored event", "seq", seq, "err", err)
 			continue
 		}
-		if err := bound.take(len(ev.JSON)); err != nil {
+		if err := add(ev); err != nil {
 			return err
 		}
-		page.Replies = append(page.Replies, ev)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("thread replies: %w", err)
@@ -522,11 +388,5 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([]buzz.Summary, 0, len(byID))
-	for _, id := range ids {
-		if sm, ok := byID[strings.ToLower(id)]; ok {
-			out = append(out, sm)
-		}
-	}
-	return out, nil
+	return buzz.SummariesIn(ids, byID), nil
 }

@@ -12,15 +12,6 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
-// feedArms is how many streams one feed statement merges: buzz's read of
-// a group of streams. Statements are prepared for powers of two up to it
-// (a group padded with noStream, a stream no event is in), so that a
-// handful of texts serve every requester.
-const (
-	feedArms = buzz.FeedArms
-	noStream = -1
-)
-
 // feedActivitySQL merges n streams of events_feed (schema.sql) in feed
 // order, the live channel messages of kinds 9 and 11, replies included:
 // ?1 is now (NIP-40), ?2 since, (?3, ?4) the (created_at, id) position
@@ -62,16 +53,8 @@ func feedMerge(n, first int, arm func(param string) string) string {
 // feedLoadSQL reads the events of a JSON list of event numbers.
 const feedLoadSQL = `SELECT e.seq, ` + eventSelect + ` FROM events e WHERE e.seq IN (SELECT value FROM json_each(?))`
 
-// The statements of every group size, by type.
-var feedActivityQueries, feedMentionQueries = feedBySize(feedActivitySQL), feedBySize(feedMentionSQL)
-
-func feedBySize(build func(n int) string) map[int]string {
-	m := map[int]string{}
-	for n := 1; n <= feedArms; n *= 2 {
-		m[n] = build(n)
-	}
-	return m
-}
+// The statements of every group size (buzz.FeedArmsOf), by type.
+var feedActivityQueries, feedMentionQueries = buzz.FeedStatements(feedActivitySQL), buzz.FeedStatements(feedMentionSQL)
 
 // feedStreamsSQL and feedAdminStreamsSQL are the private channels of a
 // requester: those it holds a role in (judged again by the access state)
@@ -125,25 +108,18 @@ func (r *feedReader) seqs(query string, args ...any) ([]int64, error) {
 	return readSeqs(rows)
 }
 
-// Range reads rg's streams with one statement, padded with noStream to a
-// power of two arms.
+// Range reads rg's streams with the one statement of their arms
+// (buzz.FeedArmsOf).
 func (r *feedReader) Range(rg buzz.FeedRange) ([]buzz.FeedHit, error) {
 	queries, args := feedActivityQueries, []any{r.s.nowUnix(), rg.Since, rg.Until, rg.After, rg.Limit}
 	if rg.Type != buzz.FeedActivity {
 		queries, args = feedMentionQueries, append(args, tagValue(string(rg.Viewer)), boolInt(rg.Type == buzz.FeedNeedsAction))
 	}
-	n := 1
-	for n < len(rg.Streams) {
-		n *= 2
+	arms := buzz.FeedArmsOf(rg)
+	for _, stream := range arms {
+		args = append(args, stream)
 	}
-	for i := range n {
-		if i < len(rg.Streams) {
-			args = append(args, rg.Streams[i])
-		} else {
-			args = append(args, int64(noStream))
-		}
-	}
-	st, err := r.s.prepared(r.ctx, r.tx, queries[n])
+	st, err := r.s.prepared(r.ctx, r.tx, queries[len(arms)])
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
 // RL-35, RL-27a: each feed type is served from an index, newest first,
@@ -23,7 +25,7 @@ func TestFeedQueryPlans(t *testing.T) {
 		want        []string
 	}
 	var plans []plan
-	for n := 1; n <= feedArms; n *= 2 {
+	for n := 1; n <= buzz.FeedArms; n *= 2 {
 		streams := make([]any, n)
 		for i := range streams {
 			streams[i] = int64(i)

@@ -46,7 +46,7 @@ func TestPositionPlans(t *testing.T) {
 // positionPlan is the EXPLAIN QUERY PLAN of the statement Positions runs.
 func positionPlan(t *testing.T, s *Store, f nostr.Filter, v buzz.Viewer, beforeID string) string {
 	t.Helper()
-	before, err := cursorKey(f, beforeID)
+	before, err := buzz.CursorKey(f, beforeID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,19 +5,13 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/nipcw"
 )
-
-// DefaultLimit is what a filter without a limit gets. Callers clamp larger
-// limits to their own bound (RL-27).
-const DefaultLimit = 1000
 
 // Query returns the stored, non-deleted, unexpired events that match f, in
 // `created_at DESC, id ASC` order, at most f.Limit (DefaultLimit when f has
@@ -49,11 +43,8 @@ func (s *Store) QueryBefore(ctx context.Context, f nostr.Filter, v buzz.Viewer, 
 // from its columns: a REQ spent half its time in database/sql's per-value
 // conversion, in building a nostr.Event and in encoding it again.
 func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string, maxBytes int) (evs []buzz.RawEvent, truncated bool, err error) {
-	if matchesNothing(f) {
-		return nil, false, nil
-	}
-	before, err := cursorKey(f, beforeID)
-	if err != nil {
+	before, ok, err := buzz.QueryCursor(f, beforeID)
+	if err != nil || !ok {
 		return nil, false, err
 	}
 	err = s.pageRead(ctx, func(tx directTx) error {
@@ -105,11 +96,8 @@ const rawSelect = "e.id, e.created_at, " + eventSQL
 // event: the set of a NIP-77 sync (RL-34), with the same statement, index
 // and read rule as Query, without reading or decoding tags and content.
 func (s *Store) Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, beforeID string) ([]buzz.Position, error) {
-	if matchesNothing(f) {
-		return nil, nil
-	}
-	before, err := cursorKey(f, beforeID)
-	if err != nil {
+	before, ok, err := buzz.QueryCursor(f, beforeID)
+	if err != nil || !ok {
 		return nil, err
 	}
 	var out []buzz.Position
@@ -144,23 +132,10 @@ func (s *Store) Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, be
 	return out, err
 }
 
-// cursorKey is the stored form of the composite cursor (f.Until,
-// beforeID) of RL-19; nil for no beforeID.
-func cursorKey(f nostr.Filter, beforeID string) ([]byte, error) {
-	if beforeID == "" {
-		return nil, nil
-	}
-	before, ok := nipcw.ID32(beforeID)
-	if !ok || f.Until == nil {
-		return nil, fmt.Errorf("before_id %q needs a 64-hex id and until", beforeID)
-	}
-	return before, nil
-}
-
 // Count returns how many stored events match f, with the semantics of Query
 // and no limit (NIP-45), counting only events v may read (RL-13).
 func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64, error) {
-	if matchesNothing(f) {
+	if buzz.MatchesNothing(f) {
 		return 0, nil
 	}
 	var n int64
@@ -179,22 +154,6 @@ func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64
 		return nil
 	})
 	return n, err
-}
-
-// matchesNothing spots, without the database, filters that can match no
-// event: an empty list, a tag name that is not one indexed letter (a
-// filter's "#emoji" arrives as "emoji"), a search term.
-func matchesNothing(f nostr.Filter) bool {
-	if f.Search != "" || (f.IDs != nil && len(f.IDs) == 0) ||
-		(f.Authors != nil && len(f.Authors) == 0) || (f.Kinds != nil && len(f.Kinds) == 0) {
-		return true
-	}
-	for name, values := range f.Tags {
-		if values != nil && (len(values) == 0 || !buzz.IsTagName(name)) {
-			return true
-		}
-	}
-	return false
 }
 
 type sqlQuery struct {
@@ -235,17 +194,19 @@ func channelIn(ctx context.Context, tx *sql.Tx) channelLookup {
 	}
 }
 
-// translate turns a NIP-01 filter into one SQL statement driven by an index:
-// ids by events_id, channels by events_channel, tags by the tags table,
-// authors by events_pubkey, kinds by events_kind, time by events_created
-// (SQLite picks among those present), selecting projection (countSelect,
-// rawSelect or positionSelect); all but the count are in Query's order
-// within the filter's limit. c is the access state of the read's snapshot
-// and lookup finds a channel's number in it. ok is false when the filter
-// can match nothing, so no statement is needed.
+// translate turns a NIP-01 filter, as buzz.PlanFilter plans it, into one
+// SQL statement driven by an index: ids by events_id, channels by
+// events_channel, tags by the tags table, authors by events_pubkey, kinds
+// by events_kind, time by events_created (SQLite picks among those
+// present), selecting projection (countSelect, rawSelect or
+// positionSelect); all but the count are in Query's order within the
+// filter's limit. c is the access state of the read's snapshot and lookup
+// finds a channel's number in it. ok is false when the filter can match
+// nothing, so no statement is needed.
 func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, before []byte, projection string, lookup channelLookup) (q sqlQuery, ok bool, err error) {
-	if f.Search != "" {
-		return q, false, nil
+	p, ok, err := buzz.PlanFilter(f, before, s.cachedChannel(lookup))
+	if err != nil || !ok {
+		return q, false, err
 	}
 	var where []string
 	args := []any{}
@@ -262,118 +223,77 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 	// channel or kind. Ids and tag values (mostly ids and pubkeys
 	// themselves) are the selective ones: when a filter has them, the unary
 	// + keeps the kind and channel terms from driving the scan.
-	selective := f.IDs != nil
-	for name, values := range f.Tags {
-		if values != nil && name != "h" {
-			selective = true
-		}
+	selective, channels := p.IDs != nil || p.Driven, false
+	for _, t := range p.Tags {
+		selective = selective || t.Name != "h"
+		channels = channels || t.Name == "h"
 	}
-	if f.IDs != nil {
-		ids := hexKeys(f.IDs)
-		if len(ids) == 0 {
-			return q, false, nil
-		}
-		add("e.id IN ("+placeholders(len(ids))+")", ids...)
+	if p.IDs != nil {
+		add("e.id IN ("+placeholders(len(p.IDs))+")", anys(p.IDs)...)
 	}
-	if f.Authors != nil {
-		keys := hexKeys(f.Authors)
-		if len(keys) == 0 {
-			return q, false, nil
-		}
-		add("e.pubkey IN ("+placeholders(len(keys))+")", keys...)
+	if p.Authors != nil {
+		add("e.pubkey IN ("+placeholders(len(p.Authors))+")", anys(p.Authors)...)
 	}
-	if f.Kinds != nil {
-		if len(f.Kinds) == 0 {
-			return q, false, nil
-		}
-		kinds := make([]any, len(f.Kinds))
-		for i, k := range f.Kinds {
-			kinds[i] = k
-		}
+	if p.Kinds != nil {
 		// Beside a channel, the channel drives: events_kind is as free of
 		// a sort as events_channel, and without statistics the planner
 		// would take whichever index the schema lists last.
 		col := "e.kind"
-		if selective || f.Tags["h"] != nil {
+		if selective || channels {
 			col = "+e.kind"
 		}
-		add(col+" IN ("+placeholders(len(kinds))+")", kinds...)
+		add(col+" IN ("+placeholders(len(p.Kinds))+")", anys(p.Kinds)...)
 	}
-	if f.Since != nil {
-		add("e.created_at >= ?", int64(*f.Since))
+	if p.Since != nil {
+		add("e.created_at >= ?", *p.Since)
 	}
-	if f.Until != nil {
-		add("e.created_at <= ?", int64(*f.Until))
-		if before != nil {
-			add("(e.created_at < ? OR e.id > ?)", int64(*f.Until), before)
+	if p.Until != nil {
+		add("e.created_at <= ?", *p.Until)
+		if p.Before != nil {
+			add("(e.created_at < ? OR e.id > ?)", *p.Until, p.Before)
 		}
 	}
 
-	names := make([]string, 0, len(f.Tags))
-	for name := range f.Tags {
-		names = append(names, name)
-	}
-	slices.Sort(names) // one statement text per filter shape
-
 	from, order := "events e", "e.created_at DESC"
-	if f.Authors != nil && f.Kinds != nil && !selective && f.Tags["h"] == nil {
+	if p.Authors != nil && p.Kinds != nil && !selective && !channels {
 		// An author's kinds: events_pubkey narrows to both and sorts one
 		// second's ties, events_kind narrows to the kind alone with no sort
 		// at all, and without statistics the planner takes the sort-free
 		// one, walking every author's events of the kind.
 		from = "events e INDEXED BY events_pubkey"
 	}
-	// A filter on one value of one tag (the common `#e`, `#p` lookups) is
-	// driven by that tag's index range itself, newest first, so that a
-	// LIMIT stops the scan early however many events carry the value.
-	if drive, ok := singleTagValue(f); ok {
+	if p.Driven {
 		from, order = "tags t JOIN events e ON e.seq = t.seq", "t.created_at DESC"
-		add("t.name = ? AND t.value = ?", drive[0], tagValue(drive[1]))
-		if f.Since != nil {
-			add("t.created_at >= ?", int64(*f.Since))
+		add("t.name = ? AND t.value = ?", p.Drive[0], tagValue(p.Drive[1]))
+		if p.Since != nil {
+			add("t.created_at >= ?", *p.Since)
 		}
-		if f.Until != nil {
-			add("t.created_at <= ?", int64(*f.Until))
+		if p.Until != nil {
+			add("t.created_at <= ?", *p.Until)
 		}
-		names = slices.DeleteFunc(names, func(n string) bool { return n == drive[0] })
 	}
-	for _, name := range names {
-		values := f.Tags[name]
-		if values == nil {
-			// A nil list constrains nothing, as in go-nostr's Filter.Matches.
-			continue
-		}
-		if len(values) == 0 || !buzz.IsTagName(name) {
-			return q, false, nil
-		}
-		if name == "h" {
-			seqs, err := s.channelSeqs(values, lookup)
-			if err != nil {
-				return q, false, err
-			}
-			if len(seqs) == 0 {
-				return q, false, nil
-			}
+	for _, t := range p.Tags {
+		if t.Name == "h" {
 			col := "e.channel"
 			if selective {
 				col = "+e.channel"
 			}
-			add(col+" IN ("+placeholders(len(seqs))+")", seqs...)
+			add(col+" IN ("+placeholders(len(t.Channels))+")", anys(t.Channels)...)
 			continue
 		}
-		vals := make([]any, 0, len(values)+3)
-		vals = append(vals, name)
-		for _, v := range values {
+		vals := make([]any, 0, len(t.Values)+3)
+		vals = append(vals, t.Name)
+		for _, v := range t.Values {
 			vals = append(vals, tagValue(v))
 		}
-		cond := "e.seq IN (SELECT t.seq FROM tags t WHERE t.name = ? AND t.value IN (" + placeholders(len(values)) + ")"
-		if f.Since != nil {
+		cond := "e.seq IN (SELECT t.seq FROM tags t WHERE t.name = ? AND t.value IN (" + placeholders(len(t.Values)) + ")"
+		if p.Since != nil {
 			cond += " AND t.created_at >= ?"
-			vals = append(vals, int64(*f.Since))
+			vals = append(vals, *p.Since)
 		}
-		if f.Until != nil {
+		if p.Until != nil {
 			cond += " AND t.created_at <= ?"
-			vals = append(vals, int64(*f.Until))
+			vals = append(vals, *p.Until)
 		}
 		add(cond+")", vals...)
 	}
@@ -382,12 +302,8 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 	b.WriteString("SELECT " + projection + " FROM " + from + " WHERE ")
 	b.WriteString(strings.Join(where, " AND "))
 	if projection != countSelect {
-		limit := f.Limit
-		if limit <= 0 {
-			limit = DefaultLimit
-		}
 		b.WriteString(" ORDER BY " + order + ", e.id ASC LIMIT ?")
-		args = append(args, limit)
+		args = append(args, p.Limit)
 	}
 	return sqlQuery{sql: b.String(), args: args}, true, nil
 }
@@ -408,32 +324,11 @@ var readScopeSQL = `(e.scope IS NULL OR EXISTS (SELECT 1 FROM channels c WHERE c
 // readScopeArgs are the arguments of readScopeSQL for scope s.
 func readScopeArgs(s buzz.Scope) []any { return []any{s.Open, s.Admin, s.MemberKey()} }
 
-// singleTagValue returns the name and value of a filter's only tag
-// constraint (the channel aside), when it has exactly one value and no ids
-// make it moot.
-func singleTagValue(f nostr.Filter) ([2]string, bool) {
-	var found [2]string
-	n := 0
-	for name, values := range f.Tags {
-		if values == nil || name == "h" {
-			continue
-		}
-		n++
-		if len(values) != 1 || !buzz.IsTagName(name) {
-			return found, false
-		}
-		found = [2]string{name, values[0]}
-	}
-	return found, n == 1 && f.IDs == nil
-}
-
-// hexKeys decodes the 64-hex values of list (either case), dropping the rest.
-func hexKeys(list []string) []any {
-	out := make([]any, 0, len(list))
-	for _, v := range list {
-		if b, ok := nipcw.ID32(v); ok {
-			out = append(out, b)
-		}
+// anys lists values as statement arguments.
+func anys[T any](values []T) []any {
+	out := make([]any, len(values))
+	for i, v := range values {
+		out[i] = v
 	}
 	return out
 }
@@ -446,30 +341,33 @@ func placeholders(n int) string {
 // found is false when no channel has that id.
 type channelLookup func(h string) (seq int64, found bool, err error)
 
-// channelSeqs maps `h` values to channel numbers, leaving out channels that
-// have no events. Known channels are cached: a channel number never changes.
-func (s *Store) channelSeqs(hs []string, lookup channelLookup) ([]any, error) {
-	out := make([]any, 0, len(hs))
-	for _, h := range hs {
+// cachedChannel is lookup behind the store's cache of channel numbers: a
+// channel number never changes.
+func (s *Store) cachedChannel(lookup channelLookup) channelLookup {
+	return func(h string) (int64, bool, error) {
 		s.channelsMu.RLock()
 		seq, ok := s.channels[h]
 		s.channelsMu.RUnlock()
-		if !ok {
-			var found bool
-			var err error
-			if seq, found, err = lookup(h); err != nil {
-				return nil, fmt.Errorf("look up channel: %w", err)
-			}
-			if !found {
-				continue
-			}
-			s.channelsMu.Lock()
-			s.channels[h] = seq
-			s.channelsMu.Unlock()
+		if ok {
+			return seq, true, nil
 		}
-		if !slices.Contains(out, any(seq)) {
-			out = append(out, seq)
+		seq, found, err := lookup(h)
+		if err != nil || !found {
+			return 0, false, err
 		}
+		s.channelsMu.Lock()
+		s.channels[h] = seq
+		s.channelsMu.Unlock()
+		return seq, true, nil
 	}
-	return out, nil
+}
+
+// channelSeqs maps `h` values to channel numbers (buzz.ChannelSeqs), as
+// statement arguments, looking them up behind the store's cache.
+func (s *Store) channelSeqs(hs []string, lookup channelLookup) ([]any, error) {
+	seqs, err := buzz.ChannelSeqs(hs, s.cachedChannel(lookup))
+	if err != nil {
+		return nil, err
+	}
+	return anys(seqs), nil
 }

@@ -1,20 +1,18 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pagecache"
-	"github.com/buzz-lite/buzz-lite/internal/tagjson"
-	"github.com/buzz-lite/buzz-lite/internal/threadcount"
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
@@ -26,16 +24,12 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 	var page *buzz.WindowPage
 	err := s.pageBuild(ctx, func(tx directTx) (err error) {
 		page = &buzz.WindowPage{}
-		// The request's scope once more, on the channel of the snapshot
-		// the page is read from: a removal or a 9002 private committed
-		// since the caller asked must not let this page through (CW-3).
 		c, err := s.communityDirect(ctx, tx)
 		if err != nil {
 			return err
 		}
-		scope := buzz.ScopeIn(q.Scope, q.Viewer, c)
-		ch := c.Channel(q.Channel)
-		if !scope.Reads(ch) {
+		scope, ch, ok := c.WindowScope(q)
+		if !ok {
 			page.Unreadable = true
 			return nil
 		}
@@ -44,40 +38,31 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			return fmt.Errorf("window: read page version: %w", err)
 		}
 		key := pagecache.Key(q)
-		now := s.nowUnix()
-		if cached, ok := s.pages.Get(key, cur, now); ok {
+		if cached, ok := s.pages.Get(key, cur, s.nowUnix()); ok {
 			page = cached
 			return nil
 		}
-		read := cur                     // what the page is read at; foreign once judged so
-		expires := int64(math.MaxInt64) // the first expiration on the page
-		defer func() {
-			if err == nil { // a page cut short by its request is not kept
-				s.pages.Put(key, page, read, expires)
-			}
-		}()
-		bound := newPageBound(q.MaxBytes)
-		if err := s.windowRows(tx, ch.Seq, q, page, bound, &expires); err != nil {
-			return err
+		read := cur // what the page is read at; foreign once judged so
+		var expires int64
+		if page, expires, err = c.ReadWindow(ctx, &pageReader{s: s, tx: tx}, q, scope, ch, read.Judged(ch.Seq)); err != nil {
+			return err // a page cut short by its request is not kept
 		}
-		if q.Aux && len(page.Rows) > 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			ids := make([][]byte, len(page.Rows))
-			for i, ev := range page.Rows {
-				ids[i], _ = hex.DecodeString(ev.ID)
-			}
-			if page.Aux, err = s.auxClosure(ctx, tx, c, scope, ids, ch, bound, &expires, read.Judged(ch.Seq)); err != nil {
-				return err
-			}
-		}
+		s.pages.Put(key, page, read, expires)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return page, nil
+}
+
+// pageReader reads window and thread pages in a direct read transaction
+// (buzz.PageReader), keeping the position of the aux hop it reads.
+type pageReader struct {
+	s     *Store
+	tx    directTx
+	names []byte // the aux hop's names, a JSON list of hex ids
+	after auxKey // where the aux hop's next page starts
 }
 
 // pageVersionSQL reads the page version of channel ?: 0 until a write
@@ -123,14 +108,12 @@ func windowRowsSQL(projection, cursor bool, kinds int, summaries bool) string {
 	return b.String()
 }
 
-// windowRows fills the rows of page, and their summaries when q asks for
-// them: one per row with a non-deleted reply below, in row order (CW-19).
-// It reads limit+1 rows: the extra one only says whether more follow
-// (CW-16). The next cursor is the last row taken, decoded or not: a stored
-// event that cannot be rebuilt is skipped without stalling the paging
-// (CW-17).
-func (s *Store) windowRows(tx directTx, channel int64, q buzz.WindowQuery, page *buzz.WindowPage, bound *pageBound, expires *int64) error {
-	args := []any{channel, nil, nil, s.nowUnix(), q.Limit + 1} // ?1..?5, then the kinds
+// WindowRows reads the rows of channel, and their summaries when q asks
+// for them: one per row with a non-deleted reply below, in row order
+// (CW-19). It reads limit+1 rows, the extra one for rows.Row (CW-16); a
+// stored event that cannot be rebuilt is counted and skipped (CW-17).
+func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, rows *buzz.WindowRows) error {
+	args := []any{channel, nil, nil, r.s.nowUnix(), q.Limit + 1} // ?1..?5, then the kinds
 	if q.Before != nil {
 		id, err := hex.DecodeString(q.Before.ID)
 		if err != nil {
@@ -141,74 +124,37 @@ func (s *Store) windowRows(tx directTx, channel int64, q buzz.WindowQuery, page 
 	for _, k := range q.Kinds {
 		args = append(args, k)
 	}
-	st, err := tx.query(windowRowsSQL(q.Projection, q.Before != nil, len(q.Kinds), q.Summaries), args...)
+	st, err := r.tx.query(windowRowsSQL(q.Projection, q.Before != nil, len(q.Kinds), q.Summaries), args...)
 	if err != nil {
 		return fmt.Errorf("window rows: %w", err)
 	}
 	defer st.reset()
-	taken := 0
-	var lastAt int64
-	var lastID []byte // the last row taken, which the next cursor names
 	for {
 		more, err := st.step()
 		if err != nil {
 			return fmt.Errorf("window rows: %w", err)
 		}
 		if !more {
-			break
+			return nil
 		}
-		if taken == q.Limit {
-			page.HasMore = true
-			if taken > 0 {
-				page.Next = &buzz.Position{CreatedAt: lastAt, ID: hex.EncodeToString(lastID)}
-			}
-			break
+		exp, expiring := st.nullInt64(8)
+		if !rows.Row(st.int64(1), st.bytes(2), exp, expiring) {
+			return nil
 		}
-		seq, createdAt, id := st.int64(0), st.int64(1), st.bytes(2)
-		if exp, ok := st.nullInt64(8); ok {
-			*expires = min(*expires, exp)
-		}
-		taken++
-		lastAt, lastID = createdAt, append(lastID[:0], id...)
 		ev, err := storedEvent(st, 2, 1, 3).raw()
 		if err != nil {
-			s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
+			r.s.log.Warn("window: skipping unreadable stored event", "seq", st.int64(0), "err", err)
 			continue
 		}
-		if err := bound.take(len(ev.JSON)); err != nil {
+		if err := rows.Add(ev); err != nil {
 			return err
 		}
-		page.Rows = append(page.Rows, ev)
 		if q.Summaries {
 			if sm, ok := summaryAt(st, 9, ev.ID); ok {
-				page.Summaries = append(page.Summaries, sm)
+				rows.Summary(sm)
 			}
 		}
 	}
-	return nil
-}
-
-// pageBound is what a window or thread page may still read of its
-// query's MaxBytes: the page is refused as soon as it would pass the
-// bound, not after it has been read whole (RL-27a). A nil bound is none.
-type pageBound struct{ left int }
-
-func newPageBound(maxBytes int) *pageBound {
-	if maxBytes <= 0 {
-		return nil
-	}
-	return &pageBound{left: maxBytes}
-}
-
-// take counts n bytes read; buzz.ErrTooLarge once they pass the bound.
-func (b *pageBound) take(n int) error {
-	if b == nil {
-		return nil
-	}
-	if b.left -= n; b.left < 0 {
-		return buzz.ErrTooLarge
-	}
-	return nil
 }
 
 // storedColumns are the columns of a stored event as SQLite holds them for
@@ -233,35 +179,10 @@ func storedEvent(st *directStmt, col, createdAt, rest int) storedColumns {
 // eventSQL are the columns storedEvent reads from rest on.
 const eventSQL = `e.pubkey, e.kind, e.tags, e.content, e.sig`
 
-// raw serves a stored event as its signed JSON, written straight from its
-// columns: decoding it into a nostr.Event only to encode it again was a
-// third of a page's time. Columns that cannot make a sound event are an
-// error: the caller skips the event (CW-17).
+// raw serves a stored event as its signed JSON (buzz.NewRawEvent),
+// reading tags and content in place.
 func (r storedColumns) raw() (buzz.RawEvent, error) {
-	if len(r.id) != 32 || len(r.pubkey) != 32 || len(r.sig) != 64 {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x has malformed keys", r.id)
-	}
-	if !tagjson.Valid(transient(r.tags)) {
-		return buzz.RawEvent{}, fmt.Errorf("stored event %x: %w", r.id, tagjson.ErrMalformed)
-	}
-	b := make([]byte, 0, buzz.RawEventFixedBytes+len(r.tags)+len(r.content)+len(r.content)/8)
-	b = append(b, `{"id":"`...)
-	b = hex.AppendEncode(b, r.id)
-	hexID := string(b[len(b)-64:])
-	b = append(b, `","pubkey":"`...)
-	b = hex.AppendEncode(b, r.pubkey)
-	b = append(b, `","created_at":`...)
-	b = strconv.AppendInt(b, r.createdAt, 10)
-	b = append(b, `,"kind":`...)
-	b = strconv.AppendInt(b, int64(r.kind), 10)
-	b = append(b, `,"tags":`...)
-	b = append(b, r.tags...)
-	b = append(b, `,"content":`...)
-	b = tagjson.AppendString(b, transient(r.content))
-	b = append(b, `,"sig":"`...)
-	b = hex.AppendEncode(b, r.sig)
-	b = append(b, `"}`...)
-	return buzz.RawEvent{ID: hexID, CreatedAt: r.createdAt, Kind: r.kind, JSON: b}, nil
+	return buzz.NewRawEvent(r.id, r.pubkey, r.sig, r.createdAt, r.kind, transient(r.tags), transient(r.content))
 }
 
 // transient views b as a string for a call that does not keep it: b may be
@@ -277,19 +198,9 @@ func summaryAt(st *directStmt, col int, id string) (buzz.Summary, bool) {
 	if st.isNull(col + 1) {
 		return buzz.Summary{}, false
 	}
-	sm := buzz.Summary{ID: id, UpdatedAt: st.int64(col + 4), Summary: nipcw.Summary{
-		ReplyCount: st.int64(col), DescendantCount: st.int64(col + 1), Participants: threadcount.HexKeys(st.bytes(col + 3))}}
-	if at, ok := st.nullInt64(col + 2); ok {
-		sm.LastReplyAt = &at
-	}
-	return sm, true
+	at, hasReply := st.nullInt64(col + 2)
+	return buzz.SummaryOf(id, st.int64(col), st.int64(col+1), at, hasReply, st.bytes(col+3), st.int64(col+4)), true
 }
-
-// Aux closure bounds (CW-18).
-const (
-	auxPageSize = 1000
-	auxMaxPages = 64
-)
 
 // auxSQL finds, one keyset page at a time, the events of some kinds whose
 // `e` tag names one of a JSON list of hex ids: from tags_aux, which holds
@@ -313,81 +224,13 @@ func auxSQL(kinds []int) string {
 		FROM tags t INDEXED BY tags_aux JOIN events e ON e.seq = t.seq
 		WHERE t.name = 'e' AND t.kind IN (5, 7, 9005, 40003) AND t.value IN (SELECT unhex(value) FROM json_each(?2))
 		AND t.kind IN (` + strings.Join(list, ",") + `) AND (t.value, t.created_at, t.seq) > (?3, ?4, ?5)
-		ORDER BY t.value, t.created_at, t.seq LIMIT ` + strconv.Itoa(auxPageSize)
+		ORDER BY t.value, t.created_at, t.seq LIMIT ` + strconv.Itoa(buzz.AuxPageSize)
 }
 
 var (
 	hop1SQL = auxSQL([]int{buzz.KindDeletion, buzz.KindReaction, buzz.KindGroupDelete, buzz.KindEdit})
 	hop2SQL = auxSQL([]int{buzz.KindDeletion, buzz.KindGroupDelete})
 )
-
-// auxClosure collects the aux events of targets (CW-18): hop 1, the
-// deletions, reactions, group deletions and edits naming a target; hop 2,
-// the deletions naming a hop-1 event. Each event is served once, only if
-// it is neither deleted nor expired and reads, the request's scope, reads
-// its channel in c, the access state of tx's snapshot. A deleted hop-1
-// event is not served, but the deletion naming it is: that is what tells a
-// client to drop a reaction or edit it shows. rows is the channel of the
-// targets (nil: none), which decides whether channel-less aux events are
-// served (buzz.AuxFits); the events served count against bound. judged,
-// unless nil, hears of the scope of every event judged by the channels of
-// c.
-func (s *Store) auxClosure(ctx context.Context, tx directTx, c *buzz.Community, reads buzz.Scope, targets [][]byte, rows *buzz.Channel, bound *pageBound, expires *int64, judged func(scope int64)) ([]buzz.RawEvent, error) {
-	served := map[int64]bool{}
-	var out []buzz.RawEvent
-	var hop1 [][]byte
-	for hop, query := range []string{hop1SQL, hop2SQL} {
-		names := targets
-		if hop == 1 {
-			names = hop1
-			if len(names) == 0 {
-				break
-			}
-		}
-		err := s.drainAux(ctx, tx, query, names, hop+1, func(a auxRow) error {
-			if !buzz.AuxFits(rows, a.scope.Int64, a.scope.Valid) {
-				return nil
-			}
-			if a.scope.Valid {
-				if judged != nil {
-					judged(a.scope.Int64)
-				}
-				if !reads.Reads(c.ChannelBySeq(a.scope.Int64)) {
-					return nil
-				}
-			}
-			if hop == 0 && a.named {
-				hop1 = append(hop1, bytes.Clone(a.id))
-			}
-			if a.live && !served[a.seq] {
-				if err := bound.take(len(a.ev.JSON)); err != nil {
-					return err
-				}
-				served[a.seq] = true
-				out = append(out, a.ev)
-			}
-			if a.expires.Valid {
-				*expires = min(*expires, a.expires.Int64)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// auxRow is an event found by an aux hop.
-type auxRow struct {
-	seq     int64
-	id      []byte // SQLite's memory: valid during the call it is passed to
-	live    bool
-	named   bool // a deletion names it (hop 2)
-	scope   sql.NullInt64
-	expires sql.NullInt64
-	ev      buzz.RawEvent // when live and readable from storage
-}
 
 // auxKey is a position in the tag index order of auxSQL. The first is
 // before every id (a 32-byte blob sorts after the one-byte x'00').
@@ -399,46 +242,26 @@ type auxKey struct {
 
 var auxStart = auxKey{value: []byte{0}, createdAt: math.MinInt64}
 
-// drainAux calls fn with every event query finds for names: in keyset
-// pages of auxPageSize, never "the newest N", at most auxMaxPages pages
-// per hop; a hop that reaches the cap is logged and served as drained. An
-// error of fn stops the draining and is returned.
-func (s *Store) drainAux(ctx context.Context, tx directTx, query string, names [][]byte, hop int, fn func(auxRow) error) error {
-	list := make([]byte, 0, 2+len(names)*(2*32+3))
-	list = append(list, '[')
-	for i, n := range names {
-		if i > 0 {
-			list = append(list, ',')
+// AuxPage reads one keyset page of hop (hop1SQL, hop2SQL) for names and
+// leaves r at its last position. Page 0 writes names as the JSON list the
+// statement reads and starts at auxStart.
+func (r *pageReader) AuxPage(hop int, names []string, page int, fn func(buzz.AuxRow) error) (n int, err error) {
+	if page == 0 {
+		r.names = append(slices.Grow(r.names[:0], 2+len(names)*(64+3)), '[')
+		for i, n := range names {
+			if i > 0 {
+				r.names = append(r.names, ',')
+			}
+			r.names = append(append(append(r.names, '"'), n...), '"')
 		}
-		list = append(list, '"')
-		list = hex.AppendEncode(list, n)
-		list = append(list, '"')
+		r.names = append(r.names, ']')
+		r.after = auxKey{value: append(r.after.value[:0], auxStart.value...), createdAt: auxStart.createdAt, seq: auxStart.seq}
 	}
-	list = append(list, ']')
-	now := s.nowUnix()
-	after := auxKey{value: bytes.Clone(auxStart.value), createdAt: auxStart.createdAt, seq: auxStart.seq}
-	for pages := 0; ; pages++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if pages == auxMaxPages {
-			s.log.Warn("aux closure reached its page cap; served what it drained", "hop", hop, "pages", pages)
-			return nil
-		}
-		n, err := s.auxPage(tx, query, []any{now, string(list), after.value, after.createdAt, after.seq}, &after, fn)
-		if err != nil {
-			return err
-		}
-		if n < auxPageSize {
-			return nil
-		}
+	query := hop1SQL
+	if hop == buzz.AuxHopDeletions {
+		query = hop2SQL
 	}
-}
-
-// auxPage reads one keyset page of query, calls fn with each event and
-// leaves last at the page's last position.
-func (s *Store) auxPage(tx directTx, query string, args []any, last *auxKey, fn func(auxRow) error) (n int, err error) {
-	st, err := tx.query(query, args...)
+	st, err := r.tx.query(query, r.s.nowUnix(), string(r.names), r.after.value, r.after.createdAt, r.after.seq)
 	if err != nil {
 		return 0, fmt.Errorf("aux closure: %w", err)
 	}
@@ -451,16 +274,16 @@ func (s *Store) auxPage(tx directTx, query string, args []any, last *auxKey, fn 
 		if !more {
 			return n, nil
 		}
-		a := auxRow{seq: st.int64(0), id: st.bytes(1), live: st.int64(2) != 0, named: st.int64(8) != 0}
-		a.scope.Int64, a.scope.Valid = st.nullInt64(3)
-		a.expires.Int64, a.expires.Valid = st.nullInt64(5)
+		a := buzz.AuxRow{Ref: st.int64(0), ID: st.bytes(1), Live: st.int64(2) != 0, Named: st.int64(8) != 0}
+		a.Scope, a.Scoped = st.nullInt64(3)
+		a.Expires, a.Expiring = st.nullInt64(5)
 		n++
-		last.value = append(last.value[:0], st.bytes(6)...)
-		last.createdAt, last.seq = st.int64(7), a.seq
-		if a.live {
-			if a.ev, err = storedEvent(st, 1, 4, 9).raw(); err != nil {
-				s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.seq, "err", err)
-				a.live = false
+		r.after.value = append(r.after.value[:0], st.bytes(6)...)
+		r.after.createdAt, r.after.seq = st.int64(7), a.Ref
+		if a.Live {
+			if a.Event, err = storedEvent(st, 1, 4, 9).raw(); err != nil {
+				r.s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.Ref, "err", err)
+				a.Live = false
 			}
 		}
 		if err := fn(a); err != nil {
@@ -469,68 +292,22 @@ func (s *Store) auxPage(tx directTx, query string, args []any, last *auxKey, fn 
 	}
 }
 
-// Thread serves the replies below q.Root, down to q.DepthLimit levels,
-// oldest first, from one read transaction. The root itself is never among
-// them, and may be deleted: its replies are still served (RL-20). A root
-// that the query's scope does not read, or that is not stored, has nothing
-// below it.
+// AuxCapped logs a hop that reached the aux closure's page cap.
+func (r *pageReader) AuxCapped(hop, pages int) {
+	r.s.log.Warn("aux closure reached its page cap; served what it drained", "hop", hop, "pages", pages)
+}
+
+// Thread serves the thread page q asks for (RL-20), as buzz reads it,
+// from one read transaction.
 func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPage, error) {
-	page := &buzz.ThreadPage{}
-	id, ok := nipcw.ID32(q.Root)
-	if !ok {
-		return page, nil
-	}
+	var page *buzz.ThreadPage
 	err := s.pageBuild(ctx, func(tx directTx) error {
-		page = &buzz.ThreadPage{}
-		bound := newPageBound(q.MaxBytes)
-		root, err := tx.query(`SELECT seq, depth, scope FROM events WHERE id = ?`, id)
-		if err != nil {
-			return fmt.Errorf("thread root: %w", err)
-		}
-		found, err := root.step()
-		if err != nil || !found {
-			root.reset()
-			if err != nil {
-				return fmt.Errorf("thread root: %w", err)
-			}
-			return nil
-		}
-		seq := root.int64(0)
-		depth, hasDepth := root.nullInt64(1)
-		scope, hasScope := root.nullInt64(2)
-		root.reset()
 		c, err := s.communityDirect(ctx, tx)
 		if err != nil {
 			return err
 		}
-		reads := buzz.ScopeIn(q.Scope, q.Viewer, c)
-		var rows *buzz.Channel
-		if hasScope {
-			if rows = c.ChannelBySeq(scope); !reads.Reads(rows) {
-				return nil
-			}
-		}
-		// A channel-less event has no replies (CW-10), but aux it may have.
-		if hasScope && hasDepth && q.Limit > 0 && q.DepthLimit > 0 {
-			if err := s.threadReplies(tx, seq, depth, q, page, bound); err != nil {
-				return err
-			}
-		}
-		if q.Aux {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			targets := [][]byte{id}
-			for _, ev := range page.Replies {
-				rid, _ := hex.DecodeString(ev.ID)
-				targets = append(targets, rid)
-			}
-			var expires int64
-			if page.Aux, err = s.auxClosure(ctx, tx, c, reads, targets, rows, bound, &expires, nil); err != nil {
-				return err
-			}
-		}
-		return nil
+		page, err = c.ReadThread(ctx, &pageReader{s: s, tx: tx}, q)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -538,10 +315,29 @@ func (s *Store) Thread(ctx context.Context, q buzz.ThreadQuery) (*buzz.ThreadPag
 	return page, nil
 }
 
-// threadReplies fills page with the replies below event seq at depth.
-func (s *Store) threadReplies(tx directTx, seq, depth int64, q buzz.ThreadQuery, page *buzz.ThreadPage, bound *pageBound) error {
-	query, args := threadSQL(seq, depth, q, s.nowUnix())
-	st, err := tx.query(query, args...)
+// ThreadRoot reads the event of id a thread page reads below.
+func (r *pageReader) ThreadRoot(id []byte) (root buzz.ThreadRoot, found bool, err error) {
+	st, err := r.tx.query(`SELECT seq, depth, scope FROM events WHERE id = ?`, id)
+	if err != nil {
+		return root, false, fmt.Errorf("thread root: %w", err)
+	}
+	defer st.reset()
+	if found, err = st.step(); err != nil {
+		return root, false, fmt.Errorf("thread root: %w", err)
+	}
+	if !found {
+		return root, false, nil
+	}
+	root.Ref = st.int64(0)
+	root.Depth, root.HasDepth = st.nullInt64(1)
+	root.Scope, root.Scoped = st.nullInt64(2)
+	return root, true, nil
+}
+
+// ThreadReplies reads the replies below root (threadSQL).
+func (r *pageReader) ThreadReplies(root buzz.ThreadRoot, q buzz.ThreadQuery, add func(buzz.RawEvent) error) error {
+	query, args := threadSQL(root.Ref, root.Depth, q, r.s.nowUnix())
+	st, err := r.tx.query(query, args...)
 	if err != nil {
 		return fmt.Errorf("thread replies: %w", err)
 	}
@@ -556,13 +352,12 @@ func (s *Store) threadReplies(tx directTx, seq, depth int64, q buzz.ThreadQuery,
 		}
 		ev, err := storedEvent(st, 2, 1, 3).raw()
 		if err != nil {
-			s.log.Warn("thread: skipping unreadable stored event", "seq", st.int64(0), "err", err)
+			r.s.log.Warn("thread: skipping unreadable stored event", "seq", st.int64(0), "err", err)
 			continue
 		}
-		if err := bound.take(len(ev.JSON)); err != nil {
+		if err := add(ev); err != nil {
 			return err
 		}
-		page.Replies = append(page.Replies, ev)
 	}
 }
 
@@ -627,12 +422,12 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 		defer rows.Close()
 		for rows.Next() {
 			var id, parts []byte
-			var sm buzz.Summary
-			if err := rows.Scan(&id, &sm.ReplyCount, &sm.DescendantCount, &sm.LastReplyAt, &parts, &sm.UpdatedAt); err != nil {
+			var replies, descendants, updatedAt int64
+			var last sql.NullInt64
+			if err := rows.Scan(&id, &replies, &descendants, &last, &parts, &updatedAt); err != nil {
 				return fmt.Errorf("summaries: %w", err)
 			}
-			sm.ID = hex.EncodeToString(id)
-			sm.Participants = threadcount.HexKeys(parts)
+			sm := buzz.SummaryOf(hex.EncodeToString(id), replies, descendants, last.Int64, last.Valid, parts, updatedAt)
 			byID[sm.ID] = sm
 		}
 		return rows.Err()
@@ -640,11 +435,5 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 	if err != nil {
 		return nil, err
 	}
-	out := make([]buzz.Summary, 0, len(byID))
-	for _, id := range ids {
-		if sm, ok := byID[strings.ToLower(id)]; ok {
-			out = append(out, sm)
-		}
-	}
-	return out, nil
+	return buzz.SummariesIn(ids, byID), nil
 }
