@@ -110,17 +110,22 @@ func TestTransitionCreate(t *testing.T) {
 		{"admins: member refused", CreateByAdmins, pkMember, chanID, nil, nil, nil, ErrCannotCreate},
 		{"admins: relay admin creates", CreateByAdmins, pkRelayAdmin, chanID, nil, nil, created(pkRelayAdmin), nil},
 
-		// CW-2: a NIP-29 group id is a channel id, taken verbatim.
+		// CW-2, RL-36: a NIP-29 group id is a channel id, taken verbatim,
+		// letter case included.
 		{"id a NIP-29 group id", CreateByAnyone, pkOutsider, "abc123", nil, nil,
 			&Channel{H: "abc123", Created: true, Members: map[string]Role{pkOutsider: RoleOwner}}, nil},
-		{"id not a channel id", CreateByAnyone, pkOutsider, "General", nil, nil, nil, ErrNotChannelID},
-		{"id of 65 characters", CreateByAnyone, pkOutsider, strings.Repeat("a", 65), nil, nil, nil, ErrNotChannelID},
+		{"id NDK's mixed-case group id", CreateByAnyone, pkOutsider, "p0ZPf6Xc6Ngx7TZFdJHcWRxY", nil, nil,
+			&Channel{H: "p0ZPf6Xc6Ngx7TZFdJHcWRxY", Created: true, Members: map[string]Role{pkOutsider: RoleOwner}}, nil},
+		{"id of 128 characters of every kind", CreateByAnyone, pkOutsider, strings.Repeat("Az9-_.~~", 16), nil, nil,
+			&Channel{H: strings.Repeat("Az9-_.~~", 16), Created: true, Members: map[string]Role{pkOutsider: RoleOwner}}, nil},
+		{"id not a channel id", CreateByAnyone, pkOutsider, "Gen/eral", nil, nil, nil, ErrNotChannelID},
+		{"id of 129 characters", CreateByAnyone, pkOutsider, strings.Repeat("a", 129), nil, nil, nil, ErrNotChannelID},
 		{"id with a space", CreateByAnyone, pkOutsider, "a b", nil, nil, nil, ErrNotChannelID},
 		{"id uppercase", CreateByAnyone, pkOutsider, strings.ToUpper(chanID), nil, nil, nil, ErrChannelID},
 		{"id without hyphens", CreateByAnyone, pkOutsider, strings.ReplaceAll(chanID, "-", ""), nil, nil, nil, ErrChannelID},
 		{"id in braces", CreateByAnyone, pkOutsider, "{" + chanID + "}", nil, nil, nil, ErrChannelID},
 		{"id empty", CreateByAnyone, pkOutsider, "", nil, nil, nil, ErrNotChannelID},
-		{"id not a channel id, relay admin", CreateByAdmins, pkRelayAdmin, "General", nil, nil, nil, ErrNotChannelID},
+		{"id not a channel id, relay admin", CreateByAdmins, pkRelayAdmin, "Gen eral", nil, nil, nil, ErrNotChannelID},
 
 		{"exists (created)", CreateByAnyone, pkOutsider, chanID, openChannel(), nil, nil, ErrChannelExists},
 		{"exists (created), by its owner", CreateByAnyone, pkOwner, chanID, openChannel(), nil, nil, ErrChannelExists},

@@ -71,10 +71,14 @@ func TestChannel(t *testing.T) {
 		{"empty value", nostr.Tags{{"h", ""}}, "", ErrNotChannelID},
 		{"NIP-29 group id", nostr.Tags{{"h", "abc123"}}, "abc123", nil},
 		{"UUID", nostr.Tags{{"h", "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"}}, "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11", nil},
-		{"uppercase", nostr.Tags{{"h", "General"}}, "", ErrNotChannelID},
+		// CW-2, RL-36: a group id is case-sensitive, 1 to 128 of A-Za-z0-9-_.~.
+		{"NDK's mixed-case id", nostr.Tags{{"h", "p0ZPf6Xc6Ngx7TZFdJHcWRxY"}}, "p0ZPf6Xc6Ngx7TZFdJHcWRxY", nil},
+		{"dot and tilde", nostr.Tags{{"h", "a.b~c"}}, "a.b~c", nil},
+		{"128 characters", nostr.Tags{{"h", strings.Repeat("a", 128)}}, strings.Repeat("a", 128), nil},
+		{"two cases, two channels", nostr.Tags{{"h", "c1"}, {"h", "C1"}}, "", ErrSeveralChannels},
 		{"space", nostr.Tags{{"h", "a b"}}, "", ErrNotChannelID},
-		{"65 characters", nostr.Tags{{"h", strings.Repeat("a", 65)}}, "", ErrNotChannelID},
-		{"second value not a channel id", nostr.Tags{{"h", "c1"}, {"h", "C1"}}, "", ErrNotChannelID},
+		{"129 characters", nostr.Tags{{"h", strings.Repeat("a", 129)}}, "", ErrNotChannelID},
+		{"second value not a channel id", nostr.Tags{{"h", "c1"}, {"h", "c/1"}}, "", ErrNotChannelID},
 		{"bare h ignored", nostr.Tags{{"h"}}, "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -98,8 +98,10 @@ func TestExportAndBackupCommands(t *testing.T) {
 	}
 }
 
-// CW-2: export --channel takes a NIP-29 group id as it is, and writes
-// that channel's events, its 9007 included.
+// CW-2, RL-36: export --channel takes a NIP-29 group id as it is, letter
+// case included, and writes that channel's events, its 9007 included; a
+// UUID in any spelling names its channel; what is not a channel id is a
+// usage error, not an empty export.
 func TestExportGroupID(t *testing.T) {
 	dir := t.TempDir()
 	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: sqlite.Schema})
@@ -107,10 +109,13 @@ func TestExportGroupID(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := testutil.NewSigner(t)
+	const group, uuid = "p0ZPf6Xc6Ngx7TZFdJHcWRxY", "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"
 	evs := []*nostr.Event{
-		a.Event(t, buzz.KindCreateChannel, 1000, "", nostr.Tag{"h", "abc123"}),
-		a.Event(t, 9, 1001, "in", nostr.Tag{"h", "abc123"}),
-		a.Event(t, 9, 1002, "elsewhere", nostr.Tag{"h", "abc1234"}),
+		a.Event(t, buzz.KindCreateChannel, 1000, "", nostr.Tag{"h", group}),
+		a.Event(t, 9, 1001, "in", nostr.Tag{"h", group}),
+		a.Event(t, 9, 1002, "elsewhere", nostr.Tag{"h", strings.ToLower(group)}),
+		a.Event(t, 9, 1003, "elsewhere", nostr.Tag{"h", group + "."}),
+		a.Event(t, buzz.KindCreateChannel, 1004, "", nostr.Tag{"h", uuid}),
 	}
 	for _, ev := range evs {
 		if err := s.Ingest(context.Background(), ev); err != nil {
@@ -120,24 +125,35 @@ func TestExportGroupID(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "dump.jsonl")
-	if err := newApp().Run([]string{"buzz-lite", "export", "--data", dir, "--channel", "abc123", "-o", out}); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var ev nostr.Event
-		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+	export := func(channel string) []string {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "dump.jsonl")
+		if err := newApp().Run([]string{"buzz-lite", "export", "--data", dir, "--channel", channel, "-o", out}); err != nil {
+			t.Fatalf("export --channel %s: %v", channel, err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, ev.ID)
+		var ids []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var ev nostr.Event
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, ev.ID)
+		}
+		return ids
 	}
-	if !slices.Equal(ids, []string{evs[0].ID, evs[1].ID}) {
-		t.Fatalf("exported %v, want the 9007 and the message of abc123", ids)
+	if ids := export(group); !slices.Equal(ids, []string{evs[0].ID, evs[1].ID}) {
+		t.Fatalf("exported %v, want the 9007 and the message of %s", ids, group)
+	}
+	if ids := export("{" + strings.ToUpper(uuid) + "}"); !slices.Equal(ids, []string{evs[4].ID}) {
+		t.Fatalf("exported %v, want the 9007 of %s", ids, uuid)
+	}
+	if err := newApp().Run([]string{"buzz-lite", "export", "--data", dir, "--channel", "a b", "-o", filepath.Join(t.TempDir(), "x")}); err == nil ||
+		!strings.Contains(err.Error(), "is not a channel id") {
+		t.Fatalf("export --channel 'a b': %v, want a usage error", err)
 	}
 }
 

@@ -25,7 +25,7 @@ func exportCommand() *cli.Command {
 		UsageText: "buzz-lite export [--channel H] [--since UNIX] [--until UNIX] [--kinds K,...] [--with-deleted] [-o FILE]",
 		Before:    argsBetween(0, 0, ""),
 		Flags: append(commonFlags(), postgresFlag(),
-			&cli.StringFlag{Name: "channel", Usage: "only this channel's events (its h tag value: a UUID or a NIP-29 group id, as written)"},
+			&cli.StringFlag{Name: "channel", Usage: "only this channel's events: a UUID (any spelling) or a NIP-29 group id (as written, letter case included)"},
 			&cli.Int64Flag{Name: "since", Usage: "only events with created_at >= `UNIX`"},
 			&cli.Int64Flag{Name: "until", Usage: "only events with created_at <= `UNIX`"},
 			&cli.StringFlag{Name: "kinds", Usage: "only these kinds, comma-separated (e.g. 9,7)"},
@@ -37,7 +37,14 @@ func exportCommand() *cli.Command {
 }
 
 func export(ctx context.Context, c *cli.Context, store commandStore) error {
-	f := buzz.ExportFilter{Channel: c.String("channel"), WithDeleted: c.Bool("with-deleted")}
+	f := buzz.ExportFilter{WithDeleted: c.Bool("with-deleted")}
+	if c.IsSet("channel") {
+		ch, err := channelFlag(c)
+		if err != nil {
+			return err
+		}
+		f.Channel = ch
+	}
 	if c.IsSet("since") {
 		v := c.Int64("since")
 		f.Since = &v

@@ -31,11 +31,12 @@ func postID(t *testing.T, args ...string) string {
 // carries NIP-10 marked tags (a direct reply the root alone, a deeper one
 // root and reply) and the parent's author, and the relay classifies both
 // as replies of the thread: the window shows one row, its thread two
-// descendants.
+// descendants. The channel is named as NDK names groups, mixed-case
+// (CW-2, RL-36).
 func TestPostAndReply(t *testing.T) {
 	url, store := wnServe(t)
 	a, b := testutil.NewSigner(t), testutil.NewSigner(t)
-	const ch = "abc123"
+	const ch = "p0ZPf6Xc6Ngx7TZFdJHcWRxY"
 	top := postID(t, "--relay", url, "--key", a.SK, "--channel", ch, "hello")
 	direct := postID(t, "--relay", url, "--key", b.SK, "--channel", ch, "--reply-to", top, "a reply")
 	// Flags after the text, as every command takes them.

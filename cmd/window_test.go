@@ -109,7 +109,7 @@ func TestWindowCommand(t *testing.T) {
 		t.Fatalf("text output:\n%s", text)
 	}
 	for _, args := range [][]string{
-		{"--channel", "General"}, // CW-2: neither a UUID nor a NIP-29 group id
+		{"--channel", "Gen eral"}, // CW-2: neither a UUID nor a NIP-29 group id
 		{"--channel", ch, "--limit", "0"},
 		{"--channel", ch, "--key", "nsec1notakey"},
 	} {
@@ -119,12 +119,14 @@ func TestWindowCommand(t *testing.T) {
 	}
 }
 
-// CW-2: `window --channel` takes a NIP-29 group id as it is: the rows of
-// an open group, and of a private one read with a member's key.
+// CW-2, RL-36: `window --channel` takes a NIP-29 group id as it is,
+// letter case included: the rows of an open group named as NDK names
+// groups, and of a private one with every allowed punctuation read with a
+// member's key.
 func TestWindowGroupID(t *testing.T) {
 	url, store := wnServe(t)
 	owner := testutil.NewSigner(t)
-	const open, private = "abc123", "team_ops-1"
+	const open, private = "p0ZPf6Xc6Ngx7TZFdJHcWRxY", "Team.ops~1_-"
 	base := time.Now().Unix() - 100
 	first := owner.Event(t, 9, base+1, "first", nostr.Tag{"h", open})
 	second := owner.Event(t, 9, base+2, "second", nostr.Tag{"h", open})

@@ -9,6 +9,9 @@ import (
 const (
 	testChannel = "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"
 	testID      = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	// groupIDAlphabet is every character a NIP-29 group id may hold (CW-2),
+	// written out apart from the parser's own test of them.
+	groupIDAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~"
 )
 
 func parseOne(t *testing.T, body string) Filter {
@@ -43,8 +46,9 @@ func TestParseBodyErrors(t *testing.T) {
 		{"too many channels", `[{"#h":[` + strings.Join(hs, ",") + `]}]`, "too many explicit channels"},
 		{"window without #h", `[{"top_level":true}]`, "top_level requires exactly one #h channel"},
 		{"window two channels", `[{"top_level":true,"#h":["` + testChannel + `","4f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"]}]`, "top_level requires exactly one #h channel"},
-		{"window not a channel id", `[{"top_level":true,"#h":["General"]}]`, "top_level requires exactly one #h channel"}, // CW-2
-		{"window 65 characters", `[{"top_level":true,"#h":["` + strings.Repeat("a", 65) + `"]}]`, "top_level requires exactly one #h channel"},
+		{"window not a channel id", `[{"top_level":true,"#h":["Gen eral"]}]`, "top_level requires exactly one #h channel"}, // CW-2
+		{"window 129 characters", `[{"top_level":true,"#h":["` + strings.Repeat("a", 129) + `"]}]`, "top_level requires exactly one #h channel"},
+		{"window two cases of one group id", `[{"top_level":true,"#h":["General","general"]}]`, "top_level requires exactly one #h channel"},
 		{"window group and UUID", `[{"top_level":true,"#h":["general","` + testChannel + `"]}]`, "top_level requires exactly one #h channel"},
 		{"window two groups", `[{"top_level":true,"#h":["general","random"]}]`, "top_level requires exactly one #h channel"},
 		{"window empty #h", `[{"top_level":true,"#h":[]}]`, "top_level requires exactly one #h channel"},
@@ -261,39 +265,71 @@ func FuzzParseBody(f *testing.F) {
 	})
 }
 
-// CW-2: a channel id is a UUID in any spelling, echoed canonical, or a
-// NIP-29 group id that is not a UUID form, echoed verbatim; nothing else.
+// CW-2, RL-36: a channel id is a UUID in any spelling, echoed canonical,
+// or a NIP-29 group id that is not a UUID form: 1 to 128 characters of
+// A-Za-z0-9-_.~, echoed verbatim, letter case included; nothing else.
 func TestParseChannelID(t *testing.T) {
 	bare := strings.ReplaceAll(testChannel, "-", "")
-	long := strings.Repeat("a", 64)
+	up := strings.ToUpper(testChannel)
+	long := strings.Repeat("a", 128)
+	mixed := strings.Repeat("Zz9-_.~", 19)[:128]
 	for _, c := range []struct {
-		in, want string
-		ok       bool
+		name, in, want string
+		ok             bool
 	}{
-		{testChannel, testChannel, true},
-		{strings.ToUpper(testChannel), testChannel, true},
-		{bare, testChannel, true}, // a UUID form, so not a group id
-		{"{" + testChannel + "}", testChannel, true},
-		{"urn:uuid:" + testChannel, testChannel, true},
-		{"abc123", "abc123", true},
-		{"a-b", "a-b", true},
-		{"a_b", "a_b", true},
-		{"-", "-", true},
-		{"0", "0", true},
-		{long, long, true},
-		{"zzzzzzzz-1d7a-4c3e-9a59-4c2b1a0e7b11", "zzzzzzzz-1d7a-4c3e-9a59-4c2b1a0e7b11", true},
-		{"", "", false},
-		{long + "a", "", false},
-		{"General", "", false},
-		{"a b", "", false},
-		{"a.b", "", false},
-		{"a:b", "", false},
-		{"é", "", false},
-		{strings.ToUpper(bare) + "G", "", false},
+		{"canonical UUID", testChannel, testChannel, true},
+		{"uppercase UUID", up, testChannel, true},
+		{"mixed-case UUID", up[:9] + testChannel[9:19] + up[19:], testChannel, true},
+		{"bare hex: a UUID, not a group id", bare, testChannel, true},
+		{"bare uppercase hex: a UUID", strings.ToUpper(bare), testChannel, true},
+		{"braced UUID", "{" + testChannel + "}", testChannel, true},
+		{"braced uppercase UUID", "{" + up + "}", testChannel, true},
+		{"urn:uuid:", "urn:uuid:" + testChannel, testChannel, true},
+		{"URN:UUID: uppercase", "URN:UUID:" + up, testChannel, true},
+
+		{"group id", "abc123", "abc123", true},
+		{"NDK's default id, mixed case", "p0ZPf6Xc6Ngx7TZFdJHcWRxY", "p0ZPf6Xc6Ngx7TZFdJHcWRxY", true},
+		{"another case is another id", "P0zpF6xC6nGX7tzfDjhCwrXy", "P0zpF6xC6nGX7tzfDjhCwrXy", true},
+		{"uppercase letters", "General", "General", true},
+		{"hyphen", "a-b", "a-b", true},
+		{"underscore", "a_b", "a_b", true},
+		{"dot", "a.b", "a.b", true},
+		{"tilde", "a~b", "a~b", true},
+		{"a hyphen alone", "-", "-", true},
+		{"an underscore alone", "_", "_", true},
+		{"a dot alone", ".", ".", true},
+		{"two dots", "..", "..", true},
+		{"a tilde alone", "~", "~", true},
+		{"one digit", "0", "0", true},
+		{"128 characters", long, long, true},
+		{"128 characters of every kind", mixed, mixed, true},
+		{"UUID-shaped, not hex", "zzzzzzzz-1d7a-4c3e-9a59-4c2b1a0e7b11", "zzzzzzzz-1d7a-4c3e-9a59-4c2b1a0e7b11", true},
+		{"UUID-shaped, G for a digit", "G" + up[1:], "G" + up[1:], true},
+		{"33 hex digits", strings.ToUpper(bare) + "A", strings.ToUpper(bare) + "A", true},
+		{"a UUID with a tilde", "~" + testChannel, "~" + testChannel, true},
+
+		{"empty", "", "", false},
+		{"129 characters", long + "a", "", false},
+		{"129 characters of every kind", mixed + "Z", "", false},
+		{"space", "a b", "", false},
+		{"colon", "a:b", "", false},
+		{"slash", "a/b", "", false},
+		{"percent", "a%2Eb", "", false},
+		{"plus", "a+b", "", false},
+		{"at", "a@b", "", false},
+		{"question mark", "a?b", "", false},
+		{"hash", "a#b", "", false},
+		{"brace", "{a}", "", false},
+		{"NUL", "a\x00b", "", false},
+		{"newline", "a\n", "", false},
+		{"non-ASCII letter", "é", "", false},
+		{"fullwidth letter", "\uff21", "", false},
+		{"urn: without uuid:", "urn:" + testChannel, "", false},
+		{"unclosed brace", "{" + testChannel, "", false},
 	} {
 		got, ok := ParseChannelID(c.in)
 		if got != c.want || ok != c.ok {
-			t.Errorf("ParseChannelID(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+			t.Errorf("%s: ParseChannelID(%q) = %q, %v; want %q, %v", c.name, c.in, got, ok, c.want, c.ok)
 		}
 	}
 }
@@ -305,7 +341,9 @@ func TestWindowChannelID(t *testing.T) {
 		"abc123":                     "abc123",
 		strings.ToUpper(testChannel): testChannel,
 		"urn:uuid:" + testChannel:    testChannel,
-		strings.Repeat("_", 64):      strings.Repeat("_", 64),
+		strings.Repeat("_", 128):     strings.Repeat("_", 128),
+		"p0ZPf6Xc6Ngx7TZFdJHcWRxY":   "p0ZPf6Xc6Ngx7TZFdJHcWRxY",
+		"a.b~c":                      "a.b~c",
 	} {
 		w := parseOne(t, `[{"top_level":true,"#h":["`+in+`","`+in+`"]}]`).Window
 		if w == nil || w.Channel != want {
@@ -318,11 +356,17 @@ func TestWindowChannelID(t *testing.T) {
 	}
 }
 
-// CW-2: a channel id reads back as itself, and is a UUID or a group id.
+// CW-2, RL-36: a channel id reads back as itself, and is a UUID or a group
+// id: a group id is its input, 1 to 128 characters of A-Za-z0-9-_.~.
 func FuzzParseChannelID(f *testing.F) {
 	f.Add(testChannel)
+	f.Add(strings.ToUpper(testChannel))
 	f.Add("abc123")
-	f.Add(strings.Repeat("-", 64))
+	f.Add("p0ZPf6Xc6Ngx7TZFdJHcWRxY")
+	f.Add("..")
+	f.Add("a.b~c")
+	f.Add(strings.Repeat("-", 128))
+	f.Add(strings.Repeat("~", 129))
 	f.Fuzz(func(t *testing.T, s string) {
 		c, ok := ParseChannelID(s)
 		if !ok {
@@ -331,8 +375,14 @@ func FuzzParseChannelID(f *testing.F) {
 		if again, ok := ParseChannelID(c); !ok || again != c {
 			t.Fatalf("%q -> %q does not read back as itself", s, c)
 		}
-		if _, uuid := ParseUUID(s); !uuid && c != s {
+		if _, uuid := ParseUUID(s); uuid {
+			return
+		}
+		if c != s {
 			t.Fatalf("group id %q echoed as %q", s, c)
+		}
+		if len(s) < 1 || len(s) > MaxGroupIDLen || strings.Trim(s, groupIDAlphabet) != "" {
+			t.Fatalf("group id %q is not 1 to %d of %s", s, MaxGroupIDLen, groupIDAlphabet)
 		}
 	})
 }

@@ -668,7 +668,7 @@ func TestValidatePageArguments(t *testing.T) {
 		name, channel, relay string
 		sent                 *Cursor
 	}{
-		{"channel not a channel id", "General", relayPK, f.sent}, // CW-2
+		{"channel not a channel id", "Gen eral", relayPK, f.sent}, // CW-2
 		{"sent id short", pageChannel, relayPK, &Cursor{CreatedAt: 1, ID: "abcd"}},
 		{"sent created_at negative", pageChannel, relayPK, &Cursor{CreatedAt: -1, ID: zeroID}},
 		{"relay not hex", pageChannel, "npub1relay", f.sent},

@@ -69,25 +69,39 @@ func ParseUUID(s string) (string, bool) {
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], true
 }
 
+// MaxGroupIDLen is the longest NIP-29 group id a channel may go by, in
+// bytes (CW-2, RL-36): long enough for any id a NIP-29 client makes, short
+// enough to bound what an id costs in a tag, a row and a URL.
+const MaxGroupIDLen = 128
+
 // ParseChannelID reads a channel id (CW-2): a UUID in any form ParseUUID
-// accepts, returned in canonical form, or else a NIP-29 group id, 1 to 64
-// characters of a-z, 0-9, '-' and '_', returned verbatim. A UUID form is
-// never a group id: 32 bare hex digits name the UUID, so that one channel
-// has one id.
+// accepts, returned in canonical form, or else a NIP-29 group id, 1 to
+// MaxGroupIDLen characters of A-Z, a-z, 0-9, '-', '_', '.' and '~',
+// returned verbatim: letter case is part of a group id, as NIP-29 clients
+// (NDK) make them mixed-case (RL-36). A UUID form is never a group id: 32
+// bare hex digits, in either case, name the UUID, so that one channel has
+// one id.
 func ParseChannelID(s string) (string, bool) {
 	if u, ok := ParseUUID(s); ok {
 		return u, true
 	}
-	if len(s) == 0 || len(s) > 64 {
+	if len(s) == 0 || len(s) > MaxGroupIDLen {
 		return "", false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+		if !isGroupIDChar(s[i]) {
 			return "", false
 		}
 	}
 	return s, true
+}
+
+// isGroupIDChar reports whether c may appear in a NIP-29 group id: the
+// characters RFC 3986 leaves unreserved, so that an id is a URL path
+// segment as it is.
+func isGroupIDChar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '~'
 }
 
 // IsHex64 reports whether s is 64 hexadecimal digits of either case.

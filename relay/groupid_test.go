@@ -60,10 +60,50 @@ func TestCWGroupIDChannel(t *testing.T) {
 func TestCWBadChannelIDRefused(t *testing.T) {
 	_, c, a := startWithClient(t)
 	const msg = "invalid: h tag must be a channel id (a UUID or a NIP-29 group id)"
-	for _, h := range []string{"General", "a b", strings.Repeat("a", 65), "", "urn:" + newChannelID(t)} {
+	for _, h := range []string{"Gen eral", "a/b", "a:b", "a%41", "é", strings.Repeat("a", 129), "", "urn:" + newChannelID(t)} {
 		mustReject(t, c, cwMsg(t, a, h, now()), msg)
 		mustReject(t, c, cwEvent(t, a, buzz.KindCreateChannel, now(), nostr.Tag{"h", h}), msg)
 	}
 	mustReject(t, c, cwEvent(t, a, buzz.KindCreateChannel, now(), nostr.Tag{"h", strings.ToUpper(newChannelID(t))}),
 		"invalid: channel id must be a lowercase UUID")
+}
+
+// CW-2, RL-36 (widened 2026-12-04): NDK's default group id, 24 mixed-case
+// letters and digits, names a channel end to end, as do ids of every
+// allowed punctuation and of 128 characters: a 9007 creates it, its group
+// state has d = the id as written, and it is posted to and read by REQ,
+// by the window (whose overlays echo the id as written) and by the thread
+// path. The same letters in another case are another channel.
+func TestCWGroupIDNDK(t *testing.T) {
+	s, c, _ := startWithClient(t)
+	ids := []string{
+		"p0ZPf6Xc6Ngx7TZFdJHcWRxY", "P0zpF6xC6nGX7tzfDjhCwrXy", "a.b~C_d-e", "..", strings.Repeat("Zz9-_.~", 19)[:128],
+	}
+	msgs := map[string]*nostr.Event{}
+	for _, h := range ids {
+		owner := testutil.NewSigner(t)
+		mustPublish(t, c, cwEvent(t, owner, buzz.KindCreateChannel, now(), nostr.Tag{"h", h}, nostr.Tag{"name", "g " + h}))
+		m := cwMsg(t, owner, h, now()-10)
+		r := cwReply(t, owner, h, now()-5, m)
+		cwPublish(t, c, m, r)
+		msgs[h] = m
+
+		state := fetch(t, c, nostr.Filter{Kinds: []int{buzz.KindGroupMetadata}, Tags: nostr.TagMap{"d": {h}}})
+		if len(state) != 1 || state[0].Tags.GetD() != h {
+			t.Fatalf("group state of %q: %v, want one 39000 with d as written", h, state)
+		}
+		cwSameSet(t, "REQ #h "+h, fetch(t, c, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}}), []*nostr.Event{m, r})
+		p := cwWindow(t, s, nil, h, cwF(h, "include_summaries", true))
+		cwSameIDs(t, "window "+h, p.rows, []*nostr.Event{m})
+		if p.summary[m.ID].Reply != 1 {
+			t.Errorf("window %q: summary %+v, want one reply", h, p.summary[m.ID])
+		}
+		thread := cwQuery(t, s, nil, map[string]any{"#e": []string{m.ID}, "depth_limit": 2})
+		cwSameSet(t, "thread in "+h, thread, []*nostr.Event{r})
+	}
+	if evs := cwQuery(t, s, nil, cwF(strings.ToLower(ids[0]))); len(evs) != 0 {
+		t.Errorf("window of the lowercase spelling, a channel that does not exist: %d events", len(evs))
+	}
+	p := cwWindow(t, s, nil, ids[1], cwF(ids[1]))
+	cwSameIDs(t, "window of the other case", p.rows, []*nostr.Event{msgs[ids[1]]})
 }

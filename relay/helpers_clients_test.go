@@ -48,12 +48,13 @@ type groupRead struct {
 // rust-nostr and nostr-tools (nip25) are the rows' reactions in the aux
 // closure. nostr-tools' nip29 fetch and parse functions read the group's
 // state (39000 metadata, 39002 members, 39001 admins) as the relay signs
-// it, with `d` the group id verbatim.
+// it, with `d` the group id verbatim: a mixed-case id with punctuation,
+// as NIP-29 clients make them (CW-2, RL-36).
 func TestJSClientsBuiltRepliesAndGroupState(t *testing.T) {
 	jsClientsRequire(t)
 	s := startServer(t)
 	owner, member := testutil.NewSigner(t), testutil.NewSigner(t)
-	const group = "helpers-test_1"
+	const group = "Helpers.Test~1_x"
 	h := nostr.Tag{"h", group}
 	at := time.Now().Unix() - 60
 	c := s.client(t)

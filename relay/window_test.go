@@ -859,11 +859,13 @@ func TestCWChannelParam(t *testing.T) {
 		`{"top_level":true,"#h":["` + ch + `","` + other + `"]}`,
 		`{"top_level":true,"#h":["` + ch + `","general"]}`,
 		`{"top_level":true,"#h":["general","random"]}`,
-		`{"top_level":true,"#h":["General"]}`,
+		`{"top_level":true,"#h":["General","general"]}`,
 		`{"top_level":true,"#h":["a b"]}`,
-		`{"top_level":true,"#h":["` + strings.Repeat("a", 65) + `"]}`,
+		`{"top_level":true,"#h":["a/b"]}`,
+		`{"top_level":true,"#h":["a%2Eb"]}`,
+		`{"top_level":true,"#h":["` + strings.Repeat("a", 129) + `"]}`,
 		`{"top_level":true,"#h":[""]}`,
-		`{"top_level":true,"#h":["G` + ch[1:] + `"]}`,
+		`{"top_level":true,"#h":["é"]}`,
 		`{"top_level":true,"#h":["{` + ch + `"]}`,
 		`{"top_level":true,"#h":["urn:` + ch + `"]}`,
 		`{"top_level":true,"kinds":[9],"#h":["No pe"],"until":"x","before_id":"y"}`, // CW-2 before CW-5
@@ -872,11 +874,12 @@ func TestCWChannelParam(t *testing.T) {
 		cwWantError(t, s, &signer, "["+f+"]", http.StatusBadRequest, msg)
 	}
 
-	// CW-2 (changed 2026-12-03): what is not a UUID but is 1 to 64 of
-	// a-z0-9-_ is a NIP-29 group id, a channel that does not exist here:
-	// no rows (CW-3), not a 400.
+	// CW-2 (widened 2026-12-04, RL-36): what is not a UUID form but is 1
+	// to 128 of A-Za-z0-9-_.~ is a NIP-29 group id, a channel that does
+	// not exist here: no rows (CW-3), not a 400.
 	for _, h := range []string{
-		"general", ch[:35], ch + "0", "g" + ch[1:], bare[:8] + "-" + bare[8:11] + "-" + bare[11:], bare + "--",
+		"general", "General", "p0ZPf6Xc6Ngx7TZFdJHcWRxY", "a.b~c", ".", "..", strings.Repeat("Z", 128),
+		ch[:35], ch + "0", "g" + ch[1:], "G" + up[1:], bare[:8] + "-" + bare[8:11] + "-" + bare[11:], bare + "--",
 	} {
 		if evs := cwQuery(t, s, nil, map[string]any{"top_level": true, "#h": []string{h}}); len(evs) != 0 {
 			t.Errorf("#h %q: %d events, want none", h, len(evs))

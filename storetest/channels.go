@@ -73,7 +73,7 @@ func testChannelLifecycleRejections(t *testing.T, open Opener) {
 		ev   *nostr.Event
 		want error
 	}{
-		{"create: id not a channel id", ev(owner, 9007, ttH("General")), buzz.ErrNotChannelID}, // CW-2
+		{"create: id not a channel id", ev(owner, 9007, ttH("Gen eral")), buzz.ErrNotChannelID}, // CW-2
 		{"create: uppercase UUID", ev(owner, 9007, ttH(strings.ToUpper(chC4))), buzz.ErrChannelID},
 		{"create: exists", ev(outsider, 9007, ttH(ttChan)), buzz.ErrChannelExists},
 		{"create: exists implicitly", ev(outsider, 9007, ttH(chC3)), buzz.ErrChannelExists},

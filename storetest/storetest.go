@@ -154,6 +154,7 @@ var suite = []struct {
 	{"GroupState", testGroupState},
 	{"GroupStateNeedsRelayKey", testGroupStateNeedsRelayKey},
 	{"GroupStateImport", testGroupStateImport},
+	{"GroupIDsVerbatim", testGroupIDsVerbatim},
 	{"WriteAccess", testWriteAccess},
 	{"ThreadRepliesSetting", testThreadRepliesSetting},
 	{"ThreadRepliesConfigPrecedence", testThreadRepliesConfigPrecedence},

@@ -75,7 +75,7 @@ func (v *View) channel(ctx context.Context, rt route, q url.Values, mem Memory, 
 		p.Rows = append(p.Rows, b.row(ev, RowTextBytes))
 	}
 	if page.HasMore && page.Next != nil {
-		p.Older = "/c/" + rt.channel + cursorQuery(page.Next)
+		p.Older = pageLink(rt.channel, "", page.Next)
 	}
 	return nil
 }

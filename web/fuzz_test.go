@@ -11,16 +11,23 @@ import (
 	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
-// CW-25: the web view's path parser takes any path a client sends and
-// yields only routes whose channel is a canonical channel id and whose
-// event is a lowercase 64-hex id.
+// CW-25: the web view's path parser takes any path and query a client
+// sends and yields only routes whose channel is a canonical channel id and
+// whose event is a lowercase 64-hex id.
 func FuzzWebPath(f *testing.F) {
 	for _, s := range []string{"/", "/web.css", "/c/general", "/c/3F1C2F6E-1D7A-4C3E-9A59-4C2B1A0E7B11/t/" + strings.Repeat("A", 64),
-		"/c/", "/c//t/", "/c/a/t/b/t/c", "/c/../etc/passwd", "/c/x\x00y"} {
-		f.Add(s)
+		"/c/", "/c//t/", "/c/a/t/b/t/c", "/c/../etc/passwd", "/c/x\x00y", "/c/p0ZPf6Xc6Ngx7TZFdJHcWRxY", "/c/a.b~c/t/" + strings.Repeat("a", 64)} {
+		f.Add(s, "")
 	}
-	f.Fuzz(func(t *testing.T, path string) {
-		route, ok := parsePath(path)
+	f.Add("/c/", "h=..")
+	f.Add("/c/", "h=.&t="+strings.Repeat("F", 64))
+	f.Add("/c/", "h=a%2Fb&t=")
+	f.Fuzz(func(t *testing.T, path, query string) {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return
+		}
+		route, ok := parsePath(path, q)
 		if !ok {
 			return
 		}
@@ -32,6 +39,53 @@ func FuzzWebPath(f *testing.F) {
 		}
 		if route.kind == routeThread && !nipcw.IsLowerHex64(route.event) {
 			t.Fatalf("%q: event %q is not lowercase 64 hex", path, route.event)
+		}
+	})
+}
+
+// CW-2, CW-25: the link to a channel's page, a thread's page and their
+// next pages leads back to that page, for any channel id: a browser keeps
+// its path as it is (no segment it takes for `.` or `..`, percent-encoded
+// or not), and the relay reads it as the same channel, event and cursor.
+func FuzzWebLink(f *testing.F) {
+	for _, ch := range []string{"3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11", "p0ZPf6Xc6Ngx7TZFdJHcWRxY", ".", "..", "...", "~", "a.b~C_d-e", strings.Repeat("Zz9-_.~", 19)[:128]} {
+		f.Add(ch, true, true, int64(1), strings.Repeat("ab", 32))
+		f.Add(ch, false, false, int64(0), "")
+	}
+	f.Fuzz(func(t *testing.T, ch string, thread, next bool, at int64, id string) {
+		ch, ok := nipcw.ParseChannelID(ch)
+		if !ok || (thread || next) && !nipcw.IsLowerHex64(id) || at < 0 {
+			return
+		}
+		want := route{kind: routeChannel, channel: ch}
+		if thread {
+			want = route{kind: routeThread, channel: ch, event: id}
+		}
+		var p *buzz.Position
+		if next {
+			p = &buzz.Position{CreatedAt: at, ID: id}
+		}
+		link := pageLink(ch, want.event, p)
+		u, err := url.Parse(link)
+		if err != nil {
+			t.Fatalf("link %q: %v", link, err)
+		}
+		for _, seg := range strings.Split(u.EscapedPath(), "/") {
+			switch strings.ToLower(seg) {
+			case ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e":
+				t.Fatalf("link %q: a browser takes segment %q for a directory", link, seg)
+			}
+		}
+		got, ok := parsePath(u.Path, u.Query())
+		if !ok || got != want {
+			t.Fatalf("link %q reads as %+v, %v; want %+v", link, got, ok, want)
+		}
+		back, err := parseCursor(u.Query())
+		switch {
+		case err != nil:
+			t.Fatalf("link %q: cursor: %v", link, err)
+		case (back == nil) != (p == nil), back != nil && *back != *p:
+			t.Fatalf("link %q: cursor %+v, want %+v", link, back, p)
 		}
 	})
 }
@@ -55,11 +109,11 @@ func FuzzWebCursor(f *testing.F) {
 		if p.CreatedAt < 0 || !nipcw.IsLowerHex64(p.ID) {
 			t.Fatalf("%q: cursor %+v", query, *p)
 		}
-		back, err := url.ParseQuery(strings.TrimPrefix(cursorQuery(p), "?"))
+		link, err := url.Parse(pageLink("general", "", p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if again, err := parseCursor(back); err != nil || *again != *p {
+		if again, err := parseCursor(link.Query()); err != nil || *again != *p {
 			t.Fatalf("%q: the link of %+v reads back as %+v (%v)", query, *p, again, err)
 		}
 	})

@@ -37,7 +37,7 @@ func (v *View) thread(ctx context.Context, rt route, q url.Values, mem Memory, p
 	if len(replies) > PageRows {
 		replies = replies[:PageRows]
 		last := replies[len(replies)-1]
-		p.Later = "/c/" + rt.channel + "/t/" + rt.event + cursorQuery(&buzz.Position{CreatedAt: int64(last.CreatedAt), ID: last.ID})
+		p.Later = pageLink(rt.channel, rt.event, &buzz.Position{CreatedAt: int64(last.CreatedAt), ID: last.ID})
 	}
 	all := replies
 	if root != nil {
@@ -51,7 +51,7 @@ func (v *View) thread(ctx context.Context, rt route, q url.Values, mem Memory, p
 		p.Root = b.row(root, RootTextBytes)
 		p.Root.Whole = "" // this is its page
 	} else {
-		p.Root = &row{ID: rt.event, Deleted: true, Thread: "/c/" + rt.channel + "/t/" + rt.event}
+		p.Root = &row{ID: rt.event, Deleted: true, Thread: pageLink(rt.channel, rt.event, nil)}
 	}
 	nest(p.Root, replies, b)
 	return nil

@@ -40,7 +40,7 @@ type channelItem struct {
 
 // channelItemOf is ch as a page names and links it.
 func channelItemOf(ch *buzz.Channel) channelItem {
-	return channelItem{Name: channelName(ch), About: clip(ch.About, aboutRunes), URL: "/c/" + ch.H}
+	return channelItem{Name: channelName(ch), About: clip(ch.About, aboutRunes), URL: pageLink(ch.H, "", nil)}
 }
 
 func channelName(ch *buzz.Channel) string {
@@ -169,7 +169,7 @@ func (b rowBuilder) row(ev *nostr.Event, limit int) *row {
 		Edited:    edit != nil,
 		Reactions: b.aux.reactions[ev.ID],
 		Replies:   b.replies[ev.ID],
-		Thread:    "/c/" + b.channel + "/t/" + ev.ID,
+		Thread:    pageLink(b.channel, ev.ID, nil),
 	}
 	if clipped {
 		r.Whole = r.Thread

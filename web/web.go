@@ -226,7 +226,7 @@ func (v *View) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		text(w, http.StatusMethodNotAllowed, "method not allowed")
 		return
 	}
-	rt, ok := parsePath(req.URL.Path)
+	rt, ok := parsePath(req.URL.Path, req.URL.Query())
 	if !ok {
 		v.notFound(w)
 		return
