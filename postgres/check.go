@@ -59,52 +59,26 @@ type checkSnapshot struct {
 }
 
 func (c checkSnapshot) ThreadReplies(each func(root int64, r threadcount.Reply) error) error {
+	var r threadcount.Reply
+	var root int64
 	rows, err := c.tx.Query(c.ctx, `SELECT root, seq, parent, pubkey, created_at, deleted_at IS NOT NULL
 		FROM events WHERE root IS NOT NULL ORDER BY root, depth DESC`)
-	if err != nil {
-		return fmt.Errorf("check counters: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r threadcount.Reply
-		var root int64
-		if err := rows.Scan(&root, &r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted); err != nil {
-			return fmt.Errorf("check counters: %w", err)
-		}
-		if err := each(root, r); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check counters: %w", err)
-	}
-	return nil
+	return eachRow(rows, err, "check counters", []any{&root, &r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted},
+		func() error { return each(root, r) })
 }
 
 func (c checkSnapshot) CounterRows(each func(seq int64, id []byte, row buzz.ThreadRow) error) error {
+	var seq int64
+	var id []byte
+	var row buzz.ThreadRow
+	var last *int64
 	rows, err := c.tx.Query(c.ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
 		FROM thread_metadata t JOIN events e ON e.seq = t.seq ORDER BY t.seq`)
-	if err != nil {
-		return fmt.Errorf("check counters: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var id []byte
-		var row buzz.ThreadRow
-		var last *int64
-		if err := rows.Scan(&seq, &id, &row.Replies, &row.Descendants, &last, &row.Participants); err != nil {
-			return fmt.Errorf("check counters: %w", err)
-		}
-		row.LastReplyAt, row.HasLastReply = value(last), last != nil
-		if err := each(seq, id, row); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check counters: %w", err)
-	}
-	return nil
+	return eachRow(rows, err, "check counters", []any{&seq, &id, &row.Replies, &row.Descendants, &last, &row.Participants},
+		func() error {
+			row.LastReplyAt, row.HasLastReply = value(last), last != nil
+			return each(seq, id, row)
+		})
 }
 
 func (c checkSnapshot) EventID(seq int64) ([]byte, error) {
@@ -123,26 +97,12 @@ func (c checkSnapshot) ForeignGroupState(pubkey string, each func(kind int, chan
 	if key == nil {
 		key = []byte{} // compared as bytes, not as NULL: no key signed anything
 	}
+	var kind int32
+	var d, signer []byte
 	rows, err := c.tx.Query(c.ctx, `SELECT kind, coalesce(dkey, ''::bytea), pubkey FROM events
 		WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL ORDER BY dkey, kind`, key)
-	if err != nil {
-		return fmt.Errorf("check group state: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind int32
-		var d, signer []byte
-		if err := rows.Scan(&kind, &d, &signer); err != nil {
-			return fmt.Errorf("check group state: %w", err)
-		}
-		if err := each(int(kind), string(d), signer); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check group state: %w", err)
-	}
-	return nil
+	return eachRow(rows, err, "check group state", []any{&kind, &d, &signer},
+		func() error { return each(int(kind), string(d), signer) })
 }
 
 // StorageChecks checks the tag index; its repair writes the tag rows of

@@ -122,14 +122,6 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 	return buzz.CommunityOf(policy, version, replies != nil && *replies != 0, channels, members), nil
 }
 
-// collect is pgx.CollectRows of a query's rows, or the query's error.
-func collect[T any](rows pgx.Rows, err error, fn pgx.RowToFunc[T]) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, fn)
-}
-
 // applyConfiguredSetting makes the config file's thread_replies_in_channel
 // the community setting when it changed since the last start: that edit is
 // then the newest write, and wins over an earlier 9033 (RL-15, last write

@@ -84,31 +84,24 @@ func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.Wi
 	if err != nil {
 		return err
 	}
-	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
-	if err != nil {
-		return fmt.Errorf("window rows: %w", err)
+	var seq int64
+	var cols eventColumns
+	var sm counterColumns
+	var exp *int64
+	dest := append([]any{&seq}, cols.dest()...)
+	dest = append(dest, &exp)
+	if q.Summaries {
+		dest = append(dest, sm.dest()...)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var cols eventColumns
-		var sm counterColumns
-		var exp *int64
-		dest := append([]any{&seq}, cols.dest()...)
-		dest = append(dest, &exp)
-		if q.Summaries {
-			dest = append(dest, sm.dest()...)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("window rows: %w", err)
-		}
+	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
+	return eachRow(rows, err, "window rows", dest, func() error {
 		if !page.Row(cols.createdAt, cols.id, value(exp), exp != nil) {
-			break
+			return errStop
 		}
 		ev, err := cols.raw()
 		if err != nil {
 			r.s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
-			continue
+			return nil
 		}
 		if err := page.Add(ev); err != nil {
 			return err
@@ -116,11 +109,8 @@ func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.Wi
 		if q.Summaries && sm.descendants != nil {
 			page.Summary(sm.summary(ev.ID))
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("window rows: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // windowSQL selects the rows of a window page of channel at now, from the
@@ -295,30 +285,17 @@ func (r *pageReader) ThreadRoot(id []byte) (root buzz.ThreadRoot, found bool, er
 // ThreadReplies reads the replies below root (threadSQL).
 func (r *pageReader) ThreadReplies(root buzz.ThreadRoot, q buzz.ThreadQuery, add func(buzz.RawEvent) error) error {
 	sq := threadSQL(root.Ref, root.Depth, q, r.s.nowUnix())
+	var seq int64
+	var cols eventColumns
 	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
-	if err != nil {
-		return fmt.Errorf("thread replies: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var cols eventColumns
-		if err := rows.Scan(append([]any{&seq}, cols.dest()...)...); err != nil {
-			return fmt.Errorf("thread replies: %w", err)
-		}
+	return eachRow(rows, err, "thread replies", append([]any{&seq}, cols.dest()...), func() error {
 		ev, err := cols.raw()
 		if err != nil {
 			r.s.log.Warn("thread: skipping unreadable stored event", "seq", seq, "err", err)
-			continue
+			return nil
 		}
-		if err := add(ev); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("thread replies: %w", err)
-	}
-	return nil
+		return add(ev)
+	})
 }
 
 // threadSQL selects the replies below event seq at depth, live at now: a
@@ -366,24 +343,17 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 	keys := hexKeys(ids)
 	byID := make(map[string]buzz.Summary, len(ids))
 	err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
+		var id []byte
+		var c counterColumns
 		rows, err := tx.Query(ctx, `SELECT e.id, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
 			t.last_reply_at, t.participants, coalesce(t.updated_at, 0)
 			FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq
 			WHERE e.id = ANY($1)`, keys)
-		if err != nil {
-			return fmt.Errorf("summaries: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id []byte
-			var c counterColumns
-			if err := rows.Scan(append([]any{&id}, c.dest()...)...); err != nil {
-				return fmt.Errorf("summaries: %w", err)
-			}
+		return eachRow(rows, err, "summaries", append([]any{&id}, c.dest()...), func() error {
 			sm := c.summary(hex.EncodeToString(id))
 			byID[sm.ID] = sm
-		}
-		return rows.Err()
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
