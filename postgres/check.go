@@ -148,30 +148,24 @@ func checkTags(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int64, 
 	for {
 		page := map[int64]*tagCheck{}
 		last := after
+		var seq, createdAt int64
+		var kind int32
+		var tagsJSON []byte
 		rows, err := tx.Query(ctx, `SELECT seq, created_at, kind, tags FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, checkPage)
-		if err != nil {
-			return nil, fmt.Errorf("check tags: %w", err)
-		}
-		for rows.Next() {
-			var seq int64
-			var tagsJSON []byte
-			c := &tagCheck{want: map[string]bool{}}
-			if err := rows.Scan(&seq, &c.createdAt, &c.kind, &tagsJSON); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("check tags: %w", err)
-			}
+		err = eachRow(rows, err, "check tags", []any{&seq, &createdAt, &kind, &tagsJSON}, func() error {
 			tags, err := tagjson.Parse(string(tagsJSON))
 			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("check tags of #%d: %w", seq, err)
+				return fmt.Errorf("check tags of #%d: %w", seq, err)
 			}
+			c := &tagCheck{createdAt: createdAt, kind: kind, want: map[string]bool{}}
 			for _, t := range indexedTags(tags) {
 				c.want[t.name+"\x00"+string(t.value)] = false
 			}
 			page[seq], last = c, seq
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("check tags: %w", err)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		// The last page takes every row after it, whatever its seq.
 		upto := int64(math.MaxInt64)
@@ -179,25 +173,16 @@ func checkTags(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int64, 
 			upto = last
 		}
 		broken := map[int64]bool{}
+		var name string
+		var value []byte
 		rows, err = tx.Query(ctx, `SELECT seq, name, value, created_at, kind FROM tags WHERE seq > $1 AND seq <= $2`, after, upto)
-		if err != nil {
-			return nil, fmt.Errorf("check tags: %w", err)
-		}
-		for rows.Next() {
-			var seq, createdAt int64
-			var name string
-			var value []byte
-			var kind int32
-			if err := rows.Scan(&seq, &name, &value, &createdAt, &kind); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("check tags: %w", err)
-			}
+		err = eachRow(rows, err, "check tags", []any{&seq, &name, &value, &createdAt, &kind}, func() error {
 			c := page[seq]
 			key := name + "\x00" + string(value)
 			if c == nil || createdAt != c.createdAt {
 				rep.ExtraTags++
 				broken[seq] = true
-				continue
+				return nil
 			}
 			_, called := c.want[key]
 			if !called || kind != c.kind {
@@ -207,9 +192,10 @@ func checkTags(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int64, 
 			if called {
 				c.want[key] = true
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("check tags: %w", err)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		for seq, c := range page {
 			for _, found := range c.want {

@@ -305,27 +305,21 @@ func threadChanges(ctx context.Context, q queryer, seqs []int64) ([]buzz.ThreadC
 	if len(seqs) == 0 {
 		return nil, nil
 	}
+	found := make(map[int64]buzz.ThreadChange, len(seqs))
+	var seq int64
+	var id []byte
+	var c buzz.ThreadChange
+	var rowClass int16
 	rows, err := q.Query(ctx, `SELECT e.seq, e.id, c.h, e.parent IS NULL, e.row_class
 		FROM events e JOIN channels c ON c.seq = e.channel WHERE e.seq = ANY($1)`, seqs)
-	if err != nil {
-		return nil, fmt.Errorf("read threads: %w", err)
-	}
-	defer rows.Close()
-	found := make(map[int64]buzz.ThreadChange, len(seqs))
-	for rows.Next() {
-		var seq int64
-		var id []byte
-		var c buzz.ThreadChange
-		var rowClass int16
-		if err := rows.Scan(&seq, &id, &c.Channel, &c.Root, &rowClass); err != nil {
-			return nil, fmt.Errorf("read threads: %w", err)
-		}
+	err = eachRow(rows, err, "read threads", []any{&seq, &id, &c.Channel, &c.Root, &rowClass}, func() error {
 		c.ID = hex.EncodeToString(id)
 		c.TopLevel = buzz.RowClass(rowClass) == buzz.RowTopLevel
 		found[seq] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read threads: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]buzz.ThreadChange, 0, len(found))
 	seen := make(map[int64]bool, len(found))

@@ -211,35 +211,28 @@ func (r *pageReader) AuxPage(hop int, names []string, page int, fn func(buzz.Aux
 	if hop == buzz.AuxHopDeletions {
 		query = hop2SQL
 	}
+	var ref int64
+	var live, named bool
+	var cols eventColumns
+	var scope, expires *int64
+	dest := append([]any{&ref}, cols.dest()...)
+	dest = append(dest, &live, &scope, &expires, &r.lastValue, &r.lastAt, &named)
 	rows, err := r.tx.Query(r.ctx, query, r.s.nowUnix(), r.names, r.lastValue, r.lastAt, r.lastSeq)
-	if err != nil {
-		return 0, fmt.Errorf("aux closure: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var a buzz.AuxRow
-		var cols eventColumns
-		var scope, expires *int64
-		dest := append([]any{&a.Ref}, cols.dest()...)
-		dest = append(dest, &a.Live, &scope, &expires, &r.lastValue, &r.lastAt, &a.Named)
-		if err := rows.Scan(dest...); err != nil {
-			return 0, fmt.Errorf("aux closure: %w", err)
-		}
+	err = eachRow(rows, err, "aux closure", dest, func() (err error) {
 		n++
-		r.lastSeq = a.Ref
-		a.ID, a.Scope, a.Scoped, a.Expires, a.Expiring = cols.id, value(scope), scope != nil, value(expires), expires != nil
+		r.lastSeq = ref
+		a := buzz.AuxRow{Ref: ref, ID: cols.id, Live: live, Named: named,
+			Scope: value(scope), Scoped: scope != nil, Expires: value(expires), Expiring: expires != nil}
 		if a.Live {
 			if a.Event, err = cols.raw(); err != nil {
 				r.s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.Ref, "err", err)
 				a.Live = false
 			}
 		}
-		if err := fn(a); err != nil {
-			return 0, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("aux closure: %w", err)
+		return fn(a)
+	})
+	if err != nil {
+		return 0, err
 	}
 	return n, nil
 }
