@@ -115,16 +115,15 @@ func (r *threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
 }
 
 func (r *threadRows) NewestInThread(root int64, limit int, each func(threadcount.Participant) bool) error {
+	var p threadcount.Participant
 	rows, err := r.tx.tx.Query(r.tx.ctx, `SELECT pubkey, created_at FROM events
 		WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`, root, limit)
-	if err != nil {
-		return fmt.Errorf("read thread #%d: %w", root, err)
-	}
-	defer rows.Close()
-	if err := threadcount.ScanParticipants(rows, each); err != nil {
-		return fmt.Errorf("read thread #%d: %w", root, err)
-	}
-	return nil
+	return eachRow(rows, err, fmt.Sprintf("read thread #%d", root), []any{&p.PubKey, &p.At}, func() error {
+		if !each(p) {
+			return errStop
+		}
+		return nil
+	})
 }
 
 // threadAuthorsSQL lists the authors of the live replies of thread root
@@ -143,16 +142,10 @@ const threadAuthorsSQL = `WITH RECURSIVE authors(pubkey) AS (
 	FROM authors a WHERE a.pubkey IS NOT NULL`
 
 func (r *threadRows) ThreadAuthors(root int64, each func(threadcount.Participant)) error {
+	var p threadcount.Participant
 	rows, err := r.tx.tx.Query(r.tx.ctx, threadAuthorsSQL, root)
-	if err != nil {
-		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
-	}
-	defer rows.Close()
-	err = threadcount.ScanParticipants(rows, func(p threadcount.Participant) bool { each(p); return true })
-	if err != nil {
-		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
-	}
-	return nil
+	return eachRow(rows, err, fmt.Sprintf("read the authors of thread #%d", root), []any{&p.PubKey, &p.At},
+		func() error { each(p); return nil })
 }
 
 func (r *threadRows) MarkDeleted(seq, now int64) (bool, error) {
@@ -250,13 +243,9 @@ func (s subtreeQuery) SubtreeAuthors(seq, known int64, each func(threadcount.Par
 	if known != 0 {
 		knownArg = &known
 	}
+	var p threadcount.Participant
+	var n int64
 	rows, err := s.q.Query(s.ctx, subtreeAuthorsSQL, seq, knownArg)
-	if err != nil {
-		return fmt.Errorf("read subtree of #%d: %w", seq, err)
-	}
-	defer rows.Close()
-	if err := threadcount.ScanAuthors(rows, each); err != nil {
-		return fmt.Errorf("read subtree of #%d: %w", seq, err)
-	}
-	return nil
+	return eachRow(rows, err, fmt.Sprintf("read subtree of #%d", seq), []any{&p.PubKey, &p.At, &n},
+		func() error { each(p, n); return nil })
 }
