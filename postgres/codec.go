@@ -177,19 +177,7 @@ func (c *eventColumns) dest() []any {
 
 // event rebuilds the signed event.
 func (c *eventColumns) event() (*nostr.Event, error) {
-	ev := &nostr.Event{
-		ID:        hex.EncodeToString(c.id),
-		PubKey:    hex.EncodeToString(c.pubkey),
-		CreatedAt: nostr.Timestamp(c.createdAt),
-		Kind:      int(c.kind),
-		Content:   string(c.content),
-		Sig:       hex.EncodeToString(c.sig),
-	}
-	var err error
-	if ev.Tags, err = tagjson.Parse(string(c.tags)); err != nil {
-		return nil, fmt.Errorf("decode tags of stored event %s: %w", ev.ID, err)
-	}
-	return ev, nil
+	return buzz.EventOf(c.id, c.pubkey, c.sig, c.createdAt, int(c.kind), string(c.tags), string(c.content))
 }
 
 // raw serves the stored event as its signed JSON (buzz.NewRawEvent).
