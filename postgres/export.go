@@ -95,11 +95,7 @@ func exportSQL(f buzz.ExportFilter, now int64, channel *int64) (first, next sqlQ
 	}
 	where = append(where, exportDated(&q, f, "e")...)
 	if len(f.Kinds) > 0 {
-		kinds := make([]int32, len(f.Kinds))
-		for i, k := range f.Kinds {
-			kinds[i] = int32(k)
-		}
-		where = append(where, "e.kind = ANY("+q.arg(kinds)+")")
+		where = append(where, "e.kind = ANY("+q.arg(f.Kinds)+")")
 	}
 	if !f.WithDeleted {
 		// A deleted event that still has replies below goes out with the

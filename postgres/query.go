@@ -196,11 +196,7 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 		// events_created backward instead, through every newer event).
 		where = append(where, "e.kind = "+q.arg(int64(p.Kinds[0])))
 	case p.Kinds != nil:
-		kinds := make([]int64, len(p.Kinds))
-		for i, k := range p.Kinds {
-			kinds[i] = int64(k)
-		}
-		where = append(where, "e.kind = ANY("+q.arg(kinds)+"::bigint[])")
+		where = append(where, "e.kind = ANY("+q.arg(p.Kinds)+"::bigint[])")
 	}
 	if p.Since != nil {
 		where = append(where, "e.created_at >= "+q.arg(*p.Since))

@@ -144,11 +144,7 @@ func windowSQL(channel int64, q buzz.WindowQuery, now int64) (sqlQuery, error) {
 	}
 	b.WriteString(` AND (e.expires_at IS NULL OR e.expires_at > ` + sq.arg(now) + `)`)
 	if len(q.Kinds) > 0 {
-		kinds := make([]int64, len(q.Kinds))
-		for i, k := range q.Kinds {
-			kinds[i] = int64(k)
-		}
-		b.WriteString(` AND e.kind = ANY(` + sq.arg(kinds) + `::bigint[])`)
+		b.WriteString(` AND e.kind = ANY(` + sq.arg(q.Kinds) + `::bigint[])`)
 	}
 	b.WriteString(` ORDER BY e.created_at DESC, e.id ASC LIMIT ` + sq.arg(int64(q.Limit+1)))
 	sq.sql = b.String()
