@@ -1,9 +1,12 @@
 package buzz
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // This file is the write path: the one order of checks and writes that
@@ -33,10 +36,10 @@ type WriteTx interface {
 	// unless it has one (0: leave it), its deleted_at becomes deletedAt
 	// unless it has one (0: leave it).
 	UpdateChannel(ch *Channel, createdAt, deletedAt int64) error
-	// PutMember writes pubkey's (hex) role in channel number channel;
-	// DeleteMember removes it.
-	PutMember(channel int64, pubkey string, role Role) error
-	DeleteMember(channel int64, pubkey string) error
+	// PutMember writes pubkey's (32 bytes) role in channel number
+	// channel; DeleteMember removes it.
+	PutMember(channel int64, pubkey []byte, role Role) error
+	DeleteMember(channel int64, pubkey []byte) error
 	// PutChannel makes ch the transaction's state of its channel, whose
 	// group state is renewed before the commit (or, importing, later).
 	PutChannel(ch *Channel)
@@ -300,16 +303,24 @@ func saveChannel(tx WriteTx, old, next *Channel, createdAt, now int64) error {
 		if old.Members[pk] == role {
 			continue
 		}
-		if err := tx.PutMember(next.Seq, pk, role); err != nil {
-			return err
+		key, err := nipcw.DecodeHex(pk, 32)
+		if err == nil {
+			err = tx.PutMember(next.Seq, key, role)
+		}
+		if err != nil {
+			return fmt.Errorf("put member: %w", err)
 		}
 	}
 	for pk := range old.Members {
 		if _, ok := next.Members[pk]; ok {
 			continue
 		}
-		if err := tx.DeleteMember(next.Seq, pk); err != nil {
-			return err
+		key, err := nipcw.DecodeHex(pk, 32)
+		if err == nil {
+			err = tx.DeleteMember(next.Seq, key)
+		}
+		if err != nil {
+			return fmt.Errorf("remove member: %w", err)
 		}
 	}
 	tx.PutChannel(next)

@@ -61,13 +61,13 @@ func (tx *memTx) UpdateChannel(ch *Channel, _, _ int64) error {
 	return nil
 }
 
-func (tx *memTx) PutMember(channel int64, pubkey string, role Role) error {
-	tx.logf("member %d %s %d", channel, pubkey[:4], role)
+func (tx *memTx) PutMember(channel int64, pubkey []byte, role Role) error {
+	tx.logf("member %d %x %d", channel, pubkey[:2], role)
 	return nil
 }
 
-func (tx *memTx) DeleteMember(channel int64, pubkey string) error {
-	tx.logf("remove member %d %s", channel, pubkey[:4])
+func (tx *memTx) DeleteMember(channel int64, pubkey []byte) error {
+	tx.logf("remove member %d %x", channel, pubkey[:2])
 	return nil
 }
 

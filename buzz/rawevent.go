@@ -5,8 +5,29 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/nbd-wtf/go-nostr"
+
 	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
+
+// EventOf rebuilds a stored event from its columns as a store holds
+// them (NewRawEvent's), for the callers that need it decoded: the feed and
+// the live delivery of another process's writes.
+func EventOf(id, pubkey, sig []byte, createdAt int64, kind int, tags, content string) (*nostr.Event, error) {
+	ev := &nostr.Event{
+		ID:        hex.EncodeToString(id),
+		PubKey:    hex.EncodeToString(pubkey),
+		CreatedAt: nostr.Timestamp(createdAt),
+		Kind:      kind,
+		Content:   content,
+		Sig:       hex.EncodeToString(sig),
+	}
+	var err error
+	if ev.Tags, err = tagjson.Parse(tags); err != nil {
+		return nil, fmt.Errorf("decode tags of stored event %s: %w", ev.ID, err)
+	}
+	return ev, nil
+}
 
 // NewRawEvent serves a stored event as its signed JSON, written straight
 // from its columns as a store holds them: id, pubkey and sig as bytes,

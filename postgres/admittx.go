@@ -6,7 +6,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
-	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // admission is one event's admission in a write transaction
@@ -73,27 +72,15 @@ func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) 
 	return nil
 }
 
-func (a *admission) PutMember(channel int64, pubkey string, role buzz.Role) error {
-	key, err := nipcw.DecodeHex(pubkey, 32)
-	if err == nil {
-		_, err = a.tx.tx.Exec(a.tx.ctx, `INSERT INTO members (channel, pubkey, role) VALUES ($1, $2, $3)
-			ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`, channel, key, int16(role))
-	}
-	if err != nil {
-		return fmt.Errorf("put member: %w", err)
-	}
-	return nil
+func (a *admission) PutMember(channel int64, pubkey []byte, role buzz.Role) error {
+	_, err := a.tx.tx.Exec(a.tx.ctx, `INSERT INTO members (channel, pubkey, role) VALUES ($1, $2, $3)
+		ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`, channel, pubkey, int16(role))
+	return err
 }
 
-func (a *admission) DeleteMember(channel int64, pubkey string) error {
-	key, err := nipcw.DecodeHex(pubkey, 32)
-	if err == nil {
-		_, err = a.tx.tx.Exec(a.tx.ctx, `DELETE FROM members WHERE channel = $1 AND pubkey = $2`, channel, key)
-	}
-	if err != nil {
-		return fmt.Errorf("remove member: %w", err)
-	}
-	return nil
+func (a *admission) DeleteMember(channel int64, pubkey []byte) error {
+	_, err := a.tx.tx.Exec(a.tx.ctx, `DELETE FROM members WHERE channel = $1 AND pubkey = $2`, channel, pubkey)
+	return err
 }
 
 // InsertEvent writes the event's row and its tag index rows, and notes

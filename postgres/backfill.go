@@ -23,19 +23,11 @@ func (tx *writeTx) Unclassified(after buzz.BackfillCursor, limit int) ([]int64, 
 	rows, err := tx.tx.Query(tx.ctx, `SELECT seq, created_at, id FROM events
 		WHERE depth IS NULL AND row_class = 2 AND (created_at, id) > ($1, $2)
 		ORDER BY created_at, id LIMIT $3`, after.At, after.ID, limit)
-	if err != nil {
-		return nil, after, err
-	}
-	defer rows.Close()
 	var seqs []int64
-	for rows.Next() {
-		var seq int64
-		if err := rows.Scan(&seq, &after.At, &after.ID); err != nil {
-			return nil, after, err
-		}
-		seqs = append(seqs, seq)
-	}
-	return seqs, after, rows.Err()
+	var seq int64
+	err = eachRow(rows, err, "unclassified events", []any{&seq, &after.At, &after.ID},
+		func() error { seqs = append(seqs, seq); return nil })
+	return seqs, after, err
 }
 
 // placingRows are buzz.PlacingRows in the write transaction: Placing

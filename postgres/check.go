@@ -43,8 +43,14 @@ func (r checkRepair) EventStored(seq int64) (bool, error) {
 	return t != nil, err
 }
 
-func (r checkRepair) ThreadRows() buzz.ThreadRows  { return r.tx.threadRows(nil) }
-func (r checkRepair) DropForeignGroupState() error { return r.s.dropForeignGroupState(r.tx) }
+func (r checkRepair) ThreadRows() buzz.ThreadRows { return r.tx.threadRows(nil) }
+
+// DropForeignGroupState removes the group state in force that the relay
+// key did not sign, and has the state of its channels signed afresh
+// (RL-11, RL-21).
+func (r checkRepair) DropForeignGroupState() error {
+	return buzz.DropForeignGroupState(r.s.groupState(r.tx), r.s.pubkey, r.s.nowUnix())
+}
 
 // checkSnapshot is the check's read transaction.
 type checkSnapshot struct {
@@ -53,52 +59,26 @@ type checkSnapshot struct {
 }
 
 func (c checkSnapshot) ThreadReplies(each func(root int64, r threadcount.Reply) error) error {
+	var r threadcount.Reply
+	var root int64
 	rows, err := c.tx.Query(c.ctx, `SELECT root, seq, parent, pubkey, created_at, deleted_at IS NOT NULL
 		FROM events WHERE root IS NOT NULL ORDER BY root, depth DESC`)
-	if err != nil {
-		return fmt.Errorf("check counters: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var r threadcount.Reply
-		var root int64
-		if err := rows.Scan(&root, &r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted); err != nil {
-			return fmt.Errorf("check counters: %w", err)
-		}
-		if err := each(root, r); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check counters: %w", err)
-	}
-	return nil
+	return eachRow(rows, err, "check counters", []any{&root, &r.Seq, &r.Parent, &r.PubKey, &r.At, &r.Deleted},
+		func() error { return each(root, r) })
 }
 
 func (c checkSnapshot) CounterRows(each func(seq int64, id []byte, row buzz.ThreadRow) error) error {
+	var seq int64
+	var id []byte
+	var row buzz.ThreadRow
+	var last *int64
 	rows, err := c.tx.Query(c.ctx, `SELECT t.seq, e.id, t.reply_count, t.descendant_count, t.last_reply_at, t.participants
 		FROM thread_metadata t JOIN events e ON e.seq = t.seq ORDER BY t.seq`)
-	if err != nil {
-		return fmt.Errorf("check counters: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var id []byte
-		var row buzz.ThreadRow
-		var last *int64
-		if err := rows.Scan(&seq, &id, &row.Replies, &row.Descendants, &last, &row.Participants); err != nil {
-			return fmt.Errorf("check counters: %w", err)
-		}
-		row.LastReplyAt, row.HasLastReply = value(last), last != nil
-		if err := each(seq, id, row); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check counters: %w", err)
-	}
-	return nil
+	return eachRow(rows, err, "check counters", []any{&seq, &id, &row.Replies, &row.Descendants, &last, &row.Participants},
+		func() error {
+			row.LastReplyAt, row.HasLastReply = value(last), last != nil
+			return each(seq, id, row)
+		})
 }
 
 func (c checkSnapshot) EventID(seq int64) ([]byte, error) {
@@ -117,26 +97,12 @@ func (c checkSnapshot) ForeignGroupState(pubkey string, each func(kind int, chan
 	if key == nil {
 		key = []byte{} // compared as bytes, not as NULL: no key signed anything
 	}
+	var kind int32
+	var d, signer []byte
 	rows, err := c.tx.Query(c.ctx, `SELECT kind, coalesce(dkey, ''::bytea), pubkey FROM events
 		WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL ORDER BY dkey, kind`, key)
-	if err != nil {
-		return fmt.Errorf("check group state: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var kind int32
-		var d, signer []byte
-		if err := rows.Scan(&kind, &d, &signer); err != nil {
-			return fmt.Errorf("check group state: %w", err)
-		}
-		if err := each(int(kind), string(d), signer); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("check group state: %w", err)
-	}
-	return nil
+	return eachRow(rows, err, "check group state", []any{&kind, &d, &signer},
+		func() error { return each(int(kind), string(d), signer) })
 }
 
 // StorageChecks checks the tag index; its repair writes the tag rows of
@@ -182,30 +148,24 @@ func checkTags(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int64, 
 	for {
 		page := map[int64]*tagCheck{}
 		last := after
+		var seq, createdAt int64
+		var kind int32
+		var tagsJSON []byte
 		rows, err := tx.Query(ctx, `SELECT seq, created_at, kind, tags FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, checkPage)
-		if err != nil {
-			return nil, fmt.Errorf("check tags: %w", err)
-		}
-		for rows.Next() {
-			var seq int64
-			var tagsJSON []byte
-			c := &tagCheck{want: map[string]bool{}}
-			if err := rows.Scan(&seq, &c.createdAt, &c.kind, &tagsJSON); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("check tags: %w", err)
-			}
+		err = eachRow(rows, err, "check tags", []any{&seq, &createdAt, &kind, &tagsJSON}, func() error {
 			tags, err := tagjson.Parse(string(tagsJSON))
 			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("check tags of #%d: %w", seq, err)
+				return fmt.Errorf("check tags of #%d: %w", seq, err)
 			}
+			c := &tagCheck{createdAt: createdAt, kind: kind, want: map[string]bool{}}
 			for _, t := range indexedTags(tags) {
 				c.want[t.name+"\x00"+string(t.value)] = false
 			}
 			page[seq], last = c, seq
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("check tags: %w", err)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		// The last page takes every row after it, whatever its seq.
 		upto := int64(math.MaxInt64)
@@ -213,25 +173,16 @@ func checkTags(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int64, 
 			upto = last
 		}
 		broken := map[int64]bool{}
+		var name string
+		var value []byte
 		rows, err = tx.Query(ctx, `SELECT seq, name, value, created_at, kind FROM tags WHERE seq > $1 AND seq <= $2`, after, upto)
-		if err != nil {
-			return nil, fmt.Errorf("check tags: %w", err)
-		}
-		for rows.Next() {
-			var seq, createdAt int64
-			var name string
-			var value []byte
-			var kind int32
-			if err := rows.Scan(&seq, &name, &value, &createdAt, &kind); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("check tags: %w", err)
-			}
+		err = eachRow(rows, err, "check tags", []any{&seq, &name, &value, &createdAt, &kind}, func() error {
 			c := page[seq]
 			key := name + "\x00" + string(value)
 			if c == nil || createdAt != c.createdAt {
 				rep.ExtraTags++
 				broken[seq] = true
-				continue
+				return nil
 			}
 			_, called := c.want[key]
 			if !called || kind != c.kind {
@@ -241,9 +192,10 @@ func checkTags(ctx context.Context, tx pgx.Tx, rep *buzz.CheckReport) ([]int64, 
 			if called {
 				c.want[key] = true
 			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("check tags: %w", err)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		for seq, c := range page {
 			for _, found := range c.want {

@@ -3,8 +3,10 @@ package postgres
 import (
 	"crypto/sha512"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
@@ -175,22 +177,46 @@ func (c *eventColumns) dest() []any {
 
 // event rebuilds the signed event.
 func (c *eventColumns) event() (*nostr.Event, error) {
-	ev := &nostr.Event{
-		ID:        hex.EncodeToString(c.id),
-		PubKey:    hex.EncodeToString(c.pubkey),
-		CreatedAt: nostr.Timestamp(c.createdAt),
-		Kind:      int(c.kind),
-		Content:   string(c.content),
-		Sig:       hex.EncodeToString(c.sig),
-	}
-	var err error
-	if ev.Tags, err = tagjson.Parse(string(c.tags)); err != nil {
-		return nil, fmt.Errorf("decode tags of stored event %s: %w", ev.ID, err)
-	}
-	return ev, nil
+	return buzz.EventOf(c.id, c.pubkey, c.sig, c.createdAt, int(c.kind), string(c.tags), string(c.content))
 }
 
 // raw serves the stored event as its signed JSON (buzz.NewRawEvent).
 func (c *eventColumns) raw() (buzz.RawEvent, error) {
 	return buzz.NewRawEvent(c.id, c.pubkey, c.sig, c.createdAt, int(c.kind), string(c.tags), string(c.content))
+}
+
+// errStop, returned by eachRow's fn, stops reading rows.
+var errStop = errors.New("stop reading rows")
+
+// collect is pgx.CollectRows of a query's rows, or the query's error.
+func collect[T any](rows pgx.Rows, err error, fn pgx.RowToFunc[T]) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, fn)
+}
+
+// eachRow scans every row of a query's result (rows and err as Query
+// returns them) into dest and calls fn after each, then closes rows. A
+// failure of the query or of reading a row is wrapped with what; fn's own
+// error ends the loop and is returned as it is, but errStop ends it with
+// no error.
+func eachRow(rows pgx.Rows, err error, what string, dest []any, fn func() error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	var fnErr error
+	_, err = pgx.ForEachRow(rows, dest, func() error {
+		fnErr = fn()
+		return fnErr
+	})
+	switch {
+	case fnErr == errStop:
+		return nil
+	case fnErr != nil:
+		return fnErr
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }

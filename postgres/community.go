@@ -122,14 +122,6 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 	return buzz.CommunityOf(policy, version, replies != nil && *replies != 0, channels, members), nil
 }
 
-// collect is pgx.CollectRows of a query's rows, or the query's error.
-func collect[T any](rows pgx.Rows, err error, fn pgx.RowToFunc[T]) ([]T, error) {
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, fn)
-}
-
 // applyConfiguredSetting makes the config file's thread_replies_in_channel
 // the community setting when it changed since the last start: that edit is
 // then the newest write, and wins over an earlier 9033 (RL-15, last write
@@ -180,52 +172,27 @@ func (s *Store) RenewGroupState(ctx context.Context) error {
 	})
 }
 
-// dropForeignGroupState removes the group state in force that the relay
-// key did not sign, and has the state of its channels signed afresh
-// (RL-11, RL-21).
-func (s *Store) dropForeignGroupState(tx *writeTx) error {
-	return buzz.DropForeignGroupState(s.groupState(tx), s.pubkey, s.nowUnix())
-}
-
-// groupStateTx is a write transaction as group state renewal uses it
+// groupState is the write transaction tx as group state renewal uses it
 // (buzz.GroupStateTx). The group state events depend only on the
 // channel's state, the stored versions and the clock, and BIP-340 signing
 // is deterministic: every process holding the same key signs the same
 // event for the same state and second.
-type groupStateTx struct {
-	*lookup
-	tx *writeTx
-	s  *Store
-}
-
-func (s *Store) groupState(tx *writeTx) *groupStateTx {
-	return &groupStateTx{lookup: tx.newLookup(), tx: tx, s: s}
-}
-
-func (g *groupStateTx) AdmitOwn(ev *nostr.Event, now int64) error {
-	r, err := newRecord(ev)
-	if err != nil {
-		return err
-	}
-	if _, err := g.s.ingest(g.tx, r, now, false); err != nil {
-		return err
-	}
-	g.Publish(ev)
-	return nil
-}
-
-func (g *groupStateTx) ForeignGroupState(pubkey string) ([]int64, error) {
-	key, _ := hex.DecodeString(pubkey)
-	rows, err := g.tx.tx.Query(g.tx.ctx, `SELECT seq FROM events
-		WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL`, key)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int64])
+func (s *Store) groupState(tx *writeTx) *buzz.OwnGroupState[*stored, *record] {
+	return &buzz.OwnGroupState[*stored, *record]{WriteRows: tx.newLookup(),
+		Parse: newRecord,
+		Ingest: func(r *record, now int64) error {
+			_, err := s.ingest(tx, r, now, false)
+			return err
+		},
+		Foreign: func(pubkey []byte) ([]int64, error) {
+			rows, err := tx.tx.Query(tx.ctx, `SELECT seq FROM events
+				WHERE kind BETWEEN 39000 AND 39003 AND pubkey <> $1 AND deleted_at IS NULL`, pubkey)
+			return collect(rows, err, pgx.RowTo[int64])
+		}}
 }
 
 // GroupStateSigner is the key that signed some of the group state in force
-// (39000-39003, as dropForeignGroupState), when one other than this store's relay key did; "" when
+// (39000-39003, as buzz.DropForeignGroupState), when one other than this store's relay key did; "" when
 // all of it is this store's or there is none. Every process of a
 // community signs with one key (RL-33): a process started with another
 // would sign beside it.

@@ -60,28 +60,22 @@ func (s *Store) Export(ctx context.Context, f buzz.ExportFilter, w io.Writer) (i
 		}
 		var page []buzz.ExportLine
 		err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
+			var cols eventColumns
+			var rank int64
 			rows, err := tx.Query(ctx, stmt.sql, stmt.args...)
-			if err != nil {
-				return fmt.Errorf("export: %w", err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var cols eventColumns
-				var l buzz.ExportLine
-				if err := rows.Scan(append(cols.dest(), &l.At.Rank)...); err != nil {
-					return fmt.Errorf("export: %w", err)
-				}
+			return eachRow(rows, err, "export", append(cols.dest(), &rank), func() error {
 				ev, err := cols.raw()
 				if err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
-				l.JSON, l.At.CreatedAt = ev.JSON, ev.CreatedAt
+				l := buzz.ExportLine{JSON: ev.JSON}
+				l.At.CreatedAt, l.At.Rank = ev.CreatedAt, rank
 				if l.At.ID, err = nipcw.DecodeHex(ev.ID, 32); err != nil {
 					return fmt.Errorf("export: %w", err)
 				}
 				page = append(page, l)
-			}
-			return rows.Err()
+				return nil
+			})
 		})
 		return page, err
 	})
@@ -101,11 +95,7 @@ func exportSQL(f buzz.ExportFilter, now int64, channel *int64) (first, next sqlQ
 	}
 	where = append(where, exportDated(&q, f, "e")...)
 	if len(f.Kinds) > 0 {
-		kinds := make([]int32, len(f.Kinds))
-		for i, k := range f.Kinds {
-			kinds[i] = int32(k)
-		}
-		where = append(where, "e.kind = ANY("+q.arg(kinds)+")")
+		where = append(where, "e.kind = ANY("+q.arg(f.Kinds)+")")
 	}
 	if !f.WithDeleted {
 		// A deleted event that still has replies below goes out with the

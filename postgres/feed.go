@@ -118,45 +118,27 @@ func (r *feedReader) Range(rg buzz.FeedRange) ([]buzz.FeedHit, error) {
 		args = append(args, stream)
 	}
 	rows, err := r.tx.Query(r.ctx, queries[len(arms)], args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var found []buzz.FeedHit
-	for rows.Next() {
-		var h buzz.FeedHit
+	return collect(rows, err, func(row pgx.CollectableRow) (h buzz.FeedHit, err error) {
 		var scope *int64
-		if err := rows.Scan(&h.CreatedAt, &h.Ref, &h.ID, &scope); err != nil {
-			return nil, err
-		}
-		if scope != nil {
-			h.Scope, h.Scoped = *scope, true
-		}
-		found = append(found, h)
-	}
-	return found, rows.Err()
+		err = row.Scan(&h.CreatedAt, &h.Ref, &h.ID, &scope)
+		h.Scope, h.Scoped = value(scope), scope != nil
+		return h, err
+	})
 }
 
 // Events reads the events of refs.
 func (r *feedReader) Events(refs []int64) (map[int64]*nostr.Event, error) {
-	rows, err := r.tx.Query(r.ctx, `SELECT `+rowColumns+` FROM events e WHERE e.seq = ANY($1)`, refs)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	byRef := make(map[int64]*nostr.Event, len(refs))
-	for rows.Next() {
-		var seq int64
-		var cols eventColumns
-		if err := rows.Scan(append([]any{&seq}, cols.dest()...)...); err != nil {
-			return nil, err
-		}
-		ev, err := cols.event()
-		if err != nil {
+	var seq int64
+	var cols eventColumns
+	rows, err := r.tx.Query(r.ctx, `SELECT `+rowColumns+` FROM events e WHERE e.seq = ANY($1)`, refs)
+	err = eachRow(rows, err, "feed events", append([]any{&seq}, cols.dest()...), func() error {
+		if ev, err := cols.event(); err != nil {
 			r.s.log.Warn("feed: skipping unreadable stored event", "seq", seq, "err", err)
-			continue
+		} else {
+			byRef[seq] = ev
 		}
-		byRef[seq] = ev
-	}
-	return byRef, rows.Err()
+		return nil
+	})
+	return byRef, err
 }

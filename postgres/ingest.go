@@ -190,19 +190,8 @@ func (tx *writeTx) versions(kind int, pubkey []byte, d string) ([]*stored, error
 		rows, err = tx.tx.Query(tx.ctx, `SELECT `+storedColumns+` FROM events
 			WHERE pubkey = $1 AND kind = $2`, pubkey, kind)
 	}
+	out, err := collect(rows, err, func(row pgx.CollectableRow) (*stored, error) { return scanStored(row) })
 	if err != nil {
-		return nil, fmt.Errorf("look up versions: %w", err)
-	}
-	defer rows.Close()
-	var out []*stored
-	for rows.Next() {
-		v, err := scanStored(rows)
-		if err != nil {
-			return nil, fmt.Errorf("look up versions: %w", err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("look up versions: %w", err)
 	}
 	return out, nil

@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -126,7 +124,7 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn, done chan<- struct{}
 	defer close(done)
 	for {
 		err := s.receive(ctx, conn)
-		s.stopHearing()
+		s.barriers.StopHearing()
 		conn.Close(context.WithoutCancel(ctx))
 		if ctx.Err() != nil {
 			return
@@ -157,7 +155,7 @@ func (s *Store) listen(ctx context.Context, conn *pgx.Conn, done chan<- struct{}
 			case <-time.After(listenRetry):
 			}
 		}
-		s.hearing.Store(true)
+		s.barriers.Hearing()
 	}
 }
 
@@ -185,7 +183,7 @@ func (s *Store) receive(ctx context.Context, conn *pgx.Conn) error {
 			}
 			if note.Origin == s.origin {
 				if note.Barrier != "" {
-					s.heard(note.Barrier)
+					s.barriers.Heard(note.Barrier)
 				}
 				continue
 			}
@@ -307,27 +305,21 @@ func threadChanges(ctx context.Context, q queryer, seqs []int64) ([]buzz.ThreadC
 	if len(seqs) == 0 {
 		return nil, nil
 	}
+	found := make(map[int64]buzz.ThreadChange, len(seqs))
+	var seq int64
+	var id []byte
+	var c buzz.ThreadChange
+	var rowClass int16
 	rows, err := q.Query(ctx, `SELECT e.seq, e.id, c.h, e.parent IS NULL, e.row_class
 		FROM events e JOIN channels c ON c.seq = e.channel WHERE e.seq = ANY($1)`, seqs)
-	if err != nil {
-		return nil, fmt.Errorf("read threads: %w", err)
-	}
-	defer rows.Close()
-	found := make(map[int64]buzz.ThreadChange, len(seqs))
-	for rows.Next() {
-		var seq int64
-		var id []byte
-		var c buzz.ThreadChange
-		var rowClass int16
-		if err := rows.Scan(&seq, &id, &c.Channel, &c.Root, &rowClass); err != nil {
-			return nil, fmt.Errorf("read threads: %w", err)
-		}
+	err = eachRow(rows, err, "read threads", []any{&seq, &id, &c.Channel, &c.Root, &rowClass}, func() error {
 		c.ID = hex.EncodeToString(id)
 		c.TopLevel = buzz.RowClass(rowClass) == buzz.RowTopLevel
 		found[seq] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read threads: %w", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]buzz.ThreadChange, 0, len(found))
 	seen := make(map[int64]bool, len(found))
@@ -341,129 +333,31 @@ func threadChanges(ctx context.Context, q queryer, seqs []int64) ([]buzz.ThreadC
 	return out, nil
 }
 
-// barriers are the CaughtUp calls waiting for this process's listener to
-// hear its own notification back.
-type barriers struct {
-	mu      sync.Mutex
-	next    []chan struct{}            // answered by the next one sent
-	sent    map[string][]chan struct{} // by token: sent, not heard yet
-	sending bool                       // sendBarriers is running
-	count   uint64
-}
-
 // CaughtUp returns a channel closed once this process has delivered live
 // every event another process committed before the call
 // (buzz.SharedStore): the listener hears notifications in the order their
 // transactions committed and delivers each before it reads the next, so
-// once it hears one this process sent after the call, every earlier one
-// is behind it. One such notification at a time answers every call made
-// while it was on its way. While the listener is not connected, what is
-// committed meanwhile is not delivered live at all: the channel is closed
-// at once.
-func (s *Store) CaughtUp() <-chan struct{} {
-	done := make(chan struct{})
-	b := &s.barriers
-	b.mu.Lock()
-	if !s.hearing.Load() {
-		b.mu.Unlock()
-		close(done)
-		return done
-	}
-	b.next = append(b.next, done)
-	start := !b.sending
-	b.sending = true
-	b.mu.Unlock()
-	if start {
-		go s.sendBarriers()
-	}
-	return done
-}
+// once it hears a barrier this process sent after the call, every earlier
+// one is behind it (internal/barrier). While the listener is not
+// connected, what is committed meanwhile is not delivered live at all: the
+// channel is closed at once.
+func (s *Store) CaughtUp() <-chan struct{} { return s.barriers.Call() }
 
-// sendBarriers sends a barrier for the CaughtUp calls waiting, waits
-// until the listener hears it (or stops hearing), and goes on while calls
-// came meanwhile.
-func (s *Store) sendBarriers() {
-	b := &s.barriers
-	for {
-		b.mu.Lock()
-		waiting := b.next
-		b.next = nil
-		if len(waiting) == 0 {
-			b.sending = false
-			b.mu.Unlock()
-			return
-		}
-		b.count++
-		token := strconv.FormatUint(b.count, 10)
-		heard := make(chan struct{})
-		if b.sent == nil {
-			b.sent = make(map[string][]chan struct{})
-		}
-		b.sent[token] = append(waiting, heard)
-		b.mu.Unlock()
-
-		payload, err := json.Marshal(eventNote{Origin: s.origin, Barrier: token})
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
-			_, err = s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, eventsChannel, string(payload))
-			cancel()
-		}
-		if err != nil {
-			// Unanswered, the calls would keep their subscriptions'
-			// memory of what they sent; answered, one may at worst
-			// receive an event twice.
-			if s.hearing.Load() {
-				s.log.Warn("sending a delivery barrier to this process's listener", "err", err)
-			}
-			s.heard(token)
-			continue
-		}
-		// A listener connection that stalls without breaking would keep
-		// every waiting subscription's memory of what it sent: past the
-		// wait, the calls are answered as if it had heard (one may at
-		// worst receive an event twice).
-		t := time.NewTimer(barrierWait)
-		select {
-		case <-heard:
-		case <-t.C:
-			s.log.Warn("this process's listener did not hear a delivery barrier in time", "wait", barrierWait)
-			s.heard(token)
-		}
-		t.Stop()
+// sendBarrier sends the barrier token on the events channel, behind every
+// notification committed before it.
+func (s *Store) sendBarrier(token string) error {
+	payload, err := json.Marshal(eventNote{Origin: s.origin, Barrier: token})
+	if err != nil {
+		return fmt.Errorf("delivery barrier: %w", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	if _, err = s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, eventsChannel, string(payload)); err != nil {
+		return fmt.Errorf("delivery barrier: %w", err)
+	}
+	return nil
 }
 
 // barrierWait bounds how long CaughtUp waits for the listener to hear a
 // barrier: longer than any notification takes on a live connection.
 const barrierWait = 2 * queryTimeout
-
-// heard answers the CaughtUp calls of the barrier token.
-func (s *Store) heard(token string) {
-	b := &s.barriers
-	b.mu.Lock()
-	waiting := b.sent[token]
-	delete(b.sent, token)
-	b.mu.Unlock()
-	for _, c := range waiting {
-		close(c)
-	}
-}
-
-// stopHearing marks the listener disconnected and answers every CaughtUp
-// call: what it did not hear it will not deliver.
-func (s *Store) stopHearing() {
-	b := &s.barriers
-	b.mu.Lock()
-	s.hearing.Store(false)
-	sent, next := b.sent, b.next
-	b.sent, b.next = nil, nil
-	b.mu.Unlock()
-	for _, waiting := range sent {
-		for _, c := range waiting {
-			close(c)
-		}
-	}
-	for _, c := range next {
-		close(c)
-	}
-}

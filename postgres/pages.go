@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,9 +24,6 @@ import (
 //     named by an aux event it names (hop 2);
 //   - for a counter row written, its event's channel (summaries).
 
-// auxKinds are the kinds an aux closure serves (CW-18).
-var auxKinds = []int{buzz.KindDeletion, buzz.KindReaction, buzz.KindGroupDelete, buzz.KindEdit}
-
 // touch marks channel seq's pages changed; nil is no channel.
 func (tx *writeTx) touch(seq *int64) {
 	if seq == nil {
@@ -44,7 +40,7 @@ func (tx *writeTx) touch(seq *int64) {
 func (tx *writeTx) touchEvent(t *stored) error {
 	tx.touch(t.channel)
 	tx.touch(t.scope)
-	if !slices.Contains(auxKinds, t.kind) {
+	if !nipcw.IsAuxKind(t.kind) {
 		return nil
 	}
 	named, err := tx.namedBy(t)
@@ -53,7 +49,7 @@ func (tx *writeTx) touchEvent(t *stored) error {
 	}
 	for _, x := range named {
 		tx.touch(x.channel)
-		if (t.kind == buzz.KindDeletion || t.kind == buzz.KindGroupDelete) && slices.Contains(auxKinds, x.kind) {
+		if (t.kind == buzz.KindDeletion || t.kind == buzz.KindGroupDelete) && nipcw.IsAuxKind(x.kind) {
 			below, err := tx.namedBy(x)
 			if err != nil {
 				return err

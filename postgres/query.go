@@ -70,31 +70,21 @@ func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer,
 		if !ok {
 			return nil
 		}
-		rows, err := tx.Query(ctx, q.sql, q.args...)
-		if err != nil {
-			return fmt.Errorf("query events: %w", err)
-		}
-		defer rows.Close()
 		var cols eventColumns
-		for rows.Next() {
-			if err := rows.Scan(cols.dest()...); err != nil {
-				return fmt.Errorf("query events: %w", err)
-			}
+		rows, err := tx.Query(ctx, q.sql, q.args...)
+		return eachRow(rows, err, "query events", cols.dest(), func() error {
 			ev, err := cols.raw()
 			if err != nil {
 				s.log.Warn("skipping unreadable stored event", "err", err)
-				continue
+				return nil
 			}
 			if size += len(ev.JSON); maxBytes > 0 && size > maxBytes {
 				truncated = true
-				return nil
+				return errStop
 			}
 			evs = append(evs, ev)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("query events: %w", err)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, false, err
@@ -115,24 +105,14 @@ func (s *Store) Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, be
 		if !ok {
 			return nil
 		}
+		var p buzz.Position
+		var id []byte
 		rows, err := tx.Query(ctx, q.sql, q.args...)
-		if err != nil {
-			return fmt.Errorf("query event positions: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var p buzz.Position
-			var id []byte
-			if err := rows.Scan(&p.CreatedAt, &id); err != nil {
-				return fmt.Errorf("read event position: %w", err)
-			}
+		return eachRow(rows, err, "query event positions", []any{&p.CreatedAt, &id}, func() error {
 			p.ID = hex.EncodeToString(id)
 			out = append(out, p)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("query event positions: %w", err)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -216,11 +196,7 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 		// events_created backward instead, through every newer event).
 		where = append(where, "e.kind = "+q.arg(int64(p.Kinds[0])))
 	case p.Kinds != nil:
-		kinds := make([]int64, len(p.Kinds))
-		for i, k := range p.Kinds {
-			kinds[i] = int64(k)
-		}
-		where = append(where, "e.kind = ANY("+q.arg(kinds)+"::bigint[])")
+		where = append(where, "e.kind = ANY("+q.arg(p.Kinds)+"::bigint[])")
 	}
 	if p.Since != nil {
 		where = append(where, "e.created_at >= "+q.arg(*p.Since))

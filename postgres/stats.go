@@ -41,7 +41,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	if s.closed {
 		return errClosed
 	}
-	if !s.hearing.Load() {
+	if !s.barriers.Listening() {
 		return errNotHearing
 	}
 	select {

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/barrier"
 	"github.com/buzz-lite/buzz-lite/internal/pagecache"
 )
 
@@ -78,8 +79,6 @@ type Store struct {
 	community atomic.Pointer[buzz.Community]
 	onPublish atomic.Pointer[func([]*nostr.Event)]
 	onRemote  atomic.Pointer[func(*nostr.Event, buzz.Admitted)]
-	// hearing is set while the listening connection is up (notify.go).
-	hearing atomic.Bool
 	// probes coalesces the CommunityNow round trips asked at once.
 	probes singleflight.Group
 
@@ -89,8 +88,9 @@ type Store struct {
 	connConfig *pgx.ConnConfig
 	stopListen context.CancelFunc
 	listening  chan struct{}
-	// barriers answer CaughtUp (notify.go).
-	barriers barriers
+	// barriers answer CaughtUp, and know whether the listening
+	// connection is up (notify.go).
+	barriers *barrier.Barriers
 
 	// writes counts the write transactions in flight or waiting, for the
 	// metrics (RL-30); writeSlot is held by the one that waits for, or
@@ -166,7 +166,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	var listenCtx context.Context
 	listenCtx, s.stopListen = context.WithCancel(context.Background())
 	s.listening = make(chan struct{})
-	s.hearing.Store(true)
+	s.barriers = barrier.New(s.sendBarrier, barrierWait, s.log)
+	s.barriers.Hearing()
 	go s.listen(listenCtx, conn, s.listening)
 	go s.background(s.stop, s.stopped)
 	return s, nil

@@ -14,47 +14,6 @@ import (
 // The rules of the thread counters are buzz's (buzz/threads.go); this file
 // holds the statements they run in the write transaction.
 
-// counters are the subtree counters of one event (RL-5).
-type counters struct {
-	replies, descendants int64
-	lastReplyAt          *int64
-	participants         []byte
-	// channel is the event's, as readCounters reads it: the channel whose
-	// pages show the counters.
-	channel *int64
-}
-
-// readCounters reads an event's parent and counters (zero without a row).
-// The row of the event is locked: the write lock orders writers already,
-// the row lock keeps the counters exact should a write ever run without it.
-func (tx *writeTx) readCounters(seq int64) (up *int64, c counters, err error) {
-	err = tx.tx.QueryRow(tx.ctx, `SELECT e.parent, e.channel, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
-		t.last_reply_at, t.participants
-		FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq WHERE e.seq = $1 FOR UPDATE OF e`, seq).
-		Scan(&up, &c.channel, &c.replies, &c.descendants, &c.lastReplyAt, &c.participants)
-	if err != nil {
-		err = fmt.Errorf("read thread counters of #%d: %w", seq, err)
-	}
-	return up, c, err
-}
-
-// writeCounters stores the counters of seq.
-func (tx *writeTx) writeCounters(seq int64, c counters) error {
-	_, err := tx.tx.Exec(tx.ctx, `INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (seq) DO UPDATE SET reply_count = excluded.reply_count,
-		descendant_count = excluded.descendant_count, last_reply_at = excluded.last_reply_at,
-		participants = excluded.participants,
-		updated_at = greatest(coalesce(thread_metadata.updated_at, 0), excluded.updated_at)`,
-		seq, c.replies, c.descendants, c.lastReplyAt, c.participants, tx.now)
-	if err != nil {
-		return fmt.Errorf("write thread counters of #%d: %w", seq, err)
-	}
-	tx.recounted = append(tx.recounted, seq)
-	tx.touch(c.channel)
-	return nil
-}
-
 // addToAncestors counts a new reply by pubkey at time at on its parent and
 // every ancestor up to the root (RL-5).
 func (tx *writeTx) addToAncestors(parent int64, pubkey []byte, at int64) error {
@@ -95,36 +54,59 @@ func (tx *writeTx) threadRows(target *stored) *threadRows {
 	return &threadRows{subtreeQuery: subtreeQuery{ctx: tx.ctx, q: tx.tx}, tx: tx, target: target}
 }
 
+// ReadThreadRow reads an event's parent and counters (zero without a
+// row). The row of the event is locked: the write lock orders writers
+// already, the row lock keeps the counters exact should a write ever run
+// without it.
 func (r *threadRows) ReadThreadRow(seq int64) (buzz.ThreadRow, error) {
-	up, c, err := r.tx.readCounters(seq)
-	r.readSeq, r.readChannel = seq, c.channel
-	row := buzz.ThreadRow{Up: value(up), Replies: c.replies, Descendants: c.descendants,
-		LastReplyAt: value(c.lastReplyAt), HasLastReply: c.lastReplyAt != nil, Participants: c.participants}
-	return row, err
+	var row buzz.ThreadRow
+	var up, last *int64
+	r.readSeq, r.readChannel = seq, nil
+	err := r.tx.tx.QueryRow(r.tx.ctx, `SELECT e.parent, e.channel, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
+		t.last_reply_at, t.participants
+		FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq WHERE e.seq = $1 FOR UPDATE OF e`, seq).
+		Scan(&up, &r.readChannel, &row.Replies, &row.Descendants, &last, &row.Participants)
+	if err != nil {
+		return row, fmt.Errorf("read thread counters of #%d: %w", seq, err)
+	}
+	row.Up, row.LastReplyAt, row.HasLastReply = value(up), value(last), last != nil
+	return row, nil
 }
 
+// WriteThreadRow stores the counters of seq; the row read last renews
+// its channel's pages (summaries).
 func (r *threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
-	c := counters{replies: row.Replies, descendants: row.Descendants, participants: row.Participants}
+	var last *int64
 	if row.HasLastReply {
-		c.lastReplyAt = &row.LastReplyAt
+		last = &row.LastReplyAt
 	}
+	_, err := r.tx.tx.Exec(r.tx.ctx, `INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (seq) DO UPDATE SET reply_count = excluded.reply_count,
+		descendant_count = excluded.descendant_count, last_reply_at = excluded.last_reply_at,
+		participants = excluded.participants,
+		updated_at = greatest(coalesce(thread_metadata.updated_at, 0), excluded.updated_at)`,
+		seq, row.Replies, row.Descendants, last, row.Participants, r.tx.now)
+	if err != nil {
+		return fmt.Errorf("write thread counters of #%d: %w", seq, err)
+	}
+	r.tx.recounted = append(r.tx.recounted, seq)
 	if seq == r.readSeq {
-		c.channel = r.readChannel
+		r.tx.touch(r.readChannel)
 	}
-	return r.tx.writeCounters(seq, c)
+	return nil
 }
 
 func (r *threadRows) NewestInThread(root int64, limit int, each func(threadcount.Participant) bool) error {
+	var p threadcount.Participant
 	rows, err := r.tx.tx.Query(r.tx.ctx, `SELECT pubkey, created_at FROM events
 		WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`, root, limit)
-	if err != nil {
-		return fmt.Errorf("read thread #%d: %w", root, err)
-	}
-	defer rows.Close()
-	if err := threadcount.ScanParticipants(rows, each); err != nil {
-		return fmt.Errorf("read thread #%d: %w", root, err)
-	}
-	return nil
+	return eachRow(rows, err, fmt.Sprintf("read thread #%d", root), []any{&p.PubKey, &p.At}, func() error {
+		if !each(p) {
+			return errStop
+		}
+		return nil
+	})
 }
 
 // threadAuthorsSQL lists the authors of the live replies of thread root
@@ -143,16 +125,10 @@ const threadAuthorsSQL = `WITH RECURSIVE authors(pubkey) AS (
 	FROM authors a WHERE a.pubkey IS NOT NULL`
 
 func (r *threadRows) ThreadAuthors(root int64, each func(threadcount.Participant)) error {
+	var p threadcount.Participant
 	rows, err := r.tx.tx.Query(r.tx.ctx, threadAuthorsSQL, root)
-	if err != nil {
-		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
-	}
-	defer rows.Close()
-	err = threadcount.ScanParticipants(rows, func(p threadcount.Participant) bool { each(p); return true })
-	if err != nil {
-		return fmt.Errorf("read the authors of thread #%d: %w", root, err)
-	}
-	return nil
+	return eachRow(rows, err, fmt.Sprintf("read the authors of thread #%d", root), []any{&p.PubKey, &p.At},
+		func() error { each(p); return nil })
 }
 
 func (r *threadRows) MarkDeleted(seq, now int64) (bool, error) {
@@ -250,13 +226,9 @@ func (s subtreeQuery) SubtreeAuthors(seq, known int64, each func(threadcount.Par
 	if known != 0 {
 		knownArg = &known
 	}
+	var p threadcount.Participant
+	var n int64
 	rows, err := s.q.Query(s.ctx, subtreeAuthorsSQL, seq, knownArg)
-	if err != nil {
-		return fmt.Errorf("read subtree of #%d: %w", seq, err)
-	}
-	defer rows.Close()
-	if err := threadcount.ScanAuthors(rows, each); err != nil {
-		return fmt.Errorf("read subtree of #%d: %w", seq, err)
-	}
-	return nil
+	return eachRow(rows, err, fmt.Sprintf("read subtree of #%d", seq), []any{&p.PubKey, &p.At, &n},
+		func() error { each(p, n); return nil })
 }

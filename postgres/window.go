@@ -84,31 +84,24 @@ func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.Wi
 	if err != nil {
 		return err
 	}
-	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
-	if err != nil {
-		return fmt.Errorf("window rows: %w", err)
+	var seq int64
+	var cols eventColumns
+	var sm counterColumns
+	var exp *int64
+	dest := append([]any{&seq}, cols.dest()...)
+	dest = append(dest, &exp)
+	if q.Summaries {
+		dest = append(dest, sm.dest()...)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var cols eventColumns
-		var sm counterColumns
-		var exp *int64
-		dest := append([]any{&seq}, cols.dest()...)
-		dest = append(dest, &exp)
-		if q.Summaries {
-			dest = append(dest, sm.dest()...)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("window rows: %w", err)
-		}
+	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
+	return eachRow(rows, err, "window rows", dest, func() error {
 		if !page.Row(cols.createdAt, cols.id, value(exp), exp != nil) {
-			break
+			return errStop
 		}
 		ev, err := cols.raw()
 		if err != nil {
 			r.s.log.Warn("window: skipping unreadable stored event", "seq", seq, "err", err)
-			continue
+			return nil
 		}
 		if err := page.Add(ev); err != nil {
 			return err
@@ -116,11 +109,8 @@ func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.Wi
 		if q.Summaries && sm.descendants != nil {
 			page.Summary(sm.summary(ev.ID))
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("window rows: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // windowSQL selects the rows of a window page of channel at now, from the
@@ -154,11 +144,7 @@ func windowSQL(channel int64, q buzz.WindowQuery, now int64) (sqlQuery, error) {
 	}
 	b.WriteString(` AND (e.expires_at IS NULL OR e.expires_at > ` + sq.arg(now) + `)`)
 	if len(q.Kinds) > 0 {
-		kinds := make([]int64, len(q.Kinds))
-		for i, k := range q.Kinds {
-			kinds[i] = int64(k)
-		}
-		b.WriteString(` AND e.kind = ANY(` + sq.arg(kinds) + `::bigint[])`)
+		b.WriteString(` AND e.kind = ANY(` + sq.arg(q.Kinds) + `::bigint[])`)
 	}
 	b.WriteString(` ORDER BY e.created_at DESC, e.id ASC LIMIT ` + sq.arg(int64(q.Limit+1)))
 	sq.sql = b.String()
@@ -221,35 +207,28 @@ func (r *pageReader) AuxPage(hop int, names []string, page int, fn func(buzz.Aux
 	if hop == buzz.AuxHopDeletions {
 		query = hop2SQL
 	}
+	var ref int64
+	var live, named bool
+	var cols eventColumns
+	var scope, expires *int64
+	dest := append([]any{&ref}, cols.dest()...)
+	dest = append(dest, &live, &scope, &expires, &r.lastValue, &r.lastAt, &named)
 	rows, err := r.tx.Query(r.ctx, query, r.s.nowUnix(), r.names, r.lastValue, r.lastAt, r.lastSeq)
-	if err != nil {
-		return 0, fmt.Errorf("aux closure: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var a buzz.AuxRow
-		var cols eventColumns
-		var scope, expires *int64
-		dest := append([]any{&a.Ref}, cols.dest()...)
-		dest = append(dest, &a.Live, &scope, &expires, &r.lastValue, &r.lastAt, &a.Named)
-		if err := rows.Scan(dest...); err != nil {
-			return 0, fmt.Errorf("aux closure: %w", err)
-		}
+	err = eachRow(rows, err, "aux closure", dest, func() (err error) {
 		n++
-		r.lastSeq = a.Ref
-		a.ID, a.Scope, a.Scoped, a.Expires, a.Expiring = cols.id, value(scope), scope != nil, value(expires), expires != nil
+		r.lastSeq = ref
+		a := buzz.AuxRow{Ref: ref, ID: cols.id, Live: live, Named: named,
+			Scope: value(scope), Scoped: scope != nil, Expires: value(expires), Expiring: expires != nil}
 		if a.Live {
 			if a.Event, err = cols.raw(); err != nil {
 				r.s.log.Warn("aux closure: skipping unreadable stored event", "seq", a.Ref, "err", err)
 				a.Live = false
 			}
 		}
-		if err := fn(a); err != nil {
-			return 0, err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("aux closure: %w", err)
+		return fn(a)
+	})
+	if err != nil {
+		return 0, err
 	}
 	return n, nil
 }
@@ -295,30 +274,17 @@ func (r *pageReader) ThreadRoot(id []byte) (root buzz.ThreadRoot, found bool, er
 // ThreadReplies reads the replies below root (threadSQL).
 func (r *pageReader) ThreadReplies(root buzz.ThreadRoot, q buzz.ThreadQuery, add func(buzz.RawEvent) error) error {
 	sq := threadSQL(root.Ref, root.Depth, q, r.s.nowUnix())
+	var seq int64
+	var cols eventColumns
 	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
-	if err != nil {
-		return fmt.Errorf("thread replies: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var seq int64
-		var cols eventColumns
-		if err := rows.Scan(append([]any{&seq}, cols.dest()...)...); err != nil {
-			return fmt.Errorf("thread replies: %w", err)
-		}
+	return eachRow(rows, err, "thread replies", append([]any{&seq}, cols.dest()...), func() error {
 		ev, err := cols.raw()
 		if err != nil {
 			r.s.log.Warn("thread: skipping unreadable stored event", "seq", seq, "err", err)
-			continue
+			return nil
 		}
-		if err := add(ev); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("thread replies: %w", err)
-	}
-	return nil
+		return add(ev)
+	})
 }
 
 // threadSQL selects the replies below event seq at depth, live at now: a
@@ -366,24 +332,17 @@ func (s *Store) Summaries(ctx context.Context, ids []string) ([]buzz.Summary, er
 	keys := hexKeys(ids)
 	byID := make(map[string]buzz.Summary, len(ids))
 	err := s.read(ctx, func(tx pgx.Tx, _ *buzz.Community) error {
+		var id []byte
+		var c counterColumns
 		rows, err := tx.Query(ctx, `SELECT e.id, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
 			t.last_reply_at, t.participants, coalesce(t.updated_at, 0)
 			FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq
 			WHERE e.id = ANY($1)`, keys)
-		if err != nil {
-			return fmt.Errorf("summaries: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id []byte
-			var c counterColumns
-			if err := rows.Scan(append([]any{&id}, c.dest()...)...); err != nil {
-				return fmt.Errorf("summaries: %w", err)
-			}
+		return eachRow(rows, err, "summaries", append([]any{&id}, c.dest()...), func() error {
 			sm := c.summary(hex.EncodeToString(id))
 			byID[sm.ID] = sm
-		}
-		return rows.Err()
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err

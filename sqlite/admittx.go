@@ -63,26 +63,14 @@ func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) 
 	return nil
 }
 
-func (a *admission) PutMember(channel int64, pubkey string, role buzz.Role) error {
-	key, err := nipcw.DecodeHex(pubkey, 32)
-	if err == nil {
-		_, err = a.tx.putMember.ExecContext(a.tx.ctx, channel, key, role)
-	}
-	if err != nil {
-		return fmt.Errorf("put member: %w", err)
-	}
-	return nil
+func (a *admission) PutMember(channel int64, pubkey []byte, role buzz.Role) error {
+	_, err := a.tx.putMember.ExecContext(a.tx.ctx, channel, pubkey, role)
+	return err
 }
 
-func (a *admission) DeleteMember(channel int64, pubkey string) error {
-	key, err := nipcw.DecodeHex(pubkey, 32)
-	if err == nil {
-		_, err = a.tx.deleteMember.ExecContext(a.tx.ctx, channel, key)
-	}
-	if err != nil {
-		return fmt.Errorf("remove member: %w", err)
-	}
-	return nil
+func (a *admission) DeleteMember(channel int64, pubkey []byte) error {
+	_, err := a.tx.deleteMember.ExecContext(a.tx.ctx, channel, pubkey)
+	return err
 }
 
 // InsertEvent writes the event's row and its tag index rows; for a

@@ -41,8 +41,14 @@ func (r checkRepair) EventStored(seq int64) (bool, error) {
 	return t != nil, err
 }
 
-func (r checkRepair) ThreadRows() buzz.ThreadRows  { return threadRows{tx: r.w} }
-func (r checkRepair) DropForeignGroupState() error { return r.s.dropForeignGroupState(r.w) }
+func (r checkRepair) ThreadRows() buzz.ThreadRows { return threadRows{tx: r.w} }
+
+// DropForeignGroupState removes the group state in force that the relay
+// key did not sign, and has the state of its channels signed afresh
+// (RL-11, RL-21).
+func (r checkRepair) DropForeignGroupState() error {
+	return buzz.DropForeignGroupState(r.s.groupState(r.w), r.s.pubkey, r.s.nowUnix())
+}
 
 // checkSnapshot is the check's read transaction.
 type checkSnapshot struct {

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/hex"
-	"fmt"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -138,19 +137,7 @@ func scanEvent(sc scanner) (*nostr.Event, error) {
 	if err := sc.Scan(&id, &pubkey, &createdAt, &kind, &tags, &content, &sig); err != nil {
 		return nil, err
 	}
-	ev := &nostr.Event{
-		ID:        hex.EncodeToString(id),
-		PubKey:    hex.EncodeToString(pubkey),
-		CreatedAt: nostr.Timestamp(createdAt),
-		Kind:      kind,
-		Content:   content,
-		Sig:       hex.EncodeToString(sig),
-	}
-	var err error
-	if ev.Tags, err = tagjson.Parse(tags); err != nil {
-		return nil, fmt.Errorf("decode tags of stored event %s: %w", ev.ID, err)
-	}
-	return ev, nil
+	return buzz.EventOf(id, pubkey, sig, createdAt, kind, tags, content)
 }
 
 // readSeqs reads a one-column result of event numbers and closes rows.

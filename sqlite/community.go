@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -263,41 +262,20 @@ const foreignGroupState = `kind BETWEEN 39000 AND 39003 AND pubkey != ?1 AND del
 
 const foreignGroupStateSQL = `SELECT seq FROM events INDEXED BY events_kind WHERE ` + foreignGroupState
 
-// dropForeignGroupState removes the group state the relay key did not
-// sign and has the state of its channels signed afresh (RL-11, RL-21).
-func (s *Store) dropForeignGroupState(tx *writeTx) error {
-	return buzz.DropForeignGroupState(s.groupState(tx), s.pubkey, s.nowUnix())
-}
-
-// groupStateTx is the writer's transaction as group state renewal uses it
+// groupState is the writer's transaction tx as group state renewal uses it
 // (buzz.GroupStateTx).
-type groupStateTx struct {
-	*lookup
-	tx *writeTx
-	s  *Store
-}
-
-func (s *Store) groupState(tx *writeTx) *groupStateTx {
-	return &groupStateTx{lookup: tx.newLookup(), tx: tx, s: s}
-}
-
-func (g *groupStateTx) AdmitOwn(ev *nostr.Event, now int64) error {
-	r, err := newRecord(ev)
-	if err != nil {
-		return err
-	}
-	if _, err := g.s.ingest(g.tx, r, now, false); err != nil {
-		return err
-	}
-	g.Publish(ev)
-	return nil
-}
-
-func (g *groupStateTx) ForeignGroupState(pubkey string) ([]int64, error) {
-	key, _ := hex.DecodeString(pubkey)
-	rows, err := g.tx.foreignGroupState.QueryContext(g.tx.ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return readSeqs(rows)
+func (s *Store) groupState(tx *writeTx) *buzz.OwnGroupState[*stored, *record] {
+	return &buzz.OwnGroupState[*stored, *record]{WriteRows: tx.newLookup(),
+		Parse: newRecord,
+		Ingest: func(r *record, now int64) error {
+			_, err := s.ingest(tx, r, now, false)
+			return err
+		},
+		Foreign: func(pubkey []byte) ([]int64, error) {
+			rows, err := tx.foreignGroupState.QueryContext(tx.ctx, pubkey)
+			if err != nil {
+				return nil, err
+			}
+			return readSeqs(rows)
+		}}
 }
