@@ -244,20 +244,18 @@ func TestQueryRequestsCountAsConnections(t *testing.T) {
 		}
 		trickled = append(trickled, conn)
 	}
-	body := `[{"kinds":[1]}]`
+	// Wait until the relay has read both trickled requests' headers: a
+	// request sent before then would be in flight itself when the second
+	// arrives, and the trickled one would be the request refused.
 	deadline := time.Now().Add(waitTimeout)
-	for {
-		r := postFrom(t, s, ip, body)
-		if r.status == http.StatusTooManyRequests {
-			r.wantError(t, http.StatusTooManyRequests, errTooManyConnections)
-			break
-		}
-		r.events(t) // the trickled requests may not have been read yet
+	for n := perIPCount(s.relay, ip); n != 3; n = perIPCount(s.relay, ip) {
 		if time.Now().After(deadline) {
-			t.Fatal("a /query beside a WebSocket and two requests in flight, at a cap of 3, was served")
+			t.Fatalf("%d counted for %s with a WebSocket and two requests in flight, want 3", n, ip)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	body := `[{"kinds":[1]}]`
+	postFrom(t, s, ip, body).wantError(t, http.StatusTooManyRequests, errTooManyConnections)
 	if d := mustDialFrom(t, s, ip); d.status != http.StatusTooManyRequests {
 		t.Fatalf("a WebSocket beside them: %+v, want status 429", d)
 	}
