@@ -15,5 +15,6 @@ var version string
 
 func main() {
 	cmd.Version = version
+	cmd.Schema = schema
 	os.Exit(cmd.Main(os.Args))
 }

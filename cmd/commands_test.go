@@ -25,7 +25,7 @@ import (
 func toolData(t *testing.T) (dir string, evs []*nostr.Event) {
 	t.Helper()
 	dir = t.TempDir()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: sqlite.Schema})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestExportAndBackupCommands(t *testing.T) {
 // usage error, not an empty export.
 func TestExportGroupID(t *testing.T) {
 	dir := t.TempDir()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: sqlite.Schema})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(fresh, DBFile), Schema: sqlite.Schema})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(fresh, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestImportExitCode(t *testing.T) {
 	if !strings.Contains(out, "2 accepted") || !strings.Contains(out, "1 rejected") {
 		t.Fatalf("summary %q", out)
 	}
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: sqlite.Schema})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +395,7 @@ func TestUsageErrors(t *testing.T) {
 // directory dir by signer.
 func groupStateSigners(t *testing.T, dir string) map[string]int {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: sqlite.Schema})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +459,7 @@ func TestMoveThenCopyRelayKey(t *testing.T) {
 // before CW-10 changed a reply of its root, and check passes after it.
 func TestBackfillReclassifyCommand(t *testing.T) {
 	dir, evs := toolData(t)
-	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: sqlite.Schema})
+	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,6 +22,12 @@ import (
 const asMainEnv = "TEST_BUZZ_LITE_AS_MAIN"
 
 func TestMain(m *testing.M) {
+	schema, err := testutil.SchemaText()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "schema.sql:", err)
+		os.Exit(1)
+	}
+	Schema = schema
 	if os.Getenv(asMainEnv) == "1" {
 		os.Exit(Main(os.Args))
 	}

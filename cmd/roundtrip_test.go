@@ -35,7 +35,7 @@ func TestRoundTripWindowsThreadsAndREQ(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(src, "relay.key"), []byte(key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, DBFile), Schema: sqlite.Schema, RelayKey: key})
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, DBFile), Schema: Schema, RelayKey: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +71,12 @@ func TestRoundTripWindowsThreadsAndREQ(t *testing.T) {
 			t.Fatalf("%v: %v", args, err)
 		}
 	}
-	a, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, DBFile), Schema: sqlite.Schema})
+	a, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dst, DBFile), Schema: sqlite.Schema})
+	b, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dst, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestRoundTripDeletedLifecycleEvents(t *testing.T) {
 		return ev
 	}
 	src := t.TempDir()
-	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, DBFile), Schema: sqlite.Schema})
+	s, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(src, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestRoundTripDeletedLifecycleEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dst, DBFile), Schema: sqlite.Schema})
+	b, err := sqlite.Open(ctx, sqlite.Options{Path: filepath.Join(dst, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func SQLiteOptions(cfg config.Config, key string) (sqlite.Options, error) {
 	}
 	return sqlite.Options{
 		Path:      filepath.Join(cfg.Storage.DataDir, DBFile),
-		Schema:    sqlite.Schema,
+		Schema:    Schema,
 		Policy:    &policy,
 		RelayKey:  key,
 		PageCache: pageCacheOption(cfg),

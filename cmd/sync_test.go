@@ -74,7 +74,7 @@ func storedIDs(t *testing.T, store *sqlite.Store, f nostr.Filter, v buzz.Viewer)
 // openData opens the database `sync --data dir` wrote.
 func openData(t *testing.T, dir string) *sqlite.Store {
 	t.Helper()
-	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: sqlite.Schema})
+	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(dir, DBFile), Schema: Schema})
 	if err != nil {
 		t.Fatal(err)
 	}

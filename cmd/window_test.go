@@ -32,7 +32,7 @@ func wnServe(t *testing.T, admins ...string) (string, *sqlite.Store) {
 func wnServeLimited(t *testing.T, limits relay.Limits, admins ...string) (string, *sqlite.Store) {
 	t.Helper()
 	key := nostr.GeneratePrivateKey()
-	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), DBFile), Schema: sqlite.Schema, RelayKey: key, Admins: admins})
+	store, err := sqlite.Open(context.Background(), sqlite.Options{Path: filepath.Join(t.TempDir(), DBFile), Schema: Schema, RelayKey: key, Admins: admins})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -24,6 +27,12 @@ import (
 const asRelayEnv = "BUZZLITEBENCH_AS_RELAY"
 
 func main() {
+	schema, err := sourceSchema()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "buzz-lite-bench:", err)
+		os.Exit(1)
+	}
+	cmd.Schema = schema
 	if os.Getenv(asRelayEnv) == "1" {
 		os.Exit(cmd.Main(append([]string{"buzz-lite"}, os.Args[1:]...)))
 	}
@@ -31,6 +40,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "buzz-lite-bench:", err)
 		os.Exit(1)
 	}
+}
+
+// sourceSchema reads schema.sql from the source tree this program was
+// built from: the relay it measures is that tree's (the package comment),
+// and a file of the module root cannot be embedded from here.
+func sourceSchema() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate the source tree's schema.sql")
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "schema.sql"))
+	if err != nil {
+		return "", fmt.Errorf("read the source tree's schema.sql (run buzz-lite-bench from its checkout, built without -trimpath): %w", err)
+	}
+	return string(b), nil
 }
 
 // The load benchmark (issue 6): a generated community in a data directory,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/buzz-lite/buzz-lite/bench"
+	"github.com/buzz-lite/buzz-lite/cmd"
 	"github.com/buzz-lite/buzz-lite/internal/gen"
 	"github.com/buzz-lite/buzz-lite/internal/pgtest"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
@@ -26,6 +28,12 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
+	schema, err := sourceSchema()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cmd.Schema = schema
 	os.Exit(m.Run())
 }
 

@@ -4,6 +4,7 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,19 +15,25 @@ import (
 	"github.com/nbd-wtf/go-nostr/nip19"
 )
 
-// Schema returns the text of sqlite/schema.sql, the file the binary
-// embeds (sqlite.Schema).
+// Schema returns the text of the module root's schema.sql, the file the
+// relay binary embeds.
 func Schema(t testing.TB) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate testutil source")
-	}
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "sqlite", "schema.sql"))
+	s, err := SchemaText()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return s
+}
+
+// SchemaText is Schema for a TestMain, which has no testing.TB.
+func SchemaText() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("cannot locate testutil source")
+	}
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "schema.sql"))
+	return string(b), err
 }
 
 // Signer is a test identity.
