@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 11
+-- schema_version: 12
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -49,6 +49,18 @@ CREATE TABLE members (
   role    INTEGER NOT NULL,
   PRIMARY KEY (channel, pubkey)
 ) STRICT, WITHOUT ROWID;
+
+-- Invite codes (RL-36): the code each live 9009 create-invite (event, its
+-- events.seq) gives its channel. A join with a code seeks (channel, code);
+-- a deletion of the 9009 takes its row away through invites_event. Each
+-- channel's count of rows is its number of live codes (buzz.Channel).
+CREATE TABLE invites (
+  channel INTEGER NOT NULL REFERENCES channels(seq),
+  code    TEXT    NOT NULL,
+  event   INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,
+  PRIMARY KEY (channel, code, event)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX invites_event ON invites(event);
 
 -- Community settings and bookkeeping:
 --   access_version            bumped by every transaction that changes

@@ -118,7 +118,16 @@ type Channel struct {
 	Deleted bool
 	// Members maps hex pubkeys to their roles; no entry is RoleNone.
 	Members map[string]Role
+	// Invites counts its live invite codes: the 9009s not revoked (RL-36).
+	// A number, not the codes: the state of every channel is held in
+	// memory, and the codes are looked up in the store when a join names
+	// one (Invited).
+	Invites int
 }
+
+// Closed reports whether ch does not honour join requests (NIP-29
+// `closed`, RL-36): a private channel without an invite code.
+func (ch *Channel) Closed() bool { return ch.Private && ch.Invites == 0 }
 
 func (ch *Channel) clone() *Channel {
 	c := *ch

@@ -15,6 +15,7 @@ const (
 	KindEditMetadata  = 9002
 	KindCreateChannel = 9007
 	KindDeleteChannel = 9008
+	KindCreateInvite  = 9009
 	KindJoin          = 9021
 	KindLeave         = 9022
 )
@@ -29,7 +30,8 @@ const (
 // IsLifecycleKind reports whether events of kind k change a channel's state.
 func IsLifecycleKind(k int) bool {
 	switch k {
-	case KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateChannel, KindDeleteChannel, KindJoin, KindLeave:
+	case KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateChannel, KindDeleteChannel, KindCreateInvite,
+		KindJoin, KindLeave:
 		return true
 	}
 	return false
@@ -44,7 +46,9 @@ func IsLifecycleKind(k int) bool {
 // (RL-29). (Channel ids are one namespace: a 9007, or with open writes any
 // post, finds out whether an id is taken by the answer it gets, so only
 // the difference between a channel taken and a private one is kept.)
-func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
+// invited says that ev, a 9021, carries a live invite code of ch (Invited):
+// it lets its author join a private channel (RL-36).
+func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel, invited bool) (*Channel, error) {
 	author := ev.PubKey
 	if ch != nil && ch.Deleted {
 		return nil, ErrChannelDeleted
@@ -52,7 +56,7 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 	if ev.Kind == KindCreateChannel {
 		return c.create(ev, h, ch)
 	}
-	if !c.CanRead(Viewer(author), ch) {
+	if !c.CanRead(Viewer(author), ch) && !(ev.Kind == KindJoin && invited && ch != nil) {
 		if ev.Kind == KindJoin {
 			return nil, ErrCannotJoin
 		}
@@ -75,15 +79,25 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 			return nil, err
 		}
 	case KindJoin:
-		// A private channel its author may read is one they belong to.
-		if next.Members[author] == RoleNone {
-			next.Members[author] = RoleMember
+		// Only a member is told so: to anyone else a private channel
+		// answered as one that does not exist above (RL-29, RL-36).
+		if ch.Members[author] != RoleNone {
+			return nil, ErrAlreadyMember
 		}
+		next.Members[author] = RoleMember
 	case KindLeave:
 		if ch.Members[author] == RoleNone {
 			return nil, ErrNotMember
 		}
 		delete(next.Members, author)
+	case KindCreateInvite:
+		if role < RoleAdmin {
+			return nil, ErrNotChannelAdmin
+		}
+		if _, err := InviteCode(ev.Tags); err != nil {
+			return nil, err
+		}
+		next.Invites++
 	case KindDeleteChannel:
 		if role < RoleOwner {
 			return nil, ErrNotChannelOwner

@@ -14,10 +14,10 @@ import (
 var GroupStateKinds = [...]int{KindGroupMetadata, KindGroupAdmins, KindGroupMembers}
 
 // GroupState is the unsigned group state event of ch of kind (one of
-// GroupStateKinds) dated at (RL-11): 39000 the name, about and visibility,
-// 39001 the owners and admins with their roles, 39002 every member; owners
-// first, then admins, then members, by pubkey within a role. The store
-// signs it with the relay key.
+// GroupStateKinds) dated at (RL-11): 39000 the name, about, visibility and
+// `closed` (RL-36), 39001 the owners and admins with their roles, 39002
+// every member; owners first, then admins, then members, by pubkey within
+// a role. The store signs it with the relay key.
 func GroupState(ch *Channel, kind int, at int64) *nostr.Event {
 	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: nostr.Tags{{"d", ch.H}}}
 	switch kind {
@@ -27,6 +27,9 @@ func GroupState(ch *Channel, kind int, at int64) *nostr.Event {
 			visibility = "private"
 		}
 		ev.Tags = append(ev.Tags, nostr.Tag{"name", ch.Name}, nostr.Tag{"about", ch.About}, nostr.Tag{visibility})
+		if ch.Closed() {
+			ev.Tags = append(ev.Tags, nostr.Tag{"closed"})
+		}
 	case KindGroupAdmins, KindGroupMembers:
 		pubkeys := make([]string, 0, len(ch.Members))
 		for pk, role := range ch.Members {
@@ -68,7 +71,7 @@ func GroupStateAt(now int64, stored []int64) int64 {
 // signed group state.
 func SameState(a, b *Channel) bool {
 	if a == nil || a.Created != b.Created || a.Name != b.Name || a.About != b.About ||
-		a.Private != b.Private || a.Deleted != b.Deleted || len(a.Members) != len(b.Members) {
+		a.Private != b.Private || a.Deleted != b.Deleted || a.Invites != b.Invites || len(a.Members) != len(b.Members) {
 		return false
 	}
 	for pk, role := range b.Members {

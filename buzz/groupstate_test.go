@@ -5,19 +5,29 @@ import (
 	"testing"
 )
 
-// RL-11: the content of a channel's group state: 39000 its metadata and
-// visibility, 39001 its owners and admins with their roles, 39002 every
-// member; owners first, then admins, then members, by pubkey within a
-// role.
+// RL-11, RL-36: the content of a channel's group state: 39000 its
+// metadata and visibility, `closed` while private without an invite code,
+// 39001 its owners and admins with their roles, 39002 every member;
+// owners first, then admins, then members, by pubkey within a role.
 func TestGroupState(t *testing.T) {
 	ch := privateChannel()
 	ch.Members[pkAdmin2] = RoleAdmin
 	ch.Members[pkMember2] = RoleMember
+	invited := privateChannel()
+	invited.Invites = 1
+	open := openChannel()
+	open.Invites = 1
+	if got, want := fmt.Sprint(GroupState(invited, KindGroupMetadata, 1).Tags), fmt.Sprintf(`[[d %s] [name secret] [about ] [private]]`, chanID); got != want {
+		t.Errorf("private with a code: 39000 tags %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(GroupState(open, KindGroupMetadata, 1).Tags), fmt.Sprintf(`[[d %s] [name general] [about ] [public]]`, chanID); got != want {
+		t.Errorf("open: 39000 tags %s, want %s", got, want)
+	}
 	tests := []struct {
 		kind int
 		want string
 	}{
-		{KindGroupMetadata, fmt.Sprintf(`[[d %s] [name secret] [about ] [private]]`, chanID)},
+		{KindGroupMetadata, fmt.Sprintf(`[[d %s] [name secret] [about ] [private] [closed]]`, chanID)},
 		{KindGroupAdmins, fmt.Sprintf(`[[d %s] [p %s owner] [p %s admin] [p %s admin]]`, chanID, pkOwner, pkAdmin2, pkAdmin)},
 		{KindGroupMembers, fmt.Sprintf(`[[d %s] [p %s] [p %s] [p %s] [p %s] [p %s]]`, chanID, pkOwner, pkAdmin2, pkAdmin, pkMember2, pkMember)},
 	}

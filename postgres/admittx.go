@@ -142,6 +142,24 @@ func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) {
 	return threadChanges(a.tx.ctx, a.tx.tx, a.tx.recounted)
 }
 
+func (a *admission) InviteRefs(channel int64, code string) ([]int64, error) {
+	rows, err := a.tx.tx.Query(a.tx.ctx, `SELECT event FROM invites WHERE channel = $1 AND code = $2`, channel, code)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func (a *admission) PutInvite(channel int64, code string) error {
+	_, err := a.tx.tx.Exec(a.tx.ctx, `INSERT INTO invites (channel, code, event) VALUES ($1, $2, $3)`, channel, code, a.seq)
+	return err
+}
+
+func (a *admission) DeleteInvites(ref int64) (int, error) {
+	tag, err := a.tx.tx.Exec(a.tx.ctx, `DELETE FROM invites WHERE event = $1`, ref)
+	return int(tag.RowsAffected()), err
+}
+
 // nilUnlessZero is v as a column, NULL for 0: a channel number, or a time
 // the rules did not set.
 func nilUnlessZero(v int64) *int64 {

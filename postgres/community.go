@@ -100,10 +100,14 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 	if err != nil {
 		return nil, fmt.Errorf("load settings: %w", err)
 	}
-	rows, err := q.Query(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`)
+	rows, err := q.Query(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL,
+		(SELECT count(*) FROM invites i WHERE i.channel = channels.seq) FROM channels`)
 	channels, err := collect(rows, err, func(row pgx.CollectableRow) (*buzz.Channel, error) {
 		ch := &buzz.Channel{}
-		return ch, row.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted)
+		var invites int64
+		err := row.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted, &invites)
+		ch.Invites = int(invites)
+		return ch, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)

@@ -38,6 +38,16 @@ var migrations = []string{
 		WHERE e.channel = c.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0);
 	CREATE INDEX channels_activity ON channels (last_message_at DESC, seq DESC)
 		WHERE NOT private AND deleted_at IS NULL;`,
+	// Invite codes (RL-36; see the SQLite schema, invites): the code each
+	// live 9009 create-invite gives its channel. A 9009 stored before was
+	// no create-invite (any member could post one): none gives a code.
+	`CREATE TABLE invites (
+	  channel bigint NOT NULL REFERENCES channels(seq),
+	  code    text   NOT NULL,
+	  event   bigint NOT NULL REFERENCES events(seq) ON DELETE CASCADE,
+	  PRIMARY KEY (channel, code, event)
+	);
+	CREATE INDEX invites_event ON invites (event);`,
 }
 
 // feedStreamsMigration is the migration of the home feed's streams

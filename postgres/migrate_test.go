@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func TestMigrateFeedStreams(t *testing.T) {
 		DROP FUNCTION mentions_insert(); DROP FUNCTION mentions_tag_delete(); DROP FUNCTION mentions_event_gone();
 		DROP FUNCTION channels_feed(); DROP TABLE mentions; DROP INDEX members_pubkey; DROP INDEX channels_private;
 		ALTER TABLE events DROP COLUMN feed; DROP FUNCTION feed_stream(bigint);
-		DROP INDEX channels_activity; ALTER TABLE channels DROP COLUMN last_message_at`); err != nil {
+		DROP INDEX channels_activity; ALTER TABLE channels DROP COLUMN last_message_at; DROP TABLE invites`); err != nil {
 		t.Fatal(err)
 	}
 	version := slices.Index(migrations, feedStreamsMigration) + 1
@@ -111,5 +112,41 @@ func TestMigrateFeedStreams(t *testing.T) {
 		if ids, want := testutil.IDs(got...), testutil.IDs(c.want...); !slices.Equal(ids, want) {
 			t.Errorf("%.8s %v: %v, want %v", c.v, c.types, ids, want)
 		}
+	}
+}
+
+// RL-36: a database of the schema version before the invite codes gets
+// their table; a 9009 stored before gives no code (any member could post
+// one then): its private channel stays closed to a join naming the code.
+func TestMigrateInvites(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.FreshDatabase(t)
+	owner, stranger := testutil.NewSigner(t), testutil.NewSigner(t)
+	const ops, at = "ops", 1700000000
+	old := suiteOpen(t, url, storetest.Config{})
+	for _, ev := range []*nostr.Event{
+		owner.Event(t, 9007, at, "", nostr.Tag{"h", ops}, nostr.Tag{"private"}),
+		owner.Event(t, 9009, at+1, "", nostr.Tag{"h", ops}, nostr.Tag{"code", "old"}),
+	} {
+		if _, err := old.Admit(ctx, ev); err != nil {
+			t.Fatalf("kind %d: %v", ev.Kind, err)
+		}
+	}
+	if _, err := old.pool.Exec(ctx, `DROP TABLE invites`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version = $1`, len(migrations)); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := suiteOpen(t, url, storetest.Config{})
+	if ch := s.Community().Channel(ops); ch == nil || ch.Invites != 0 || !ch.Closed() {
+		t.Fatalf("after the migration: %+v, want a closed private channel without codes", ch)
+	}
+	_, err := s.Admit(ctx, stranger.Event(t, 9021, at+2, "", nostr.Tag{"h", ops}, nostr.Tag{"code", "old"}))
+	if !errors.Is(err, buzz.ErrCannotJoin) {
+		t.Fatalf("join with the code of a 9009 stored before: %v, want %v", err, buzz.ErrCannotJoin)
 	}
 }

@@ -218,7 +218,7 @@ var planDatabase = []string{
 	// planner weighs how a table's order follows an index's), numbers kept.
 	`CREATE TEMPORARY TABLE arrived_events AS SELECT * FROM events ORDER BY created_at, seq`,
 	`CREATE TEMPORARY TABLE arrived_tags AS SELECT * FROM tags ORDER BY created_at, seq`,
-	`TRUNCATE events, tags, thread_metadata`,
+	`TRUNCATE events, tags, thread_metadata, invites`,
 	`INSERT INTO events OVERRIDING SYSTEM VALUE SELECT * FROM arrived_events`,
 	`INSERT INTO tags SELECT * FROM arrived_tags`,
 	`SELECT setval(pg_get_serial_sequence('events', 'seq'), (SELECT max(seq) FROM events))`,

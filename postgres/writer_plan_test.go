@@ -72,6 +72,9 @@ var writerStatements = map[string]string{
 	"channel saved":                        `UPDATE channels SET`,
 	"member put":                           `INSERT INTO members`,
 	"member removed":                       `DELETE FROM members WHERE channel = $1 AND pubkey = $2`,
+	"invite codes a join names":            `SELECT event FROM invites WHERE channel = $1 AND code = $2`,
+	"invite code recorded":                 `INSERT INTO invites`,
+	"invite code revoked":                  `DELETE FROM invites WHERE event = $1`,
 	"expired events":                       `WHERE expires_at <= $1 LIMIT $2`,
 }
 
@@ -168,6 +171,14 @@ func TestWriterPlans(t *testing.T) {
 	admit(admin.Event(t, buzz.KindCreateChannel, at+15, "", nostr.Tag{"h", group}), nil)
 	admit(admin.Event(t, buzz.KindPutUser, at+16, "", nostr.Tag{"h", group}, nostr.Tag{"p", b.PK}), nil)
 	admit(admin.Event(t, buzz.KindRemoveUser, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"p", b.PK}), nil)
+	// RL-36: an invite code, a join with it (the relay issues its 9000)
+	// and a leave (its 9001), the code revoked.
+	admit(admin.Event(t, buzz.KindEditMetadata, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"private"}), nil)
+	invite := admin.Event(t, buzz.KindCreateInvite, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"code", "c"})
+	admit(invite, nil)
+	admit(b.Event(t, buzz.KindJoin, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"code", "c"}), nil)
+	admit(b.Event(t, buzz.KindLeave, at+17, "", nostr.Tag{"h", group}), nil)
+	admit(admin.Event(t, buzz.KindGroupDelete, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"e", invite.ID}), nil)
 	admit(admin.Event(t, buzz.KindGroupDelete, at+18, "", ch, nostr.Tag{"e", late.ID}), nil)
 	admit(b.Event(t, 5, at+19, "", nostr.Tag{"e", reaction.ID}), nil)
 	admit(a.Event(t, 9, at+20, "names a channel first", nostr.Tag{"h", "fresh"}), nil)

@@ -139,11 +139,12 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 		return nil, fmt.Errorf("load settings: %w", err)
 	}
 	var channels []*buzz.Channel
-	err = eachRow(ctx, q, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`,
+	err = eachRow(ctx, q, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL,
+			(SELECT count(*) FROM invites i WHERE i.channel = channels.seq) FROM channels`,
 		func(rows *sql.Rows) error {
 			ch := &buzz.Channel{}
 			channels = append(channels, ch)
-			return rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted)
+			return rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted, &ch.Invites)
 		})
 	if err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)

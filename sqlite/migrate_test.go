@@ -146,8 +146,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 11 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 11", v, err)
+	if err != nil || v != 12 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 12", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -461,10 +461,22 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV10 takes a database of version 11 back to version 10: no
+// mgDowngradeToV11 takes a database of version 12 back to version 11: no
+// invite codes.
+func mgDowngradeToV11(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP INDEX invites_event; DROP TABLE invites; PRAGMA user_version = 11`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV10 takes a database of version 12 back to version 10: no
 // channels.last_message_at and its index.
 func mgDowngradeToV10(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV11(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP INDEX channels_activity; ALTER TABLE channels DROP COLUMN last_message_at;
@@ -936,5 +948,25 @@ func TestMigrateFromVersion10(t *testing.T) {
 		if page[i].H != want[i].H || page[i].LastMessageAt != want[i].LastMessageAt {
 			t.Errorf("listed %+v, want %+v", page, want)
 		}
+	}
+}
+
+// RL-36: a version 11 database gets the table of invite codes, every
+// object of it then as a fresh database has it. A 9009 stored before gives
+// no code (any member could post one then): its private channel stays
+// closed to a join that names the code.
+func TestMigrateFromVersion11(t *testing.T) {
+	const ops = "ops"
+	owner, stranger := testutil.NewSigner(t), testutil.NewSigner(t)
+	path := mgNewDB(t, owner.Event(t, 9007, qtT0, "", nostr.Tag{"h", ops}, nostr.Tag{"private"}),
+		owner.Event(t, 9009, qtT0+1, "", nostr.Tag{"h", ops}, nostr.Tag{"code", "old"}))
+	mgDowngradeToV11(t, path)
+	s := mgMigratedAsFresh(t, path)
+	if ch := s.Community().Channel(ops); ch == nil || ch.Invites != 0 || !ch.Closed() {
+		t.Fatalf("after the migration: %+v, want a closed private channel without codes", ch)
+	}
+	err := s.Ingest(context.Background(), stranger.Event(t, 9021, qtT0+2, "", nostr.Tag{"h", ops}, nostr.Tag{"code", "old"}))
+	if !errors.Is(err, buzz.ErrCannotJoin) {
+		t.Fatalf("join with the code of a 9009 stored before: %v, want %v", err, buzz.ErrCannotJoin)
 	}
 }

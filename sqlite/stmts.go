@@ -29,6 +29,7 @@ type writeStmts struct {
 	topLevelAfter, subtree, moveSubtree                       *sql.Stmt
 	spendToken, purgeTokens                                   *sql.Stmt
 	raiseLastMessage, rereadLastMessage                       *sql.Stmt
+	inviteRefs, putInvite, deleteInvites                      *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -167,6 +168,11 @@ func (s *writeStmts) list() []writeStmt {
 		{&s.putMember, `INSERT INTO members (channel, pubkey, role) VALUES (?, ?, ?)
 			ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`},
 		{&s.deleteMember, `DELETE FROM members WHERE channel = ? AND pubkey = ?`},
+		// Invite codes (RL-36): a join's seek, a 9009's row, and a
+		// deleted 9009's row taken away.
+		{&s.inviteRefs, `SELECT event FROM invites WHERE channel = ? AND code = ?`},
+		{&s.putInvite, `INSERT INTO invites (channel, code, event) VALUES (?, ?, ?)`},
+		{&s.deleteInvites, `DELETE FROM invites WHERE event = ?`},
 		// Reactions without a channel that name ?1 in an e tag: one of them
 		// may have arrived before its target (RL-8).
 		{&s.reactionsTo, `SELECT t.seq FROM tags t WHERE t.name = 'e' AND t.value = ? AND t.kind = 7`},

@@ -312,7 +312,7 @@ func testGroupState(t *testing.T, open Opener) {
 	if len(st) != 3 || chGroupStateRows(t, s, ttChan) != 3 {
 		t.Fatalf("after 9007: %d group state events readable, %d rows", len(st), chGroupStateRows(t, s, ttChan))
 	}
-	if got, want := chTags(st[39000].Tags...), chTags(nostr.Tag{"d", ttChan}, nostr.Tag{"name", "Ops"}, nostr.Tag{"about", "on call"}, nostr.Tag{"private"}); got != want {
+	if got, want := chTags(st[39000].Tags...), chTags(nostr.Tag{"d", ttChan}, nostr.Tag{"name", "Ops"}, nostr.Tag{"about", "on call"}, nostr.Tag{"private"}, nostr.Tag{"closed"}); got != want {
 		t.Errorf("39000 tags %s, want %s", got, want)
 	}
 	if got, want := chTags(st[39001].Tags...), chTags(nostr.Tag{"d", ttChan}, nostr.Tag{"p", owner.PK, "owner"}); got != want {
