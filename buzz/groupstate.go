@@ -2,6 +2,7 @@ package buzz
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,16 +114,14 @@ var groupRoles = [...]struct {
 const groupStateForm = 2
 
 // GroupStateFingerprint is what the group state of every channel was
-// rendered from, besides the channels themselves, under policy p: when
-// the one a store recorded differs (an upgrade, a change of the
-// configuration), every channel's group state is renewed
-// (TxCommunity.RenewIfChanged).
-func GroupStateFingerprint(p Policy) string {
-	kinds := make([]string, 0, len(p.Kinds))
-	for _, k := range p.sortedKinds() {
-		kinds = append(kinds, strconv.Itoa(k))
-	}
-	return fmt.Sprintf("form=%d open_write=%t limits_kinds=%t kinds=%s", groupStateForm, p.OpenWrite, len(p.Kinds) > 0, strings.Join(kinds, ","))
+// rendered from, besides the channels themselves, under policy p, as a
+// number a store's settings keep: when the one a store recorded differs
+// (an upgrade, a change of the configuration), every channel's group
+// state is renewed (TxCommunity.RenewIfChanged).
+func GroupStateFingerprint(p Policy) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "form=%d open_write=%t limits_kinds=%t kinds=%v", groupStateForm, p.OpenWrite, len(p.Kinds) > 0, p.sortedKinds())
+	return int64(h.Sum64())
 }
 
 // GroupStateAt is the date of a renewed group state event, given the

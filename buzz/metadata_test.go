@@ -250,16 +250,22 @@ func TestRenewIfChanged(t *testing.T) {
 		t.Errorf("public_read and admins changed the fingerprint: they are not rendered")
 	}
 	tx := NewTxCommunity(base)
-	if got := tx.RenewIfChanged(fp, "key"); got != "" || tx.Changed() != nil {
-		t.Fatalf("unchanged fingerprint: %q, changed %v", got, tx.Changed() != nil)
+	if _, renew := tx.RenewIfChanged(fp, true, "key"); renew || tx.Changed() != nil {
+		t.Fatalf("unchanged fingerprint: renew %v, changed %v", renew, tx.Changed() != nil)
 	}
-	if got := tx.RenewIfChanged("form=1", ""); got != "" || tx.Changed() != nil {
-		t.Fatalf("without a key: %q, changed %v", got, tx.Changed() != nil)
+	if _, renew := tx.RenewIfChanged(fp+1, true, ""); renew || tx.Changed() != nil {
+		t.Fatalf("without a key: renew %v, changed %v", renew, tx.Changed() != nil)
 	}
-	if got := tx.RenewIfChanged("form=1", "key"); got != fp {
-		t.Fatalf("changed fingerprint: %q, want %q", got, fp)
-	}
-	if n := len(tx.renew); n != len(base.Channels()) {
-		t.Fatalf("%d channels marked, want all %d", n, len(base.Channels()))
+	for _, recorded := range []struct {
+		fp    int64
+		found bool
+	}{{fp + 1, true}, {fp, false}} {
+		tx := NewTxCommunity(base)
+		if got, renew := tx.RenewIfChanged(recorded.fp, recorded.found, "key"); got != fp || !renew {
+			t.Fatalf("recorded %+v: %d, renew %v; want %d, true", recorded, got, renew, fp)
+		}
+		if n := len(tx.renew); n != len(base.Channels()) {
+			t.Fatalf("%d channels marked, want all %d", n, len(base.Channels()))
+		}
 	}
 }
