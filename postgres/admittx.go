@@ -73,10 +73,12 @@ func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) 
 	return nil
 }
 
-// ChildChannels reads a deleted channel's subgroups (RL-36) along
-// channels_parent.
+// childChannelsSQL reads a deleted channel's subgroups (RL-36) along
+// channels_parent, however many channels there are (RL-27a).
+const childChannelsSQL = `SELECT seq FROM channels WHERE parent = $1`
+
 func (a *admission) ChildChannels(parent int64) ([]int64, error) {
-	rows, err := a.tx.tx.Query(a.tx.ctx, `SELECT seq FROM channels WHERE parent = $1`, parent)
+	rows, err := a.tx.tx.Query(a.tx.ctx, childChannelsSQL, parent)
 	return collect(rows, err, pgx.RowTo[int64])
 }
 
