@@ -116,7 +116,7 @@ func TestMigrateFeedStreams(t *testing.T) {
 }
 
 // Issue 31 (RL-36): a database of the schema version before
-// subgroupsMigration gets channels.picture (”) and channels.parent (NULL:
+// subgroupsMigration gets channels.picture (empty) and channels.parent (NULL:
 // every channel a root) with channels_parent; its channels take a picture
 // and a parent after; and the relay's first start renews the group state
 // of every channel once (39003 appears), the next not at all.

@@ -952,7 +952,7 @@ func TestMigrateFromVersion10(t *testing.T) {
 	}
 }
 
-// Issue 31 (RL-36): a version 11 database gets channels.picture (”) and
+// Issue 31 (RL-36): a version 11 database gets channels.picture (empty) and
 // channels.parent (NULL: every channel a root) with channels_parent, every
 // object then as a fresh database has it; its channels take a picture and
 // a parent after; and the relay's first start renews the group state of
