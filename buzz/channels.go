@@ -98,7 +98,7 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 }
 
 func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
-	if err := checkCreateID(h); err != nil {
+	if err := checkCreateID(ev.Tags); err != nil {
 		return nil, err
 	}
 	// Whether one may create comes first: someone who may not learns
@@ -138,7 +138,7 @@ func (c *Community) CreatesChannel(ev *nostr.Event, h string) bool {
 	case h == "" || IsEphemeralKind(ev.Kind) || c.Channel(h) != nil:
 		return false
 	case ev.Kind == KindCreateChannel:
-		return checkCreateID(h) == nil && c.mayCreate(ev.PubKey)
+		return checkCreateID(ev.Tags) == nil && c.mayCreate(ev.PubKey)
 	case IsLifecycleKind(ev.Kind), ev.Kind == KindGroupDelete, ev.Kind == KindEdit:
 		return false
 	}
@@ -333,16 +333,22 @@ func IsChannelID(s string) bool {
 	return ok
 }
 
-// checkCreateID says whether a 9007 may create channel h: a channel id
-// (CW-2), and a UUID only in canonical form, the form the window echoes,
-// so that a channel never goes by two ids. A group id is its own form.
-func checkCreateID(h string) error {
-	id, ok := nipcw.ParseChannelID(h)
-	switch {
-	case !ok:
-		return ErrNotChannelID
-	case id != h:
-		return ErrChannelID
+// checkCreateID says whether the h tags of a 9007 may create a channel:
+// a channel id (CW-2), and a UUID only in canonical form, the form the
+// window echoes, so that a group client never takes another spelling for
+// the channel's id. A group id is its own form.
+func checkCreateID(tags nostr.Tags) error {
+	for _, tag := range tags {
+		if len(tag) < 2 || tag[0] != "h" {
+			continue
+		}
+		id, ok := nipcw.ParseChannelID(tag[1])
+		switch {
+		case !ok:
+			return ErrNotChannelID
+		case id != tag[1]:
+			return ErrChannelID
+		}
 	}
 	return nil
 }

@@ -159,6 +159,7 @@ var suite = []struct {
 	{"GroupStateNeedsRelayKey", testGroupStateNeedsRelayKey},
 	{"GroupStateImport", testGroupStateImport},
 	{"GroupIDsVerbatim", testGroupIDsVerbatim},
+	{"UUIDSpellingsOneChannel", testUUIDSpellingsOneChannel},
 	{"GroupMetadataPicture", testGroupMetadataPicture},
 	{"GroupMetadataFlags", testGroupMetadataFlags},
 	{"GroupStateRenewedOnChange", testGroupStateRenewedOnChange},
