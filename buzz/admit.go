@@ -36,6 +36,9 @@ type WriteTx interface {
 	// unless it has one (0: leave it), its deleted_at becomes deletedAt
 	// unless it has one (0: leave it).
 	UpdateChannel(ch *Channel, createdAt, deletedAt int64) error
+	// ChildChannels numbers the channels whose parent is channel number
+	// parent (RL-36), by an index, not a walk of every channel.
+	ChildChannels(parent int64) ([]int64, error)
 	// PutMember writes pubkey's (32 bytes) role in channel number
 	// channel; DeleteMember removes it.
 	PutMember(channel int64, pubkey []byte, role Role) error
@@ -371,6 +374,34 @@ func saveChannel(tx WriteTx, old, next *Channel, createdAt, now int64) error {
 		}
 	}
 	tx.PutChannel(next)
+	if next.Deleted && !old.Deleted {
+		return orphanChildren(tx, next.Seq)
+	}
+	return nil
+}
+
+// orphanChildren makes roots of the subgroups of channel parent, just
+// deleted (RL-36, NIP-29: "When a parent is deleted, its remaining
+// children automatically become roots"): each child's row and state, whose
+// group state is renewed. They are found by the store's index of parents:
+// the cost grows with the children, not with the channels (RL-27a).
+func orphanChildren(tx WriteTx, parent int64) error {
+	seqs, err := tx.ChildChannels(parent)
+	if err != nil {
+		return fmt.Errorf("look up subgroups: %w", err)
+	}
+	for _, seq := range seqs {
+		ch := tx.Community().ChannelBySeq(seq)
+		if ch == nil || ch.Deleted || ch.Parent != parent {
+			continue
+		}
+		next := ch.clone()
+		next.Parent = 0
+		if err := tx.UpdateChannel(next, 0, 0); err != nil {
+			return err
+		}
+		tx.PutChannel(next)
+	}
 	return nil
 }
 

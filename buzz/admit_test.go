@@ -95,6 +95,16 @@ func (tx *memTx) UpdateChannel(ch *Channel, _, _ int64) error {
 	return nil
 }
 
+func (tx *memTx) ChildChannels(parent int64) ([]int64, error) {
+	var seqs []int64
+	for _, ch := range tx.community.Channels() {
+		if ch.Parent == parent {
+			seqs = append(seqs, ch.Seq)
+		}
+	}
+	return seqs, nil
+}
+
 func (tx *memTx) PutMember(channel int64, pubkey []byte, role Role) error {
 	tx.logf("member %d %x %d", channel, pubkey[:2], role)
 	return nil

@@ -1,6 +1,7 @@
 package buzz
 
 import (
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ const (
 	KindGroupMetadata = 39000
 	KindGroupAdmins   = 39001
 	KindGroupMembers  = 39002
+	KindGroupRoles    = 39003
 )
 
 // IsLifecycleKind reports whether events of kind k change a channel's state.
@@ -69,7 +71,9 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel, invited b
 		if role < RoleAdmin {
 			return nil, ErrNotChannelAdmin
 		}
-		applyMetadata(next, ev.Tags)
+		if err := c.applyMetadata(next, ev.Tags, author); err != nil {
+			return nil, err
+		}
 	case KindPutUser:
 		if err := c.putUsers(next, ev.Tags, role); err != nil {
 			return nil, err
@@ -108,7 +112,7 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel, invited b
 }
 
 func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
-	if err := checkCreateID(h); err != nil {
+	if err := checkCreateID(ev.Tags); err != nil {
 		return nil, err
 	}
 	// Whether one may create comes first: someone who may not learns
@@ -120,7 +124,9 @@ func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, er
 		return nil, ErrChannelExists
 	}
 	next := &Channel{H: h, Created: true, Members: map[string]Role{ev.PubKey: RoleOwner}}
-	applyMetadata(next, ev.Tags)
+	if err := c.applyMetadata(next, ev.Tags, ev.PubKey); err != nil {
+		return nil, err
+	}
 	return next, nil
 }
 
@@ -146,20 +152,38 @@ func (c *Community) CreatesChannel(ev *nostr.Event, h string) bool {
 	case h == "" || IsEphemeralKind(ev.Kind) || c.Channel(h) != nil:
 		return false
 	case ev.Kind == KindCreateChannel:
-		return checkCreateID(h) == nil && c.mayCreate(ev.PubKey)
+		return checkCreateID(ev.Tags) == nil && c.mayCreate(ev.PubKey)
 	case IsLifecycleKind(ev.Kind), ev.Kind == KindGroupDelete, ev.Kind == KindEdit:
 		return false
 	}
 	return c.CheckWrite(ev.PubKey, nil) == nil
 }
 
-// applyMetadata applies the tags of a 9002 (or 9007): name, about, and
-// private or public, the last of each winning.
-func applyMetadata(ch *Channel, tags nostr.Tags) {
+// applyMetadata applies the tags of a 9002 (or 9007) by author (RL-10,
+// RL-36): name, picture, about, private or public and parent, the last of
+// each winning; a tag left out leaves its field as it was (NDK's
+// setMetadata sends only what it changes). A picture must be an http(s)
+// URL ("" takes it away).
+func (c *Community) applyMetadata(ch *Channel, tags nostr.Tags, author string) error {
+	if err := readMetadata(ch, tags); err != nil {
+		return err
+	}
+	return c.applyParent(ch, tags, author)
+}
+
+// readMetadata applies the metadata tags that name nothing else: all but
+// parent. A picture that is no http(s) URL is left out, and refused
+// (ErrPictureURL) once the rest is read.
+func readMetadata(ch *Channel, tags nostr.Tags) error {
+	var err error
 	for _, tag := range tags {
 		switch {
 		case len(tag) >= 2 && tag[0] == "name":
 			ch.Name = tag[1]
+		case len(tag) >= 2 && tag[0] == "picture" && tag[1] != "" && !IsPictureURL(tag[1]):
+			err = ErrPictureURL
+		case len(tag) >= 2 && tag[0] == "picture":
+			ch.Picture = tag[1]
 		case len(tag) >= 2 && tag[0] == "about":
 			ch.About = tag[1]
 		case len(tag) >= 1 && tag[0] == "private":
@@ -168,13 +192,66 @@ func applyMetadata(ch *Channel, tags nostr.Tags) {
 			ch.Private = false
 		}
 	}
+	return err
 }
 
-// MetadataOf is the name, about and privacy that group metadata tags (a
-// 9002, a 9007, the relay's 39000) give a channel, as the relay reads them.
+// IsPictureURL reports whether s may be a channel's picture (RL-36): an
+// absolute http or https URL with a host. Another scheme (javascript:,
+// data:, file:) is nothing a client should fetch or show.
+func IsPictureURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// applyParent applies the last parent tag of a 9002 (or 9007) by author to
+// ch (RL-36, NIP-29 "Subgroups"): ["parent", id] makes ch a subgroup of
+// channel id, ["parent"] or ["parent", ""] a root; no parent tag leaves
+// it as it was. A parent that does not exist, was deleted, or that author
+// may not read makes a root too: a stranger learns nothing of a private
+// channel by naming it (RL-29). A parent that is ch itself or one of its
+// descendants is refused (ErrParentCycle).
+func (c *Community) applyParent(ch *Channel, tags nostr.Tags, author string) error {
+	var id string
+	found := false
+	for _, tag := range tags {
+		if len(tag) >= 1 && tag[0] == "parent" {
+			found, id = true, ""
+			if len(tag) >= 2 {
+				id = tag[1]
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	ch.Parent = 0
+	if canonical, ok := nipcw.ParseChannelID(id); ok {
+		id = canonical
+	}
+	p := c.Channel(id)
+	if id == "" || p == nil || p.Deleted || !c.CanRead(Viewer(author), p) {
+		return nil
+	}
+	// The walk up is bounded by the channels above p: each step is one
+	// lookup in the access state, and the chain has no cycle to go round.
+	for q := p; q != nil; q = c.ChannelBySeq(q.Parent) {
+		if q.H == ch.H {
+			return ErrParentCycle
+		}
+		if q.Parent == 0 {
+			break
+		}
+	}
+	ch.Parent = p.Seq
+	return nil
+}
+
+// MetadataOf is the name, picture, about and privacy that group metadata
+// tags (a 9002, a 9007, the relay's 39000) give a channel, as the relay
+// reads them; a picture that is no http(s) URL is left out.
 func MetadataOf(tags nostr.Tags) Channel {
 	var ch Channel
-	applyMetadata(&ch, tags)
+	_ = readMetadata(&ch, tags) // its one refusal is a picture, left out
 	return ch
 }
 
@@ -270,16 +347,22 @@ func IsChannelID(s string) bool {
 	return ok
 }
 
-// checkCreateID says whether a 9007 may create channel h: a channel id
-// (CW-2), and a UUID only in canonical form, the form the window echoes,
-// so that a channel never goes by two ids. A group id is its own form.
-func checkCreateID(h string) error {
-	id, ok := nipcw.ParseChannelID(h)
-	switch {
-	case !ok:
-		return ErrNotChannelID
-	case id != h:
-		return ErrChannelID
+// checkCreateID says whether the h tags of a 9007 may create a channel:
+// a channel id (CW-2), and a UUID only in canonical form, the form the
+// window echoes, so that a group client never takes another spelling for
+// the channel's id. A group id is its own form.
+func checkCreateID(tags nostr.Tags) error {
+	for _, tag := range tags {
+		if len(tag) < 2 || tag[0] != "h" {
+			continue
+		}
+		id, ok := nipcw.ParseChannelID(tag[1])
+		switch {
+		case !ok:
+			return ErrNotChannelID
+		case id != tag[1]:
+			return ErrChannelID
+		}
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 const chanIDDeleted = "c0ffee00-1234-4abc-8def-0123456789ab"
@@ -162,7 +164,14 @@ func TestTransitionCreate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			com := createCommunity(c.policy)
 			ev := lifecycle(KindCreateChannel, c.author, c.tags...)
-			next, err := transition(t, com, ev, c.h, c.ch)
+			// The h tag as written; the channel as ChannelOf reads it,
+			// a UUID in canonical form.
+			ev.Tags[0] = nostr.Tag{"h", c.h}
+			h := c.h
+			if id, ok := nipcw.ParseChannelID(c.h); ok {
+				h = id
+			}
+			next, err := transition(t, com, ev, h, c.ch)
 			checkErr(t, err, c.err)
 			if c.want != nil && !reflect.DeepEqual(next, c.want) {
 				t.Fatalf("got %+v, want %+v", next, c.want)

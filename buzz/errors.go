@@ -66,6 +66,8 @@ var (
 	ErrSettingNotBool  = reject("invalid", "thread_replies_in_channel must be a boolean")
 	ErrAlreadyMember   = reject("duplicate", "already a member")
 	ErrInviteCode      = reject("invalid", fmt.Sprintf("create-invite must carry one code tag of 1 to %d bytes", MaxInviteCode))
+	ErrPictureURL      = reject("invalid", "picture must be an http(s) URL")
+	ErrParentCycle     = reject("invalid", "parent would make the channel its own subgroup")
 )
 
 // The rejections of the write policy (RL-29).

@@ -137,13 +137,37 @@ func (t *TxCommunity) RenewGroupState(tx GroupStateTx, key, pubkey string, now i
 // and with a key, removes the group state another key signed
 // (DropForeignGroupState).
 func (t *TxCommunity) RenewEvery(tx GroupStateTx, key, pubkey string, now int64) error {
-	for _, ch := range t.Change().Channels() {
-		t.StateChanged(ch.Seq)
-	}
+	t.markEvery()
 	if key == "" {
 		return nil
 	}
 	return DropForeignGroupState(tx, pubkey, now)
+}
+
+// RenewIfChanged marks every channel's group state for renewal before
+// the commit when what it is rendered from beyond the channels
+// (GroupStateFingerprint) differs from recorded, the fingerprint the
+// store recorded at the last such renewal (found false: none yet): after
+// an upgrade that changed the renderer (39003, picture, the flags), or a
+// change of the configuration it reads (restricted, supported_kinds), no
+// channel keeps group state of the old form (RL-11, RL-36). It returns
+// the fingerprint the store records in the same transaction, and whether
+// it is to be recorded: not when it is unchanged, nor without a key (key
+// ""), when the relay signs nothing.
+func (t *TxCommunity) RenewIfChanged(recorded int64, found bool, key string) (int64, bool) {
+	fp := GroupStateFingerprint(t.Community().Policy)
+	if key == "" || (found && fp == recorded) {
+		return fp, false
+	}
+	t.markEvery()
+	return fp, true
+}
+
+// markEvery marks every channel's group state for renewal.
+func (t *TxCommunity) markEvery() {
+	for _, ch := range t.Change().Channels() {
+		t.StateChanged(ch.Seq)
+	}
 }
 
 // Publish notes ev, group state the transaction signed and stored, in

@@ -225,7 +225,7 @@ func TestTxCommunityIssues(t *testing.T) {
 				t.Errorf("kind %d: signed by %s, valid %v (%v)", ev.Kind, ev.PubKey, ok, err)
 			}
 		}
-		want := []int{KindPutUser, KindRemoveUser, KindGroupMetadata, KindGroupAdmins, KindGroupMembers}
+		want := []int{KindPutUser, KindRemoveUser, KindGroupMetadata, KindGroupAdmins, KindGroupMembers, KindGroupRoles}
 		if key == "" {
 			want = nil
 		}

@@ -65,11 +65,21 @@ func (a *admission) InsertChannel(h string) (int64, error) {
 
 func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) error {
 	if _, err := a.tx.tx.Exec(a.tx.ctx, `UPDATE channels SET created_at = coalesce(created_at, $1), name = $2, about = $3,
-		private = $4, deleted_at = coalesce(deleted_at, $5) WHERE seq = $6`,
-		nilUnlessZero(createdAt), ch.Name, ch.About, ch.Private, nilUnlessZero(deletedAt), ch.Seq); err != nil {
+		private = $4, deleted_at = coalesce(deleted_at, $5), picture = $6, parent = $7 WHERE seq = $8`,
+		nilUnlessZero(createdAt), ch.Name, ch.About, ch.Private, nilUnlessZero(deletedAt), ch.Picture,
+		nilUnlessZero(ch.Parent), ch.Seq); err != nil {
 		return fmt.Errorf("update channel: %w", err)
 	}
 	return nil
+}
+
+// childChannelsSQL reads a deleted channel's subgroups (RL-36) along
+// channels_parent, however many channels there are (RL-27a).
+const childChannelsSQL = `SELECT seq FROM channels WHERE parent = $1`
+
+func (a *admission) ChildChannels(parent int64) ([]int64, error) {
+	rows, err := a.tx.tx.Query(a.tx.ctx, childChannelsSQL, parent)
+	return collect(rows, err, pgx.RowTo[int64])
 }
 
 func (a *admission) PutMember(channel int64, pubkey []byte, role buzz.Role) error {

@@ -58,11 +58,19 @@ func (a *admission) InsertChannel(h string) (int64, error) {
 
 func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) error {
 	_, err := a.tx.updateChannel.ExecContext(a.tx.ctx, nullUnlessZero(createdAt), ch.Name, ch.About, ch.Private,
-		nullUnlessZero(deletedAt), ch.Seq)
+		nullUnlessZero(deletedAt), ch.Picture, nullUnlessZero(ch.Parent), ch.Seq)
 	if err != nil {
 		return fmt.Errorf("update channel: %w", err)
 	}
 	return nil
+}
+
+func (a *admission) ChildChannels(parent int64) ([]int64, error) {
+	rows, err := a.tx.childChannels.QueryContext(a.tx.ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	return readSeqs(rows)
 }
 
 func (a *admission) PutMember(channel int64, pubkey []byte, role buzz.Role) error {

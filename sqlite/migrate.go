@@ -253,6 +253,13 @@ var migrations = map[int]string{
   PRIMARY KEY (channel, code, event)
 ) STRICT, WITHOUT ROWID;
 		CREATE INDEX invites_event ON invites(event);`,
+	// NIP-29 as its clients read it (RL-36, issue 31): a channel's
+	// picture and the parent it is a subgroup of, with the index that
+	// finds a deleted parent's children. The group state renewed by the
+	// relay's next start (no group_state.fingerprint yet) carries them.
+	12: `ALTER TABLE channels ADD COLUMN picture TEXT NOT NULL DEFAULT '';
+		ALTER TABLE channels ADD COLUMN parent INTEGER REFERENCES channels(seq);
+		CREATE INDEX channels_parent ON channels(parent) WHERE parent IS NOT NULL;`,
 }
 
 // markNamedByDeletion marks every aux event that a stored deletion names
