@@ -68,8 +68,9 @@ func testGroupIDsVerbatim(t *testing.T, open Opener) {
 
 // CW-2: an event whose h tag spells a UUID otherwise (upper case, 32 bare
 // hex, braced, urn:uuid:) belongs to the channel of the canonical form:
-// it is in that channel's window, and no channel goes by the spelling; a
-// first event so spelled makes the canonical channel.
+// it is in that channel's window and in a REQ's answer for #h in any
+// spelling, and no channel goes by the spelling; a first event so spelled
+// makes the canonical channel.
 func testUUIDSpellingsOneChannel(t *testing.T, open Opener) {
 	ctx := context.Background()
 	s := open(t, Config{RelayKey: nostr.GeneratePrivateKey()})
@@ -97,9 +98,17 @@ func testUUIDSpellingsOneChannel(t *testing.T, open Opener) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("window of %s: %v, want every spelling's message %v", ttChan, got, want)
 	}
-	for _, h := range spellings[1:] {
-		if ch := s.Community().Channel(h); ch != nil {
+	for _, h := range spellings {
+		if ch := s.Community().Channel(h); ch != nil && h != ttChan {
 			t.Fatalf("a channel goes by the spelling %q", h)
+		}
+		// A REQ's #h names the channel as the window does: in any spelling.
+		evs, err := s.Query(ctx, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}}, buzz.Anonymous)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Count(ctx, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}}, buzz.Anonymous); err != nil || n != int64(len(want)) || len(evs) != len(want) {
+			t.Fatalf("REQ #h %q: %d events, COUNT %d (%v); want every spelling's %d", h, len(evs), n, err, len(want))
 		}
 	}
 	ttIngest(t, s, owner.Event(t, 9, chT+20, "first", ttH(strings.ToUpper(ttChan2))))
