@@ -203,13 +203,18 @@ func IsPictureURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
+// MaxSubgroupDepth is how many channels a new parent and those above it
+// may be: the walk that refuses a cycle reads no more than that.
+const MaxSubgroupDepth = 32
+
 // applyParent applies the last parent tag of a 9002 (or 9007) by author to
 // ch (RL-36, NIP-29 "Subgroups"): ["parent", id] makes ch a subgroup of
 // channel id, ["parent"] or ["parent", ""] a root; no parent tag leaves
 // it as it was. A parent that does not exist, was deleted, or that author
 // may not read makes a root too: a stranger learns nothing of a private
 // channel by naming it (RL-29). A parent that is ch itself or one of its
-// descendants is refused (ErrParentCycle).
+// descendants is refused (ErrParentCycle), as is one with more than
+// MaxSubgroupDepth channels above it and itself (ErrSubgroupDepth).
 func (c *Community) applyParent(ch *Channel, tags nostr.Tags, author string) error {
 	var id string
 	found := false
@@ -232,11 +237,16 @@ func (c *Community) applyParent(ch *Channel, tags nostr.Tags, author string) err
 	if id == "" || p == nil || p.Deleted || !c.CanRead(Viewer(author), p) {
 		return nil
 	}
-	// The walk up is bounded by the channels above p: each step is one
-	// lookup in the access state, and the chain has no cycle to go round.
+	// Each step up is one lookup in the access state, and the chain has no
+	// cycle to go round; MaxSubgroupDepth bounds the walk, so that no chain
+	// anyone builds makes a 9002 cost more (RL-27a).
+	depth := 0
 	for q := p; q != nil; q = c.ChannelBySeq(q.Parent) {
 		if q.H == ch.H {
 			return ErrParentCycle
+		}
+		if depth++; depth > MaxSubgroupDepth {
+			return ErrSubgroupDepth
 		}
 		if q.Parent == 0 {
 			break

@@ -68,6 +68,7 @@ var (
 	ErrInviteCode      = reject("invalid", fmt.Sprintf("create-invite must carry one code tag of 1 to %d bytes", MaxInviteCode))
 	ErrPictureURL      = reject("invalid", "picture must be an http(s) URL")
 	ErrParentCycle     = reject("invalid", "parent would make the channel its own subgroup")
+	ErrSubgroupDepth   = reject("invalid", fmt.Sprintf("subgroups nest at most %d deep", MaxSubgroupDepth))
 )
 
 // The rejections of the write policy (RL-29).

@@ -122,6 +122,25 @@ func TestTransitionParent(t *testing.T) {
 			}
 		})
 	}
+	// RL-27a: the walk that refuses a cycle is bounded: a parent with
+	// MaxSubgroupDepth channels above it and itself is the deepest taken.
+	var chain []*Channel
+	for i := range MaxSubgroupDepth + 2 {
+		chain = append(chain, &Channel{Seq: int64(i + 1), H: fmt.Sprintf("c%d", i), Created: true,
+			Parent: int64(i), Members: map[string]Role{pkOwner: RoleOwner}})
+	}
+	deep := NewCommunity(Policy{PublicRead: true, OpenWrite: true, Create: CreateByAnyone}, chain...)
+	last := chain[len(chain)-1]
+	for _, c := range []struct {
+		parent string
+		err    error
+	}{
+		{chain[MaxSubgroupDepth-1].H, nil},
+		{chain[MaxSubgroupDepth].H, ErrSubgroupDepth},
+	} {
+		_, err := transition(t, deep, editOf(pkOwner, last.H, nostr.Tag{"parent", c.parent}), last.H, last)
+		checkErr(t, err, c.err)
+	}
 	// Re-parenting is the child's admins' business: the parent's owner
 	// is a stranger to the child (NIP-29: admin roles do not inherit).
 	com := treeCommunity()
