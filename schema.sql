@@ -1,5 +1,5 @@
 -- buzz-lite schema, the whole of it. Embedded into the binary.
--- schema_version: 11
+-- schema_version: 13
 --
 -- A fresh database gets this file in one transaction and then
 -- PRAGMA user_version = <schema_version> and PRAGMA application_id = 0x62757a7a
@@ -18,7 +18,11 @@
 -- narrow. A channel no 9007 created (created_at NULL) exists because events
 -- name it: it is open and has no members (RL-10, RL-14).
 --   created_at  date of the 9007 that created the channel
---   name, about, private   its metadata (9007, 9002)
+--   name, picture, about, private   its metadata (9007, 9002; picture
+--               an http(s) URL or '')
+--   parent      the channel it is a subgroup of (RL-36, NIP-29
+--               "Subgroups"), NULL for a root; a 9008 of the parent makes
+--               its children roots, found by channels_parent
 --   deleted_at  date of the 9008 that deleted it: it then answers as a
 --               channel that does not exist
 --   last_message_at  created_at of its newest message (a projection-mode
@@ -34,8 +38,12 @@ CREATE TABLE channels (
   about      TEXT    NOT NULL DEFAULT '',
   private    INTEGER NOT NULL DEFAULT 0,
   deleted_at INTEGER,
-  last_message_at INTEGER NOT NULL DEFAULT 0
+  last_message_at INTEGER NOT NULL DEFAULT 0,
+  picture    TEXT    NOT NULL DEFAULT '',
+  parent     INTEGER REFERENCES channels(seq)
 ) STRICT;
+-- A channel's subgroups, for the 9008 that deletes it.
+CREATE INDEX channels_parent ON channels(parent) WHERE parent IS NOT NULL;
 -- The open channels by their last message, newest first when read
 -- backwards: a page of the web view's index is one range of it, however
 -- many channels the community has, private ones never examined.
@@ -50,6 +58,18 @@ CREATE TABLE members (
   PRIMARY KEY (channel, pubkey)
 ) STRICT, WITHOUT ROWID;
 
+-- Invite codes (RL-36): the code each live 9009 create-invite (event, its
+-- events.seq) gives its channel. A join with a code seeks (channel, code);
+-- a deletion of the 9009 takes its row away through invites_event. Each
+-- channel's count of rows is its number of live codes (buzz.Channel).
+CREATE TABLE invites (
+  channel INTEGER NOT NULL REFERENCES channels(seq),
+  code    TEXT    NOT NULL,
+  event   INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,
+  PRIMARY KEY (channel, code, event)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX invites_event ON invites(event);
+
 -- Community settings and bookkeeping:
 --   access_version            bumped by every transaction that changes
 --                             channels, members or settings, so that a
@@ -62,6 +82,11 @@ CREATE TABLE members (
 --   thread_replies_in_channel.config  the value the config file gave when
 --                             the relay last started: a change there is
 --                             the newest write and wins over a 9033
+--   group_state.fingerprint   what every channel's group state was last
+--                             renewed from beyond the channels (the
+--                             renderer's form, open_write, allowed_kinds:
+--                             buzz.GroupStateFingerprint, a hash); the relay
+--                             renews all of it when that changes
 CREATE TABLE settings (
   key   TEXT PRIMARY KEY,
   value ANY

@@ -3,6 +3,7 @@ package buzz
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 
 	"github.com/benbjohnson/immutable"
@@ -95,6 +96,19 @@ type Policy struct {
 // has to meet.
 func (p Policy) RestrictedWrites() bool { return !p.OpenWrite || len(p.Kinds) > 0 }
 
+// sortedKinds are the kinds Kinds accepts, in ascending order (with an
+// empty Kinds every kind is accepted, and none listed).
+func (p Policy) sortedKinds() []int {
+	kinds := make([]int, 0, len(p.Kinds))
+	for k, ok := range p.Kinds {
+		if ok {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
 // DefaultPolicy is the policy of a relay started with no configuration
 // (RL-24): public reads, open writes, anyone creates channels.
 func DefaultPolicy() Policy {
@@ -111,14 +125,29 @@ type Channel struct {
 	// exists only because events name it is open and has no members.
 	Created bool
 	Name    string
+	// Picture is an http(s) URL, "" for none (RL-36).
+	Picture string
 	About   string
 	Private bool
+	// Parent is the number (Seq) of the channel this one is a subgroup
+	// of, 0 for a root (RL-36, NIP-29 "Subgroups"): one its author could
+	// read when a 9002 or 9007 named it, never itself or a descendant.
+	Parent int64
 	// Deleted is set by kind 9008: the channel then answers as one that
 	// does not exist, to everyone, and takes no more events.
 	Deleted bool
 	// Members maps hex pubkeys to their roles; no entry is RoleNone.
 	Members map[string]Role
+	// Invites counts its live invite codes: the 9009s not revoked (RL-36).
+	// A number, not the codes: the state of every channel is held in
+	// memory, and the codes are looked up in the store when a join names
+	// one (Invited).
+	Invites int
 }
+
+// Closed reports whether ch does not honour join requests (NIP-29
+// `closed`, RL-36): a private channel without an invite code.
+func (ch *Channel) Closed() bool { return ch.Private && ch.Invites == 0 }
 
 func (ch *Channel) clone() *Channel {
 	c := *ch

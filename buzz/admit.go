@@ -36,6 +36,9 @@ type WriteTx interface {
 	// unless it has one (0: leave it), its deleted_at becomes deletedAt
 	// unless it has one (0: leave it).
 	UpdateChannel(ch *Channel, createdAt, deletedAt int64) error
+	// ChildChannels numbers the channels whose parent is channel number
+	// parent (RL-36), by an index, not a walk of every channel.
+	ChildChannels(parent int64) ([]int64, error)
 	// PutMember writes pubkey's (32 bytes) role in channel number
 	// channel; DeleteMember removes it.
 	PutMember(channel int64, pubkey []byte, role Role) error
@@ -66,6 +69,17 @@ type WriteTx interface {
 	// RecountedThreads describes the events whose thread counters this
 	// admission changed.
 	RecountedThreads() ([]ThreadChange, error)
+	// InviteRefs numbers (Ref) the 9009s whose live invite code in
+	// channel number channel is code; PutInvite records code, in channel,
+	// as the invite of the event admitted; DeleteInvites takes away the
+	// invite of the 9009 numbered ref and says how many it took (RL-36).
+	InviteRefs(channel int64, code string) ([]int64, error)
+	PutInvite(channel int64, code string) error
+	DeleteInvites(ref int64) (int, error)
+	// Issue has the relay sign ev, a membership event it issues (Issued),
+	// and admit it before the commit, as it does its group state
+	// (GroupStateTx.AdmitOwn); without a relay key it issues nothing.
+	Issue(ev *nostr.Event)
 }
 
 // Seen is what a store knows of an event before it reads anything else.
@@ -158,6 +172,10 @@ func Admit(tx WriteTx, ev *nostr.Event, in AdmitInput) (Admitted, error) {
 	if err != nil {
 		return Admitted{}, err
 	}
+	invited, err := Invited(tx, ev, ch, in.Now)
+	if err != nil {
+		return Admitted{}, err
+	}
 	var targets []*StoredEvent
 	switch ev.Kind {
 	case KindDeletion:
@@ -170,7 +188,7 @@ func Admit(tx WriteTx, ev *nostr.Event, in AdmitInput) (Admitted, error) {
 	if err != nil {
 		return Admitted{}, err
 	}
-	scope, next, err := Access(tx, ev, in.H, ch, targets, relaySigned)
+	scope, next, err := Access(tx, ev, in.H, ch, targets, Grant{Relay: relaySigned, Invited: invited})
 	if err != nil {
 		return Admitted{}, err
 	}
@@ -207,6 +225,11 @@ func Admit(tx WriteTx, ev *nostr.Event, in AdmitInput) (Admitted, error) {
 		if err := tx.SoftDelete(t, in.Now); err != nil {
 			return Admitted{}, err
 		}
+		if t.Kind == KindCreateInvite {
+			if err := revokeInvite(tx, t); err != nil {
+				return Admitted{}, err
+			}
+		}
 	}
 	for _, v := range superseded {
 		if err := tx.Remove(v, in.Now); err != nil {
@@ -215,7 +238,7 @@ func Admit(tx WriteTx, ev *nostr.Event, in AdmitInput) (Admitted, error) {
 	}
 	if next != nil {
 		next.Seq = channel
-		if err := saveChannel(tx, ch, next, int64(ev.CreatedAt), in.Now); err != nil {
+		if err := applyLifecycle(tx, ev, ch, next, in); err != nil {
 			return Admitted{}, err
 		}
 	}
@@ -236,6 +259,33 @@ func Admit(tx WriteTx, ev *nostr.Event, in AdmitInput) (Admitted, error) {
 		}
 	}
 	return a, nil
+}
+
+// applyLifecycle carries out what the lifecycle event ev, admitted, does
+// to its channel, from ch to next (RL-10, RL-36): the channel's rows and
+// state, the code of a 9009, and the relay's own 9000 or 9001 for a join
+// or leave. An import issues none: the relay's events of the history it
+// replays are in it (an export holds them), and it renews no group state
+// either until its end.
+func applyLifecycle(tx WriteTx, ev *nostr.Event, ch, next *Channel, in AdmitInput) error {
+	if err := saveChannel(tx, ch, next, int64(ev.CreatedAt), in.Now); err != nil {
+		return err
+	}
+	switch ev.Kind {
+	case KindCreateInvite:
+		code, err := InviteCode(ev.Tags)
+		if err == nil {
+			err = tx.PutInvite(next.Seq, code)
+		}
+		if err != nil {
+			return fmt.Errorf("record invite code: %w", err)
+		}
+	case KindJoin, KindLeave:
+		if !in.Importing {
+			tx.Issue(Issued(ev, in.H, in.Now))
+		}
+	}
+	return nil
 }
 
 // applySetting carries out a kind 9033 (RL-15): a relay admin sets
@@ -324,6 +374,34 @@ func saveChannel(tx WriteTx, old, next *Channel, createdAt, now int64) error {
 		}
 	}
 	tx.PutChannel(next)
+	if next.Deleted && !old.Deleted {
+		return orphanChildren(tx, next.Seq)
+	}
+	return nil
+}
+
+// orphanChildren makes roots of the subgroups of channel parent, just
+// deleted (RL-36, NIP-29: "When a parent is deleted, its remaining
+// children automatically become roots"): each child's row and state, whose
+// group state is renewed. They are found by the store's index of parents:
+// the cost grows with the children, not with the channels (RL-27a).
+func orphanChildren(tx WriteTx, parent int64) error {
+	seqs, err := tx.ChildChannels(parent)
+	if err != nil {
+		return fmt.Errorf("look up subgroups: %w", err)
+	}
+	for _, seq := range seqs {
+		ch := tx.Community().ChannelBySeq(seq)
+		if ch == nil || ch.Deleted || ch.Parent != parent {
+			continue
+		}
+		next := ch.clone()
+		next.Parent = 0
+		if err := tx.UpdateChannel(next, 0, 0); err != nil {
+			return err
+		}
+		tx.PutChannel(next)
+	}
 	return nil
 }
 

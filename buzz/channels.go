@@ -1,6 +1,7 @@
 package buzz
 
 import (
+	"net/url"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ const (
 	KindEditMetadata  = 9002
 	KindCreateChannel = 9007
 	KindDeleteChannel = 9008
+	KindCreateInvite  = 9009
 	KindJoin          = 9021
 	KindLeave         = 9022
 )
@@ -24,12 +26,14 @@ const (
 	KindGroupMetadata = 39000
 	KindGroupAdmins   = 39001
 	KindGroupMembers  = 39002
+	KindGroupRoles    = 39003
 )
 
 // IsLifecycleKind reports whether events of kind k change a channel's state.
 func IsLifecycleKind(k int) bool {
 	switch k {
-	case KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateChannel, KindDeleteChannel, KindJoin, KindLeave:
+	case KindPutUser, KindRemoveUser, KindEditMetadata, KindCreateChannel, KindDeleteChannel, KindCreateInvite,
+		KindJoin, KindLeave:
 		return true
 	}
 	return false
@@ -44,7 +48,9 @@ func IsLifecycleKind(k int) bool {
 // (RL-29). (Channel ids are one namespace: a 9007, or with open writes any
 // post, finds out whether an id is taken by the answer it gets, so only
 // the difference between a channel taken and a private one is kept.)
-func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
+// invited says that ev, a 9021, carries a live invite code of ch (Invited):
+// it lets its author join a private channel (RL-36).
+func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel, invited bool) (*Channel, error) {
 	author := ev.PubKey
 	if ch != nil && ch.Deleted {
 		return nil, ErrChannelDeleted
@@ -52,7 +58,7 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 	if ev.Kind == KindCreateChannel {
 		return c.create(ev, h, ch)
 	}
-	if !c.CanRead(Viewer(author), ch) {
+	if !c.CanRead(Viewer(author), ch) && !(ev.Kind == KindJoin && invited && ch != nil) {
 		if ev.Kind == KindJoin {
 			return nil, ErrCannotJoin
 		}
@@ -65,7 +71,9 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 		if role < RoleAdmin {
 			return nil, ErrNotChannelAdmin
 		}
-		applyMetadata(next, ev.Tags)
+		if err := c.applyMetadata(next, ev.Tags, author); err != nil {
+			return nil, err
+		}
 	case KindPutUser:
 		if err := c.putUsers(next, ev.Tags, role); err != nil {
 			return nil, err
@@ -75,15 +83,25 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 			return nil, err
 		}
 	case KindJoin:
-		// A private channel its author may read is one they belong to.
-		if next.Members[author] == RoleNone {
-			next.Members[author] = RoleMember
+		// Only a member is told so: to anyone else a private channel
+		// answered as one that does not exist above (RL-29, RL-36).
+		if ch.Members[author] != RoleNone {
+			return nil, ErrAlreadyMember
 		}
+		next.Members[author] = RoleMember
 	case KindLeave:
 		if ch.Members[author] == RoleNone {
 			return nil, ErrNotMember
 		}
 		delete(next.Members, author)
+	case KindCreateInvite:
+		if role < RoleAdmin {
+			return nil, ErrNotChannelAdmin
+		}
+		if _, err := InviteCode(ev.Tags); err != nil {
+			return nil, err
+		}
+		next.Invites++
 	case KindDeleteChannel:
 		if role < RoleOwner {
 			return nil, ErrNotChannelOwner
@@ -94,7 +112,7 @@ func (c *Community) Transition(ev *nostr.Event, h string, ch *Channel) (*Channel
 }
 
 func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
-	if err := checkCreateID(h); err != nil {
+	if err := checkCreateID(ev.Tags); err != nil {
 		return nil, err
 	}
 	// Whether one may create comes first: someone who may not learns
@@ -106,7 +124,9 @@ func (c *Community) create(ev *nostr.Event, h string, ch *Channel) (*Channel, er
 		return nil, ErrChannelExists
 	}
 	next := &Channel{H: h, Created: true, Members: map[string]Role{ev.PubKey: RoleOwner}}
-	applyMetadata(next, ev.Tags)
+	if err := c.applyMetadata(next, ev.Tags, ev.PubKey); err != nil {
+		return nil, err
+	}
 	return next, nil
 }
 
@@ -132,20 +152,38 @@ func (c *Community) CreatesChannel(ev *nostr.Event, h string) bool {
 	case h == "" || IsEphemeralKind(ev.Kind) || c.Channel(h) != nil:
 		return false
 	case ev.Kind == KindCreateChannel:
-		return checkCreateID(h) == nil && c.mayCreate(ev.PubKey)
+		return checkCreateID(ev.Tags) == nil && c.mayCreate(ev.PubKey)
 	case IsLifecycleKind(ev.Kind), ev.Kind == KindGroupDelete, ev.Kind == KindEdit:
 		return false
 	}
 	return c.CheckWrite(ev.PubKey, nil) == nil
 }
 
-// applyMetadata applies the tags of a 9002 (or 9007): name, about, and
-// private or public, the last of each winning.
-func applyMetadata(ch *Channel, tags nostr.Tags) {
+// applyMetadata applies the tags of a 9002 (or 9007) by author (RL-10,
+// RL-36): name, picture, about, private or public and parent, the last of
+// each winning; a tag left out leaves its field as it was (NDK's
+// setMetadata sends only what it changes). A picture must be an http(s)
+// URL ("" takes it away).
+func (c *Community) applyMetadata(ch *Channel, tags nostr.Tags, author string) error {
+	if err := readMetadata(ch, tags); err != nil {
+		return err
+	}
+	return c.applyParent(ch, tags, author)
+}
+
+// readMetadata applies the metadata tags that name nothing else: all but
+// parent. A picture that is no http(s) URL is left out, and refused
+// (ErrPictureURL) once the rest is read.
+func readMetadata(ch *Channel, tags nostr.Tags) error {
+	var err error
 	for _, tag := range tags {
 		switch {
 		case len(tag) >= 2 && tag[0] == "name":
 			ch.Name = tag[1]
+		case len(tag) >= 2 && tag[0] == "picture" && tag[1] != "" && !IsPictureURL(tag[1]):
+			err = ErrPictureURL
+		case len(tag) >= 2 && tag[0] == "picture":
+			ch.Picture = tag[1]
 		case len(tag) >= 2 && tag[0] == "about":
 			ch.About = tag[1]
 		case len(tag) >= 1 && tag[0] == "private":
@@ -154,13 +192,76 @@ func applyMetadata(ch *Channel, tags nostr.Tags) {
 			ch.Private = false
 		}
 	}
+	return err
 }
 
-// MetadataOf is the name, about and privacy that group metadata tags (a
-// 9002, a 9007, the relay's 39000) give a channel, as the relay reads them.
+// IsPictureURL reports whether s may be a channel's picture (RL-36): an
+// absolute http or https URL with a host. Another scheme (javascript:,
+// data:, file:) is nothing a client should fetch or show.
+func IsPictureURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// MaxSubgroupDepth is how many channels a new parent and those above it
+// may be: the walk that refuses a cycle reads no more than that.
+const MaxSubgroupDepth = 32
+
+// applyParent applies the last parent tag of a 9002 (or 9007) by author to
+// ch (RL-36, NIP-29 "Subgroups"): ["parent", id] makes ch a subgroup of
+// channel id, ["parent"] or ["parent", ""] a root; no parent tag leaves
+// it as it was. A parent that does not exist, was deleted, or that author
+// may not read makes a root too: a stranger learns nothing of a private
+// channel by naming it (RL-29). A parent that is ch itself or one of its
+// descendants is refused (ErrParentCycle), as is one with more than
+// MaxSubgroupDepth channels above it and itself (ErrSubgroupDepth).
+func (c *Community) applyParent(ch *Channel, tags nostr.Tags, author string) error {
+	var id string
+	found := false
+	for _, tag := range tags {
+		if len(tag) >= 1 && tag[0] == "parent" {
+			found, id = true, ""
+			if len(tag) >= 2 {
+				id = tag[1]
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	ch.Parent = 0
+	if canonical, ok := nipcw.ParseChannelID(id); ok {
+		id = canonical
+	}
+	p := c.Channel(id)
+	if id == "" || p == nil || p.Deleted || !c.CanRead(Viewer(author), p) {
+		return nil
+	}
+	// Each step up is one lookup in the access state, and the chain has no
+	// cycle to go round; MaxSubgroupDepth bounds the walk, so that no chain
+	// anyone builds makes a 9002 cost more (RL-27a).
+	depth := 0
+	for q := p; q != nil; q = c.ChannelBySeq(q.Parent) {
+		if q.H == ch.H {
+			return ErrParentCycle
+		}
+		if depth++; depth > MaxSubgroupDepth {
+			return ErrSubgroupDepth
+		}
+		if q.Parent == 0 {
+			break
+		}
+	}
+	ch.Parent = p.Seq
+	return nil
+}
+
+// MetadataOf is the name, picture, about and privacy that group metadata
+// tags (a 9002, a 9007, the relay's 39000) give a channel, as the relay
+// reads them; a picture that is no http(s) URL is left out.
 func MetadataOf(tags nostr.Tags) Channel {
 	var ch Channel
-	applyMetadata(&ch, tags)
+	_ = readMetadata(&ch, tags) // its one refusal is a picture, left out
 	return ch
 }
 
@@ -256,16 +357,22 @@ func IsChannelID(s string) bool {
 	return ok
 }
 
-// checkCreateID says whether a 9007 may create channel h: a channel id
-// (CW-2), and a UUID only in canonical form, the form the window echoes,
-// so that a channel never goes by two ids. A group id is its own form.
-func checkCreateID(h string) error {
-	id, ok := nipcw.ParseChannelID(h)
-	switch {
-	case !ok:
-		return ErrNotChannelID
-	case id != h:
-		return ErrChannelID
+// checkCreateID says whether the h tags of a 9007 may create a channel:
+// a channel id (CW-2), and a UUID only in canonical form, the form the
+// window echoes, so that a group client never takes another spelling for
+// the channel's id. A group id is its own form.
+func checkCreateID(tags nostr.Tags) error {
+	for _, tag := range tags {
+		if len(tag) < 2 || tag[0] != "h" {
+			continue
+		}
+		id, ok := nipcw.ParseChannelID(tag[1])
+		switch {
+		case !ok:
+			return ErrNotChannelID
+		case id != tag[1]:
+			return ErrChannelID
+		}
 	}
 	return nil
 }

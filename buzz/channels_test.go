@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nbd-wtf/go-nostr"
+
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 const chanIDDeleted = "c0ffee00-1234-4abc-8def-0123456789ab"
@@ -28,12 +30,19 @@ func lifecycle(kind int, author string, tags ...nostr.Tag) *nostr.Event {
 // new channel whose membership is not ch's map.
 func transition(t *testing.T, c *Community, ev *nostr.Event, h string, ch *Channel) (*Channel, error) {
 	t.Helper()
+	return transitionWith(t, c, ev, h, ch, false)
+}
+
+// transitionWith is transition of a 9021 that invited says carries a
+// live invite code (RL-36).
+func transitionWith(t *testing.T, c *Community, ev *nostr.Event, h string, ch *Channel, invited bool) (*Channel, error) {
+	t.Helper()
 	var before Channel
 	if ch != nil {
 		before = *ch
 		before.Members = maps.Clone(ch.Members)
 	}
-	next, err := c.Transition(ev, h, ch)
+	next, err := c.Transition(ev, h, ch, invited)
 	if ch != nil && !reflect.DeepEqual(*ch, before) {
 		t.Fatalf("Transition modified its input: %+v, was %+v", *ch, before)
 	}
@@ -155,7 +164,14 @@ func TestTransitionCreate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			com := createCommunity(c.policy)
 			ev := lifecycle(KindCreateChannel, c.author, c.tags...)
-			next, err := transition(t, com, ev, c.h, c.ch)
+			// The h tag as written; the channel as ChannelOf reads it,
+			// a UUID in canonical form.
+			ev.Tags[0] = nostr.Tag{"h", c.h}
+			h := c.h
+			if id, ok := nipcw.ParseChannelID(c.h); ok {
+				h = id
+			}
+			next, err := transition(t, com, ev, h, c.ch)
 			checkErr(t, err, c.err)
 			if c.want != nil && !reflect.DeepEqual(next, c.want) {
 				t.Fatalf("got %+v, want %+v", next, c.want)
@@ -319,6 +335,8 @@ func TestTransitionPrivateAnswersAsMissing(t *testing.T) {
 		lifecycle(KindLeave, pkOutsider),
 		lifecycle(KindLeave, pkMember),
 		lifecycle(KindRemoveUser, pkMember, nostr.Tag{"p", pkMember}),
+		lifecycle(KindCreateInvite, pkOutsider, nostr.Tag{"code", "let-me-in"}),
+		lifecycle(KindJoin, pkOutsider, nostr.Tag{"code", "a-guess"}),
 	} {
 		ch := privateChannel()
 		if ev.PubKey == pkMember {
@@ -379,40 +397,45 @@ func TestTransitionRemoveUser(t *testing.T) {
 	}
 }
 
-// RL-10, RL-29: 9021 join (open channels only, else "restricted: no such
-// channel, or it is private", the same for a channel that does not exist)
-// and 9022 leave.
+// RL-10, RL-29, RL-36: 9021 join (open channels, and private ones with a
+// live invite code; else "restricted: no such channel, or it is private",
+// the same for a channel that does not exist), refused to a member with
+// "duplicate: already a member", and 9022 leave.
 func TestTransitionJoinLeave(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		kind    int
 		base    func() *Channel
 		author  string
+		invited bool
 		role    Role // the author's role afterwards
 		err     error
 		wireErr string
 	}{
-		{"join open", KindJoin, openChannel, pkOutsider, RoleMember, nil, ""},
-		{"join implicit", KindJoin, implicitChannel, pkOutsider, RoleMember, nil, ""},
-		{"join keeps a higher role", KindJoin, openChannel, pkAdmin, RoleAdmin, nil, ""},
-		{"join as owner keeps owner", KindJoin, privateChannel, pkOwner, RoleOwner, nil, ""},
-		{"member joins private again", KindJoin, privateChannel, pkMember, RoleMember, nil, ""},
-		{"relay admin joins private", KindJoin, privateChannel, pkRelayAdmin, RoleMember, nil, ""},
-		{"outsider joins private", KindJoin, privateChannel, pkOutsider, RoleNone, ErrCannotJoin, "restricted: no such channel, or it is private"},
-		{"join nonexistent", KindJoin, func() *Channel { return nil }, pkOutsider, RoleNone, ErrCannotJoin, "restricted: no such channel, or it is private"},
-		{"join deleted", KindJoin, deletedChannel, pkOutsider, RoleNone, ErrChannelDeleted, ""},
+		{"join open", KindJoin, openChannel, pkOutsider, false, RoleMember, nil, ""},
+		{"join implicit", KindJoin, implicitChannel, pkOutsider, false, RoleMember, nil, ""},
+		{"admin joins again", KindJoin, openChannel, pkAdmin, false, RoleAdmin, ErrAlreadyMember, "duplicate: already a member"},
+		{"owner joins private again", KindJoin, privateChannel, pkOwner, false, RoleOwner, ErrAlreadyMember, "duplicate: already a member"},
+		{"member joins private again", KindJoin, privateChannel, pkMember, false, RoleMember, ErrAlreadyMember, "duplicate: already a member"},
+		{"member joins private again with a code", KindJoin, privateChannel, pkMember, true, RoleMember, ErrAlreadyMember, "duplicate: already a member"},
+		{"relay admin joins private", KindJoin, privateChannel, pkRelayAdmin, false, RoleMember, nil, ""},
+		{"outsider joins private", KindJoin, privateChannel, pkOutsider, false, RoleNone, ErrCannotJoin, "restricted: no such channel, or it is private"},
+		{"outsider joins private with a live code", KindJoin, privateChannel, pkOutsider, true, RoleMember, nil, ""},
+		{"join nonexistent", KindJoin, func() *Channel { return nil }, pkOutsider, false, RoleNone, ErrCannotJoin, "restricted: no such channel, or it is private"},
+		{"join nonexistent, invited", KindJoin, func() *Channel { return nil }, pkOutsider, true, RoleNone, ErrCannotJoin, "restricted: no such channel, or it is private"},
+		{"join deleted", KindJoin, deletedChannel, pkOutsider, false, RoleNone, ErrChannelDeleted, ""},
 
-		{"member leaves", KindLeave, openChannel, pkMember, RoleNone, nil, ""},
-		{"owner leaves", KindLeave, privateChannel, pkOwner, RoleNone, nil, ""},
-		{"admin leaves private", KindLeave, privateChannel, pkAdmin, RoleNone, nil, ""},
-		{"non-member leaves: refused", KindLeave, openChannel, pkOutsider, RoleNone, ErrNotMember, ""},
-		{"leave nonexistent", KindLeave, func() *Channel { return nil }, pkMember, RoleNone, ErrChannelNotFound, ""},
-		{"leave deleted", KindLeave, deletedChannel, pkMember, RoleNone, ErrChannelDeleted, ""},
+		{"member leaves", KindLeave, openChannel, pkMember, false, RoleNone, nil, ""},
+		{"owner leaves", KindLeave, privateChannel, pkOwner, false, RoleNone, nil, ""},
+		{"admin leaves private", KindLeave, privateChannel, pkAdmin, false, RoleNone, nil, ""},
+		{"non-member leaves: refused", KindLeave, openChannel, pkOutsider, false, RoleNone, ErrNotMember, ""},
+		{"leave nonexistent", KindLeave, func() *Channel { return nil }, pkMember, false, RoleNone, ErrChannelNotFound, ""},
+		{"leave deleted", KindLeave, deletedChannel, pkMember, false, RoleNone, ErrChannelDeleted, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			com := NewCommunity(Policy{PublicRead: true, OpenWrite: true, Create: CreateByAnyone, Admins: relayAdmins()})
 			base := c.base()
-			next, err := transition(t, com, lifecycle(c.kind, c.author), chanID, base)
+			next, err := transitionWith(t, com, lifecycle(c.kind, c.author), chanID, base, c.invited)
 			checkErr(t, err, c.err)
 			if c.wireErr != "" && err.Error() != c.wireErr {
 				t.Fatalf("wire text %q, want %q", err.Error(), c.wireErr)
@@ -430,6 +453,68 @@ func TestTransitionJoinLeave(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", next, want)
 			}
 		})
+	}
+}
+
+// RL-36: 9009 create-invite, by an owner or admin of the channel (a relay
+// admin acts as owner), with exactly one code of 1 to MaxInviteCode bytes,
+// counts one more live code. Anyone else is refused as for a 9002: on an
+// open channel "must be channel owner or admin", on a private one they
+// may not read as a channel that does not exist (RL-29).
+func TestTransitionCreateInvite(t *testing.T) {
+	code := func(c string) nostr.Tag { return nostr.Tag{"code", c} }
+	for _, c := range []struct {
+		name   string
+		base   func() *Channel
+		author string
+		tags   []nostr.Tag
+		err    error
+	}{
+		{"owner", privateChannel, pkOwner, []nostr.Tag{code("abc")}, nil},
+		{"admin", privateChannel, pkAdmin, []nostr.Tag{code("abc")}, nil},
+		{"admin of an open channel", openChannel, pkAdmin, []nostr.Tag{code("abc")}, nil},
+		{"relay admin", privateChannel, pkRelayAdmin, []nostr.Tag{code("abc")}, nil},
+		{"code of the longest length", privateChannel, pkOwner, []nostr.Tag{code(strings.Repeat("c", MaxInviteCode))}, nil},
+		{"member of a private channel", privateChannel, pkMember, []nostr.Tag{code("abc")}, ErrNotChannelAdmin},
+		{"member of an open channel", openChannel, pkMember, []nostr.Tag{code("abc")}, ErrNotChannelAdmin},
+		{"outsider of an open channel", openChannel, pkOutsider, []nostr.Tag{code("abc")}, ErrNotChannelAdmin},
+		{"outsider of a private channel", privateChannel, pkOutsider, []nostr.Tag{code("abc")}, ErrChannelNotFound},
+		{"nonexistent channel", func() *Channel { return nil }, pkOwner, []nostr.Tag{code("abc")}, ErrChannelNotFound},
+		{"deleted channel", deletedChannel, pkOwner, []nostr.Tag{code("abc")}, ErrChannelDeleted},
+		{"no code", privateChannel, pkOwner, nil, ErrInviteCode},
+		{"code without value", privateChannel, pkOwner, []nostr.Tag{{"code"}}, ErrInviteCode},
+		{"empty code", privateChannel, pkOwner, []nostr.Tag{code("")}, ErrInviteCode},
+		{"two codes", privateChannel, pkOwner, []nostr.Tag{code("a"), code("b")}, ErrInviteCode},
+		{"code too long", privateChannel, pkOwner, []nostr.Tag{code(strings.Repeat("c", MaxInviteCode+1))}, ErrInviteCode},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			com := NewCommunity(Policy{PublicRead: true, OpenWrite: true, Create: CreateByAnyone, Admins: relayAdmins()})
+			next, err := transition(t, com, lifecycle(KindCreateInvite, c.author, c.tags...), chanID, c.base())
+			checkErr(t, err, c.err)
+			if c.err != nil {
+				return
+			}
+			want := c.base()
+			want.Invites = 1
+			if !reflect.DeepEqual(next, want) {
+				t.Fatalf("got %+v, want %+v", next, want)
+			}
+		})
+	}
+}
+
+// RL-36: a private channel is closed (NIP-29 `closed`: joins are not
+// honoured) while it has no live invite code; an open channel never is.
+func TestChannelClosed(t *testing.T) {
+	for _, c := range []struct {
+		private bool
+		invites int
+		want    bool
+	}{{false, 0, false}, {false, 2, false}, {true, 0, true}, {true, 1, false}} {
+		ch := &Channel{Private: c.private, Invites: c.invites}
+		if got := ch.Closed(); got != c.want {
+			t.Errorf("private %v, %d codes: Closed() = %v, want %v", c.private, c.invites, got, c.want)
+		}
 	}
 }
 
@@ -467,7 +552,7 @@ func TestTransitionDeleteChannel(t *testing.T) {
 			}
 			// Deleted: no more lifecycle events, no reads, no writes.
 			for _, kind := range []int{KindJoin, KindLeave, KindEditMetadata, KindDeleteChannel, KindCreateChannel} {
-				if _, err := com.Transition(lifecycle(kind, pkRelayAdmin), chanID, next); !errors.Is(err, ErrChannelDeleted) {
+				if _, err := com.Transition(lifecycle(kind, pkRelayAdmin), chanID, next, false); !errors.Is(err, ErrChannelDeleted) {
 					t.Errorf("kind %d on deleted channel: %v", kind, err)
 				}
 			}
@@ -499,7 +584,7 @@ func TestTransitionDoesNotMutate(t *testing.T) {
 		lifecycle(KindCreateChannel, pkOwner),
 	}
 	for _, ev := range events {
-		next, _ := com.Transition(ev, chanID, ch)
+		next, _ := com.Transition(ev, chanID, ch, false)
 		if next != nil {
 			next.Members[pkOutsider] = RoleOwner
 		}
@@ -628,9 +713,10 @@ func TestIsCanonicalUUID(t *testing.T) {
 	}
 }
 
-// RL-10: the lifecycle kinds, and only they, change a channel's state.
+// RL-10, RL-36: the lifecycle kinds, and only they, change a channel's
+// state.
 func TestIsLifecycleKind(t *testing.T) {
-	want := map[int]bool{9000: true, 9001: true, 9002: true, 9007: true, 9008: true, 9021: true, 9022: true}
+	want := map[int]bool{9000: true, 9001: true, 9002: true, 9007: true, 9008: true, 9009: true, 9021: true, 9022: true}
 	for k := 0; k < 40010; k++ {
 		if k > 10 && k < 8990 || k > 9030 && k < 38990 {
 			continue

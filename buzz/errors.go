@@ -48,7 +48,7 @@ var (
 )
 
 // The rejections of channels, membership and community settings (RL-10,
-// RL-14, RL-15). docs/relay.md lists them.
+// RL-14, RL-15, RL-36). docs/relay.md lists them.
 var (
 	ErrNotMember       = reject("restricted", "not a channel member")
 	ErrCannotJoin      = reject("restricted", "no such channel, or it is private")
@@ -64,6 +64,11 @@ var (
 	ErrUnknownRole     = reject("invalid", "role must be member, admin or owner")
 	ErrUserTag         = reject("invalid", "p tag must name a lowercase hex pubkey")
 	ErrSettingNotBool  = reject("invalid", "thread_replies_in_channel must be a boolean")
+	ErrAlreadyMember   = reject("duplicate", "already a member")
+	ErrInviteCode      = reject("invalid", fmt.Sprintf("create-invite must carry one code tag of 1 to %d bytes", MaxInviteCode))
+	ErrPictureURL      = reject("invalid", "picture must be an http(s) URL")
+	ErrParentCycle     = reject("invalid", "parent would make the channel its own subgroup")
+	ErrSubgroupDepth   = reject("invalid", fmt.Sprintf("subgroups nest at most %d deep", MaxSubgroupDepth))
 )
 
 // The rejections of the write policy (RL-29).

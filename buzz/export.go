@@ -22,9 +22,11 @@ const ExportPageSize = 1000
 // exportKeptDeletedKinds are the kinds whose deleted events an export
 // without WithDeleted still writes: reactions and edits, whose deletions
 // the aux closure serves (CW-18), and NIP-29 lifecycle events: deleting
-// one does not undo what it did to its channel, and import replays them.
+// one does not undo what it did to its channel, and import replays them;
+// a 9009's deletion does undo it (its code is revoked), which the import
+// replays from the deletion, written too, once the 9009 is back (RL-36).
 var exportKeptDeletedKinds = []int{KindReaction, KindEdit, KindPutUser, KindRemoveUser, KindEditMetadata,
-	KindCreateChannel, KindDeleteChannel, KindJoin, KindLeave}
+	KindCreateChannel, KindDeleteChannel, KindCreateInvite, KindJoin, KindLeave}
 
 // ExportKeptDeletedKinds is exportKeptDeletedKinds as a list of numbers
 // separated by commas, for a store's IN (...).

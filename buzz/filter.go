@@ -179,10 +179,16 @@ func keys32(list []string) [][]byte {
 
 // ChannelSeqs maps `h` values to channel numbers, each once, leaving out
 // ids no channel has; lookup finds a channel's number (found false: no
-// channel has that id).
+// channel has that id). A UUID in any spelling names the channel of its
+// canonical form, as the channel of an event so spelled is (ChannelOf)
+// and as the window reads it (CW-2): a REQ for a channel finds its events
+// however their h tags spell it.
 func ChannelSeqs(hs []string, lookup func(h string) (int64, bool, error)) ([]int64, error) {
 	out := make([]int64, 0, len(hs))
 	for _, h := range hs {
+		if id, ok := nipcw.ParseChannelID(h); ok {
+			h = id
+		}
 		seq, found, err := lookup(h)
 		if err != nil {
 			return nil, fmt.Errorf("look up channel: %w", err)

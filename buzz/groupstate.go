@@ -2,7 +2,9 @@ package buzz
 
 import (
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,23 +12,20 @@ import (
 )
 
 // GroupStateKinds are the kinds of a channel's relay-signed group state
-// (RL-11), in the order they are renewed.
-var GroupStateKinds = [...]int{KindGroupMetadata, KindGroupAdmins, KindGroupMembers}
+// (RL-11, RL-36), in the order they are renewed.
+var GroupStateKinds = [...]int{KindGroupMetadata, KindGroupAdmins, KindGroupMembers, KindGroupRoles}
 
 // GroupState is the unsigned group state event of ch of kind (one of
-// GroupStateKinds) dated at (RL-11): 39000 the name, about and visibility,
-// 39001 the owners and admins with their roles, 39002 every member; owners
-// first, then admins, then members, by pubkey within a role. The store
-// signs it with the relay key.
-func GroupState(ch *Channel, kind int, at int64) *nostr.Event {
+// GroupStateKinds) dated at (RL-11, RL-36): 39000 its metadata and flags
+// (metadataTags), 39001 the owners and admins with their roles, 39002
+// every member, owners first, then admins, then members, by pubkey within
+// a role; 39003 the roles (groupRoles). The store signs it with the relay
+// key.
+func (c *Community) GroupState(ch *Channel, kind int, at int64) *nostr.Event {
 	ev := &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(at), Tags: nostr.Tags{{"d", ch.H}}}
 	switch kind {
 	case KindGroupMetadata:
-		visibility := "public"
-		if ch.Private {
-			visibility = "private"
-		}
-		ev.Tags = append(ev.Tags, nostr.Tag{"name", ch.Name}, nostr.Tag{"about", ch.About}, nostr.Tag{visibility})
+		ev.Tags = append(ev.Tags, c.metadataTags(ch)...)
 	case KindGroupAdmins, KindGroupMembers:
 		pubkeys := make([]string, 0, len(ch.Members))
 		for pk, role := range ch.Members {
@@ -47,8 +46,82 @@ func GroupState(ch *Channel, kind int, at int64) *nostr.Event {
 			}
 			ev.Tags = append(ev.Tags, tag)
 		}
+	case KindGroupRoles:
+		for _, r := range groupRoles {
+			ev.Tags = append(ev.Tags, nostr.Tag{"role", r.role.String(), r.about})
+		}
 	}
 	return ev
+}
+
+// metadataTags are the tags of ch's 39000 after its d (RL-11, RL-36), each
+// flag true to what the relay does: name, picture (when it has one),
+// about; private when only members read, else public; restricted when
+// only members write (a private channel, or every channel while
+// open_write is off); hidden when non-members cannot fetch this very
+// event (a private channel's group state is read as its events are,
+// RL-13); closed when a join is not honoured (Closed); supported_kinds
+// when access.allowed_kinds limits the kinds; parent for a subgroup whose
+// parent is there.
+func (c *Community) metadataTags(ch *Channel) nostr.Tags {
+	tags := nostr.Tags{{"name", ch.Name}}
+	if ch.Picture != "" {
+		tags = append(tags, nostr.Tag{"picture", ch.Picture})
+	}
+	tags = append(tags, nostr.Tag{"about", ch.About})
+	if ch.Private {
+		tags = append(tags, nostr.Tag{"private"})
+	} else {
+		tags = append(tags, nostr.Tag{"public"})
+	}
+	if ch.Private || !c.Policy.OpenWrite {
+		tags = append(tags, nostr.Tag{"restricted"})
+	}
+	if ch.Private {
+		tags = append(tags, nostr.Tag{"hidden"})
+	}
+	if ch.Closed() {
+		tags = append(tags, nostr.Tag{"closed"})
+	}
+	if len(c.Policy.Kinds) > 0 {
+		tag := nostr.Tag{"supported_kinds"}
+		for _, k := range c.Policy.sortedKinds() {
+			tag = append(tag, strconv.Itoa(k))
+		}
+		tags = append(tags, tag)
+	}
+	if p := c.ChannelBySeq(ch.Parent); ch.Parent != 0 && p != nil && !p.Deleted {
+		tags = append(tags, nostr.Tag{"parent", p.H})
+	}
+	return tags
+}
+
+// groupRoles are the roles of every channel with what each may do, as
+// 39003 lists them (RL-10, RL-36).
+var groupRoles = [...]struct {
+	role  Role
+	about string
+}{
+	{RoleOwner, "all an admin may do, and grants the owner role and deletes the channel"},
+	{RoleAdmin, "edits the metadata, adds and removes members and admins, grants the admin role, deletes events"},
+	{RoleMember, "reads and writes the channel, adds members to an open channel"},
+}
+
+// groupStateForm says what the group state's form depends on beyond the
+// channels: the renderer's own version, bumped whenever GroupState's
+// output changes form, and the configuration it reads (open_write for
+// restricted, allowed_kinds for supported_kinds).
+const groupStateForm = 2
+
+// GroupStateFingerprint is what the group state of every channel was
+// rendered from, besides the channels themselves, under policy p, as a
+// number a store's settings keep: when the one a store recorded differs
+// (an upgrade, a change of the configuration), every channel's group
+// state is renewed (TxCommunity.RenewIfChanged).
+func GroupStateFingerprint(p Policy) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "form=%d open_write=%t limits_kinds=%t kinds=%v", groupStateForm, p.OpenWrite, len(p.Kinds) > 0, p.sortedKinds())
+	return int64(h.Sum64())
 }
 
 // GroupStateAt is the date of a renewed group state event, given the
@@ -67,8 +140,8 @@ func GroupStateAt(now int64, stored []int64) int64 {
 // changed nothing: a repeated join, for one, which must not cost a new
 // signed group state.
 func SameState(a, b *Channel) bool {
-	if a == nil || a.Created != b.Created || a.Name != b.Name || a.About != b.About ||
-		a.Private != b.Private || a.Deleted != b.Deleted || len(a.Members) != len(b.Members) {
+	if a == nil || a.Created != b.Created || a.Name != b.Name || a.Picture != b.Picture || a.About != b.About ||
+		a.Private != b.Private || a.Parent != b.Parent || a.Deleted != b.Deleted || a.Invites != b.Invites || len(a.Members) != len(b.Members) {
 		return false
 	}
 	for pk, role := range b.Members {
@@ -107,7 +180,7 @@ func RenewGroupState(lk Lookup, ch *Channel, key, pubkey string, now int64) (rem
 		for i, v := range versions {
 			dates[i] = v.CreatedAt
 		}
-		ev := GroupState(ch, kind, GroupStateAt(now, dates))
+		ev := lk.Community().GroupState(ch, kind, GroupStateAt(now, dates))
 		if err := ev.Sign(key); err != nil {
 			return nil, nil, fmt.Errorf("sign group state: %w", err)
 		}

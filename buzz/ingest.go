@@ -381,22 +381,28 @@ func addressed(l Lookup, a string) ([]*StoredEvent, error) {
 	return vs, nil
 }
 
+// Grant is what lets an event past the write rules of Access: Relay marks
+// the relay's own events (its group state, the membership events it
+// issues), which no write policy applies to (RL-29); Invited a 9021 that
+// carries a live invite code of its channel (Invited, RL-36).
+type Grant struct {
+	Relay, Invited bool
+}
+
 // Access decides whether ev, an event of channel h (none: "") whose state
 // is ch (nil: it does not exist), may be written (RL-10, RL-14), and which
 // channel it is read in, its scope (RL-8, RL-13): a channel number, 0 for
 // none or for a channel not created yet; targets are what it deletes. For
-// a lifecycle event, next is the channel's state after it. relaySigned
-// marks the relay's own group state, which no write policy applies to
-// (RL-29).
-func Access(l Lookup, ev *nostr.Event, h string, ch *Channel, targets []*StoredEvent, relaySigned bool) (scope int64, next *Channel, err error) {
-	scope, next, err = access(l, ev, h, ch, targets)
+// a lifecycle event, next is the channel's state after it.
+func Access(l Lookup, ev *nostr.Event, h string, ch *Channel, targets []*StoredEvent, g Grant) (scope int64, next *Channel, err error) {
+	scope, next, err = access(l, ev, h, ch, targets, g)
 	if err != nil {
 		return 0, nil, err
 	}
 	// A reaction or deletion of no channel, its targets' included, is an
 	// event of no channel (RL-29), except a deletion of its author's own
 	// events: an author may always delete what they wrote (RL-6).
-	if h == "" && scope == 0 && !relaySigned && (ev.Kind == KindReaction || (ev.Kind == KindDeletion && len(targets) == 0)) {
+	if h == "" && scope == 0 && !g.Relay && (ev.Kind == KindReaction || (ev.Kind == KindDeletion && len(targets) == 0)) {
 		if err := l.Community().CheckNoChannel(ev.PubKey); err != nil {
 			return 0, nil, err
 		}
@@ -404,15 +410,20 @@ func Access(l Lookup, ev *nostr.Event, h string, ch *Channel, targets []*StoredE
 	return scope, next, nil
 }
 
-func access(l Lookup, ev *nostr.Event, h string, ch *Channel, targets []*StoredEvent) (scope int64, next *Channel, err error) {
+func access(l Lookup, ev *nostr.Event, h string, ch *Channel, targets []*StoredEvent, g Grant) (scope int64, next *Channel, err error) {
 	c := l.Community()
 	channel := seqOf(ch)
 	switch {
 	case IsLifecycleKind(ev.Kind):
-		if h == "" {
+		switch {
+		case h == "":
 			return 0, nil, ErrMissingH
+		case g.Relay && isIssuedKind(ev.Kind) && ch != nil:
+			// The relay's own 9000 or 9001 records a join or leave
+			// already carried out (Issued): it changes nothing again.
+			return channel, nil, nil
 		}
-		next, err = c.Transition(ev, h, ch)
+		next, err = c.Transition(ev, h, ch, g.Invited)
 		return channel, next, err
 	case h != "":
 		switch {

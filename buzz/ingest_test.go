@@ -339,7 +339,7 @@ func TestAccess(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := &nostr.Event{Kind: tc.kind, PubKey: tc.author, CreatedAt: ruleNow, Tags: tc.tags}
-			scope, _, err := Access(l, ev, tc.h, tc.ch, tc.targets, tc.author == "")
+			scope, _, err := Access(l, ev, tc.h, tc.ch, tc.targets, Grant{Relay: tc.author == ""})
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("err %v, want %v", err, tc.err)
 			}

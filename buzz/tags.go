@@ -53,21 +53,25 @@ func ParseThreadTags(tags nostr.Tags) ThreadTags {
 	return t
 }
 
-// ChannelOf returns the channel an event belongs to: the value of its `h` tag,
-// or "" when it has none. An event may name one channel only, possibly in
-// several identical tags, and only by a channel id (CW-2).
+// ChannelOf returns the channel an event belongs to: the channel id its
+// `h` tag names, or "" when it has none. An event may name one channel
+// only, possibly in several tags, and only by a channel id (CW-2); a UUID
+// in any spelling names the channel of its canonical form, the id the
+// window and the group state go by, so that every event of a channel is
+// in its window however its author spelled the UUID.
 func ChannelOf(tags nostr.Tags) (string, error) {
 	channel := ""
 	for _, tag := range tags {
 		if len(tag) < 2 || tag[0] != "h" {
 			continue
 		}
+		id, ok := nipcw.ParseChannelID(tag[1])
 		switch {
-		case !IsChannelID(tag[1]):
+		case !ok:
 			return "", ErrNotChannelID
 		case channel == "":
-			channel = tag[1]
-		case channel != tag[1]:
+			channel = id
+		case channel != id:
 			return "", ErrSeveralChannels
 		}
 	}

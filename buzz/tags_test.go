@@ -80,6 +80,15 @@ func TestChannel(t *testing.T) {
 		{"129 characters", nostr.Tags{{"h", strings.Repeat("a", 129)}}, "", ErrNotChannelID},
 		{"second value not a channel id", nostr.Tags{{"h", "c1"}, {"h", "c/1"}}, "", ErrNotChannelID},
 		{"bare h ignored", nostr.Tags{{"h"}}, "", nil},
+		// CW-2: a UUID in any spelling is the channel of its canonical
+		// form, the one its window is read by; spellings of one UUID are
+		// one channel.
+		{"UUID upper case", nostr.Tags{{"h", "3F1C2F6E-1D7A-4C3E-9A59-4C2B1A0E7B11"}}, "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11", nil},
+		{"UUID bare hex", nostr.Tags{{"h", "3f1c2f6e1d7a4c3e9a594c2b1a0e7b11"}}, "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11", nil},
+		{"UUID braced", nostr.Tags{{"h", "{3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11}"}}, "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11", nil},
+		{"UUID urn", nostr.Tags{{"h", "urn:uuid:3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"}}, "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11", nil},
+		{"UUID in two spellings, one channel", nostr.Tags{{"h", "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"},
+			{"h", "3F1C2F6E1D7A4C3E9A594C2B1A0E7B11"}}, "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := ChannelOf(c.tags)

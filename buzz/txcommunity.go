@@ -24,6 +24,9 @@ type TxCommunity struct {
 	// Published are the group state events the transaction signed and
 	// stored, for those who hear of them once it is committed.
 	Published []*nostr.Event
+	// issued are the membership events the relay issues (Issue), to be
+	// signed and stored before the commit.
+	issued []*nostr.Event
 }
 
 // NewTxCommunity begins the access state of a write transaction with
@@ -88,13 +91,29 @@ func (t *TxCommunity) Commit() *Community {
 	return t.work
 }
 
-// RenewGroupState renews, through tx, the relay-signed group state of
+// Issue implements WriteTx: ev, a membership event the relay issues
+// (Issued), is signed and stored by RenewGroupState, in the order issued.
+func (t *TxCommunity) Issue(ev *nostr.Event) { t.issued = append(t.issued, ev) }
+
+// RenewGroupState stores, through tx, the membership events the
+// transaction issued (Issue), then renews the relay-signed group state of
 // every channel marked StateChanged (ReplaceGroupState), in the order of
 // their numbers, so that the signed events do not depend on map order.
-// Without a key (key "") the relay signs nothing.
+// Without a key (key "") the relay signs nothing: a store opened without
+// one (a command that changes no group state) issues no events either.
 func (t *TxCommunity) RenewGroupState(tx GroupStateTx, key, pubkey string, now int64) error {
+	issued := t.issued
+	t.issued = nil
 	if key == "" || t.work == nil {
 		return nil
+	}
+	for _, ev := range issued {
+		if err := ev.Sign(key); err != nil {
+			return fmt.Errorf("sign membership event: %w", err)
+		}
+		if err := tx.AdmitOwn(ev, now); err != nil {
+			return fmt.Errorf("store membership event: %w", err)
+		}
 	}
 	seqs := make([]int64, 0, len(t.renew))
 	for seq := range t.renew {
@@ -118,13 +137,37 @@ func (t *TxCommunity) RenewGroupState(tx GroupStateTx, key, pubkey string, now i
 // and with a key, removes the group state another key signed
 // (DropForeignGroupState).
 func (t *TxCommunity) RenewEvery(tx GroupStateTx, key, pubkey string, now int64) error {
-	for _, ch := range t.Change().Channels() {
-		t.StateChanged(ch.Seq)
-	}
+	t.markEvery()
 	if key == "" {
 		return nil
 	}
 	return DropForeignGroupState(tx, pubkey, now)
+}
+
+// RenewIfChanged marks every channel's group state for renewal before
+// the commit when what it is rendered from beyond the channels
+// (GroupStateFingerprint) differs from recorded, the fingerprint the
+// store recorded at the last such renewal (found false: none yet): after
+// an upgrade that changed the renderer (39003, picture, the flags), or a
+// change of the configuration it reads (restricted, supported_kinds), no
+// channel keeps group state of the old form (RL-11, RL-36). It returns
+// the fingerprint the store records in the same transaction, and whether
+// it is to be recorded: not when it is unchanged, nor without a key (key
+// ""), when the relay signs nothing.
+func (t *TxCommunity) RenewIfChanged(recorded int64, found bool, key string) (int64, bool) {
+	fp := GroupStateFingerprint(t.Community().Policy)
+	if key == "" || (found && fp == recorded) {
+		return fp, false
+	}
+	t.markEvery()
+	return fp, true
+}
+
+// markEvery marks every channel's group state for renewal.
+func (t *TxCommunity) markEvery() {
+	for _, ch := range t.Change().Channels() {
+		t.StateChanged(ch.Seq)
+	}
 }
 
 // Publish notes ev, group state the transaction signed and stored, in

@@ -201,3 +201,43 @@ func TestPublishNewer(t *testing.T) {
 		}
 	}
 }
+
+// RL-36: the membership events a transaction issued are signed with the
+// relay key and admitted, in the order issued, before the group state
+// they change is renewed; a relay without a key issues none, and what a
+// transaction issued is not issued again by the next renewal.
+func TestTxCommunityIssues(t *testing.T) {
+	for _, key := range []string{testKey, ""} {
+		access := NewTxCommunity(NewCommunity(Policy{}, openChannel()))
+		join, leave := event(KindJoin, pkOutsider), event(KindLeave, pkMember)
+		join.ID, leave.ID = id(1), id(2)
+		access.Issue(Issued(join, chanID, 100))
+		access.Issue(Issued(leave, chanID, 100))
+		access.PutChannel(openChannel())
+		tx := &renewTx{TxCommunity: access}
+		if err := access.RenewGroupState(tx, key, testPubKey, 100); err != nil {
+			t.Fatal(err)
+		}
+		var kinds []int
+		for _, ev := range tx.admitted {
+			kinds = append(kinds, ev.Kind)
+			if ok, err := ev.CheckSignature(); !ok || err != nil || ev.PubKey != testPubKey {
+				t.Errorf("kind %d: signed by %s, valid %v (%v)", ev.Kind, ev.PubKey, ok, err)
+			}
+		}
+		want := []int{KindPutUser, KindRemoveUser, KindGroupMetadata, KindGroupAdmins, KindGroupMembers, KindGroupRoles}
+		if key == "" {
+			want = nil
+		}
+		if !slices.Equal(kinds, want) {
+			t.Fatalf("key %q: admitted kinds %v, want %v", key, kinds, want)
+		}
+		again := &renewTx{TxCommunity: access}
+		if err := access.RenewGroupState(again, testKey, testPubKey, 100); err != nil {
+			t.Fatal(err)
+		}
+		if len(again.admitted) > 0 && again.admitted[0].Kind == KindPutUser {
+			t.Fatalf("key %q: issued again by the next renewal", key)
+		}
+	}
+}

@@ -424,8 +424,8 @@ func TestMoveThenCopyRelayKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	newPK, _ := nostr.GetPublicKey(strings.TrimSpace(string(b)))
-	if got := groupStateSigners(t, moved); got[newPK] != 6 || len(got) != 1 {
-		t.Fatalf("group state after the import: %v, want 6 by the data directory's key %s", got, newPK)
+	if got := groupStateSigners(t, moved); got[newPK] != 8 || len(got) != 1 {
+		t.Fatalf("group state after the import: %v, want 8 (4 kinds of 2 channels) by the data directory's key %s", got, newPK)
 	}
 	if out, err := runApp("check", "--data", moved); err != nil || out != "ok\n" {
 		t.Fatalf("check after the import: %q, %v", out, err)
@@ -447,8 +447,8 @@ func TestMoveThenCopyRelayKey(t *testing.T) {
 	if out, err := runApp("check", "--data", moved, "--repair"); err != nil || !strings.HasSuffix(out, "repaired\n") {
 		t.Fatalf("check --repair: %q, %v", out, err)
 	}
-	if got := groupStateSigners(t, moved); got[oldPK] != 6 || len(got) != 1 {
-		t.Fatalf("group state after the repair: %v, want 6 by the relay key %s", got, oldPK)
+	if got := groupStateSigners(t, moved); got[oldPK] != 8 || len(got) != 1 {
+		t.Fatalf("group state after the repair: %v, want 8 (4 kinds of 2 channels) by the relay key %s", got, oldPK)
 	}
 	if out, err := runApp("check", "--data", moved); err != nil || out != "ok\n" {
 		t.Fatalf("check after the repair: %q, %v", out, err)

@@ -94,6 +94,12 @@ func serve(c *cli.Context) (err error) {
 	if err != nil {
 		return errors.Join(err, ln.Close())
 	}
+	// Group state of an older form, or rendered under another open_write
+	// or allowed_kinds, is renewed before clients read it (RL-36): after
+	// openStore, which refuses a database another relay key signed.
+	if err := store.RenewChangedGroupState(ctx); err != nil {
+		return errors.Join(fmt.Errorf("renew group state: %w", err), store.Close(), ln.Close())
+	}
 	rl, err := relay.New(relay.Config{
 		Info: relay.Info{
 			Name:        cfg.Relay.Name,

@@ -30,6 +30,9 @@ type commandStore interface {
 	ImportBatch(ctx context.Context, evs []*nostr.Event) ([]error, error)
 	// RenewGroupState signs the group state of every channel afresh.
 	RenewGroupState(ctx context.Context) error
+	// RenewChangedGroupState does so once when the group state's form or
+	// the configuration it reads changed (RL-36).
+	RenewChangedGroupState(ctx context.Context) error
 	// Backfill classifies the replies stored before their parents.
 	Backfill(ctx context.Context) (buzz.BackfillResult, error)
 	// Export writes the stored events f selects as JSON Lines.

@@ -65,11 +65,21 @@ func (a *admission) InsertChannel(h string) (int64, error) {
 
 func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) error {
 	if _, err := a.tx.tx.Exec(a.tx.ctx, `UPDATE channels SET created_at = coalesce(created_at, $1), name = $2, about = $3,
-		private = $4, deleted_at = coalesce(deleted_at, $5) WHERE seq = $6`,
-		nilUnlessZero(createdAt), ch.Name, ch.About, ch.Private, nilUnlessZero(deletedAt), ch.Seq); err != nil {
+		private = $4, deleted_at = coalesce(deleted_at, $5), picture = $6, parent = $7 WHERE seq = $8`,
+		nilUnlessZero(createdAt), ch.Name, ch.About, ch.Private, nilUnlessZero(deletedAt), ch.Picture,
+		nilUnlessZero(ch.Parent), ch.Seq); err != nil {
 		return fmt.Errorf("update channel: %w", err)
 	}
 	return nil
+}
+
+// childChannelsSQL reads a deleted channel's subgroups (RL-36) along
+// channels_parent, however many channels there are (RL-27a).
+const childChannelsSQL = `SELECT seq FROM channels WHERE parent = $1`
+
+func (a *admission) ChildChannels(parent int64) ([]int64, error) {
+	rows, err := a.tx.tx.Query(a.tx.ctx, childChannelsSQL, parent)
+	return collect(rows, err, pgx.RowTo[int64])
 }
 
 func (a *admission) PutMember(channel int64, pubkey []byte, role buzz.Role) error {
@@ -140,6 +150,24 @@ func (a *admission) SetScope(ref, scope int64) error {
 
 func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) {
 	return threadChanges(a.tx.ctx, a.tx.tx, a.tx.recounted)
+}
+
+func (a *admission) InviteRefs(channel int64, code string) ([]int64, error) {
+	rows, err := a.tx.tx.Query(a.tx.ctx, `SELECT event FROM invites WHERE channel = $1 AND code = $2`, channel, code)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func (a *admission) PutInvite(channel int64, code string) error {
+	_, err := a.tx.tx.Exec(a.tx.ctx, `INSERT INTO invites (channel, code, event) VALUES ($1, $2, $3)`, channel, code, a.seq)
+	return err
+}
+
+func (a *admission) DeleteInvites(ref int64) (int, error) {
+	tag, err := a.tx.tx.Exec(a.tx.ctx, `DELETE FROM invites WHERE event = $1`, ref)
+	return int(tag.RowsAffected()), err
 }
 
 // nilUnlessZero is v as a column, NULL for 0: a channel number, or a time

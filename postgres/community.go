@@ -58,7 +58,7 @@ func (s *Store) CommunityNow(ctx context.Context) (*buzz.Community, error) {
 }
 
 // OnPublish sets fn to be called, after their transaction commits, with
-// the group state events (39000-39002) the store signed and stored.
+// the group state events (39000-39003) the store signed and stored.
 func (s *Store) OnPublish(fn func([]*nostr.Event)) { s.onPublish.Store(&fn) }
 
 // communityIn is the access state for a transaction: the published one,
@@ -100,10 +100,14 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 	if err != nil {
 		return nil, fmt.Errorf("load settings: %w", err)
 	}
-	rows, err := q.Query(ctx, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`)
+	rows, err := q.Query(ctx, `SELECT seq, h, created_at IS NOT NULL, name, picture, about, private, coalesce(parent, 0),
+		deleted_at IS NOT NULL, (SELECT count(*) FROM invites i WHERE i.channel = channels.seq) FROM channels`)
 	channels, err := collect(rows, err, func(row pgx.CollectableRow) (*buzz.Channel, error) {
 		ch := &buzz.Channel{}
-		return ch, row.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted)
+		var invites int64
+		err := row.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.Picture, &ch.About, &ch.Private, &ch.Parent, &ch.Deleted, &invites)
+		ch.Invites = int(invites)
+		return ch, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)
@@ -171,6 +175,36 @@ func (s *Store) RenewGroupState(ctx context.Context) error {
 		return tx.access.RenewEvery(s.groupState(tx), s.key, s.pubkey, s.nowUnix())
 	})
 }
+
+// RenewChangedGroupState renews every channel's group state, once, when
+// what it is rendered from beyond the channels changed since the last such
+// renewal (buzz.TxCommunity.RenewIfChanged, RL-36): an upgrade that
+// changed its form, or a change of open_write or allowed_kinds. The relay
+// calls it as it starts, once the database's group state is known to be
+// its key's; the fingerprint is recorded in the same transaction
+// (settings: group_state.fingerprint), under the write lock, so that
+// processes starting together renew it once.
+func (s *Store) RenewChangedGroupState(ctx context.Context) error {
+	return s.write(ctx, func(tx *writeTx) error {
+		var recorded int64
+		err := tx.tx.QueryRow(tx.ctx, `SELECT value FROM settings WHERE key = $1`, groupStateFingerprint).Scan(&recorded)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("read %s: %w", groupStateFingerprint, err)
+		}
+		fp, renew := tx.access.RenewIfChanged(recorded, err == nil, s.key)
+		if !renew {
+			return nil
+		}
+		if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, groupStateFingerprint, fp); err != nil {
+			return fmt.Errorf("write %s: %w", groupStateFingerprint, err)
+		}
+		return nil
+	})
+}
+
+// groupStateFingerprint is the settings key of RenewChangedGroupState.
+const groupStateFingerprint = "group_state.fingerprint"
 
 // groupState is the write transaction tx as group state renewal uses it
 // (buzz.GroupStateTx). The group state events depend only on the

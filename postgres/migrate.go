@@ -38,7 +38,28 @@ var migrations = []string{
 		WHERE e.channel = c.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0);
 	CREATE INDEX channels_activity ON channels (last_message_at DESC, seq DESC)
 		WHERE NOT private AND deleted_at IS NULL;`,
+	invitesMigration,
+	subgroupsMigration,
 }
+
+// invitesMigration holds the invite codes (RL-36; see the SQLite schema):
+// the code each live 9009 create-invite gives its channel. A 9009 stored
+// before was no create-invite (any member could post one): none gives a
+// code.
+const invitesMigration = `CREATE TABLE invites (
+	  channel bigint NOT NULL REFERENCES channels(seq),
+	  code    text   NOT NULL,
+	  event   bigint NOT NULL REFERENCES events(seq) ON DELETE CASCADE,
+	  PRIMARY KEY (channel, code, event)
+	);
+	CREATE INDEX invites_event ON invites (event);`
+
+// subgroupsMigration is NIP-29 as its clients read it (RL-36, issue 31;
+// see the SQLite schema): a channel's picture and the parent it is a
+// subgroup of, with the index that finds a deleted parent's children.
+const subgroupsMigration = `ALTER TABLE channels ADD COLUMN picture text NOT NULL DEFAULT '';
+	ALTER TABLE channels ADD COLUMN parent bigint REFERENCES channels(seq);
+	CREATE INDEX channels_parent ON channels (parent) WHERE parent IS NOT NULL;`
 
 // feedStreamsMigration is the migration of the home feed's streams
 // (RL-35), as in the SQLite schema: stream 0 holds what every reader of open channels

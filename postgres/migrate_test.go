@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -84,7 +85,8 @@ func TestMigrateFeedStreams(t *testing.T) {
 		DROP FUNCTION mentions_insert(); DROP FUNCTION mentions_tag_delete(); DROP FUNCTION mentions_event_gone();
 		DROP FUNCTION channels_feed(); DROP TABLE mentions; DROP INDEX members_pubkey; DROP INDEX channels_private;
 		ALTER TABLE events DROP COLUMN feed; DROP FUNCTION feed_stream(bigint);
-		DROP INDEX channels_activity; ALTER TABLE channels DROP COLUMN last_message_at`); err != nil {
+		DROP INDEX channels_activity; ALTER TABLE channels DROP COLUMN last_message_at; DROP TABLE invites;
+		DROP INDEX channels_parent; ALTER TABLE channels DROP COLUMN parent; ALTER TABLE channels DROP COLUMN picture`); err != nil {
 		t.Fatal(err)
 	}
 	version := slices.Index(migrations, feedStreamsMigration) + 1
@@ -111,5 +113,109 @@ func TestMigrateFeedStreams(t *testing.T) {
 		if ids, want := testutil.IDs(got...), testutil.IDs(c.want...); !slices.Equal(ids, want) {
 			t.Errorf("%.8s %v: %v, want %v", c.v, c.types, ids, want)
 		}
+	}
+}
+
+// RL-36: a database of the schema version before the invite codes gets
+// their table; a 9009 stored before gives no code (any member could post
+// one then): its private channel stays closed to a join naming the code.
+func TestMigrateInvites(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.FreshDatabase(t)
+	owner, stranger := testutil.NewSigner(t), testutil.NewSigner(t)
+	const ops, at = "ops", 1700000000
+	old := suiteOpen(t, url, storetest.Config{})
+	for _, ev := range []*nostr.Event{
+		owner.Event(t, 9007, at, "", nostr.Tag{"h", ops}, nostr.Tag{"private"}),
+		owner.Event(t, 9009, at+1, "", nostr.Tag{"h", ops}, nostr.Tag{"code", "old"}),
+	} {
+		if _, err := old.Admit(ctx, ev); err != nil {
+			t.Fatalf("kind %d: %v", ev.Kind, err)
+		}
+	}
+	if _, err := old.pool.Exec(ctx, `DROP TABLE invites; DROP INDEX channels_parent; ALTER TABLE channels DROP COLUMN parent;
+		ALTER TABLE channels DROP COLUMN picture`); err != nil {
+		t.Fatal(err)
+	}
+	version := slices.Index(migrations, invitesMigration) + 1
+	if _, err := old.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version >= $1`, version); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := suiteOpen(t, url, storetest.Config{})
+	if ch := s.Community().Channel(ops); ch == nil || ch.Invites != 0 || !ch.Closed() {
+		t.Fatalf("after the migration: %+v, want a closed private channel without codes", ch)
+	}
+	_, err := s.Admit(ctx, stranger.Event(t, 9021, at+2, "", nostr.Tag{"h", ops}, nostr.Tag{"code", "old"}))
+	if !errors.Is(err, buzz.ErrCannotJoin) {
+		t.Fatalf("join with the code of a 9009 stored before: %v, want %v", err, buzz.ErrCannotJoin)
+	}
+}
+
+// Issue 31 (RL-36): a database of the schema version before
+// subgroupsMigration gets channels.picture (empty) and channels.parent (NULL:
+// every channel a root) with channels_parent; its channels take a picture
+// and a parent after; and the relay's first start renews the group state
+// of every channel once (39003 appears), the next not at all.
+func TestMigrateSubgroups(t *testing.T) {
+	ctx := context.Background()
+	const parent, child = "6e0f4c1a-2b3d-4e5f-8a9b-0c1d2e3f4a5b", "nip29-group"
+	url := pgtest.FreshDatabase(t)
+	owner := testutil.NewSigner(t)
+	old := suiteOpen(t, url, storetest.Config{})
+	for _, ev := range []*nostr.Event{
+		owner.Event(t, 9007, 1700000000, "", nostr.Tag{"h", parent}),
+		owner.Event(t, 9007, 1700000001, "", nostr.Tag{"h", child}),
+	} {
+		if _, err := old.Admit(ctx, ev); err != nil {
+			t.Fatalf("kind %d: %v", ev.Kind, err)
+		}
+	}
+	if _, err := old.pool.Exec(ctx, `DROP INDEX channels_parent; ALTER TABLE channels DROP COLUMN parent;
+		ALTER TABLE channels DROP COLUMN picture`); err != nil {
+		t.Fatal(err)
+	}
+	version := slices.Index(migrations, subgroupsMigration) + 1
+	if _, err := old.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version >= $1`, version); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := suiteOpen(t, url, storetest.Config{RelayKey: nostr.GeneratePrivateKey()})
+	count := func(query string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := s.pool.QueryRow(ctx, query, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := count(`SELECT count(*) FROM channels WHERE picture = '' AND parent IS NULL`); n != 2 {
+		t.Fatalf("%d of 2 channels migrated without a picture and parent", n)
+	}
+	if n := count(`SELECT count(*) FROM events WHERE kind BETWEEN 39000 AND 39003`); n != 0 {
+		t.Fatalf("%d group state events before the relay renewed it", n)
+	}
+	for i := range 2 {
+		if err := s.RenewChangedGroupState(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(`SELECT count(*) FROM events WHERE kind BETWEEN 39000 AND 39003`); n != 8 {
+			t.Fatalf("start %d: %d group state events, want 4 for each of 2 channels", i+1, n)
+		}
+	}
+	if n := count(`SELECT count(*) FROM events WHERE kind = 39003`); n != 2 {
+		t.Fatalf("%d 39003, want one a channel", n)
+	}
+	if _, err := s.Admit(ctx, owner.Event(t, 9002, 1700000002, "", nostr.Tag{"h", child}, nostr.Tag{"parent", parent},
+		nostr.Tag{"picture", "https://example.com/n.png"})); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM channels c JOIN channels p ON p.seq = c.parent
+		WHERE c.h = $1 AND p.h = $2 AND c.picture = 'https://example.com/n.png'`, child, parent); n != 1 {
+		t.Fatal("the migrated channel kept no parent or picture")
 	}
 }

@@ -87,6 +87,7 @@ func TestPlans(t *testing.T) {
 		{"feed activity, 16 streams", sqlQuery{sql: feedActivityQueries[16], args: append(slices.Clone(feedHead), feedStreams(16)...)}, "events_feed"},
 		{"feed streams", sqlQuery{sql: feedStreamsSQL, args: []any{authorKey}}, "members_pubkey"},
 		{"feed streams of a relay admin", sqlQuery{sql: feedAdminStreamsSQL}, "channels_private"},
+		{"subgroups of a deleted channel", sqlQuery{sql: childChannelsSQL, args: []any{int64(7)}}, "channels_parent"},
 		{"thread of a root", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_root"},
 		{"thread of a root, a later page", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100, After: threadAfter}, now), "events_root"},
 		{"thread below an inner event", threadSQL(planEvents+1, 1, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_parent"},
@@ -167,6 +168,8 @@ func feedTriggerStatements(t *testing.T) []string {
 var planDatabase = []string{
 	`INSERT INTO channels (h) SELECT 'ch' || g FROM generate_series(1, 200) g`,
 	`INSERT INTO channels (h) SELECT 'quiet' || g FROM generate_series(1, 1800) g`,
+	// A quarter of the quiet channels are subgroups of the busy ones.
+	`UPDATE channels SET parent = 1 + seq % 200 WHERE seq > 200 AND seq % 4 = 0`,
 	`INSERT INTO events (id, pubkey, created_at, kind, tags, content, sig, channel, depth, row_class, scope)
 		SELECT sha256(int8send(g)), sha256(int8send(g % 1000)), 1700000000 + g,
 			CASE WHEN g % 5 = 0 THEN 7 ELSE 9 END, '[]', '', sha512(int8send(g)), 1 + g % 200,
@@ -218,7 +221,7 @@ var planDatabase = []string{
 	// planner weighs how a table's order follows an index's), numbers kept.
 	`CREATE TEMPORARY TABLE arrived_events AS SELECT * FROM events ORDER BY created_at, seq`,
 	`CREATE TEMPORARY TABLE arrived_tags AS SELECT * FROM tags ORDER BY created_at, seq`,
-	`TRUNCATE events, tags, thread_metadata`,
+	`TRUNCATE events, tags, thread_metadata, invites`,
 	`INSERT INTO events OVERRIDING SYSTEM VALUE SELECT * FROM arrived_events`,
 	`INSERT INTO tags SELECT * FROM arrived_tags`,
 	`SELECT setval(pg_get_serial_sequence('events', 'seq'), (SELECT max(seq) FROM events))`,

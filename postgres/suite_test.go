@@ -113,8 +113,9 @@ func (s suiteStore) Damage(ctx context.Context, harm storetest.Harm) error {
 // dumpQueries select every row of the tables a write changes, in a stable
 // order.
 var dumpQueries = []string{
-	`SELECT seq, h, created_at, name, about, private, deleted_at FROM channels ORDER BY seq`,
+	`SELECT seq, h, created_at, name, about, private, deleted_at, picture, parent FROM channels ORDER BY seq`,
 	`SELECT channel, pubkey, role FROM members ORDER BY channel, pubkey`,
+	`SELECT channel, code, event FROM invites ORDER BY channel, code, event`,
 	`SELECT key, value FROM settings ORDER BY key`,
 	`SELECT seq, id, pubkey, created_at, kind, tags, content, sig, channel, dkey, expires_at,
 		deleted_at, parent, root, depth, broadcast, row_class, scope FROM events ORDER BY seq`,

@@ -72,6 +72,10 @@ var writerStatements = map[string]string{
 	"channel saved":                        `UPDATE channels SET`,
 	"member put":                           `INSERT INTO members`,
 	"member removed":                       `DELETE FROM members WHERE channel = $1 AND pubkey = $2`,
+	"invite codes a join names":            `SELECT event FROM invites WHERE channel = $1 AND code = $2`,
+	"invite code recorded":                 `INSERT INTO invites`,
+	"invite code revoked":                  `DELETE FROM invites WHERE event = $1`,
+	"subgroups of a deleted channel":       childChannelsSQL,
 	"expired events":                       `WHERE expires_at <= $1 LIMIT $2`,
 }
 
@@ -82,8 +86,8 @@ var writerStatements = map[string]string{
 // reply, of a reply in a thread of 300, by a channel admin and of a
 // reaction, deletions before their targets by id and by address,
 // replaced addressable and replaceable events, channels created by a
-// 9007 and by a first event, members put and removed, the relay's group
-// state renewed) and the purge of an expired event. The statements are
+// 9007 and by a first event, members put and removed, a subgroup made a
+// root by its parent's 9008, the relay's group state renewed) and the purge of an expired event. The statements are
 // the ones the store ran (a tracer on its pool), so that one added later
 // is checked too; each is explained with the arguments it ran with, and
 // as the generic plan PostgreSQL turns to once a prepared statement has
@@ -168,6 +172,17 @@ func TestWriterPlans(t *testing.T) {
 	admit(admin.Event(t, buzz.KindCreateChannel, at+15, "", nostr.Tag{"h", group}), nil)
 	admit(admin.Event(t, buzz.KindPutUser, at+16, "", nostr.Tag{"h", group}, nostr.Tag{"p", b.PK}), nil)
 	admit(admin.Event(t, buzz.KindRemoveUser, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"p", b.PK}), nil)
+	// RL-36: an invite code, a join with it (the relay issues its 9000)
+	// and a leave (its 9001), the code revoked.
+	admit(admin.Event(t, buzz.KindEditMetadata, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"private"}), nil)
+	invite := admin.Event(t, buzz.KindCreateInvite, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"code", "c"})
+	admit(invite, nil)
+	admit(b.Event(t, buzz.KindJoin, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"code", "c"}), nil)
+	admit(b.Event(t, buzz.KindLeave, at+17, "", nostr.Tag{"h", group}), nil)
+	admit(admin.Event(t, buzz.KindGroupDelete, at+17, "", nostr.Tag{"h", group}, nostr.Tag{"e", invite.ID}), nil)
+	// RL-36: a subgroup of the new channel, which a 9008 makes a root.
+	admit(admin.Event(t, buzz.KindEditMetadata, at+17, "", nostr.Tag{"h", "ch9"}, nostr.Tag{"parent", group}), nil)
+	admit(admin.Event(t, buzz.KindDeleteChannel, at+17, "", nostr.Tag{"h", group}), nil)
 	admit(admin.Event(t, buzz.KindGroupDelete, at+18, "", ch, nostr.Tag{"e", late.ID}), nil)
 	admit(b.Event(t, 5, at+19, "", nostr.Tag{"e", reaction.ID}), nil)
 	admit(a.Event(t, 9, at+20, "names a channel first", nostr.Tag{"h", "fresh"}), nil)

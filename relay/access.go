@@ -73,7 +73,7 @@ func broadcastScope(ev *nostr.Event) string {
 		return h
 	}
 	switch ev.Kind {
-	case buzz.KindGroupMetadata, buzz.KindGroupAdmins, buzz.KindGroupMembers:
+	case buzz.KindGroupMetadata, buzz.KindGroupAdmins, buzz.KindGroupMembers, buzz.KindGroupRoles:
 		return ev.Tags.GetD()
 	}
 	return ""

@@ -18,6 +18,8 @@ type admission struct {
 	// named is whether a deletion stored before the event names it (for
 	// the aux kinds, schema.sql: named_by_deletion), as Seen read it.
 	named bool
+	// seq is the event's number once InsertEvent stored it.
+	seq int64
 }
 
 // Seen asks in one statement what every event raises: stored already,
@@ -56,11 +58,19 @@ func (a *admission) InsertChannel(h string) (int64, error) {
 
 func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) error {
 	_, err := a.tx.updateChannel.ExecContext(a.tx.ctx, nullUnlessZero(createdAt), ch.Name, ch.About, ch.Private,
-		nullUnlessZero(deletedAt), ch.Seq)
+		nullUnlessZero(deletedAt), ch.Picture, nullUnlessZero(ch.Parent), ch.Seq)
 	if err != nil {
 		return fmt.Errorf("update channel: %w", err)
 	}
 	return nil
+}
+
+func (a *admission) ChildChannels(parent int64) ([]int64, error) {
+	rows, err := a.tx.childChannels.QueryContext(a.tx.ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	return readSeqs(rows)
 }
 
 func (a *admission) PutMember(channel int64, pubkey []byte, role buzz.Role) error {
@@ -89,6 +99,7 @@ func (a *admission) InsertEvent(row buzz.EventRow) error {
 	if err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
+	a.seq = seq
 	tx.storedIn(channel, scope)
 	deletion := ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete
 	for _, t := range r.tags {
@@ -137,6 +148,28 @@ func (a *admission) SetScope(ref, scope int64) error {
 }
 
 func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) { return a.tx.recountedThreads() }
+
+func (a *admission) InviteRefs(channel int64, code string) ([]int64, error) {
+	rows, err := a.tx.inviteRefs.QueryContext(a.tx.ctx, channel, code)
+	if err != nil {
+		return nil, err
+	}
+	return readSeqs(rows)
+}
+
+func (a *admission) PutInvite(channel int64, code string) error {
+	_, err := a.tx.putInvite.ExecContext(a.tx.ctx, channel, code, a.seq)
+	return err
+}
+
+func (a *admission) DeleteInvites(ref int64) (int, error) {
+	res, err := a.tx.deleteInvites.ExecContext(a.tx.ctx, ref)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
 
 // nullUnlessZero is v as a column, NULL for 0: a channel number, or a
 // time the rules did not set.

@@ -42,3 +42,13 @@ func TestLastMessagePlans(t *testing.T) {
 		}
 	}
 }
+
+// RL-27a, RL-36: a deleted channel's subgroups are one range of
+// channels_parent, not a scan of every channel.
+func TestSubgroupPlans(t *testing.T) {
+	s := ttOpen(t)
+	plan := explain(t, s, childChannelsSQL, int64(1))
+	if !strings.Contains(plan, "USING COVERING INDEX channels_parent (parent=?)") || strings.Contains(plan, "SCAN") {
+		t.Errorf("the subgroups of a channel are not read along channels_parent:\n%s", plan)
+	}
+}

@@ -71,10 +71,11 @@ func chExpect(t testing.TB, s *Store, h, want string) {
 }
 
 // accessQueries select every row of the access state tables (channels,
-// members, settings).
+// members, invites, settings).
 var accessQueries = []string{
-	`SELECT seq, h, created_at, name, about, private, deleted_at FROM channels ORDER BY seq`,
+	`SELECT seq, h, created_at, name, about, private, deleted_at, picture, parent FROM channels ORDER BY seq`,
 	`SELECT channel, pubkey, role FROM members ORDER BY channel, pubkey`,
+	`SELECT channel, code, event FROM invites ORDER BY channel, code, event`,
 	`SELECT key, value FROM settings ORDER BY key`,
 }
 

@@ -20,7 +20,7 @@ import (
 func (s *Store) Community() *buzz.Community { return s.writer.community.Load() }
 
 // OnPublish sets fn to be called, after their transaction commits, with
-// the group state events (39000-39002) the store signed and stored, so that
+// the group state events (39000-39003) the store signed and stored, so that
 // the relay can deliver them to open subscriptions.
 func (s *Store) OnPublish(fn func([]*nostr.Event)) { s.writer.onPublish.Store(&fn) }
 
@@ -139,11 +139,12 @@ func loadCommunity(ctx context.Context, q queryer, policy buzz.Policy) (*buzz.Co
 		return nil, fmt.Errorf("load settings: %w", err)
 	}
 	var channels []*buzz.Channel
-	err = eachRow(ctx, q, `SELECT seq, h, created_at IS NOT NULL, name, about, private, deleted_at IS NOT NULL FROM channels`,
+	err = eachRow(ctx, q, `SELECT seq, h, created_at IS NOT NULL, name, picture, about, private, coalesce(parent, 0),
+		deleted_at IS NOT NULL, (SELECT count(*) FROM invites i WHERE i.channel = channels.seq) FROM channels`,
 		func(rows *sql.Rows) error {
 			ch := &buzz.Channel{}
 			channels = append(channels, ch)
-			return rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.About, &ch.Private, &ch.Deleted)
+			return rows.Scan(&ch.Seq, &ch.H, &ch.Created, &ch.Name, &ch.Picture, &ch.About, &ch.Private, &ch.Parent, &ch.Deleted, &ch.Invites)
 		})
 	if err != nil {
 		return nil, fmt.Errorf("load channels: %w", err)
@@ -255,6 +256,33 @@ func (s *Store) RenewGroupState(ctx context.Context) error {
 		return tx.access.RenewEvery(s.groupState(tx), s.key, s.pubkey, s.nowUnix())
 	})
 }
+
+// RenewChangedGroupState renews every channel's group state, once, when
+// what it is rendered from beyond the channels changed since the last such
+// renewal (buzz.TxCommunity.RenewIfChanged, RL-36): an upgrade that
+// changed its form, or a change of open_write or allowed_kinds. The relay
+// calls it as it starts; the fingerprint is recorded in the same
+// transaction (settings: group_state.fingerprint).
+func (s *Store) RenewChangedGroupState(ctx context.Context) error {
+	return s.writer.do(ctx, func(tx *writeTx) error {
+		var recorded int64
+		err := tx.getSetting.QueryRowContext(tx.ctx, groupStateFingerprint).Scan(&recorded)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("read %s: %w", groupStateFingerprint, err)
+		}
+		fp, renew := tx.access.RenewIfChanged(recorded, err == nil, s.key)
+		if !renew {
+			return nil
+		}
+		if _, err := tx.putSetting.ExecContext(tx.ctx, groupStateFingerprint, fp); err != nil {
+			return fmt.Errorf("write %s: %w", groupStateFingerprint, err)
+		}
+		return nil
+	})
+}
+
+// groupStateFingerprint is the settings key of RenewChangedGroupState.
+const groupStateFingerprint = "group_state.fingerprint"
 
 // foreignGroupState is true of the group state (39000-39003) in force
 // that pubkey ?1 did not sign.

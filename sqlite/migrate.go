@@ -244,6 +244,22 @@ var migrations = map[int]string{
 		  WHERE e.channel = channels.seq AND e.row_class >= 1 AND e.deleted_at IS NULL), 0);
 		CREATE INDEX channels_activity ON channels(last_message_at, seq)
 		  WHERE private = 0 AND deleted_at IS NULL;`,
+	// Invite codes (RL-36). A 9009 stored before was no create-invite (any
+	// member could post one, as any event): none gives a code.
+	11: `CREATE TABLE invites (
+  channel INTEGER NOT NULL REFERENCES channels(seq),
+  code    TEXT    NOT NULL,
+  event   INTEGER NOT NULL REFERENCES events(seq) ON DELETE CASCADE,
+  PRIMARY KEY (channel, code, event)
+) STRICT, WITHOUT ROWID;
+		CREATE INDEX invites_event ON invites(event);`,
+	// NIP-29 as its clients read it (RL-36, issue 31): a channel's
+	// picture and the parent it is a subgroup of, with the index that
+	// finds a deleted parent's children. The group state renewed by the
+	// relay's next start (no group_state.fingerprint yet) carries them.
+	12: `ALTER TABLE channels ADD COLUMN picture TEXT NOT NULL DEFAULT '';
+		ALTER TABLE channels ADD COLUMN parent INTEGER REFERENCES channels(seq);
+		CREATE INDEX channels_parent ON channels(parent) WHERE parent IS NOT NULL;`,
 }
 
 // markNamedByDeletion marks every aux event that a stored deletion names

@@ -146,8 +146,8 @@ func mgSetMigration(t testing.TB, from int, step string) {
 // RL-2: SchemaVersion reads the version line of schema.sql.
 func TestMigrateSchemaVersion(t *testing.T) {
 	v, err := SchemaVersion(testutil.Schema(t))
-	if err != nil || v != 11 {
-		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 11", v, err)
+	if err != nil || v != 13 {
+		t.Errorf("SchemaVersion(schema.sql) = %d, %v; want 13", v, err)
 	}
 	// Every older version has its step forward.
 	for from := 1; from < v; from++ {
@@ -461,10 +461,35 @@ func mgDowngradeToV3(t testing.TB, path string) {
 	}
 }
 
-// mgDowngradeToV10 takes a database of version 11 back to version 10: no
+// mgDowngradeToV12 takes a database of version 13 back to version 12: no
+// channels.picture, channels.parent and its index.
+func mgDowngradeToV12(t testing.TB, path string) {
+	t.Helper()
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP INDEX channels_parent; ALTER TABLE channels DROP COLUMN parent;
+		ALTER TABLE channels DROP COLUMN picture; PRAGMA user_version = 12`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV11 takes a database of the current version back to
+// version 11: no invite codes.
+func mgDowngradeToV11(t testing.TB, path string) {
+	t.Helper()
+	mgDowngradeToV12(t, path)
+	raw := mgRaw(t, path)
+	defer raw.Close()
+	if _, err := raw.Exec(`DROP INDEX invites_event; DROP TABLE invites; PRAGMA user_version = 11`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mgDowngradeToV10 takes a database of the current version back to version 10: no
 // channels.last_message_at and its index.
 func mgDowngradeToV10(t testing.TB, path string) {
 	t.Helper()
+	mgDowngradeToV11(t, path)
 	raw := mgRaw(t, path)
 	defer raw.Close()
 	if _, err := raw.Exec(`DROP INDEX channels_activity; ALTER TABLE channels DROP COLUMN last_message_at;
@@ -936,5 +961,80 @@ func TestMigrateFromVersion10(t *testing.T) {
 		if page[i].H != want[i].H || page[i].LastMessageAt != want[i].LastMessageAt {
 			t.Errorf("listed %+v, want %+v", page, want)
 		}
+	}
+}
+
+// RL-36: a version 11 database gets the table of invite codes, every
+// object of it then as a fresh database has it. A 9009 stored before gives
+// no code (any member could post one then): its private channel stays
+// closed to a join that names the code.
+func TestMigrateFromVersion11(t *testing.T) {
+	const ops = "ops"
+	owner, stranger := testutil.NewSigner(t), testutil.NewSigner(t)
+	path := mgNewDB(t, owner.Event(t, 9007, qtT0, "", nostr.Tag{"h", ops}, nostr.Tag{"private"}),
+		owner.Event(t, 9009, qtT0+1, "", nostr.Tag{"h", ops}, nostr.Tag{"code", "old"}))
+	mgDowngradeToV11(t, path)
+	s := mgMigratedAsFresh(t, path)
+	if ch := s.Community().Channel(ops); ch == nil || ch.Invites != 0 || !ch.Closed() {
+		t.Fatalf("after the migration: %+v, want a closed private channel without codes", ch)
+	}
+	err := s.Ingest(context.Background(), stranger.Event(t, 9021, qtT0+2, "", nostr.Tag{"h", ops}, nostr.Tag{"code", "old"}))
+	if !errors.Is(err, buzz.ErrCannotJoin) {
+		t.Fatalf("join with the code of a 9009 stored before: %v, want %v", err, buzz.ErrCannotJoin)
+	}
+}
+
+// Issue 31 (RL-36): a version 12 database gets channels.picture (empty) and
+// channels.parent (NULL: every channel a root) with channels_parent, every
+// object then as a fresh database has it; its channels take a picture and
+// a parent after; and the relay's first start renews the group state of
+// every channel once (39003 appears beside the rest), the next not at all.
+func TestMigrateFromVersion12(t *testing.T) {
+	const parent, child = "6e0f4c1a-2b3d-4e5f-8a9b-0c1d2e3f4a5b", "nip29-group"
+	owner := testutil.NewSigner(t)
+	path := mgNewDB(t, owner.Event(t, 9007, qtT0, "", nostr.Tag{"h", parent}, nostr.Tag{"name", "tech"}),
+		owner.Event(t, 9007, qtT0+1, "", nostr.Tag{"h", child}))
+	mgDowngradeToV12(t, path)
+	s := mgMigratedAsFresh(t, path)
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM channels WHERE picture = '' AND parent IS NULL`); n != 2 {
+		t.Fatalf("%d of 2 channels migrated without a picture and parent", n)
+	}
+	s.Close()
+
+	key := nostr.GeneratePrivateKey()
+	s, err := Open(context.Background(), Options{Path: path, Schema: testutil.Schema(t), RelayKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	stateOf := func() string {
+		t.Helper()
+		evs, err := s.Query(context.Background(), nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}}, buzz.Anonymous)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(testutil.IDs(evs...), " ")
+	}
+	if got := stateOf(); got != "" {
+		t.Fatalf("group state before the relay renewed it: %s", got)
+	}
+	if err := s.RenewChangedGroupState(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM events WHERE kind BETWEEN 39000 AND 39003`); n != 8 {
+		t.Fatalf("%d group state events after the first start, want 4 for each of 2 channels", n)
+	}
+	renewed := stateOf()
+	if err := s.RenewChangedGroupState(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(); got != renewed {
+		t.Fatalf("the second start renewed the group state again:\n%s\nwas\n%s", got, renewed)
+	}
+	qtIngest(t, s, owner.Event(t, 9002, qtT0+2, "", nostr.Tag{"h", child}, nostr.Tag{"parent", parent},
+		nostr.Tag{"picture", "https://example.com/n.png"}))
+	if n := qtSQLCount(t, s, `SELECT count(*) FROM channels c JOIN channels p ON p.seq = c.parent
+		WHERE c.h = ? AND p.h = ? AND c.picture = 'https://example.com/n.png'`, child, parent); n != 1 {
+		t.Fatal("the migrated channel kept no parent or picture")
 	}
 }

@@ -21,14 +21,15 @@ type writeStmts struct {
 	liveChildren, subtreeAuthors, threadNewest, threadAuthors *sql.Stmt
 	expired, clearExpiry                                      *sql.Stmt
 	unclassified, setThread, deleteExtraTag                   *sql.Stmt
-	accessVersion, putSetting, setScope                       *sql.Stmt
-	updateChannel, putMember, deleteMember                    *sql.Stmt
+	accessVersion, putSetting, getSetting, setScope           *sql.Stmt
+	updateChannel, putMember, deleteMember, childChannels     *sql.Stmt
 	reactionsTo, summaryTarget, bumpPages                     *sql.Stmt
 	shortWait, longWait, checkpoint, busyWait                 *sql.Stmt
 	foreignGroupState                                         *sql.Stmt
 	topLevelAfter, subtree, moveSubtree                       *sql.Stmt
 	spendToken, purgeTokens                                   *sql.Stmt
 	raiseLastMessage, rereadLastMessage                       *sql.Stmt
+	inviteRefs, putInvite, deleteInvites                      *sql.Stmt
 
 	all []*sql.Stmt
 }
@@ -53,6 +54,10 @@ const subtreeAuthorsSQL = `WITH RECURSIVE below(seq) AS (
 	FROM below b CROSS JOIN events e ON e.seq = b.seq
 	WHERE e.deleted_at IS NULL
 	GROUP BY e.pubkey`
+
+// childChannelsSQL reads a deleted channel's subgroups (RL-36) along
+// channels_parent, however many channels there are (RL-27a).
+const childChannelsSQL = `SELECT seq FROM channels WHERE parent = ?`
 
 // raiseLastMessageSQL makes ?2 the last message of channel ?1 if newer.
 const raiseLastMessageSQL = `UPDATE channels SET last_message_at = ?2 WHERE seq = ?1 AND last_message_at < ?2`
@@ -161,12 +166,19 @@ func (s *writeStmts) list() []writeStmt {
 			ON CONFLICT (channel) DO UPDATE SET version = version + 1`},
 		{&s.putSetting, `INSERT INTO settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`},
+		{&s.getSetting, `SELECT value FROM settings WHERE key = ?`},
 		{&s.setScope, `UPDATE events SET scope = ? WHERE seq = ?`},
 		{&s.updateChannel, `UPDATE channels SET created_at = coalesce(created_at, ?), name = ?, about = ?,
-			private = ?, deleted_at = coalesce(deleted_at, ?) WHERE seq = ?`},
+			private = ?, deleted_at = coalesce(deleted_at, ?), picture = ?, parent = ? WHERE seq = ?`},
+		{&s.childChannels, childChannelsSQL},
 		{&s.putMember, `INSERT INTO members (channel, pubkey, role) VALUES (?, ?, ?)
 			ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`},
 		{&s.deleteMember, `DELETE FROM members WHERE channel = ? AND pubkey = ?`},
+		// Invite codes (RL-36): a join's seek, a 9009's row, and a
+		// deleted 9009's row taken away.
+		{&s.inviteRefs, `SELECT event FROM invites WHERE channel = ? AND code = ?`},
+		{&s.putInvite, `INSERT INTO invites (channel, code, event) VALUES (?, ?, ?)`},
+		{&s.deleteInvites, `DELETE FROM invites WHERE event = ?`},
 		// Reactions without a channel that name ?1 in an e tag: one of them
 		// may have arrived before its target (RL-8).
 		{&s.reactionsTo, `SELECT t.seq FROM tags t WHERE t.name = 'e' AND t.value = ? AND t.kind = 7`},

@@ -226,7 +226,7 @@ func chPersisted(t testing.TB, s Store, cfg Config) Store {
 // checks that it is one event of each kind, signed by the relay.
 func chGroupState(t testing.TB, s Store, h, relayPK string, v buzz.Viewer) map[int]*nostr.Event {
 	t.Helper()
-	f := nostr.Filter{Kinds: []int{39000, 39001, 39002}, Tags: nostr.TagMap{"d": {h}}}
+	f := nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}, Tags: nostr.TagMap{"d": {h}}}
 	evs, err := s.Query(context.Background(), f, v)
 	if err != nil {
 		t.Fatal(err)
@@ -291,8 +291,9 @@ func chSameEvents(t testing.TB, published []*nostr.Event, state map[int]*nostr.E
 	}
 }
 
-// RL-11, RL-13: with a relay key the store keeps exactly one 39000, 39001
-// and 39002 per channel, relay-signed, with the contract's tags; a change
+// RL-11, RL-13, RL-36: with a relay key the store keeps exactly one
+// 39000, 39001, 39002 and 39003 per channel, relay-signed, with the
+// contract's tags (the flags of a private channel); a change
 // replaces them with newer ones (even within one second); 9008 removes
 // them; OnPublish hears of each new set after its commit; the group state
 // of a private channel is read by its members only.
@@ -309,11 +310,16 @@ func testGroupState(t *testing.T, open Opener) {
 
 	ttIngest(t, s, owner.Event(t, 9007, chT, "", ttH(ttChan), nostr.Tag{"name", "Ops"}, nostr.Tag{"about", "on call"}, nostr.Tag{"private"}))
 	st := chGroupState(t, s, ttChan, relayPK, ownerV)
-	if len(st) != 3 || chGroupStateRows(t, s, ttChan) != 3 {
+	if len(st) != 4 || chGroupStateRows(t, s, ttChan) != 4 {
 		t.Fatalf("after 9007: %d group state events readable, %d rows", len(st), chGroupStateRows(t, s, ttChan))
 	}
-	if got, want := chTags(st[39000].Tags...), chTags(nostr.Tag{"d", ttChan}, nostr.Tag{"name", "Ops"}, nostr.Tag{"about", "on call"}, nostr.Tag{"private"}); got != want {
+	if got, want := chTags(st[39000].Tags...), chTags(nostr.Tag{"d", ttChan}, nostr.Tag{"name", "Ops"}, nostr.Tag{"about", "on call"},
+		nostr.Tag{"private"}, nostr.Tag{"restricted"}, nostr.Tag{"hidden"}, nostr.Tag{"closed"}); got != want {
 		t.Errorf("39000 tags %s, want %s", got, want)
+	}
+	if roles := st[39003].Tags; len(roles) != 4 || roles[1][0] != "role" || roles[1][1] != "owner" || roles[2][1] != "admin" ||
+		roles[3][1] != "member" || len(roles[3]) != 3 || roles[3][2] == "" {
+		t.Errorf("39003 tags %s, want d and the roles owner, admin, member with descriptions", chTags(roles...))
 	}
 	if got, want := chTags(st[39001].Tags...), chTags(nostr.Tag{"d", ttChan}, nostr.Tag{"p", owner.PK, "owner"}); got != want {
 		t.Errorf("39001 tags %s, want %s", got, want)
@@ -334,7 +340,7 @@ func testGroupState(t *testing.T, open Opener) {
 		if got := chGroupState(t, s, ttChan, relayPK, v); len(got) != 0 {
 			t.Errorf("%q reads %d group state events of a private channel", v, len(got))
 		}
-		if n := Count(t, s, nostr.Filter{Kinds: []int{39000, 39001, 39002}}, v); n != 0 {
+		if n := Count(t, s, nostr.Filter{Kinds: []int{39000, 39001, 39002, 39003}}, v); n != 0 {
 			t.Errorf("%q counts %d group state events of a private channel", v, n)
 		}
 	}
@@ -343,7 +349,7 @@ func testGroupState(t *testing.T, open Opener) {
 	prev := st
 	ttIngest(t, s, owner.Event(t, 9000, chT, "", ttH(ttChan), nostr.Tag{"p", member.PK}, nostr.Tag{"p", admin.PK, "admin"}))
 	st = chGroupState(t, s, ttChan, relayPK, ownerV)
-	if len(st) != 3 || chGroupStateRows(t, s, ttChan) != 3 {
+	if len(st) != 4 || chGroupStateRows(t, s, ttChan) != 4 {
 		t.Fatalf("after 9000: %d group state events readable, %d rows", len(st), chGroupStateRows(t, s, ttChan))
 	}
 	for kind, ev := range st {
@@ -359,7 +365,7 @@ func testGroupState(t *testing.T, open Opener) {
 	}
 	chSameEvents(t, pub.take(), st)
 	// Members read it now; the outsider does not.
-	if got := chGroupState(t, s, ttChan, relayPK, buzz.Viewer(member.PK)); len(got) != 3 {
+	if got := chGroupState(t, s, ttChan, relayPK, buzz.Viewer(member.PK)); len(got) != 4 {
 		t.Errorf("member reads %d group state events", len(got))
 	}
 	if got := chGroupState(t, s, ttChan, relayPK, buzz.Viewer(outsider.PK)); len(got) != 0 {
@@ -370,7 +376,7 @@ func testGroupState(t *testing.T, open Opener) {
 	prev = st
 	ttIngest(t, s, admin.Event(t, 9002, chT, "", ttH(ttChan), nostr.Tag{"name", "Ops 2"}, nostr.Tag{"public"}))
 	st = chGroupState(t, s, ttChan, relayPK, buzz.Anonymous)
-	if len(st) != 3 || chGroupStateRows(t, s, ttChan) != 3 {
+	if len(st) != 4 || chGroupStateRows(t, s, ttChan) != 4 {
 		t.Fatalf("after 9002: %d group state events readable, %d rows", len(st), chGroupStateRows(t, s, ttChan))
 	}
 	for kind, ev := range st {
@@ -456,7 +462,7 @@ func testGroupStateImport(t *testing.T, open Opener) {
 	var all []*nostr.Event
 	for _, h := range []string{ttChan, ttChan2} {
 		st := chGroupState(t, s, h, relayPK, buzz.Viewer(owner.PK))
-		if len(st) != 3 || chGroupStateRows(t, s, h) != 3 {
+		if len(st) != 4 || chGroupStateRows(t, s, h) != 4 {
 			t.Fatalf("%s: %d group state events after RenewGroupState", h[:8], len(st))
 		}
 		for _, ev := range st {
@@ -483,7 +489,7 @@ func testGroupStateImport(t *testing.T, open Opener) {
 		t.Fatal(err)
 	}
 	for _, h := range []string{ttChan, ttChan2} {
-		if n := chGroupStateRows(t, s, h); n != 3 {
+		if n := chGroupStateRows(t, s, h); n != 4 {
 			t.Errorf("%s: %d group state rows after a second RenewGroupState", h[:8], n)
 		}
 	}

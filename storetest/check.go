@@ -99,7 +99,7 @@ func testCheckGroupStateSigner(t *testing.T, open Opener) {
 	if err := s.RenewGroupState(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := ckGroupStateSigners(t, s); got[pkA] != 6 || len(got) != 1 {
+	if got := ckGroupStateSigners(t, s); got[pkA] != 8 || len(got) != 1 {
 		t.Fatalf("group state after the import under key A: %v", got)
 	}
 	if rep, err := s.Check(ctx, false); err != nil || !rep.OK() {
@@ -108,13 +108,13 @@ func testCheckGroupStateSigner(t *testing.T, open Opener) {
 
 	s = s.Reopen(t, Config{})
 	rep, err := s.Check(ctx, true)
-	if err == nil || len(rep.GroupState) != 6 {
+	if err == nil || len(rep.GroupState) != 8 {
 		t.Fatalf("check --repair without a relay key: %d findings, %v", len(rep.GroupState), err)
 	}
 
 	s = s.Reopen(t, Config{RelayKey: keyB})
 	rep, err = s.Check(ctx, false)
-	if err != nil || rep.OK() || len(rep.GroupState) != 6 {
+	if err != nil || rep.OK() || len(rep.GroupState) != 8 {
 		t.Fatalf("check under key B: %+v, %v", rep, err)
 	}
 	want := "kind 39000 of channel " + chans[0] + " is signed by " + pkA + ", not by the relay key " + pkB
@@ -124,7 +124,7 @@ func testCheckGroupStateSigner(t *testing.T, open Opener) {
 	if rep, err = s.Check(ctx, true); err != nil || !rep.Repaired {
 		t.Fatalf("check --repair under key B: %+v, %v", rep, err)
 	}
-	if got := ckGroupStateSigners(t, s); got[pkB] != 6 || len(got) != 1 {
+	if got := ckGroupStateSigners(t, s); got[pkB] != 8 || len(got) != 1 {
 		t.Fatalf("group state after the repair: %v", got)
 	}
 	if rep, err := s.Check(ctx, false); err != nil || !rep.OK() {
@@ -136,7 +136,7 @@ func testCheckGroupStateSigner(t *testing.T, open Opener) {
 	if err := s.RenewGroupState(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := ckGroupStateSigners(t, s); got[pkA] != 6 || len(got) != 1 {
+	if got := ckGroupStateSigners(t, s); got[pkA] != 8 || len(got) != 1 {
 		t.Fatalf("group state after a renewal under key A: %v", got)
 	}
 }

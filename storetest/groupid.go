@@ -65,3 +65,54 @@ func testGroupIDsVerbatim(t *testing.T, open Opener) {
 		}
 	}
 }
+
+// CW-2: an event whose h tag spells a UUID otherwise (upper case, 32 bare
+// hex, braced, urn:uuid:) belongs to the channel of the canonical form:
+// it is in that channel's window and in a REQ's answer for #h in any
+// spelling, and no channel goes by the spelling; a first event so spelled
+// makes the canonical channel.
+func testUUIDSpellingsOneChannel(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t, Config{RelayKey: nostr.GeneratePrivateKey()})
+	owner := testutil.NewSigner(t)
+	ttIngest(t, s, owner.Event(t, buzz.KindCreateChannel, chT, "", ttH(ttChan)))
+	bare := strings.ReplaceAll(ttChan, "-", "")
+	spellings := []string{ttChan, strings.ToUpper(ttChan), bare, "{" + ttChan + "}", "urn:uuid:" + ttChan, strings.ToUpper(bare)}
+	var want []string
+	for i, h := range spellings {
+		ev := ttIngest(t, s, owner.Event(t, 9, chT+1+int64(i), h, ttH(h)))
+		want = append([]string{ev.ID}, want...)
+		p, found, err := s.Placement(ctx, ev.ID)
+		if err != nil || !found || p.Channel != ttChan {
+			t.Fatalf("h %q: placed in %q (%v, %v), want %s", h, p.Channel, found, err, ttChan)
+		}
+	}
+	page, err := s.Window(ctx, buzz.WindowQuery{Channel: ttChan, Limit: 10, Viewer: buzz.Anonymous})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range page.Rows {
+		got = append(got, r.ID)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("window of %s: %v, want every spelling's message %v", ttChan, got, want)
+	}
+	for _, h := range spellings {
+		if ch := s.Community().Channel(h); ch != nil && h != ttChan {
+			t.Fatalf("a channel goes by the spelling %q", h)
+		}
+		// A REQ's #h names the channel as the window does: in any spelling.
+		evs, err := s.Query(ctx, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}}, buzz.Anonymous)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := s.Count(ctx, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}}, buzz.Anonymous); err != nil || n != int64(len(want)) || len(evs) != len(want) {
+			t.Fatalf("REQ #h %q: %d events, COUNT %d (%v); want every spelling's %d", h, len(evs), n, err, len(want))
+		}
+	}
+	ttIngest(t, s, owner.Event(t, 9, chT+20, "first", ttH(strings.ToUpper(ttChan2))))
+	if ch := s.Community().Channel(ttChan2); ch == nil || ch.Created {
+		t.Fatalf("the first event of %s spelled in upper case made %s", ttChan2, ChannelState(ch))
+	}
+}

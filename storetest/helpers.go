@@ -208,8 +208,8 @@ func ChannelState(ch *buzz.Channel) string {
 		members = append(members, pk[:12]+":"+role.String())
 	}
 	slices.Sort(members)
-	return fmt.Sprintf("{created:%v name:%q about:%q private:%v deleted:%v members:%v}",
-		ch.Created, ch.Name, ch.About, ch.Private, ch.Deleted, members)
+	return fmt.Sprintf("{created:%v name:%q picture:%q about:%q private:%v parent:%d deleted:%v members:%v invites:%d}",
+		ch.Created, ch.Name, ch.Picture, ch.About, ch.Private, ch.Parent, ch.Deleted, members, ch.Invites)
 }
 
 // CommunityState renders a whole community: version, setting, every channel by h

@@ -15,7 +15,7 @@ import (
 // that an import sees the same rule as the relay: with writes closed,
 // allowed kinds and a blocked pubkey, an import stores what a client could
 // have sent and reports the rest with the client's messages. The relay's
-// own group state (kinds 39000-39002, no allowed kind) is no submission:
+// own group state (kinds 39000-39003, no allowed kind) is no submission:
 // it is signed and stored whatever the policy, at the end of the import
 // and on a later membership change alike.
 func testImportAppliesWritePolicy(t *testing.T, open Opener) {
@@ -63,8 +63,8 @@ func testImportAppliesWritePolicy(t *testing.T, open Opener) {
 	if err := s.RenewGroupState(context.Background()); err != nil {
 		t.Fatalf("group state under allowed_kinds: %v", err)
 	}
-	if n := chGroupStateRows(t, s, ch); n != 3 {
-		t.Fatalf("%d group state events after the import, want 3", n)
+	if n := chGroupStateRows(t, s, ch); n != 4 {
+		t.Fatalf("%d group state events after the import, want 4", n)
 	}
 	ttIngest(t, s, ev(owner, buzz.KindPutUser, ttH(ch), nostr.Tag{"p", stranger.PK}))
 	ttIngest(t, s, ev(stranger, 1))

@@ -55,6 +55,10 @@ type Store interface {
 	// RenewGroupState signs and stores the group state of every channel
 	// afresh (RL-11), as an import does at its end.
 	RenewGroupState(ctx context.Context) error
+	// RenewChangedGroupState does so once when the group state's form or
+	// the configuration it reads changed since the last time (RL-36), as
+	// the relay asks when it starts.
+	RenewChangedGroupState(ctx context.Context) error
 	// Backfill classifies the unclassified replies whose parents are
 	// stored now (CW-12): how many it classified, how many still wait.
 	Backfill(ctx context.Context) (buzz.BackfillResult, error)
@@ -155,6 +159,17 @@ var suite = []struct {
 	{"GroupStateNeedsRelayKey", testGroupStateNeedsRelayKey},
 	{"GroupStateImport", testGroupStateImport},
 	{"GroupIDsVerbatim", testGroupIDsVerbatim},
+	{"JoinDuplicate", testJoinDuplicate},
+	{"IssuedMembershipEvents", testIssuedMembershipEvents},
+	{"Invites", testInvites},
+	{"InviteAccessMatrix", testInviteAccessMatrix},
+	{"ExportIssuedMembership", testExportIssuedMembership},
+	{"UUIDSpellingsOneChannel", testUUIDSpellingsOneChannel},
+	{"GroupMetadataPicture", testGroupMetadataPicture},
+	{"GroupMetadataFlags", testGroupMetadataFlags},
+	{"GroupStateRenewedOnChange", testGroupStateRenewedOnChange},
+	{"Subgroups", testSubgroups},
+	{"SubgroupReadAccess", testSubgroupReadAccess},
 	{"WriteAccess", testWriteAccess},
 	{"ThreadRepliesSetting", testThreadRepliesSetting},
 	{"ThreadRepliesConfigPrecedence", testThreadRepliesConfigPrecedence},

@@ -1,0 +1,111 @@
+package buzz
+
+import (
+	"fmt"
+
+	"github.com/nbd-wtf/go-nostr"
+)
+
+// This file holds the rules of NIP-29 invites and of the membership events
+// the relay issues (RL-36). A 9009 create-invite by an owner or admin of a
+// channel gives it a code; a 9021 carrying a live code of a private channel
+// joins it. A code belongs to the channel of its 9009: the same string in
+// another channel is another code, and no one learns from a 9009 whether
+// another channel has it (RL-29). A code lives while its 9009 does: a 9005
+// of it, or a kind 5 of it by its author (NIP-09: a deletion request by the
+// author is honoured as for any event), revokes it, and a 9009 past its
+// NIP-40 expiration admits no one.
+
+// MaxInviteCode bounds an invite code, in bytes: what an admin makes the
+// relay hold and look up is bounded.
+const MaxInviteCode = 128
+
+// InviteCode is the code a 9009 carries: exactly one `code` tag, of 1 to
+// MaxInviteCode bytes.
+func InviteCode(tags nostr.Tags) (string, error) {
+	var code string
+	n := 0
+	for _, tag := range tags {
+		if len(tag) >= 1 && tag[0] == "code" {
+			n++
+			if len(tag) >= 2 {
+				code = tag[1]
+			}
+		}
+	}
+	if n != 1 || code == "" || len(code) > MaxInviteCode {
+		return "", ErrInviteCode
+	}
+	return code, nil
+}
+
+// Invited reports whether ev, a 9021 to channel ch (nil: none), is let in
+// by a live invite code of ch: its author may not read ch (a member of a
+// private channel needs no code, and an open channel takes anyone), and
+// the first `code` tag names a code of ch whose 9009 is still served at
+// now. A wrong, revoked or expired code is no code: the join is then
+// refused as any stranger's is (RL-29).
+func Invited(tx WriteTx, ev *nostr.Event, ch *Channel, now int64) (bool, error) {
+	if ev.Kind != KindJoin || ch == nil || ch.Deleted || ch.Invites == 0 ||
+		tx.Community().CanRead(Viewer(ev.PubKey), ch) {
+		return false, nil
+	}
+	tag := ev.Tags.Find("code")
+	if tag == nil || tag[1] == "" || len(tag[1]) > MaxInviteCode {
+		return false, nil
+	}
+	refs, err := tx.InviteRefs(ch.Seq, tag[1])
+	if err != nil {
+		return false, fmt.Errorf("look up invite code: %w", err)
+	}
+	for _, ref := range refs {
+		t, err := tx.EventByRef(ref)
+		if err != nil {
+			return false, err
+		}
+		if t != nil && t.Live(now) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// revokeInvite takes away the code of t, a 9009 the admission deleted,
+// and counts it out of its channel's live codes (Channel.Invites).
+func revokeInvite(tx WriteTx, t *StoredEvent) error {
+	n, err := tx.DeleteInvites(t.Ref)
+	if err != nil {
+		return fmt.Errorf("revoke invite code: %w", err)
+	}
+	ch := tx.Community().ChannelBySeq(t.Channel)
+	if n == 0 || ch == nil {
+		return nil
+	}
+	next := ch.clone()
+	next.Invites = max(0, next.Invites-n)
+	tx.PutChannel(next)
+	return nil
+}
+
+// Issued is the membership event the relay issues, unsigned, for ev, an
+// accepted 9021 join or 9022 leave of channel h (RL-36; NIP-29: "The relay
+// will automatically issue a kind:9001 in response"): a 9000 put-user
+// naming its author as member, or a 9001 remove-user naming its author.
+// It is dated now, when the relay acted on it, so that a subscriber
+// listening since then hears of it whatever date the request carried; its
+// `e` tag names the request, which makes each issued event one of its own
+// even when one user joins, leaves and joins within a second.
+func Issued(ev *nostr.Event, h string, now int64) *nostr.Event {
+	user := nostr.Tag{"p", ev.PubKey, RoleMember.String()}
+	kind := KindPutUser
+	if ev.Kind == KindLeave {
+		user, kind = nostr.Tag{"p", ev.PubKey}, KindRemoveUser
+	}
+	return &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(now),
+		Tags: nostr.Tags{{"h", h}, user, {"e", ev.ID}}}
+}
+
+// isIssuedKind reports whether the relay issues events of kind k itself
+// (Issued): signed by its key, they record a transition already made, and
+// make none (RL-36).
+func isIssuedKind(k int) bool { return k == KindPutUser || k == KindRemoveUser }
