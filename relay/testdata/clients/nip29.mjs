@@ -107,6 +107,7 @@ function expect(cond, what) {
 async function check(id, fn) {
   const c = checks.get(id)
   if (!c) fail(`check ${id} is not in the plan of part ${part}`)
+  const start = Date.now()
   try {
     await fn()
     c.ok = true
@@ -114,6 +115,7 @@ async function check(id, fn) {
   } catch (err) {
     c.detail = err instanceof Mismatch ? err.message : `threw: ${err?.message ?? err}`
   }
+  c.ms = Date.now() - start
   return c.ok
 }
 
@@ -143,12 +145,15 @@ const anonymous = () => person(null, { authed: false })
 
 // ndkFor signs in to the relay with NDK as sk: NDK's signIn policy answers
 // the challenge, and reads wait until it has (NDK does not retry a REQ
-// closed with auth-required).
+// closed with auth-required). ndk.connect is not awaited: it resolves when
+// every relay's status is exactly "connected", which a relay that has
+// challenged or authenticated the connection no longer is, so it would
+// only time out.
 async function ndkFor(sk) {
   const ndk = new NDK({ explicitRelayUrls: [relayURL], signer: new NDKPrivateKeySigner(bytesToHex(sk)) })
   ndk.relayAuthDefaultPolicy = NDKRelayAuthPolicies.signIn({ ndk })
   const authed = new Promise((resolve) => ndk.pool.once('relay:authed', resolve))
-  await ndk.connect(5000)
+  ndk.connect(5000)
   await withTimeout(authed, 5000, 'NDK AUTH')
   return { ndk, relaySet: NDKRelaySet.fromRelayUrls([relayURL], ndk) }
 }
