@@ -123,9 +123,17 @@ func sameIDs(a, b []string) bool {
 // env adds NAME=value settings to the script's environment.
 func (p *jsPrivateChannel) runJSClient(t *testing.T, script string, v any, env ...string) {
 	t.Helper()
+	runNode(t, script, []string{p.s.wsURL, p.member.SK, p.channel}, env, v)
+}
+
+// runNode runs a script of testdata/clients with args and env (NAME=value
+// settings added to the script's environment), and decodes its JSON
+// output into v.
+func runNode(t *testing.T, script string, args, env []string, v any) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), jsClientTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", script, p.s.wsURL, p.member.SK, p.channel)
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
 	cmd.Dir = jsClientsDir
 	cmd.Env = append(os.Environ(), env...)
 	cmd.WaitDelay = 5 * time.Second
