@@ -188,7 +188,7 @@ func Admit(tx WriteTx, ev *nostr.Event, in AdmitInput) (Admitted, error) {
 	if err != nil {
 		return Admitted{}, err
 	}
-	scope, next, err := Access(tx, ev, in.H, ch, targets, Grant{Relay: relaySigned, Invited: invited})
+	scope, next, err := Access(tx, ev, in.H, ch, targets, Grant{Relay: relaySigned, Invited: invited, Replay: in.Importing})
 	if err != nil {
 		return Admitted{}, err
 	}

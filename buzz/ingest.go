@@ -384,9 +384,10 @@ func addressed(l Lookup, a string) ([]*StoredEvent, error) {
 // Grant is what lets an event past the write rules of Access: Relay marks
 // the relay's own events (its group state, the membership events it
 // issues), which no write policy applies to (RL-29); Invited a 9021 that
-// carries a live invite code of its channel (Invited, RL-36).
+// carries a live invite code of its channel (Invited, RL-36); Replay an
+// import, which replays another relay's history.
 type Grant struct {
-	Relay, Invited bool
+	Relay, Invited, Replay bool
 }
 
 // Access decides whether ev, an event of channel h (none: "") whose state
@@ -418,10 +419,13 @@ func access(l Lookup, ev *nostr.Event, h string, ch *Channel, targets []*StoredE
 		switch {
 		case h == "":
 			return 0, nil, ErrMissingH
-		case g.Relay && isIssuedKind(ev.Kind) && ch != nil:
+		case g.Relay && isIssuedKind(ev.Kind) && ch != nil && !g.Replay:
 			// The relay's own 9000 or 9001 records a join or leave
 			// already carried out (Issued): it changes nothing again.
 			return channel, nil, nil
+		case g.Relay && isIssuedKind(ev.Kind) && ch != nil:
+			next, err = replayIssued(l, ev, ch)
+			return channel, next, err
 		}
 		next, err = c.Transition(ev, h, ch, g.Invited)
 		return channel, next, err

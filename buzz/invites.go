@@ -2,6 +2,7 @@ package buzz
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/nbd-wtf/go-nostr"
 )
@@ -103,6 +104,37 @@ func Issued(ev *nostr.Event, h string, now int64) *nostr.Event {
 	}
 	return &nostr.Event{Kind: kind, CreatedAt: nostr.Timestamp(now),
 		Tags: nostr.Tags{{"h", h}, user, {"e", ev.ID}}}
+}
+
+// replayIssued is the state of ch after the relay's own 9000 or 9001
+// (Issued), replayed by an import (nil: no change). An import judges the
+// join it records again, and may refuse it where the relay let it in (its
+// code expired since, its 9009 dated after it by a joiner's clock): the
+// 9000 of a join the import did not store lets the member in, so that
+// neither they nor their posts are lost. Otherwise it is the record it
+// was live, and so is every 9001: the leave it answers replays itself.
+func replayIssued(l Lookup, ev *nostr.Event, ch *Channel) (*Channel, error) {
+	request := ev.Tags.Find("e")
+	if ev.Kind == KindRemoveUser || request == nil {
+		return nil, nil
+	}
+	if join, err := l.EventByID(strings.ToLower(request[1])); err != nil || join != nil {
+		return nil, err
+	}
+	if ch.Deleted {
+		return nil, ErrChannelDeleted
+	}
+	users, err := userTags(ev.Tags)
+	if err != nil {
+		return nil, err
+	}
+	next := ch.clone()
+	for _, tag := range users {
+		if next.Members[tag[1]] == RoleNone {
+			next.Members[tag[1]] = RoleMember
+		}
+	}
+	return next, nil
 }
 
 // isIssuedKind reports whether the relay issues events of kind k itself

@@ -19,8 +19,8 @@ import (
 // they depend on went first half of the time, and a sync or an import of
 // an export into a live relay refused them.
 
-// Within one second: the channel's creation, then the memberships it
-// grants, then thread messages by depth (an event of no thread at depth
+// Within one second: the channel's creation, then its invite codes, then
+// the memberships it grants (a join may name a code), then thread messages by depth (an event of no thread at depth
 // 0), then what takes a membership back or ends the channel, then the aux
 // events, each after what it may name: reactions and edits, then NIP-29
 // deletions (which may delete those), then kind 5 deletions (which may
@@ -28,8 +28,9 @@ import (
 // their targets as deleted).
 const (
 	rankCreate   = 0
-	rankGrant    = 1
-	rankThread   = 2
+	rankInvite   = 1
+	rankGrant    = 2
+	rankThread   = 3
 	rankRevoke   = rankThread + MaxDepth + 1
 	rankAux      = rankRevoke + 1
 	rankGroupDel = rankAux + 1
@@ -43,6 +44,8 @@ func ReplayRank(k int, depth int64) int64 {
 	switch k {
 	case KindCreateChannel:
 		return rankCreate
+	case KindCreateInvite:
+		return rankInvite
 	case KindPutUser, KindJoin:
 		return rankGrant
 	case KindRemoveUser, KindLeave, KindDeleteChannel:
@@ -63,7 +66,7 @@ func ReplayRank(k int, depth int64) int64 {
 func ReplayRankSQL(t string) string {
 	var b strings.Builder
 	b.WriteString("CASE " + t + ".kind")
-	for _, k := range []int{KindCreateChannel, KindPutUser, KindJoin, KindRemoveUser, KindLeave, KindDeleteChannel,
+	for _, k := range []int{KindCreateChannel, KindCreateInvite, KindPutUser, KindJoin, KindRemoveUser, KindLeave, KindDeleteChannel,
 		KindReaction, KindEdit, KindGroupDelete, KindDeletion} {
 		fmt.Fprintf(&b, " WHEN %d THEN %d", k, ReplayRank(k, 0))
 	}

@@ -22,7 +22,7 @@ func TestReplayRankSQL(t *testing.T) {
 	}
 	defer db.Close()
 	query := "SELECT " + buzz.ReplayRankSQL("e") + " FROM (SELECT ? AS kind, ? AS depth) e"
-	for _, kind := range []int{0, 1, 5, 7, 9, 11, 1111, 9000, 9001, 9002, 9005, 9007, 9008, 9021, 9022, 30023, 40003} {
+	for _, kind := range []int{0, 1, 5, 7, 9, 11, 1111, 9000, 9001, 9002, 9005, 9007, 9008, 9009, 9021, 9022, 30023, 40003} {
 		for _, depth := range []any{nil, int64(0), int64(1), int64(7), int64(buzz.MaxDepth)} {
 			var got int64
 			if err := db.QueryRow(query, kind, depth).Scan(&got); err != nil {
@@ -32,6 +32,18 @@ func TestReplayRankSQL(t *testing.T) {
 			if want := buzz.ReplayRank(kind, d); got != want {
 				t.Errorf("kind %d depth %v: SQL ranks %d, ReplayRank %d", kind, depth, got, want)
 			}
+		}
+	}
+}
+
+// RL-25, RL-36: within one second a channel is created before its invite
+// codes, and a code before the joins that may name it and the posts of
+// those it lets in, so that an import admits them as the relay did.
+func TestReplayRankInvites(t *testing.T) {
+	order := []int{buzz.KindCreateChannel, buzz.KindCreateInvite, buzz.KindJoin, 9}
+	for i := 1; i < len(order); i++ {
+		if a, b := buzz.ReplayRank(order[i-1], 0), buzz.ReplayRank(order[i], 0); a >= b {
+			t.Errorf("kind %d ranks %d, not before kind %d (%d)", order[i-1], a, order[i], b)
 		}
 	}
 }

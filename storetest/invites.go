@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -313,6 +314,44 @@ func testExportIssuedMembership(t *testing.T, open Opener) {
 		}
 		if n := held(t, copied, nostr.Filter{Kinds: []int{9000, 9001}, Authors: []string{relayPK}}); n != 3 {
 			t.Fatalf("after the import: %d membership events of the relay, want the source's 3", n)
+		}
+	}
+}
+
+// RL-25, RL-36: an import keeps the members an invite code let in, as the
+// relay's own 9000 records them, even where the import judges their join
+// again and refuses it: a join dated in the second of its code's 9009, one
+// dated before it (the joiner's clock behind), a code expired by the time
+// of the import. Their posts are imported with them.
+func testImportInvitedMembers(t *testing.T, open Opener) {
+	relayKey := nostr.GeneratePrivateKey()
+	clock := testutil.NewClock(chT)
+	s := open(t, Config{RelayKey: relayKey, Now: clock.Now})
+	owner, early, skewed := testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)
+	ttIngest(t, s, owner.Event(t, 9007, chT, "", ttH(ttChan), nostr.Tag{"private"}))
+	clock.Set(chT + 1)
+	ttIngest(t, s, owner.Event(t, 9009, chT+1, "", ttH(ttChan), nostr.Tag{"code", "c"},
+		nostr.Tag{"expiration", strconv.FormatInt(chT+100, 10)}))
+	ttIngest(t, s, early.Event(t, 9021, chT+1, "", ttH(ttChan), nostr.Tag{"code", "c"}))
+	clock.Set(chT + 2)
+	ttIngest(t, s, skewed.Event(t, 9021, chT, "", ttH(ttChan), nostr.Tag{"code", "c"}))
+	clock.Set(chT + 3)
+	posts := []*nostr.Event{
+		ttIngest(t, s, early.Event(t, 9, chT+3, "in early", ttH(ttChan))),
+		ttIngest(t, s, skewed.Event(t, 9, chT+3, "in late", ttH(ttChan))),
+	}
+	got := exportLines(t, s, buzz.ExportFilter{})
+	copied := open(t, Config{RelayKey: relayKey, Now: testutil.NewClock(chT + 200).Now})
+	imImport(t, copied, got)
+	ch := copied.Community().Channel(ttChan)
+	for _, who := range []testutil.Signer{early, skewed} {
+		if ch == nil || ch.Members[who.PK] != buzz.RoleMember {
+			t.Fatalf("imported channel %s: %s is no member", ChannelState(ch), who.PK)
+		}
+	}
+	for _, p := range posts {
+		if n := held(t, copied, nostr.Filter{IDs: []string{p.ID}}); n != 1 {
+			t.Fatalf("the post %q of an invited member was not imported", p.Content)
 		}
 	}
 }

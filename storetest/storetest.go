@@ -164,6 +164,7 @@ var suite = []struct {
 	{"Invites", testInvites},
 	{"InviteAccessMatrix", testInviteAccessMatrix},
 	{"ExportIssuedMembership", testExportIssuedMembership},
+	{"ImportInvitedMembers", testImportInvitedMembers},
 	{"UUIDSpellingsOneChannel", testUUIDSpellingsOneChannel},
 	{"GroupMetadataPicture", testGroupMetadataPicture},
 	{"GroupMetadataFlags", testGroupMetadataFlags},
