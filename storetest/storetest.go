@@ -163,6 +163,8 @@ var suite = []struct {
 	{"IssuedMembershipEvents", testIssuedMembershipEvents},
 	{"Invites", testInvites},
 	{"InviteAccessMatrix", testInviteAccessMatrix},
+	{"InvitePurged", testInvitePurged},
+	{"InviteLookupsBound", testInviteLookupsBound},
 	{"ExportIssuedMembership", testExportIssuedMembership},
 	{"UUIDSpellingsOneChannel", testUUIDSpellingsOneChannel},
 	{"GroupMetadataPicture", testGroupMetadataPicture},
