@@ -172,6 +172,7 @@ var suite = []struct {
 	{"GroupStateRenewedOnChange", testGroupStateRenewedOnChange},
 	{"Subgroups", testSubgroups},
 	{"SubgroupReadAccess", testSubgroupReadAccess},
+	{"SubgroupCap", testSubgroupCap},
 	{"WriteAccess", testWriteAccess},
 	{"ThreadRepliesSetting", testThreadRepliesSetting},
 	{"ThreadRepliesConfigPrecedence", testThreadRepliesConfigPrecedence},
