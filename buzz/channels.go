@@ -263,8 +263,9 @@ func (c *Community) applyParent(ch *Channel, tags nostr.Tags, author string) err
 			break
 		}
 	}
-	// Only a parent its author reads gets here, so the refusal names no
-	// channel the author could not name already (RL-29).
+	// Only a parent its author reads gets here: the refusal tells nothing
+	// of a channel they may not read, but for the count, which includes
+	// the parent's private subgroups (docs/relay.md, Subgroups).
 	if was != p.Seq && c.Subgroups(p.Seq) >= MaxSubgroups {
 		return ErrTooManySubgroups
 	}
