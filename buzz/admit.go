@@ -43,9 +43,6 @@ type WriteTx interface {
 	// channel; DeleteMember removes it.
 	PutMember(channel int64, pubkey []byte, role Role) error
 	DeleteMember(channel int64, pubkey []byte) error
-	// PutChannel makes ch the transaction's state of its channel, whose
-	// group state is renewed before the commit (or, importing, later).
-	PutChannel(ch *Channel)
 	// InsertEvent writes the event's row and its tag index rows.
 	InsertEvent(row EventRow) error
 	// RaiseLastMessage makes at the last message of channel number
@@ -69,13 +66,14 @@ type WriteTx interface {
 	// RecountedThreads describes the events whose thread counters this
 	// admission changed.
 	RecountedThreads() ([]ThreadChange, error)
-	// InviteRefs numbers (Ref) the 9009s whose live invite code in
-	// channel number channel is code; PutInvite records code, in channel,
-	// as the invite of the event admitted; DeleteInvites takes away the
-	// invite of the 9009 numbered ref and says how many it took (RL-36).
-	InviteRefs(channel int64, code string) ([]int64, error)
+	// InviteRefs numbers (Ref) up to limit of the 9009s whose live
+	// invite code in channel number channel is code, newest first, by an
+	// index; PutInvite records code, in channel, as the invite of the
+	// event admitted (RL-36).
+	InviteRefs(channel int64, code string, limit int) ([]int64, error)
 	PutInvite(channel int64, code string) error
-	DeleteInvites(ref int64) (int, error)
+	// DeleteInvites, PutChannel and Community (Lookup) revoke a code.
+	InviteRows
 	// Issue has the relay sign ev, a membership event it issues (Issued),
 	// and admit it before the commit, as it does its group state
 	// (GroupStateTx.AdmitOwn); without a relay key it issues nothing.

@@ -33,8 +33,10 @@ func newMemTx(ev *nostr.Event) *memTx {
 
 func inviteKey(channel int64, code string) string { return fmt.Sprint(channel, "/", code) }
 
-func (tx *memTx) InviteRefs(channel int64, code string) ([]int64, error) {
-	return tx.invites[inviteKey(channel, code)], nil
+func (tx *memTx) InviteRefs(channel int64, code string, limit int) ([]int64, error) {
+	refs := slices.Clone(tx.invites[inviteKey(channel, code)])
+	slices.Reverse(refs)
+	return refs[:min(len(refs), limit)], nil
 }
 
 func (tx *memTx) PutInvite(channel int64, code string) error {

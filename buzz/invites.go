@@ -15,11 +15,21 @@ import (
 // another channel has it (RL-29). A code lives while its 9009 does: a 9005
 // of it, or a kind 5 of it by its author (NIP-09: a deletion request by the
 // author is honoured as for any event), revokes it, and a 9009 past its
-// NIP-40 expiration admits no one.
+// NIP-40 expiration admits no one and is revoked by the purge that removes
+// it (PurgeExpiredBatch).
 
 // MaxInviteCode bounds an invite code, in bytes: what an admin makes the
 // relay hold and look up is bounded.
 const MaxInviteCode = 128
+
+// InviteLookups bounds the 9009s of one code a join reads (InviteRefs),
+// newest first. An admin may post any number of 9009s with one code, and
+// a stranger's join must not walk them all (RL-27a). The newest is the
+// one an admin issued last, the likeliest live; an expired one keeps its
+// row only until the next purge (PurgeEvery), so 8 is room for re-issuing
+// a code several times within that minute, and a join reads at most 8
+// events whatever was posted.
+const InviteLookups = 8
 
 // InviteCode is the code a 9009 carries: exactly one `code` tag, of 1 to
 // MaxInviteCode bytes.
@@ -55,7 +65,7 @@ func Invited(tx WriteTx, ev *nostr.Event, ch *Channel, now int64) (bool, error) 
 	if tag == nil || tag[1] == "" || len(tag[1]) > MaxInviteCode {
 		return false, nil
 	}
-	refs, err := tx.InviteRefs(ch.Seq, tag[1])
+	refs, err := tx.InviteRefs(ch.Seq, tag[1], InviteLookups)
 	if err != nil {
 		return false, fmt.Errorf("look up invite code: %w", err)
 	}
@@ -71,9 +81,29 @@ func Invited(tx WriteTx, ev *nostr.Event, ch *Channel, now int64) (bool, error) 
 	return false, nil
 }
 
-// revokeInvite takes away the code of t, a 9009 the admission deleted,
-// and counts it out of its channel's live codes (Channel.Invites).
-func revokeInvite(tx WriteTx, t *StoredEvent) error {
+// InviteRows is what revoking an invite code reads and writes: the
+// transaction's access state (TxCommunity) and the invites rows. An
+// admission (WriteTx) is one, and so is a purge of expired events
+// (ExpiredRows).
+type InviteRows interface {
+	// Community is the access state as the transaction sees it.
+	Community() *Community
+	// PutChannel makes ch the transaction's state of its channel, whose
+	// group state is renewed before the commit (or, importing, later).
+	PutChannel(ch *Channel)
+	// DeleteInvites takes away the invite of the 9009 numbered ref and
+	// says how many it took (RL-36).
+	DeleteInvites(ref int64) (int, error)
+}
+
+// revokeInvite takes away the code of t, a 9009 deleted (a 9005, its
+// author's kind 5) or purged past its expiration, and counts it out of
+// its channel's live codes (Channel.Invites). The channel's state is
+// changed, so its group state is renewed (`closed` once no code is left)
+// and the access version bumped before the commit, as for any change of
+// a channel. Before the event's row goes: its invites row would go with
+// it, uncounted.
+func revokeInvite(tx InviteRows, t *StoredEvent) error {
 	n, err := tx.DeleteInvites(t.Ref)
 	if err != nil {
 		return fmt.Errorf("revoke invite code: %w", err)

@@ -56,25 +56,42 @@ func InBatches(size int, batch func() (int, error)) (int, error) {
 }
 
 // ExpiredRows is what the NIP-40 purge reads and writes of a store, in
-// one write transaction.
+// one write transaction, whose access state it changes when it revokes an
+// invite code (InviteRows).
 type ExpiredRows interface {
+	InviteRows
 	// Expired lists up to limit stored events whose expiration is at or
 	// before now.
 	Expired(now int64, limit int) ([]int64, error)
-	// RemoveExpired takes event seq out of every read at now (Remove),
-	// keeping it as the anchor of the replies below it.
-	RemoveExpired(seq, now int64) error
+	// EventByRef is the stored event the store numbers ref (Lookup).
+	EventByRef(ref int64) (*StoredEvent, error)
+	// Remove takes t, an event EventByRef returned, out of every read at
+	// now (Remove), keeping it as the anchor of the replies below it.
+	Remove(t *StoredEvent, now int64) error
 }
 
 // PurgeExpiredBatch removes up to ExpiredBatch events expired at now and
-// returns how many it removed.
+// returns how many it removed. An expired 9009 gives up its invite code
+// as a deleted one does (revokeInvite, RL-36): until then it counts as a
+// live code for `closed`, though it admits no one (Invited).
 func PurgeExpiredBatch(rows ExpiredRows, now int64) (int, error) {
 	seqs, err := rows.Expired(now, ExpiredBatch)
 	if err != nil {
 		return 0, fmt.Errorf("find expired events: %w", err)
 	}
 	for _, seq := range seqs {
-		if err := rows.RemoveExpired(seq, now); err != nil {
+		t, err := rows.EventByRef(seq)
+		switch {
+		case err != nil:
+			return 0, err
+		case t == nil:
+			return 0, fmt.Errorf("expired event #%d is not stored", seq)
+		case t.Kind == KindCreateInvite:
+			if err := revokeInvite(rows, t); err != nil {
+				return 0, err
+			}
+		}
+		if err := rows.Remove(t, now); err != nil {
 			return 0, err
 		}
 	}

@@ -152,8 +152,9 @@ func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) {
 	return threadChanges(a.tx.ctx, a.tx.tx, a.tx.recounted)
 }
 
-func (a *admission) InviteRefs(channel int64, code string) ([]int64, error) {
-	rows, err := a.tx.tx.Query(a.tx.ctx, `SELECT event FROM invites WHERE channel = $1 AND code = $2`, channel, code)
+func (a *admission) InviteRefs(channel int64, code string, limit int) ([]int64, error) {
+	rows, err := a.tx.tx.Query(a.tx.ctx, `SELECT event FROM invites WHERE channel = $1 AND code = $2
+		ORDER BY event DESC LIMIT $3`, channel, code, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +166,12 @@ func (a *admission) PutInvite(channel int64, code string) error {
 	return err
 }
 
-func (a *admission) DeleteInvites(ref int64) (int, error) {
-	tag, err := a.tx.tx.Exec(a.tx.ctx, `DELETE FROM invites WHERE event = $1`, ref)
+func (a *admission) DeleteInvites(ref int64) (int, error) { return a.tx.dropInvites(ref) }
+
+// dropInvites takes away the invite of the 9009 numbered ref
+// (buzz.InviteRows.DeleteInvites), for an admission and for the purge.
+func (tx *writeTx) dropInvites(ref int64) (int, error) {
+	tag, err := tx.tx.Exec(tx.ctx, `DELETE FROM invites WHERE event = $1`, ref)
 	return int(tag.RowsAffected()), err
 }
 

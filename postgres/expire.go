@@ -31,15 +31,19 @@ func (s *Store) background(stop <-chan struct{}, done chan<- struct{}) {
 func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
 	return buzz.InBatches(buzz.ExpiredBatch, func() (n int, err error) {
 		err = s.write(ctx, func(tx *writeTx) error {
-			n, err = buzz.PurgeExpiredBatch(expiredRows{tx}, tx.now)
+			n, err = buzz.PurgeExpiredBatch(expiredRows{tx.newLookup(), tx}, tx.now)
 			return err
 		})
 		return n, err
 	})
 }
 
-// expiredRows are buzz.ExpiredRows in a write transaction.
-type expiredRows struct{ tx *writeTx }
+// expiredRows are buzz.ExpiredRows in a write transaction: its lookup
+// reads and removes the events, and holds its access state.
+type expiredRows struct {
+	*lookup
+	tx *writeTx
+}
 
 func (r expiredRows) Expired(now int64, limit int) ([]int64, error) {
 	rows, err := r.tx.tx.Query(r.tx.ctx, `SELECT seq FROM events WHERE expires_at <= $1 LIMIT $2`, now, limit)
@@ -49,10 +53,4 @@ func (r expiredRows) Expired(now int64, limit int) ([]int64, error) {
 	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-func (r expiredRows) RemoveExpired(seq, now int64) error {
-	t, err := r.tx.bySeq(seq)
-	if err != nil {
-		return err
-	}
-	return r.tx.remove(t, now)
-}
+func (r expiredRows) DeleteInvites(ref int64) (int, error) { return r.tx.dropInvites(ref) }

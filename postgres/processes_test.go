@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -131,6 +132,29 @@ func TestAccessSeenByEveryProcess(t *testing.T) {
 	for !b.Community().Channel(procChan).Private {
 		if time.Now().After(deadline) {
 			t.Fatal("the other process's access state never showed the channel private")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// RL-36, RL-33: the purge of an expired 9009 in one process revokes its
+// code for every process: it bumps the access version, so that the other
+// reads the channel closed, with no live code, as after a deletion.
+func TestInvitePurgeSeenByEveryProcess(t *testing.T) {
+	owner := testutil.NewSigner(t)
+	clock := testutil.NewClock(procT + 10)
+	a, b := procPair(t, storetest.Config{RelayKey: nostr.GeneratePrivateKey(), Now: clock.Now})
+	admit(t, a.Store, owner.Event(t, 9007, procT, "", nostr.Tag{"h", procChan}, nostr.Tag{"private"}))
+	admit(t, a.Store, owner.Event(t, 9009, procT+1, "", nostr.Tag{"h", procChan}, nostr.Tag{"code", "c"},
+		nostr.Tag{"expiration", strconv.FormatInt(procT+20, 10)}))
+	clock.Set(procT + 60)
+	if n, err := a.PurgeExpired(context.Background()); err != nil || n != 1 {
+		t.Fatalf("purge: %d removed, %v; want 1", n, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for ch := b.Community().Channel(procChan); ch.Invites != 0 || !ch.Closed(); ch = b.Community().Channel(procChan) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other process still reads %d live codes after the purge", ch.Invites)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -149,8 +149,8 @@ func (a *admission) SetScope(ref, scope int64) error {
 
 func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) { return a.tx.recountedThreads() }
 
-func (a *admission) InviteRefs(channel int64, code string) ([]int64, error) {
-	rows, err := a.tx.inviteRefs.QueryContext(a.tx.ctx, channel, code)
+func (a *admission) InviteRefs(channel int64, code string, limit int) ([]int64, error) {
+	rows, err := a.tx.inviteRefs.QueryContext(a.tx.ctx, channel, code, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +162,12 @@ func (a *admission) PutInvite(channel int64, code string) error {
 	return err
 }
 
-func (a *admission) DeleteInvites(ref int64) (int, error) {
-	res, err := a.tx.deleteInvites.ExecContext(a.tx.ctx, ref)
+func (a *admission) DeleteInvites(ref int64) (int, error) { return a.tx.dropInvites(ref) }
+
+// dropInvites takes away the invite of the 9009 numbered ref
+// (buzz.InviteRows.DeleteInvites), for an admission and for the purge.
+func (tx *writeTx) dropInvites(ref int64) (int, error) {
+	res, err := tx.deleteInvites.ExecContext(tx.ctx, ref)
 	if err != nil {
 		return 0, err
 	}

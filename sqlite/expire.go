@@ -36,15 +36,19 @@ func (s *Store) PurgeExpired(ctx context.Context) (int, error) {
 	return buzz.InBatches(buzz.ExpiredBatch, func() (n int, err error) {
 		now := s.nowUnix()
 		err = s.writer.do(ctx, func(tx *writeTx) error {
-			n, err = buzz.PurgeExpiredBatch(expiredRows{tx}, now)
+			n, err = buzz.PurgeExpiredBatch(expiredRows{tx.newLookup(), tx}, now)
 			return err
 		})
 		return n, err
 	})
 }
 
-// expiredRows are buzz.ExpiredRows in the writer's transaction.
-type expiredRows struct{ tx *writeTx }
+// expiredRows are buzz.ExpiredRows in the writer's transaction: its
+// lookup reads and removes the events, and holds its access state.
+type expiredRows struct {
+	*lookup
+	tx *writeTx
+}
 
 func (r expiredRows) Expired(now int64, limit int) ([]int64, error) {
 	rows, err := r.tx.expired.QueryContext(r.tx.ctx, now, limit)
@@ -54,10 +58,4 @@ func (r expiredRows) Expired(now int64, limit int) ([]int64, error) {
 	return readSeqs(rows)
 }
 
-func (r expiredRows) RemoveExpired(seq, now int64) error {
-	t, err := r.tx.bySeq(seq)
-	if err != nil {
-		return err
-	}
-	return r.tx.remove(t, now)
-}
+func (r expiredRows) DeleteInvites(ref int64) (int, error) { return r.tx.dropInvites(ref) }

@@ -174,9 +174,10 @@ func (s *writeStmts) list() []writeStmt {
 		{&s.putMember, `INSERT INTO members (channel, pubkey, role) VALUES (?, ?, ?)
 			ON CONFLICT (channel, pubkey) DO UPDATE SET role = excluded.role`},
 		{&s.deleteMember, `DELETE FROM members WHERE channel = ? AND pubkey = ?`},
-		// Invite codes (RL-36): a join's seek, a 9009's row, and a
-		// deleted 9009's row taken away.
-		{&s.inviteRefs, `SELECT event FROM invites WHERE channel = ? AND code = ?`},
+		// Invite codes (RL-36): a join's seek, the newest 9009s of the code
+		// first, along the primary key; a 9009's row, and a deleted or
+		// purged 9009's row taken away.
+		{&s.inviteRefs, `SELECT event FROM invites WHERE channel = ? AND code = ? ORDER BY event DESC LIMIT ?`},
 		{&s.putInvite, `INSERT INTO invites (channel, code, event) VALUES (?, ?, ?)`},
 		{&s.deleteInvites, `DELETE FROM invites WHERE event = ?`},
 		// Reactions without a channel that name ?1 in an e tag: one of them

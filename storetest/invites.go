@@ -268,6 +268,70 @@ func testInviteAccessMatrix(t *testing.T, open Opener) {
 	}
 }
 
+// RL-36, RL-22: the purge of an expired 9009 revokes its code as a
+// deletion does: the channel counts no live code, and a private channel
+// left without one is closed in a new 39000, which a restart keeps. Until
+// the purge the expired 9009 counts for `closed` but lets no one in.
+func testInvitePurged(t *testing.T, open Opener) {
+	relayKey := nostr.GeneratePrivateKey()
+	relayPK, _ := nostr.GetPublicKey(relayKey)
+	clock := testutil.NewClock(ivNow)
+	cfg := Config{RelayKey: relayKey, Now: clock.Now}
+	s := open(t, cfg)
+	owner, stranger := testutil.NewSigner(t), testutil.NewSigner(t)
+	ttIngest(t, s, owner.Event(t, 9007, chT, "", ttH(ttChan), nostr.Tag{"private"}))
+	ttIngest(t, s, owner.Event(t, 9009, chT+1, "", ttH(ttChan), nostr.Tag{"code", "c"}, nostr.Tag{"expiration", fmt.Sprint(ivNow + 5)}))
+	closed := func() (bool, *nostr.Event) {
+		t.Helper()
+		meta := chGroupState(t, s, ttChan, relayPK, buzz.Viewer(owner.PK))[39000]
+		return slices.ContainsFunc(meta.Tags, func(tag nostr.Tag) bool { return len(tag) == 1 && tag[0] == "closed" }), meta
+	}
+	if c, _ := closed(); c || s.Community().Channel(ttChan).Invites != 1 {
+		t.Fatalf("with a live code: closed %v, %d codes", c, s.Community().Channel(ttChan).Invites)
+	}
+	clock.Set(ivNow + 5)
+	Reject(t, s, stranger.Event(t, 9021, chT+2, "", ttH(ttChan), nostr.Tag{"code", "c"}), buzz.ErrCannotJoin)
+	_, before := closed()
+	clock.Set(ivNow + 60)
+	if n, err := s.PurgeExpired(context.Background()); err != nil || n != 1 {
+		t.Fatalf("purge: %d removed, %v; want 1", n, err)
+	}
+	ch := s.Community().Channel(ttChan)
+	if c, meta := closed(); ch.Invites != 0 || !ch.Closed() || !c || meta.ID == before.ID || int64(meta.CreatedAt) <= int64(before.CreatedAt) {
+		t.Fatalf("after the purge: %d codes, Closed %v, 39000 %v at %d (before: %s at %d); want none, closed, a new 39000 with closed",
+			ch.Invites, ch.Closed(), meta.Tags, meta.CreatedAt, before.ID, before.CreatedAt)
+	}
+	s = s.Reopen(t, cfg)
+	if ch := s.Community().Channel(ttChan); ch.Invites != 0 || !ch.Closed() {
+		t.Fatalf("after a restart: %d codes, Closed %v", ch.Invites, ch.Closed())
+	}
+}
+
+// RL-36, RL-27a: a join reads at most buzz.InviteLookups of the 9009s of
+// its code, the newest first: behind that many expired ones, an older
+// live 9009 lets no one in until the purge takes them away (within
+// buzz.PurgeEvery), and then it does.
+func testInviteLookupsBound(t *testing.T, open Opener) {
+	clock := testutil.NewClock(ivNow)
+	s := open(t, Config{RelayKey: nostr.GeneratePrivateKey(), Now: clock.Now})
+	owner, stranger := testutil.NewSigner(t), testutil.NewSigner(t)
+	code := nostr.Tag{"code", "c"}
+	ttIngest(t, s, owner.Event(t, 9007, chT, "", ttH(ttChan), nostr.Tag{"private"}))
+	ttIngest(t, s, owner.Event(t, 9009, chT+1, "", ttH(ttChan), code))
+	for i := range buzz.InviteLookups {
+		ttIngest(t, s, owner.Event(t, 9009, chT+2+int64(i), "", ttH(ttChan), code, nostr.Tag{"expiration", fmt.Sprint(ivNow + 5)}))
+	}
+	clock.Set(ivNow + 5)
+	Reject(t, s, stranger.Event(t, 9021, chT+20, "", ttH(ttChan), code), buzz.ErrCannotJoin)
+	if n, err := s.PurgeExpired(context.Background()); err != nil || n != buzz.InviteLookups {
+		t.Fatalf("purge: %d removed, %v; want %d", n, err, buzz.InviteLookups)
+	}
+	ttIngest(t, s, stranger.Event(t, 9021, chT+21, "", ttH(ttChan), code))
+	if ch := s.Community().Channel(ttChan); ch.Members[stranger.PK] != buzz.RoleMember || ch.Invites != 1 {
+		t.Fatalf("joined with the live code: role %v, %d codes; want member, 1", ch.Members[stranger.PK], ch.Invites)
+	}
+}
+
 // RL-25, RL-36: an export writes the relay's 9000 and 9001 as the other
 // moderation events, and a deleted 9009 with its deletion; an import into
 // a store of the same relay key keeps them as they are, issues none of its
