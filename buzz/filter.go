@@ -179,16 +179,12 @@ func keys32(list []string) [][]byte {
 
 // ChannelSeqs maps `h` values to channel numbers, each once, leaving out
 // ids no channel has; lookup finds a channel's number (found false: no
-// channel has that id). A UUID in any spelling names the channel of its
-// canonical form, as the channel of an event so spelled is (ChannelOf)
-// and as the window reads it (CW-2): a REQ for a channel finds its events
-// however their h tags spell it.
+// channel has that id). The values name channels as FilterChannels reads
+// them.
 func ChannelSeqs(hs []string, lookup func(h string) (int64, bool, error)) ([]int64, error) {
-	out := make([]int64, 0, len(hs))
-	for _, h := range hs {
-		if id, ok := nipcw.ParseChannelID(h); ok {
-			h = id
-		}
+	channels := FilterChannels(hs)
+	out := make([]int64, 0, len(channels))
+	for _, h := range channels {
 		seq, found, err := lookup(h)
 		if err != nil {
 			return nil, fmt.Errorf("look up channel: %w", err)
@@ -198,4 +194,31 @@ func ChannelSeqs(hs []string, lookup func(h string) (int64, bool, error)) ([]int
 		}
 	}
 	return out, nil
+}
+
+// FilterChannels is the channels a filter's `h` values name, each once: a
+// UUID in any spelling names the channel of its canonical form, as the
+// channel of an event so spelled is (ChannelOf) and as the window reads it
+// (CW-2), so that a REQ for a channel finds its events, stored and live,
+// however their h tags spell it. A value that is no channel id names no
+// channel (no event can be in one).
+func FilterChannels(hs []string) []string {
+	out := make([]string, 0, len(hs))
+	for _, h := range hs {
+		if id, ok := nipcw.ParseChannelID(h); ok && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// EventChannel is the channel ev is in for a filter's `#h` (ChannelOf),
+// "" when its h tags name none, several, or something that is no channel
+// id: no filter's channel (FilterChannels) is "".
+func EventChannel(ev *nostr.Event) string {
+	channel, err := ChannelOf(ev.Tags)
+	if err != nil {
+		return ""
+	}
+	return channel
 }

@@ -141,3 +141,34 @@ func mustHex(t *testing.T, s string) []byte {
 	}
 	return b
 }
+
+// CW-2: a filter's `#h` names channels as an event's h tag does, so that
+// the channel a subscription names is the channel of the events it hears
+// (live matching, stored queries): a UUID in any spelling is its canonical
+// form, a group id is verbatim (letter case counts), a value that is no
+// channel id names none, and an event whose h tags name no one channel is
+// in none.
+func TestFilterChannels(t *testing.T) {
+	const uuid = "3f1c2f6e-1d7a-4c3e-9a59-4c2b1a0e7b11"
+	upper := strings.ToUpper(uuid)
+	got := FilterChannels([]string{upper, "{" + uuid + "}", "urn:uuid:" + uuid,
+		strings.ReplaceAll(uuid, "-", ""), uuid, "Ops", "ops", "not a channel", ""})
+	if want := []string{uuid, "Ops", "ops"}; !slices.Equal(got, want) {
+		t.Fatalf("FilterChannels = %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		tags nostr.Tags
+		want string
+	}{
+		{nostr.Tags{{"h", upper}}, uuid},
+		{nostr.Tags{{"h", uuid}, {"h", upper}}, uuid},
+		{nostr.Tags{{"h", "Ops"}}, "Ops"},
+		{nostr.Tags{{"h", "Ops"}, {"h", "ops"}}, ""},
+		{nostr.Tags{{"h", "not a channel"}}, ""},
+		{nostr.Tags{{"e", uuid}}, ""},
+	} {
+		if got := EventChannel(&nostr.Event{Tags: c.tags}); got != c.want {
+			t.Errorf("EventChannel(%v) = %q, want %q", c.tags, got, c.want)
+		}
+	}
+}

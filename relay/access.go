@@ -7,6 +7,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/khatru"
+	"github.com/buzz-lite/buzz-lite/nipcw"
 )
 
 // This file applies the one read rule, buzz.Community.CanRead (RL-12,
@@ -25,15 +26,18 @@ func viewer(ctx context.Context) buzz.Viewer { return buzz.Viewer(khatru.GetAuth
 const authRequired = "auth-required: authenticate to read this channel"
 
 // needsAuth reports whether an anonymous REQ names a channel it may not
-// read: private and nonexistent channels answer alike (CW-3).
+// read: private and nonexistent channels answer alike (CW-3), and a value
+// that is no channel id names none. A UUID in any spelling names the
+// channel of its canonical form, as the REQ's query reads it (CW-2).
 func (r *Relay) needsAuth(ctx context.Context, f nostr.Filter) bool {
-	channels := f.Tags["h"]
-	if len(channels) == 0 || viewer(ctx) != buzz.Anonymous {
+	hs := f.Tags["h"]
+	if len(hs) == 0 || viewer(ctx) != buzz.Anonymous {
 		return false
 	}
 	readsAll := func(c *buzz.Community) bool {
-		for _, h := range channels {
-			if !c.CanReadChannel(buzz.Anonymous, h) {
+		for _, h := range hs {
+			id, ok := nipcw.ParseChannelID(h)
+			if !ok || !c.CanReadChannel(buzz.Anonymous, id) {
 				return false
 			}
 		}

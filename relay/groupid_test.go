@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,4 +107,131 @@ func TestCWGroupIDNDK(t *testing.T) {
 	}
 	p := cwWindow(t, s, nil, ids[1], cwF(ids[1]))
 	cwSameIDs(t, "window of the other case", p.rows, []*nostr.Event{msgs[ids[1]]})
+}
+
+// uuidSpellings are spellings of the channel UUID u (CW-2: one channel).
+func uuidSpellings(u string) map[string]string {
+	upper := strings.ToUpper(u)
+	return map[string]string{"canonical": u, "upper": upper, "bare": strings.ReplaceAll(u, "-", ""),
+		"braced": "{" + upper + "}", "urn": "urn:uuid:" + u}
+}
+
+// CW-2, RL-13: live delivery reads a subscription's #h as its stored query
+// does: a UUID in any spelling names its channel, and the subscription
+// hears every event of the channel however the event's h spells the UUID;
+// a NIP-29 group id is its letters (a subscription to `Ops` does not hear
+// `ops`). A private channel in any spelling is heard by its member and not
+// by an authenticated outsider.
+func TestLiveChannelSpellings(t *testing.T) {
+	s, c, owner := startWithClient(t)
+	member, outsider := testutil.NewSigner(t), testutil.NewSigner(t)
+	open, priv := newChannelID(t), newChannelID(t)
+	createChannel(t, c, owner, open, false)
+	createChannel(t, c, owner, priv, true)
+	cwAddMember(t, c, owner, priv, member.PK)
+	for _, g := range []string{"Ops", "ops"} {
+		mustPublish(t, c, cwEvent(t, owner, buzz.KindCreateChannel, now(), hTag(g), nostr.Tag{"name", g}))
+	}
+
+	anon, mem, out := s.connectAs(t, nil), s.connectAs(t, &member), s.connectAs(t, &outsider)
+	barrierTag := "barrier-" + newChannelID(t)
+	listen := func(c *session, id, h string) {
+		mustSubscribe(t, c.rawClient, id, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}, LimitZero: true})
+	}
+	for name, h := range uuidSpellings(open) {
+		listen(anon, "open-"+name, h)
+	}
+	for name, h := range uuidSpellings(priv) {
+		listen(mem, "priv-"+name, h)
+		listen(out, "priv-"+name, h)
+	}
+	listen(anon, "Ops", "Ops")
+	for _, c := range []*session{anon, mem, out} {
+		mustSubscribe(t, c.rawClient, "barrier", nostr.Filter{Tags: nostr.TagMap{"t": {barrierTag}}, LimitZero: true})
+	}
+
+	var openEvs, privEvs []*nostr.Event
+	for _, h := range uuidSpellings(open) {
+		openEvs = append(openEvs, cwMsg(t, outsider, h, now()))
+	}
+	for _, h := range uuidSpellings(priv) {
+		privEvs = append(privEvs, cwMsg(t, owner, h, now()))
+	}
+	ops, lowerOps := cwMsg(t, owner, "Ops", now()), cwMsg(t, owner, "ops", now())
+	cwPublish(t, c, append(append(openEvs, privEvs...), ops, lowerOps)...)
+	barrier := owner.Event(t, 1, now(), "barrier", nostr.Tag{"t", barrierTag})
+	mustPublish(t, c, barrier)
+
+	got := drainUntil(anon.rawClient, barrier)
+	for name := range uuidSpellings(open) {
+		if !slices.Equal(sortedIDs(got["open-"+name]), sortedIDs(openEvs)) {
+			t.Errorf("anonymous, #h spelled %s: heard %v, want the open channel's %v", name, got.ids("open-"+name), ids(openEvs))
+		}
+	}
+	if !slices.Equal(got.ids("Ops"), ids([]*nostr.Event{ops})) {
+		t.Errorf("#h Ops: heard %v, want only %s (ops is another channel)", got.ids("Ops"), ops.ID)
+	}
+	got = drainUntil(mem.rawClient, barrier)
+	for name := range uuidSpellings(priv) {
+		if !slices.Equal(sortedIDs(got["priv-"+name]), sortedIDs(privEvs)) {
+			t.Errorf("member, #h spelled %s: heard %v, want the private channel's %v", name, got.ids("priv-"+name), ids(privEvs))
+		}
+	}
+	if got = drainUntil(out.rawClient, barrier); len(got) != 0 {
+		t.Errorf("outsider heard the private channel: %v", got)
+	}
+
+	// The stored query of each spelling agrees with what it heard live.
+	for name, h := range uuidSpellings(open) {
+		stored := fetch(t, c, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {h}}})
+		if !slices.Equal(sortedIDs(stored), sortedIDs(openEvs)) {
+			t.Errorf("stored REQ #h spelled %s: %v, want %v", name, ids(stored), ids(openEvs))
+		}
+	}
+}
+
+// RL-13, RL-29, CW-2, CW-3: an anonymous REQ names a channel in any
+// spelling: an open channel's events come without auth-required, a private
+// channel's in any spelling ask to authenticate, as a nonexistent channel's
+// and a value that is no channel id do, and stay unreadable to an
+// authenticated outsider and unseen by an anonymous COUNT; its member
+// reads them in any spelling.
+func TestAnonymousReqChannelSpellings(t *testing.T) {
+	s, c, owner := startWithClient(t)
+	member, outsider := testutil.NewSigner(t), testutil.NewSigner(t)
+	open, priv := newChannelID(t), newChannelID(t)
+	createChannel(t, c, owner, open, false)
+	createChannel(t, c, owner, priv, true)
+	cwAddMember(t, c, owner, priv, member.PK)
+	openMsg, privMsg := cwMsg(t, owner, open, now()), cwMsg(t, owner, priv, now())
+	cwPublish(t, c, openMsg, privMsg)
+
+	anon, mem, out := s.connectAs(t, nil), s.connectAs(t, &member), s.connectAs(t, &outsider)
+	kind9 := func(h string) string { return `{"kinds":[9],"#h":[` + strconvQuote(h) + `]}` }
+	for name, h := range uuidSpellings(open) {
+		if evs, closed := anon.req("o-"+name, kind9(h)); closed != "" || !slices.Equal(ids(evs), ids([]*nostr.Event{openMsg})) {
+			t.Errorf("anonymous REQ of the open channel spelled %s: %v, CLOSED %q; want %s", name, ids(evs), closed, openMsg.ID)
+		}
+		if n := anon.count("oc-"+name, kind9(h)); n != 1 {
+			t.Errorf("anonymous COUNT of the open channel spelled %s: %d, want 1", name, n)
+		}
+	}
+	refused := map[string]string{"not a channel id": "not a channel", "nonexistent": strings.ToUpper(newChannelID(t))}
+	for name, h := range uuidSpellings(priv) {
+		refused["private "+name] = h
+		if evs, closed := mem.req("m-"+name, kind9(h)); closed != "" || !slices.Equal(ids(evs), ids([]*nostr.Event{privMsg})) {
+			t.Errorf("member REQ of the private channel spelled %s: %v, CLOSED %q; want %s", name, ids(evs), closed, privMsg.ID)
+		}
+		if evs, closed := out.req("x-"+name, kind9(h)); closed != "" || len(evs) != 0 {
+			t.Errorf("outsider REQ of the private channel spelled %s: %v, CLOSED %q; want nothing", name, ids(evs), closed)
+		}
+		if n := anon.count("pc-"+name, kind9(h)); n != 0 {
+			t.Errorf("anonymous COUNT of the private channel spelled %s: %d, want 0", name, n)
+		}
+	}
+	for name, h := range refused {
+		if evs, closed := anon.req("p-"+name, kind9(h)); len(evs) != 0 || !strings.HasPrefix(closed, "auth-required:") {
+			t.Errorf("anonymous REQ, %s: %d events, CLOSED %q; want auth-required:", name, len(evs), closed)
+		}
+	}
 }

@@ -212,6 +212,10 @@ func (r *Relay) wire() {
 	kh.OnDisconnect = append(kh.OnDisconnect, r.onDisconnect)
 	kh.OnEventResult = append(kh.OnEventResult, r.eventResult)
 	kh.DeliverTo = r.deliverTo
+	// A live subscription's #h names channels as its stored query does
+	// (CW-2): a UUID in any spelling, however the event's h spells it.
+	kh.FilterChannels = buzz.FilterChannels
+	kh.EventChannel = buzz.EventChannel
 	kh.NegentropyMessage = r.negentropyMessage
 	r.store.OnPublish(func(evs []*nostr.Event) {
 		for _, ev := range evs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -60,6 +61,63 @@ type listener struct {
 	// head is the envelope's head for the subscription (eventEnvelopeHead),
 	// made once rather than for every event delivered. buzz-lite patch 28.
 	head []byte
+	// byChannel says filter's "h" condition is channels, the channels its
+	// "#h" values name (Relay.FilterChannels), and filter is left without
+	// it. buzz-lite patch 30.
+	byChannel bool
+	channels  []string
+}
+
+// channelFilter splits the "#h" condition off f when the relay matches it
+// by channel (Relay.FilterChannels): f without it, and the channels its
+// values name. f's own tag map is left as it is: the REQ's stored query
+// reads it.
+//
+// buzz-lite patch 30.
+func (rl *Relay) channelFilter(f nostr.Filter) (nostr.Filter, []string, bool) {
+	hs := f.Tags["h"]
+	if hs == nil || rl.FilterChannels == nil || rl.EventChannel == nil {
+		return f, nil, false
+	}
+	tags := make(nostr.TagMap, len(f.Tags)-1)
+	for name, values := range f.Tags {
+		if name != "h" {
+			tags[name] = values
+		}
+	}
+	f.Tags = tags
+	return f, rl.FilterChannels(hs), true
+}
+
+// eventChannel is the channel of a broadcast event, asked of
+// Relay.EventChannel once, when the first listener matched by channel
+// needs it. buzz-lite patch 30.
+type eventChannel struct {
+	of    func(*nostr.Event) string
+	event *nostr.Event
+	id    string
+	known bool
+}
+
+func (c *eventChannel) get() string {
+	if !c.known {
+		c.id, c.known = c.of(c.event), true
+	}
+	return c.id
+}
+
+// matches reports whether l's filter matches event (with anyTime, whatever
+// its since and until say): go-nostr's Matches, the "h" condition by
+// channel when the listener has it so (buzz-lite patch 30).
+func (l *listener) matches(event *nostr.Event, channel *eventChannel, anyTime bool) bool {
+	if anyTime {
+		if !l.filter.MatchesIgnoringTimestampConstraints(event) {
+			return false
+		}
+	} else if !l.filter.Matches(event) {
+		return false
+	}
+	return !l.byChannel || slices.Contains(l.channels, channel.get())
 }
 
 // addListener may be called multiple times for each subscription -- in which case each filter will
@@ -70,6 +128,7 @@ func (rl *Relay) addListener(
 	subrelay *Relay,
 	filter nostr.Filter,
 ) {
+	filter, channels, byChannel := rl.channelFilter(filter)
 	rl.clientsMutex.Lock()
 	defer rl.clientsMutex.Unlock()
 
@@ -86,6 +145,9 @@ func (rl *Relay) addListener(
 			filter: filter,
 			spec:   spec,
 			head:   eventEnvelopeHead(sub.id),
+
+			byChannel: byChannel,
+			channels:  channels,
 		})
 	}
 }
@@ -245,11 +307,13 @@ func (rl *Relay) notifyListeners(event *nostr.Event, deliver func(ws *WebSocket)
 		head []byte
 		sub  *subscription
 	}
+	channel := eventChannel{of: rl.EventChannel, event: event}
 	rl.clientsMutex.Lock()
 	rl.broadcasts++
 	matched := make([]target, 0, 16)
-	for _, l := range rl.listeners {
-		if sub := l.spec.sub; sub.broadcast != rl.broadcasts && l.filter.Matches(event) {
+	for i := range rl.listeners {
+		l := &rl.listeners[i]
+		if sub := l.spec.sub; sub.broadcast != rl.broadcasts && l.matches(event, &channel, false) {
 			sub.broadcast = rl.broadcasts
 			matched = append(matched, target{l.ws, l.head, sub})
 		}
@@ -311,10 +375,12 @@ func appendEventEnvelope(head, event []byte) []byte {
 // buzz-lite patch: the relay reads and signs an event it synthesizes for
 // live delivery (a thread summary) only when someone would receive it.
 func (rl *Relay) Listening(event *nostr.Event, anyTime bool) bool {
+	channel := eventChannel{of: rl.EventChannel, event: event}
 	rl.clientsMutex.Lock()
 	matched := make([]*WebSocket, 0, 8)
-	for _, l := range rl.listeners {
-		if (anyTime && l.filter.MatchesIgnoringTimestampConstraints(event)) || (!anyTime && l.filter.Matches(event)) {
+	for i := range rl.listeners {
+		l := &rl.listeners[i]
+		if l.matches(event, &channel, anyTime) {
 			matched = append(matched, l.ws)
 		}
 	}

@@ -3,6 +3,7 @@ package khatru
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -230,5 +231,76 @@ func TestReqReplacesOpenSubscription(t *testing.T) {
 	}
 	if got := c.eventIDs(last.ID)["s"]; len(got) != 1 || got[0] != one.ID {
 		t.Errorf("received %v before the last event, want only %s", got, one.ID)
+	}
+}
+
+// buzz-lite patch 30: with FilterChannels and EventChannel, a filter's
+// "#h" matches by channel, not by the tag's letters (here a channel is its
+// letters in lower case, and "bad" names none); the filter's other
+// conditions are go-nostr's. EventChannel is asked at most once a
+// broadcast, and only when a listener with "#h" passes its filter's other
+// conditions. Listening (patch 10) matches alike.
+func TestChannelMatching(t *testing.T) {
+	signer := testutil.NewSigner(t)
+	rl := NewRelay()
+	var asked atomic.Int64
+	rl.FilterChannels = func(hs []string) []string {
+		out := []string{}
+		for _, h := range hs {
+			if h != "bad" {
+				out = append(out, strings.ToLower(h))
+			}
+		}
+		return out
+	}
+	rl.EventChannel = func(ev *nostr.Event) string {
+		asked.Add(1)
+		if tag := ev.Tags.GetFirst([]string{"h", ""}); tag != nil {
+			return strings.ToLower((*tag)[1])
+		}
+		return ""
+	}
+	a := dialRelay(t, rl)
+	a.subscribe("upper", nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"h": {"ABC"}}})
+	a.subscribe("lower", nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"h": {"xyz", "abc"}}})
+	a.subscribe("bad", nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"h": {"bad"}}})
+	a.subscribe("tagged", nostr.Filter{Kinds: []int{1}, Tags: nostr.TagMap{"h": {"abc"}, "t": {"x"}}})
+	a.subscribe("plain", nostr.Filter{Kinds: []int{2}})
+
+	at := time.Now().Unix()
+	for _, c := range []struct {
+		ev    *nostr.Event
+		subs  []string
+		asked int64
+	}{
+		{signer.Event(t, 1, at, "", nostr.Tag{"h", "aBc"}), []string{"upper", "lower"}, 1},
+		{signer.Event(t, 1, at, "", nostr.Tag{"h", "abc"}, nostr.Tag{"t", "x"}), []string{"upper", "lower", "tagged"}, 1},
+		{signer.Event(t, 1, at, "", nostr.Tag{"h", "bad"}), nil, 1},
+		{signer.Event(t, 1, at, "no h"), nil, 1},
+		{signer.Event(t, 3, at, "", nostr.Tag{"h", "abc"}), nil, 0},
+		{signer.Event(t, 2, at, "", nostr.Tag{"h", "ABC"}), []string{"plain"}, 0},
+	} {
+		asked.Store(0)
+		if n := rl.BroadcastEvent(c.ev); n != len(c.subs) {
+			t.Errorf("%v: reached %d subscriptions, want %d", c.ev.Tags, n, len(c.subs))
+		}
+		if n := asked.Load(); n != c.asked {
+			t.Errorf("%v: EventChannel asked %d times, want %d", c.ev.Tags, n, c.asked)
+		}
+	}
+	barrier := signer.Event(t, 2, at, "barrier")
+	rl.BroadcastEvent(barrier)
+	got := a.eventIDs(barrier.ID)
+	for sub, want := range map[string]int{"upper": 2, "lower": 2, "tagged": 1, "bad": 0, "plain": 1} {
+		if len(got[sub]) != want {
+			t.Errorf("%s received %d events, want %d", sub, len(got[sub]), want)
+		}
+	}
+
+	for h, want := range map[string]bool{"AbC": true, "XYZ": true, "bad": false, "qqq": false} {
+		ev := &nostr.Event{Kind: 1, CreatedAt: nostr.Now(), Tags: nostr.Tags{{"h", h}}}
+		if got := rl.Listening(ev, false); got != want {
+			t.Errorf("Listening(h %q) = %t, want %t", h, got, want)
+		}
 	}
 }

@@ -129,6 +129,17 @@ type Relay struct {
 	// remembers what it sent, so as not to send it again live.
 	// buzz-lite patch 29.
 	LiveCaughtUp func() <-chan struct{}
+	// FilterChannels and EventChannel, when both set, decide the "h"
+	// condition of a listener's filter by channel, not by the tag's
+	// letters: FilterChannels names the channels of the filter's "#h"
+	// values (once, when the listener is added), EventChannel the channel
+	// of a broadcast event (once per broadcast, when a listener with "#h"
+	// first asks), and the condition holds when the event's channel is one
+	// of the filter's. buzz-lite patch 30: a channel id is a UUID in any
+	// spelling, and a live subscription heard an event only when both
+	// spelled it alike, where its stored query found it.
+	FilterChannels func(values []string) []string
+	EventChannel   func(event *nostr.Event) string
 	// ValidateAuth, when set, decides whether a NIP-42 AUTH event for the
 	// connection's challenge authenticates its pubkey, instead of
 	// nip42.ValidateAuthEvent against getBaseURL, which, without
