@@ -177,10 +177,6 @@ type Community struct {
 	// memberships counts, per pubkey, the channels not deleted in which it
 	// holds a role: IsMemberAnywhere without a walk of every channel.
 	memberships *immutable.Map[string, int]
-	// subgroups counts, per parent (Seq), the channels not deleted whose
-	// Parent it is: the cap on subgroups (MaxSubgroups) without a walk
-	// of every channel.
-	subgroups *immutable.Map[int64, int]
 	// hiding counts the channels that CanRead refuses to some
 	// authenticated viewer: the private and the deleted ones.
 	hiding int
@@ -205,17 +201,12 @@ func NewCommunity(policy Policy, channels ...*Channel) *Community {
 	bySeq := immutable.NewMapBuilder[int64, *Channel](immutable.NewHasher(int64(0)))
 	byH := immutable.NewMapBuilder[string, *Channel](keyHasher)
 	memberships := immutable.NewMapBuilder[string, int](keyHasher)
-	subgroups := immutable.NewMapBuilder[int64, int](immutable.NewHasher(int64(0)))
 	c := &Community{Policy: policy}
 	for _, ch := range channels {
 		bySeq.Set(ch.Seq, ch)
 		byH.Set(ch.H, ch)
 		if hides(ch) {
 			c.hiding++
-		}
-		if isSubgroup(ch) {
-			n, _ := subgroups.Get(ch.Parent)
-			subgroups.Set(ch.Parent, n+1)
 		}
 		for pk := range ch.Members {
 			if countsMember(ch, pk) {
@@ -224,7 +215,7 @@ func NewCommunity(policy Policy, channels ...*Channel) *Community {
 			}
 		}
 	}
-	c.bySeq, c.byH, c.memberships, c.subgroups = bySeq.Map(), byH.Map(), memberships.Map(), subgroups.Map()
+	c.bySeq, c.byH, c.memberships = bySeq.Map(), byH.Map(), memberships.Map()
 	return c
 }
 
@@ -250,12 +241,6 @@ func (c *Community) Put(ch *Channel) {
 	if old != nil && hides(old) {
 		c.hiding--
 	}
-	if isSubgroup(old) && (!isSubgroup(ch) || old.Parent != ch.Parent) {
-		c.addSubgroup(old.Parent, -1)
-	}
-	if isSubgroup(ch) && (!isSubgroup(old) || old.Parent != ch.Parent) {
-		c.addSubgroup(ch.Parent, 1)
-	}
 	for pk := range ch.Members {
 		if countsMember(ch, pk) && !countsMember(old, pk) {
 			c.addMembership(pk, 1)
@@ -277,19 +262,6 @@ func hides(ch *Channel) bool { return ch.Private || ch.Deleted }
 // somewhere.
 func countsMember(ch *Channel, pubkey string) bool {
 	return ch != nil && !ch.Deleted && ch.Members[pubkey] >= RoleMember
-}
-
-// isSubgroup reports whether ch (nil: none) counts among its parent's
-// subgroups.
-func isSubgroup(ch *Channel) bool { return ch != nil && !ch.Deleted && ch.Parent != 0 }
-
-func (c *Community) addSubgroup(parent int64, d int) {
-	n, _ := c.subgroups.Get(parent)
-	if n += d; n == 0 {
-		c.subgroups = c.subgroups.Delete(parent)
-		return
-	}
-	c.subgroups = c.subgroups.Set(parent, n)
 }
 
 func (c *Community) addMembership(pubkey string, d int) {
@@ -431,13 +403,6 @@ func (c *Community) CheckEvent(ev *nostr.Event, h string) error {
 		return c.CheckNoChannel(ev.PubKey)
 	}
 	return nil
-}
-
-// Subgroups is the number of channels not deleted whose parent is the
-// channel numbered parent (RL-36).
-func (c *Community) Subgroups(parent int64) int {
-	n, _ := c.subgroups.Get(parent)
-	return n
 }
 
 // IsMemberAnywhere reports whether pubkey holds a role in some channel that

@@ -36,9 +36,9 @@ type WriteTx interface {
 	// unless it has one (0: leave it), its deleted_at becomes deletedAt
 	// unless it has one (0: leave it).
 	UpdateChannel(ch *Channel, createdAt, deletedAt int64) error
-	// ChildChannels numbers the channels whose parent is channel number
-	// parent (RL-36), by an index, not a walk of every channel.
-	ChildChannels(parent int64) ([]int64, error)
+	// ChildChannels numbers up to limit channels whose parent is channel
+	// number parent (RL-36), by an index, not a walk of every channel.
+	ChildChannels(parent int64, limit int) ([]int64, error)
 	// PutMember writes pubkey's (32 bytes) role in channel number
 	// channel; DeleteMember removes it.
 	PutMember(channel int64, pubkey []byte, role Role) error
@@ -378,13 +378,26 @@ func saveChannel(tx WriteTx, old, next *Channel, createdAt, now int64) error {
 	return nil
 }
 
-// orphanChildren makes roots of the subgroups of channel parent, just
-// deleted (RL-36, NIP-29: "When a parent is deleted, its remaining
-// children automatically become roots"): each child's row and state, whose
-// group state is renewed. They are found by the store's index of parents:
-// the cost grows with the children, not with the channels (RL-27a).
+// OrphansRenewed bounds the subgroups a parent's 9008 makes roots of in
+// its own transaction, renewing their group state: anyone who reads a
+// channel may make it the parent of their own, and a 9008 re-signing all
+// of them would cost what strangers attached (RL-27a). A subgroup past
+// the bound keeps its row's parent, which every 39000 renders without
+// (a deleted parent is no parent), and its group state until its next
+// change: a 39000 naming a group that no longer exists, which NIP-29
+// readers take as a root. A cap on subgroups would bound it too, but its
+// refusal would count a public parent's private subgroups to a stranger
+// (RL-29).
+const OrphansRenewed = 256
+
+// orphanChildren makes roots of up to OrphansRenewed subgroups of channel
+// parent, just deleted (RL-36, NIP-29: "When a parent is deleted, its
+// remaining children automatically become roots"): each child's row and
+// state, whose group state is renewed. They are found by the store's
+// index of parents: the cost grows with the children, not with the
+// channels.
 func orphanChildren(tx WriteTx, parent int64) error {
-	seqs, err := tx.ChildChannels(parent)
+	seqs, err := tx.ChildChannels(parent, OrphansRenewed)
 	if err != nil {
 		return fmt.Errorf("look up subgroups: %w", err)
 	}

@@ -97,10 +97,10 @@ func (tx *memTx) UpdateChannel(ch *Channel, _, _ int64) error {
 	return nil
 }
 
-func (tx *memTx) ChildChannels(parent int64) ([]int64, error) {
+func (tx *memTx) ChildChannels(parent int64, limit int) ([]int64, error) {
 	var seqs []int64
 	for _, ch := range tx.community.Channels() {
-		if ch.Parent == parent {
+		if ch.Parent == parent && len(seqs) < limit {
 			seqs = append(seqs, ch.Seq)
 		}
 	}

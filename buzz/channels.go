@@ -209,14 +209,6 @@ func IsPictureURL(s string) bool {
 // may be: the walk that refuses a cycle reads no more than that.
 const MaxSubgroupDepth = 32
 
-// MaxSubgroups is how many subgroups one channel may have. Anyone who can
-// read a channel may make it the parent of their own, and its 9008 then
-// makes every subgroup a root in one write transaction, renewing 4 group
-// state events of each (orphanChildren): 256 is more than any community's
-// tree of topics holds, and keeps that 9008 to about a thousand
-// signatures whoever attached what (RL-27a).
-const MaxSubgroups = 256
-
 // applyParent applies the last parent tag of a 9002 (or 9007) by author to
 // ch (RL-36, NIP-29 "Subgroups"): ["parent", id] makes ch a subgroup of
 // channel id, ["parent"] or ["parent", ""] a root; no parent tag leaves
@@ -239,7 +231,6 @@ func (c *Community) applyParent(ch *Channel, tags nostr.Tags, author string) err
 	if !found {
 		return nil
 	}
-	was := ch.Parent
 	ch.Parent = 0
 	if canonical, ok := nipcw.ParseChannelID(id); ok {
 		id = canonical
@@ -262,12 +253,6 @@ func (c *Community) applyParent(ch *Channel, tags nostr.Tags, author string) err
 		if q.Parent == 0 {
 			break
 		}
-	}
-	// Only a parent its author reads gets here: the refusal tells nothing
-	// of a channel they may not read, but for the count, which includes
-	// the parent's private subgroups (docs/relay.md, Subgroups).
-	if was != p.Seq && c.Subgroups(p.Seq) >= MaxSubgroups {
-		return ErrTooManySubgroups
 	}
 	ch.Parent = p.Seq
 	return nil

@@ -160,65 +160,12 @@ func TestTransitionParent(t *testing.T) {
 	}
 }
 
-// RL-36, RL-27a: a channel has at most MaxSubgroups subgroups, counted
-// without a walk of the channels: one more is refused, but a subgroup
-// that names its parent again is not, and a subgroup moved away, made a
-// root or deleted frees its place. A deleted channel is no one's
-// subgroup. A full parent the author may not read makes a root, as a
-// missing one does (RL-29).
-func TestTransitionParentCap(t *testing.T) {
-	const parent, secret, other, stranger = int64(1), int64(2), int64(3), int64(4)
-	owned := func(seq int64, h string, private bool, parent int64) *Channel {
-		return &Channel{Seq: seq, H: h, Created: true, Private: private, Parent: parent, Members: map[string]Role{pkOwner: RoleOwner}}
-	}
-	chans := []*Channel{owned(parent, chanRoot, false, 0), owned(secret, chanSecret, true, 0), owned(other, chanLoose, false, 0),
-		{Seq: stranger, H: chanMid, Created: true, Members: map[string]Role{pkOutsider: RoleOwner}}}
-	gone := owned(99, "gone", false, parent)
-	gone.Deleted = true
-	chans = append(chans, gone)
-	for i := range MaxSubgroups {
-		chans = append(chans, owned(int64(100+i), fmt.Sprintf("a%d", i), false, parent),
-			owned(int64(1000+i), fmt.Sprintf("b%d", i), true, secret))
-	}
-	com := NewCommunity(Policy{PublicRead: true, OpenWrite: true, Create: CreateByAnyone}, chans...)
-	if n := com.Subgroups(parent); n != MaxSubgroups {
-		t.Fatalf("%d subgroups counted, want %d (the deleted one not)", n, MaxSubgroups)
-	}
-	attach := func(author string, ch *Channel, to string) (*Channel, error) {
-		return transition(t, com, editOf(author, ch.H, nostr.Tag{"parent", to}), ch.H, ch)
-	}
-	_, err := attach(pkOwner, com.ChannelBySeq(other), chanRoot)
-	checkErr(t, err, ErrTooManySubgroups)
-	_, err = transition(t, com, &nostr.Event{Kind: KindCreateChannel, PubKey: pkOwner,
-		Tags: nostr.Tags{{"h", chanMissing}, {"parent", chanRoot}}}, chanMissing, nil)
-	checkErr(t, err, ErrTooManySubgroups)
-	if next, err := attach(pkOwner, com.ChannelBySeq(100), chanRoot); err != nil || next.Parent != parent {
-		t.Fatalf("a subgroup naming its parent again: %v, parent #%d", err, next.Parent)
-	}
-	if next, err := attach(pkOutsider, com.ChannelBySeq(stranger), chanSecret); err != nil || next.Parent != 0 {
-		t.Fatalf("a full private parent its author cannot read: %v, parent #%d; want a root", err, next.Parent)
-	}
-	for _, free := range []func(*Channel){
-		func(ch *Channel) { ch.Parent = 0 },
-		func(ch *Channel) { ch.Parent = other },
-		func(ch *Channel) { ch.Deleted = true },
-	} {
-		com = com.Clone()
-		ch := com.ChannelBySeq(100).clone()
-		free(ch)
-		com.Put(ch)
-		if n := com.Subgroups(parent); n != MaxSubgroups-1 {
-			t.Fatalf("%d subgroups after one left, want %d", n, MaxSubgroups-1)
-		}
-		if next, err := attach(pkOwner, com.ChannelBySeq(other), chanRoot); err != nil || next.Parent != parent {
-			t.Fatalf("attached to a parent with a free place: %v, parent #%d", err, next.Parent)
-		}
-		ch = ch.clone()
-		ch.Deleted, ch.Parent = false, parent
-		com.Put(ch)
-	}
+// RL-36: a deleted channel is no one's subgroup: its 9008 clears its
+// parent, so that its row leaves the index a 9008 of that parent reads.
+func TestDeleteChannelLeavesParent(t *testing.T) {
+	com := treeCommunity()
 	deleted, err := transition(t, com, &nostr.Event{Kind: KindDeleteChannel, PubKey: pkOwner,
-		Tags: nostr.Tags{{"h", "a1"}}}, "a1", com.ChannelBySeq(101))
+		Tags: nostr.Tags{{"h", chanMid}}}, chanMid, com.Channel(chanMid))
 	if err != nil || !deleted.Deleted || deleted.Parent != 0 {
 		t.Fatalf("9008 of a subgroup: %v, %+v; want deleted, no parent", err, deleted)
 	}

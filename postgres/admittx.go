@@ -75,10 +75,10 @@ func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) 
 
 // childChannelsSQL reads a deleted channel's subgroups (RL-36) along
 // channels_parent, however many channels there are (RL-27a).
-const childChannelsSQL = `SELECT seq FROM channels WHERE parent = $1`
+const childChannelsSQL = `SELECT seq FROM channels WHERE parent = $1 LIMIT $2`
 
-func (a *admission) ChildChannels(parent int64) ([]int64, error) {
-	rows, err := a.tx.tx.Query(a.tx.ctx, childChannelsSQL, parent)
+func (a *admission) ChildChannels(parent int64, limit int) ([]int64, error) {
+	rows, err := a.tx.tx.Query(a.tx.ctx, childChannelsSQL, parent, limit)
 	return collect(rows, err, pgx.RowTo[int64])
 }
 

@@ -87,7 +87,7 @@ func TestPlans(t *testing.T) {
 		{"feed activity, 16 streams", sqlQuery{sql: feedActivityQueries[16], args: append(slices.Clone(feedHead), feedStreams(16)...)}, "events_feed"},
 		{"feed streams", sqlQuery{sql: feedStreamsSQL, args: []any{authorKey}}, "members_pubkey"},
 		{"feed streams of a relay admin", sqlQuery{sql: feedAdminStreamsSQL}, "channels_private"},
-		{"subgroups of a deleted channel", sqlQuery{sql: childChannelsSQL, args: []any{int64(7)}}, "channels_parent"},
+		{"subgroups of a deleted channel", sqlQuery{sql: childChannelsSQL, args: []any{int64(7), 256}}, "channels_parent"},
 		{"thread of a root", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_root"},
 		{"thread of a root, a later page", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100, After: threadAfter}, now), "events_root"},
 		{"thread below an inner event", threadSQL(planEvents+1, 1, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_parent"},

@@ -65,8 +65,8 @@ func (a *admission) UpdateChannel(ch *buzz.Channel, createdAt, deletedAt int64) 
 	return nil
 }
 
-func (a *admission) ChildChannels(parent int64) ([]int64, error) {
-	rows, err := a.tx.childChannels.QueryContext(a.tx.ctx, parent)
+func (a *admission) ChildChannels(parent int64, limit int) ([]int64, error) {
+	rows, err := a.tx.childChannels.QueryContext(a.tx.ctx, parent, limit)
 	if err != nil {
 		return nil, err
 	}

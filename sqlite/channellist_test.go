@@ -47,7 +47,7 @@ func TestLastMessagePlans(t *testing.T) {
 // channels_parent, not a scan of every channel.
 func TestSubgroupPlans(t *testing.T) {
 	s := ttOpen(t)
-	plan := explain(t, s, childChannelsSQL, int64(1))
+	plan := explain(t, s, childChannelsSQL, int64(1), 256)
 	if !strings.Contains(plan, "USING COVERING INDEX channels_parent (parent=?)") || strings.Contains(plan, "SCAN") {
 		t.Errorf("the subgroups of a channel are not read along channels_parent:\n%s", plan)
 	}

@@ -57,7 +57,7 @@ const subtreeAuthorsSQL = `WITH RECURSIVE below(seq) AS (
 
 // childChannelsSQL reads a deleted channel's subgroups (RL-36) along
 // channels_parent, however many channels there are (RL-27a).
-const childChannelsSQL = `SELECT seq FROM channels WHERE parent = ?`
+const childChannelsSQL = `SELECT seq FROM channels WHERE parent = ? LIMIT ?`
 
 // raiseLastMessageSQL makes ?2 the last message of channel ?1 if newer.
 const raiseLastMessageSQL = `UPDATE channels SET last_message_at = ?2 WHERE seq = ?1 AND last_message_at < ?2`

@@ -173,7 +173,7 @@ var suite = []struct {
 	{"GroupStateRenewedOnChange", testGroupStateRenewedOnChange},
 	{"Subgroups", testSubgroups},
 	{"SubgroupReadAccess", testSubgroupReadAccess},
-	{"SubgroupCap", testSubgroupCap},
+	{"SubgroupOrphansBounded", testSubgroupOrphansBounded},
 	{"WriteAccess", testWriteAccess},
 	{"ThreadRepliesSetting", testThreadRepliesSetting},
 	{"ThreadRepliesConfigPrecedence", testThreadRepliesConfigPrecedence},
