@@ -147,17 +147,24 @@ func TestInvitePurgeSeenByEveryProcess(t *testing.T) {
 	admit(t, a.Store, owner.Event(t, 9007, procT, "", nostr.Tag{"h", procChan}, nostr.Tag{"private"}))
 	admit(t, a.Store, owner.Event(t, 9009, procT+1, "", nostr.Tag{"h", procChan}, nostr.Tag{"code", "c"},
 		nostr.Tag{"expiration", strconv.FormatInt(procT+20, 10)}))
+	// b hears of the channel and its code first, or the wait below could
+	// pass on a state from before them.
+	waitChannel := func(what string, ok func(*buzz.Channel) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for ch := b.Community().Channel(procChan); ch == nil || !ok(ch); ch = b.Community().Channel(procChan) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the other process never read %s: %+v", what, ch)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitChannel("the live code", func(ch *buzz.Channel) bool { return ch.Invites == 1 && !ch.Closed() })
 	clock.Set(procT + 60)
 	if n, err := a.PurgeExpired(context.Background()); err != nil || n != 1 {
 		t.Fatalf("purge: %d removed, %v; want 1", n, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for ch := b.Community().Channel(procChan); ch.Invites != 0 || !ch.Closed(); ch = b.Community().Channel(procChan) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the other process still reads %d live codes after the purge", ch.Invites)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitChannel("the purge", func(ch *buzz.Channel) bool { return ch.Invites == 0 && ch.Closed() })
 }
 
 // Replies written at once by two processes into one thread leave every
