@@ -280,22 +280,33 @@ func TestRenewIfChanged(t *testing.T) {
 		t.Errorf("public_read and admins changed the fingerprint: they are not rendered")
 	}
 	tx := NewTxCommunity(base)
-	if _, renew := tx.RenewIfChanged(fp, true, "key"); renew || tx.Changed() != nil {
-		t.Fatalf("unchanged fingerprint: renew %v, changed %v", renew, tx.Changed() != nil)
+	recorded := memSettings{FingerprintSetting: fp}
+	if err := tx.RenewIfChanged(recorded, "key"); err != nil || tx.Changed() != nil {
+		t.Fatalf("unchanged fingerprint: %v, changed %v", err, tx.Changed() != nil)
 	}
-	if _, renew := tx.RenewIfChanged(fp+1, true, ""); renew || tx.Changed() != nil {
-		t.Fatalf("without a key: renew %v, changed %v", renew, tx.Changed() != nil)
+	if err := tx.RenewIfChanged(memSettings{FingerprintSetting: fp + 1}, ""); err != nil || tx.Changed() != nil {
+		t.Fatalf("without a key: %v, changed %v", err, tx.Changed() != nil)
 	}
-	for _, recorded := range []struct {
-		fp    int64
-		found bool
-	}{{fp + 1, true}, {fp, false}} {
+	for _, recorded := range []memSettings{{FingerprintSetting: fp + 1}, {}} {
 		tx := NewTxCommunity(base)
-		if got, renew := tx.RenewIfChanged(recorded.fp, recorded.found, "key"); got != fp || !renew {
-			t.Fatalf("recorded %+v: %d, renew %v; want %d, true", recorded, got, renew, fp)
+		if err := tx.RenewIfChanged(recorded, "key"); err != nil || recorded[FingerprintSetting] != fp {
+			t.Fatalf("recorded %v after a renewal (%v); want %d", recorded, err, fp)
 		}
 		if n := len(tx.renew); n != len(base.Channels()) {
 			t.Fatalf("%d channels marked, want all %d", n, len(base.Channels()))
 		}
 	}
+}
+
+// memSettings are buzz.Settings in a map.
+type memSettings map[string]int64
+
+func (m memSettings) Setting(key string) (int64, bool, error) {
+	v, ok := m[key]
+	return v, ok, nil
+}
+
+func (m memSettings) PutSetting(key string, v int64) error {
+	m[key] = v
+	return nil
 }

@@ -144,23 +144,45 @@ func (t *TxCommunity) RenewEvery(tx GroupStateTx, key, pubkey string, now int64)
 	return DropForeignGroupState(tx, pubkey, now)
 }
 
+// FingerprintSetting is the store setting that records the
+// GroupStateFingerprint of the last renewal of every channel's group
+// state (RenewIfChanged).
+const FingerprintSetting = "group_state.fingerprint"
+
+// Settings are a store's integer settings, read and written in its write
+// transaction.
+type Settings interface {
+	// Setting reads setting key; found is false when it has none.
+	Setting(key string) (v int64, found bool, err error)
+	PutSetting(key string, v int64) error
+}
+
 // RenewIfChanged marks every channel's group state for renewal before
 // the commit when what it is rendered from beyond the channels
-// (GroupStateFingerprint) differs from recorded, the fingerprint the
-// store recorded at the last such renewal (found false: none yet): after
-// an upgrade that changed the renderer (39003, picture, the flags), or a
-// change of the configuration it reads (restricted, supported_kinds), no
-// channel keeps group state of the old form (RL-11, RL-36). It returns
-// the fingerprint the store records in the same transaction, and whether
-// it is to be recorded: not when it is unchanged, nor without a key (key
-// ""), when the relay signs nothing.
-func (t *TxCommunity) RenewIfChanged(recorded int64, found bool, key string) (int64, bool) {
+// (GroupStateFingerprint) differs from the one settings record under
+// FingerprintSetting (none yet: it differs), and records the new one in
+// the same transaction: after an upgrade that changed the renderer
+// (39003, picture, the flags), or a change of the configuration it reads
+// (restricted, supported_kinds), no channel keeps group state of the old
+// form (RL-11, RL-36). Without a key (key "") the relay signs nothing,
+// and nothing is renewed or recorded.
+func (t *TxCommunity) RenewIfChanged(settings Settings, key string) error {
+	if key == "" {
+		return nil
+	}
+	recorded, found, err := settings.Setting(FingerprintSetting)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", FingerprintSetting, err)
+	}
 	fp := GroupStateFingerprint(t.Community().Policy)
-	if key == "" || (found && fp == recorded) {
-		return fp, false
+	if found && fp == recorded {
+		return nil
 	}
 	t.markEvery()
-	return fp, true
+	if err := settings.PutSetting(FingerprintSetting, fp); err != nil {
+		return fmt.Errorf("write %s: %w", FingerprintSetting, err)
+	}
+	return nil
 }
 
 // markEvery marks every channel's group state for renewal.

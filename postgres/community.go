@@ -180,31 +180,28 @@ func (s *Store) RenewGroupState(ctx context.Context) error {
 // what it is rendered from beyond the channels changed since the last such
 // renewal (buzz.TxCommunity.RenewIfChanged, RL-36): an upgrade that
 // changed its form, or a change of open_write or allowed_kinds. The relay
-// calls it as it starts, once the database's group state is known to be
-// its key's; the fingerprint is recorded in the same transaction
-// (settings: group_state.fingerprint), under the write lock, so that
-// processes starting together renew it once.
+// calls it as it starts.
 func (s *Store) RenewChangedGroupState(ctx context.Context) error {
-	return s.write(ctx, func(tx *writeTx) error {
-		var recorded int64
-		err := tx.tx.QueryRow(tx.ctx, `SELECT value FROM settings WHERE key = $1`, groupStateFingerprint).Scan(&recorded)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("read %s: %w", groupStateFingerprint, err)
-		}
-		fp, renew := tx.access.RenewIfChanged(recorded, err == nil, s.key)
-		if !renew {
-			return nil
-		}
-		if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, groupStateFingerprint, fp); err != nil {
-			return fmt.Errorf("write %s: %w", groupStateFingerprint, err)
-		}
-		return nil
-	})
+	return s.write(ctx, func(tx *writeTx) error { return tx.access.RenewIfChanged(settings{tx}, s.key) })
 }
 
-// groupStateFingerprint is the settings key of RenewChangedGroupState.
-const groupStateFingerprint = "group_state.fingerprint"
+// settings are the settings table in a write transaction (buzz.Settings).
+type settings struct{ tx *writeTx }
+
+func (st settings) Setting(key string) (int64, bool, error) {
+	var v int64
+	err := st.tx.tx.QueryRow(st.tx.ctx, `SELECT value FROM settings WHERE key = $1`, key).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (st settings) PutSetting(key string, v int64) error {
+	_, err := st.tx.tx.Exec(st.tx.ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, v)
+	return err
+}
 
 // groupState is the write transaction tx as group state renewal uses it
 // (buzz.GroupStateTx). The group state events depend only on the

@@ -261,28 +261,28 @@ func (s *Store) RenewGroupState(ctx context.Context) error {
 // what it is rendered from beyond the channels changed since the last such
 // renewal (buzz.TxCommunity.RenewIfChanged, RL-36): an upgrade that
 // changed its form, or a change of open_write or allowed_kinds. The relay
-// calls it as it starts; the fingerprint is recorded in the same
-// transaction (settings: group_state.fingerprint).
+// calls it as it starts.
 func (s *Store) RenewChangedGroupState(ctx context.Context) error {
-	return s.writer.do(ctx, func(tx *writeTx) error {
-		var recorded int64
-		err := tx.getSetting.QueryRowContext(tx.ctx, groupStateFingerprint).Scan(&recorded)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("read %s: %w", groupStateFingerprint, err)
-		}
-		fp, renew := tx.access.RenewIfChanged(recorded, err == nil, s.key)
-		if !renew {
-			return nil
-		}
-		if _, err := tx.putSetting.ExecContext(tx.ctx, groupStateFingerprint, fp); err != nil {
-			return fmt.Errorf("write %s: %w", groupStateFingerprint, err)
-		}
-		return nil
-	})
+	return s.writer.do(ctx, func(tx *writeTx) error { return tx.access.RenewIfChanged(settings{tx}, s.key) })
 }
 
-// groupStateFingerprint is the settings key of RenewChangedGroupState.
-const groupStateFingerprint = "group_state.fingerprint"
+// settings are the settings table in the writer's transaction
+// (buzz.Settings).
+type settings struct{ tx *writeTx }
+
+func (st settings) Setting(key string) (int64, bool, error) {
+	var v int64
+	err := st.tx.getSetting.QueryRowContext(st.tx.ctx, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (st settings) PutSetting(key string, v int64) error {
+	_, err := st.tx.putSetting.ExecContext(st.tx.ctx, key, v)
+	return err
+}
 
 // foreignGroupState is true of the group state (39000-39003) in force
 // that pubkey ?1 did not sign.
