@@ -104,7 +104,7 @@ func (w *wsConn) req(ctx context.Context, f nostr.Filter) ([]*nostr.Event, error
 			if err := nipcw.VerifyEvents([]*nostr.Event{&ev}); err != nil {
 				return nil, fmt.Errorf("client: websocket: event %s: %w", ev.ID, err)
 			}
-			if !f.Matches(&ev) {
+			if !nipcw.MatchesFilter(f, &ev) {
 				return nil, fmt.Errorf("client: websocket: event %s does not match the filter", ev.ID)
 			}
 			evs = append(evs, &ev)

@@ -73,7 +73,7 @@ func (c *Client) Follow(ctx context.Context, channel string, since int64, projec
 			if err := nipcw.VerifyEvents([]*nostr.Event{&ev}); err != nil {
 				return fmt.Errorf("client: live: event %s: %w", ev.ID, err)
 			}
-			if !f.Matches(&ev) {
+			if !nipcw.MatchesFilter(f, &ev) {
 				continue
 			}
 			live, err := pl.place(ctx, channel, &ev)

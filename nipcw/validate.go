@@ -472,15 +472,15 @@ func exactTags(tags nostr.Tags, names ...string) (map[string]string, string) {
 	return values, ""
 }
 
-// inChannel reports whether ev names channel ch, and no other, in its h
-// tags.
+// inChannel reports whether ev names channel ch (canonical), and no other,
+// in its h tags.
 func inChannel(ev *nostr.Event, ch string) bool {
 	found := false
 	for _, tag := range ev.Tags {
 		if len(tag) < 2 || tag[0] != "h" {
 			continue
 		}
-		if !equalFold(tag[1], ch) {
+		if id, ok := ParseChannelID(tag[1]); !ok || id != ch {
 			return false
 		}
 		found = true

@@ -262,6 +262,12 @@ func TestValidatePageAccepts(t *testing.T) {
 		{"uppercase h tags", boundsTags(func(f *pageFixture) nostr.Tags {
 			return nostr.Tags{{"d", BoundsD(pageChannel, f.sent)}, {"h", strings.ToUpper(pageChannel)}}
 		})},
+		// CW-2: a row's h names the channel in any UUID form.
+		{"row h braced and uppercase", func(t *testing.T, f *pageFixture) {
+			resign(t, userSK, f.rows[0], func(ev *nostr.Event) {
+				ev.Tags = nostr.Tags{{"h", "{" + strings.ToUpper(pageChannel) + "}"}}
+			})
+		}},
 		// CL-2: unknown content fields are ignored.
 		{"unknown bounds field", boundsContent("window_version", `{"x":[1,"2",null]}`)},
 		{"unknown summary field", summaryContent("thread_title", `"hello"`)},
@@ -606,6 +612,9 @@ func TestValidatePageRejects(t *testing.T) {
 		}},
 		{"row of two channels", "row is not in the channel", func(t *testing.T, f *pageFixture) {
 			resign(t, userSK, f.rows[0], func(ev *nostr.Event) { ev.Tags = append(ev.Tags, nostr.Tag{"h", otherChan}) })
+		}},
+		{"row h not a channel id", "row is not in the channel", func(t *testing.T, f *pageFixture) {
+			resign(t, userSK, f.rows[0], func(ev *nostr.Event) { ev.Tags = nostr.Tags{{"h", pageChannel + "!"}} })
 		}},
 		{"row without a channel", "row is not in the channel", func(t *testing.T, f *pageFixture) {
 			resign(t, userSK, f.rows[0], func(ev *nostr.Event) { ev.Tags = nostr.Tags{} })

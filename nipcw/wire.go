@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/nbd-wtf/go-nostr"
 )
 
 // Cursor is a position in the window order `created_at DESC, id ASC`
@@ -94,6 +96,50 @@ func ParseChannelID(s string) (string, bool) {
 		}
 	}
 	return s, true
+}
+
+// SameChannel reports whether a and b name the same channel as CW-2 reads
+// an h value: a UUID in any spelling is its canonical form, a NIP-29 group
+// id is itself, case and all. A value that is no channel id names none.
+func SameChannel(a, b string) bool {
+	x, ok := ParseChannelID(a)
+	if !ok {
+		return false
+	}
+	y, ok := ParseChannelID(b)
+	return ok && x == y
+}
+
+// MatchesFilter reports whether ev matches f as the relay matches it: like
+// nostr.Filter.Matches, except that an #h value names a channel (CW-2), so
+// that the events of a channel whose h tag spells its UUID otherwise than
+// the filter are the channel's too, as the relay sends them.
+func MatchesFilter(f nostr.Filter, ev *nostr.Event) bool {
+	hs, ok := f.Tags["h"]
+	if !ok {
+		return f.Matches(ev)
+	}
+	rest := f
+	rest.Tags = make(nostr.TagMap, len(f.Tags))
+	for name, values := range f.Tags {
+		if name != "h" {
+			rest.Tags[name] = values
+		}
+	}
+	if !rest.Matches(ev) {
+		return false
+	}
+	for _, tag := range ev.Tags {
+		if len(tag) < 2 || tag[0] != "h" {
+			continue
+		}
+		for _, h := range hs {
+			if SameChannel(tag[1], h) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isGroupIDChar reports whether c may appear in a NIP-29 group id: the
