@@ -108,14 +108,15 @@ func serve(c *cli.Context) (err error) {
 			PubKey:      cfg.Relay.PubKey,
 			Version:     buildVersion(),
 		},
-		URL:            cfg.Relay.URL,
-		Key:            key,
-		Limits:         cfg.Limits.Relay(),
-		TrustedProxies: cfg.Server.TrustedProxyNets(),
-		Metrics:        cfg.Server.Metrics,
-		MetricsAllow:   cfg.Server.MetricsAllowNets(),
-		Web:            cfg.Server.Web,
-		Logger:         log,
+		URL:             cfg.Relay.URL,
+		Key:             key,
+		Limits:          cfg.Limits.Relay(),
+		TrustedProxies:  cfg.Server.TrustedProxyNets(),
+		Metrics:         cfg.Server.Metrics,
+		MetricsAllow:    cfg.Server.MetricsAllowNets(),
+		Web:             cfg.Server.Web,
+		WebConnectAllow: cfg.Server.WebConnectAllow,
+		Logger:          log,
 	}, store)
 	if err != nil {
 		return errors.Join(err, store.Close(), ln.Close())

@@ -22,6 +22,7 @@ import (
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/relay"
+	"github.com/buzz-lite/buzz-lite/web"
 )
 
 // Config is the whole configuration.
@@ -59,6 +60,10 @@ type Server struct {
 	MetricsAllow []string `toml:"metrics_allow"`
 	// Web serves the read-only HTML view of the open channels (CW-25).
 	Web bool `toml:"web"`
+	// WebConnectAllow are the ws:// or wss:// origins, beyond its own,
+	// the web client's pages may connect to (CSP connect-src): the relays
+	// of members' NIP-46 bunkers (CW-26). Empty: none.
+	WebConnectAllow []string `toml:"web_connect_allow"`
 }
 
 // Storage is where the data lives and what of it is kept in memory.
@@ -511,6 +516,13 @@ func (c *Config) Normalize() error {
 	}
 	if _, err := prefixes(c.Server.MetricsAllow); err != nil {
 		errs = append(errs, fmt.Errorf("server.metrics_allow: %w", err))
+	}
+	for i, o := range c.Server.WebConnectAllow {
+		origin, err := web.ConnectOrigin(o)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("server.web_connect_allow: %w", err))
+		}
+		c.Server.WebConnectAllow[i] = origin
 	}
 	for _, list := range []struct {
 		name string

@@ -92,6 +92,39 @@ func TestMetricsAllow(t *testing.T) {
 	}
 }
 
+// CW-26: server.web_connect_allow is empty by default (the web client's
+// pages connect to their own origin only); from the file or the
+// environment it takes ws:// and wss:// origins, brought to lowercase
+// without a trailing slash, the form the Content-Security-Policy names.
+func TestWebConnectAllow(t *testing.T) {
+	if d := Default(); len(d.Server.WebConnectAllow) != 0 {
+		t.Errorf("default web_connect_allow %v, want none", d.Server.WebConnectAllow)
+	}
+	path := testutil.WriteFile(t, "buzz-lite.toml", "[server]\nweb_connect_allow = [\"wss://Bunker.Example.com/\", \"ws://127.0.0.1:7778\"]\n")
+	for _, tc := range []struct {
+		name string
+		path string
+		env  env
+		want []string
+	}{
+		{"file", path, env{}, []string{"wss://bunker.example.com", "ws://127.0.0.1:7778"}},
+		{"environment", path, env{"BUZZ_LITE_SERVER_WEB_CONNECT_ALLOW": "wss://relay.nsec.app, wss://[::1]:8443"}, []string{"wss://relay.nsec.app", "wss://[::1]:8443"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Load(tc.path, tc.env.get)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cfg.Normalize(); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Server.WebConnectAllow, tc.want) {
+				t.Errorf("web_connect_allow %v, want %v", cfg.Server.WebConnectAllow, tc.want)
+			}
+		})
+	}
+}
+
 // RL-24: defaults < file < environment, key by key, for strings, lists
 // and integers.
 func TestPrecedence(t *testing.T) {
@@ -371,6 +404,10 @@ func TestNormalize(t *testing.T) {
 		{"bad exempt network", func(c *Config) { c.Limits.Exempt = []string{"10.0.0.0/33"} }, "limits.exempt"},
 		{"bad trusted proxy", func(c *Config) { c.Server.TrustedProxies = []string{"proxy.local"} }, "server.trusted_proxies"},
 		{"bad metrics network", func(c *Config) { c.Server.MetricsAllow = []string{"10.0.0.0/33"} }, "server.metrics_allow"},
+		{"https origin to connect to", func(c *Config) { c.Server.WebConnectAllow = []string{"https://bunker.example.com"} }, "server.web_connect_allow"}, // CW-26
+		{"origin with a path", func(c *Config) { c.Server.WebConnectAllow = []string{"wss://bunker.example.com/x"} }, "server.web_connect_allow"},
+		{"wildcard origin", func(c *Config) { c.Server.WebConnectAllow = []string{"wss://*.example.com"} }, "server.web_connect_allow"},
+		{"origin ending the directive", func(c *Config) { c.Server.WebConnectAllow = []string{"wss://a.example.com;script-src"} }, "server.web_connect_allow"},
 		{"bad blocked pubkey", func(c *Config) { c.Access.BlockedPubkeys = []string{"npub1nope"} }, "access.blocked_pubkeys"},
 		{"bad log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
 		{"bad log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"}, // RL-30

@@ -59,6 +59,10 @@ type Config struct {
 	// Web serves the HTML view of the open channels to browsers (CW-25);
 	// off, `/` answers a line of text and the pages 404.
 	Web bool
+	// WebConnectAllow are the origins beyond its own (web.ConnectOrigin's
+	// form) the web view's pages may connect to, such as a member's
+	// NIP-46 bunker relay (CW-26).
+	WebConnectAllow []string
 	// Logger receives the relay's structured log; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.

@@ -29,6 +29,7 @@ func (r *Relay) newWebView() (*web.View, error) {
 		WriteTimeout: queryWriteTimeout,
 		Now:          r.now,
 		Log:          r.log,
+		ConnectAllow: r.cfg.WebConnectAllow,
 	})
 }
 

@@ -177,6 +177,9 @@ type Deps struct {
 	Community func(ctx context.Context, admits func(*buzz.Community) bool) *buzz.Community
 	Limits    Limits
 	Metrics   Metrics
+	// ConnectAllow are origins beyond its own a page may connect to
+	// (CSPWith): server.web_connect_allow.
+	ConnectAllow []string
 	// ReadTimeout bounds the reads of one page, WriteTimeout the time a
 	// client may take to read it.
 	ReadTimeout, WriteTimeout time.Duration
@@ -218,7 +221,7 @@ func Wants(req *http.Request) bool {
 // the answers share (RL-27, RL-27a).
 func (v *View) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", CSP)
+	h.Set("Content-Security-Policy", CSPWith(v.d.ConnectAllow))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
