@@ -19,7 +19,8 @@ import (
 // generator's included: it runs in this process) in microseconds and in
 // verifications' worth, one core's verification measured first in the
 // same run with the relay's verifier (internal/verify), and the rate
-// against the machine's verification limit:
+// against the machine's verification limit, and the events the writer
+// took in a batch (one transaction, one commit):
 //
 //	go test ./relay -run '^$' -bench IngestWS -benchtime 20000x -cpuprofile cpu.out
 func BenchmarkIngestWS(b *testing.B) {
@@ -36,6 +37,7 @@ func BenchmarkIngestWS(b *testing.B) {
 		b.Fatal(err)
 	}
 	v := testutil.MeasureVerify(b, load, time.Second)
+	before := batches(b, s)
 	b.ResetTimer()
 	cpu := testutil.StartCPU()
 	r, err := bench.Ingest(context.Background(), t, "ingest", load, 16, 32)
@@ -45,4 +47,20 @@ func BenchmarkIngestWS(b *testing.B) {
 	b.StopTimer()
 	cpu.Report(b, len(load), r.Rate(), v)
 	b.ReportMetric(float64(r.P99.Microseconds())/1000, "p99-ms")
+	after := batches(b, s)
+	b.ReportMetric(float64(after[0]-before[0])/float64(max(1, after[1]-before[1])), "events/batch")
+}
+
+// batches is the writer's jobs and batches so far.
+func batches(b *testing.B, s *testServer) [2]uint64 {
+	b.Helper()
+	st, err := s.store.Stats()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n uint64
+	for _, c := range st.BatchSizes {
+		n += c
+	}
+	return [2]uint64{st.BatchJobs, n}
 }
