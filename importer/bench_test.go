@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -18,8 +19,9 @@ import (
 )
 
 // benchFile signs n channel events, a third of them top-level and the rest
-// replies to earlier ones, as JSON Lines in created_at order.
-func benchFile(b *testing.B, n int) []byte {
+// replies to earlier ones, as JSON Lines in created_at order; it returns
+// the events too.
+func benchFile(b *testing.B, n int) ([]byte, []*nostr.Event) {
 	b.Helper()
 	signers := []testutil.Signer{testutil.NewSigner(b), testutil.NewSigner(b), testutil.NewSigner(b)}
 	ch := "88888888-8888-4888-8888-888888888888"
@@ -59,15 +61,17 @@ func benchFile(b *testing.B, n int) []byte {
 		buf.WriteString(ev.String())
 		buf.WriteByte('\n')
 	}
-	return buf.Bytes()
+	return buf.Bytes(), evs
 }
 
 // BenchmarkImport measures `buzz-lite import` of a JSON Lines file into an
 // empty store of each kind, every id and signature verified (on every
-// core), against the machine's verification limit (cores x
-// BenchmarkVerifySignature of ./sqlite); the no-verify rows are the
-// store's own cost (RL-33: import --postgres). b.N is the number of
-// events.
+// core), against the machine's verification limit: the cores times one
+// core's verifications a second with the relay's verifier
+// (internal/verify), measured first in the same run. It reports the
+// process's CPU an event in microseconds and in verifications' worth; the
+// no-verify rows are the store's own cost (RL-33: import --postgres). b.N
+// is the number of events.
 func BenchmarkImport(b *testing.B) {
 	for _, store := range []string{"sqlite", "postgres"} {
 		for _, verify := range []bool{true, false} {
@@ -76,15 +80,17 @@ func BenchmarkImport(b *testing.B) {
 				name += "/no-verify"
 			}
 			b.Run(name, func(b *testing.B) {
-				file := benchFile(b, b.N)
+				file, evs := benchFile(b, b.N)
 				s := openBenchStore(b, store)
+				v := testutil.MeasureVerify(b, evs, time.Second)
 				b.ResetTimer()
+				cpu := testutil.StartCPU()
 				sum, err := Run(context.Background(), bytes.NewReader(file), s, Options{NoVerify: !verify})
 				b.StopTimer()
 				if err != nil || sum.Accepted != b.N {
 					b.Fatalf("%+v %v", sum, err)
 				}
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+				cpu.Report(b, b.N, float64(b.N)/b.Elapsed().Seconds(), v)
 			})
 		}
 	}
@@ -117,7 +123,7 @@ func openBenchStore(b *testing.B, kind string) Store {
 // BenchmarkExport measures `buzz-lite export` of a 50,000-event store.
 func BenchmarkExport(b *testing.B) {
 	const n = 50_000
-	file := benchFile(b, n)
+	file, _ := benchFile(b, n)
 	s, err := sqlite.Open(context.Background(), sqlite.Options{Path: b.TempDir() + "/bench.db", Schema: testutil.Schema(b)})
 	if err != nil {
 		b.Fatal(err)
