@@ -37,7 +37,7 @@ func withLoadRelay(ctx context.Context, run relayRun, processes int, pageCache b
 	// connection cap per IP would refuse: loopback is exempt here.
 	run.env = append(run.env, "BUZZ_LITE_LIMITS_RATES=false", "BUZZ_LITE_LIMITS_EXEMPT=127.0.0.0/8,::1")
 	if !pageCache {
-		run.env = append(run.env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
+		run.env = append(run.env, "BUZZ_LITE_STORAGE_PAGE_CACHE_BYTES=0")
 	}
 	m, err := withRelays(ctx, run, processes, func(t bench.Target, peak func() int64) error {
 		return fn(t, func(r *bench.Result) { r.PeakRSS = peak() })
