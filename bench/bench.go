@@ -62,10 +62,17 @@ type Result struct {
 	P50 time.Duration `json:"p50_ns"`
 	P95 time.Duration `json:"p95_ns"`
 	P99 time.Duration `json:"p99_ns"`
-	// PeakRSS is the relay's peak anonymous resident set (RssAnon,
+	// PeakRSSAnon is the relay's peak anonymous resident set (RssAnon,
 	// sampled) during this measurement, in bytes, when the caller knows
-	// it: its own memory, not the database pages its reads map.
-	PeakRSS int64 `json:"peak_rss_anon,omitempty"`
+	// it: its own memory, not the database pages its reads map. PeakRSS
+	// is its peak whole resident set (VmRSS, sampled with it), which
+	// counts the mapped database pages once per read connection.
+	PeakRSSAnon int64 `json:"peak_rss_anon,omitempty"`
+	PeakRSS     int64 `json:"peak_rss,omitempty"`
+	// PageCache is how the relay's window page cache served a window
+	// measurement (nil for the others): its hits and misses are the
+	// pages it served and those built from the database.
+	PageCache *PageCache `json:"page_cache,omitempty"`
 }
 
 // Rate is operations per second.
