@@ -3,11 +3,17 @@
 // signed events, window and thread pages, REQ by channel, live fan-out to
 // many subscribers, and the first screen of a channel both ways (one
 // window request against what a generic client must do), and the attacks
-// of issue 13 while an innocent client is timed (abuse.go). It speaks only
-// the wire, knowing neither the relay nor the store, so it measures any
-// relay that serves the channel window. Clients do as little work as they
-// can during a measurement: events are signed and requests encoded before
-// the clock starts, and answers are read, not verified.
+// of issue 13 while an innocent client is timed (abuse.go). Deep window
+// pages are asked for two ways: uniformly over the channel's pages, and
+// skewed as readers ask for them, the head most often and few pages near
+// the channel's start (QueryZipf: math/rand/v2's Zipf, s = 1.1, v = 1),
+// which is what a page cache meets. It speaks only the wire, knowing
+// neither the relay nor the store, so it measures any relay that serves
+// the channel window; what the wire does not say, the share of pages the
+// page cache served, it reads from buzz-lite's /metrics. Clients do as
+// little work as they can during a measurement: events are signed and
+// requests encoded before the clock starts, and answers are read, not
+// verified.
 package bench
 
 import (
@@ -62,10 +68,17 @@ type Result struct {
 	P50 time.Duration `json:"p50_ns"`
 	P95 time.Duration `json:"p95_ns"`
 	P99 time.Duration `json:"p99_ns"`
-	// PeakRSS is the relay's peak anonymous resident set (RssAnon,
+	// PeakRSSAnon is the relay's peak anonymous resident set (RssAnon,
 	// sampled) during this measurement, in bytes, when the caller knows
-	// it: its own memory, not the database pages its reads map.
-	PeakRSS int64 `json:"peak_rss_anon,omitempty"`
+	// it: its own memory, not the database pages its reads map. PeakRSS
+	// is its peak whole resident set (VmRSS, sampled with it), which
+	// counts the mapped database pages once per read connection.
+	PeakRSSAnon int64 `json:"peak_rss_anon,omitempty"`
+	PeakRSS     int64 `json:"peak_rss,omitempty"`
+	// PageCache is how the relay's window page cache served a window
+	// measurement (nil for the others): its hits and misses are the
+	// pages it served and those built from the database.
+	PageCache *PageCache `json:"page_cache,omitempty"`
 }
 
 // Rate is operations per second.

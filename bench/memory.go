@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -17,12 +16,12 @@ import (
 // started by Go's vfork-style spawn takes its parent's peak as its own
 // when it execs, so a large bench process would show as the relay's.
 type Memory struct {
-	// Peak is VmHWM, the peak resident set;
-	// Anon and File split the present one (RssAnon: heap and stacks,
-	// SQLite's page caches included; RssFile: file pages mapped, the
-	// program's code, the WAL index and the database's pages that the
-	// read connections map, which the kernel may drop).
-	Peak, Anon, File int64
+	// Peak is VmHWM, the peak resident set, and RSS (VmRSS) the present
+	// one, which Anon and File split (RssAnon: heap and stacks, SQLite's
+	// page caches included; RssFile: file pages mapped, the program's
+	// code, the WAL index and the database's pages that the read
+	// connections map, which the kernel may drop).
+	Peak, RSS, Anon, File int64
 	// PeakAnon is the largest Anon seen by whoever sampled it: the
 	// kernel keeps no peak of it.
 	PeakAnon int64
@@ -47,6 +46,8 @@ func MemoryOf(pid int) Memory {
 		switch name {
 		case "VmHWM":
 			m.Peak = kb << 10
+		case "VmRSS":
+			m.RSS = kb << 10
 		case "RssAnon":
 			m.Anon = kb << 10
 		case "RssFile":
@@ -56,26 +57,36 @@ func MemoryOf(pid int) Memory {
 	return m
 }
 
-// anonSampling is how often SampleAnon reads a process's anonymous
-// resident set.
+// anonSampling is how often SampleMemory reads a process's resident set.
 const anonSampling = 50 * time.Millisecond
 
-// SampleAnon reads process pid's anonymous resident set (RssAnon) every
-// anonSampling until stop is called. since is the largest read since its
-// last call (or the start), and peak the largest of all. The kernel keeps
-// a peak only of the whole resident set (VmHWM), which counts the pages of
-// the database that the read connections map (file pages, the kernel's
-// page cache, once per connection) with the relay's own memory.
-func SampleAnon(pid int) (stop func(), since, peak func() int64) {
-	var sinceLast, largest atomic.Int64
-	raise := func(v *atomic.Int64, a int64) {
-		for old := v.Load(); a > old && !v.CompareAndSwap(old, a); old = v.Load() {
-		}
-	}
-	read := func() int64 {
-		a := MemoryOf(pid).Anon
-		raise(&largest, a)
-		return a
+// Peaks are the largest anonymous resident set (RssAnon) and whole
+// resident set (VmRSS) sampled, in bytes.
+type Peaks struct {
+	Anon, RSS int64
+}
+
+// Max is the larger of p and q, field by field.
+func (p Peaks) Max(q Peaks) Peaks { return Peaks{Anon: max(p.Anon, q.Anon), RSS: max(p.RSS, q.RSS)} }
+
+// SampleMemory reads process pid's anonymous and whole resident sets
+// every anonSampling until stop is called. since is the largest of each
+// read since its last call (or the start), and peak the largest of all.
+// The kernel keeps a peak only of the whole resident set (VmHWM), which
+// counts the pages of the database that the read connections map (file
+// pages, the kernel's page cache, once per connection) with the relay's
+// own memory, and is never reset: the anonymous set is the relay's own,
+// and both are sampled to give each measurement its own peaks.
+func SampleMemory(pid int) (stop func(), since, peak func() Peaks) {
+	var mu sync.Mutex
+	var sinceLast, largest Peaks
+	read := func() Peaks {
+		m := MemoryOf(pid)
+		now := Peaks{Anon: m.Anon, RSS: m.RSS}
+		mu.Lock()
+		largest, sinceLast = largest.Max(now), sinceLast.Max(now)
+		mu.Unlock()
+		return now
 	}
 	done := make(chan struct{})
 	stopped := make(chan struct{})
@@ -84,7 +95,7 @@ func SampleAnon(pid int) (stop func(), since, peak func() int64) {
 		tick := time.NewTicker(anonSampling)
 		defer tick.Stop()
 		for {
-			raise(&sinceLast, read())
+			read()
 			select {
 			case <-done:
 				return
@@ -94,6 +105,18 @@ func SampleAnon(pid int) (stop func(), since, peak func() int64) {
 	}()
 	var once sync.Once
 	stop = func() { once.Do(func() { close(done); <-stopped }) }
-	since = func() int64 { return max(sinceLast.Swap(0), read()) }
-	return stop, since, largest.Load
+	since = func() Peaks {
+		read()
+		mu.Lock()
+		defer mu.Unlock()
+		p := sinceLast
+		sinceLast = Peaks{}
+		return p
+	}
+	peak = func() Peaks {
+		mu.Lock()
+		defer mu.Unlock()
+		return largest
+	}
+	return stop, since, peak
 }

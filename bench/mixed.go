@@ -23,6 +23,16 @@ type PageCache struct {
 	Writes int    `json:"writes"`
 }
 
+// MarshalJSON gives the counts with the share of pages served from the
+// cache (hit_rate), for a reader of the JSON report.
+func (p PageCache) MarshalJSON() ([]byte, error) {
+	type counts PageCache
+	return json.Marshal(struct {
+		counts
+		HitRate float64 `json:"hit_rate"`
+	}{counts(p), p.HitRate()})
+}
+
 // HitRate is the share of pages served from the cache.
 func (p PageCache) HitRate() float64 {
 	if p.Hits+p.Misses == 0 {
@@ -148,5 +158,7 @@ func Mixed(ctx context.Context, t Target, name string, bodies [][]byte, clients 
 	if err != nil {
 		return r, PageCache{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return r, PageCache{Hits: after.Hits - before.Hits, Misses: after.Misses - before.Misses, Writes: published}, nil
+	pc := PageCache{Hits: after.Hits - before.Hits, Misses: after.Misses - before.Misses, Writes: published}
+	r.PageCache = &pc
+	return r, pc, nil
 }

@@ -82,13 +82,52 @@ func postInto(ctx context.Context, t Target, body []byte, auth string, answer *b
 // Query measures POST /query from clients concurrent clients for d, each
 // request's body picked at random from bodies.
 func Query(ctx context.Context, t Target, name, unit string, bodies [][]byte, clients int, d time.Duration) (Result, error) {
+	return queryPicking(ctx, t, name, unit, bodies, clients, d, uniform)
+}
+
+// Readers' skew over a channel's pages: the bodies of QueryZipf are picked
+// with rank k (0 the head) in proportion to (ZipfV+k)^-ZipfS, as
+// math/rand/v2's Zipf draws them. With s = 1.1 and v = 1, on a channel of
+// 663 pages (the million-event community's largest) the head is asked
+// for 19% of the time, the first 10 pages half of it and the first 150
+// (what the default page cache holds) 84%: most readers open a channel
+// at its head and scroll back a few pages, few reach its start.
+const (
+	ZipfS = 1.1
+	ZipfV = 1.0
+)
+
+// QueryZipf is Query with each body picked Zipf-like by its rank in
+// bodies (ZipfS, ZipfV), the first most often.
+func QueryZipf(ctx context.Context, t Target, name, unit string, bodies [][]byte, clients int, d time.Duration) (Result, error) {
+	return queryPicking(ctx, t, name, unit, bodies, clients, d, zipf)
+}
+
+// A picker makes a client's choice of body among n from the client's own
+// random source.
+type picker func(rng *rand.Rand, n int) func() int
+
+func uniform(rng *rand.Rand, n int) func() int { return func() int { return rng.IntN(n) } }
+
+func zipf(rng *rand.Rand, n int) func() int {
+	z := rand.NewZipf(rng, ZipfS, ZipfV, uint64(n-1))
+	return func() int { return int(z.Uint64()) }
+}
+
+// queryPicking is Query with each client's bodies chosen by pick.
+func queryPicking(ctx context.Context, t Target, name, unit string, bodies [][]byte, clients int, d time.Duration,
+	pick picker) (Result, error) {
 	if len(bodies) == 0 {
 		return Result{}, fmt.Errorf("%s: no requests to send", name)
 	}
 	return closedLoop(ctx, t, name, unit, clients, d, func(_ context.Context, process Target) (op, func(), error) {
 		var answer bytes.Buffer
+		var next func() int // made on the client's first operation, from its random source
 		return func(ctx context.Context, rng *rand.Rand) (int, error) {
-			err := postInto(ctx, process, bodies[rng.IntN(len(bodies))], "", &answer)
+			if next == nil {
+				next = pick(rng, len(bodies))
+			}
+			err := postInto(ctx, process, bodies[next()], "", &answer)
 			return answer.Len(), err
 		}, func() {}, nil
 	})

@@ -17,6 +17,10 @@ var Targets = struct {
 	// WindowPages a second at P99 or better, from 16 clients.
 	WindowPages float64
 	WindowP99   time.Duration
+	// CachedPages a second, the page cache on, deep pages asked for as
+	// readers ask for them ("window deep zipf"; issue 15, settled in
+	// issue 32).
+	CachedPages float64
 	// PeakRSS bounds the relay's anonymous resident set (RssAnon) over
 	// the whole run: its own memory, not the database's pages it maps.
 	PeakRSS int64
@@ -25,7 +29,7 @@ var Targets = struct {
 	// ScreenBytes and ScreenTime are how many times fewer bytes and less
 	// time the window's first screen takes than the generic client's.
 	ScreenBytes, ScreenTime float64
-}{0.8, 1500, 25 * time.Millisecond, 150_000_000, 2, 3, 5}
+}{0.8, 1500, 25 * time.Millisecond, 2500, 150_000_000, 2, 3, 5}
 
 // Report is a whole run: the machine, the data, every measurement.
 type Report struct {
@@ -92,23 +96,25 @@ func (r Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "database: %d events before the run; channel %s: %d messages, %d window pages of 50\n\n",
 		r.Events, r.Channel, r.Messages, r.WindowPages)
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measurement\tclients\tops\tper second\tp50\tp95\tp99\tKB/op\tpeak anon\t")
+	fmt.Fprintln(tw, "measurement\tclients\tops\tper second\tp50\tp95\tp99\tKB/op\tfrom cache\tpeak anon\tpeak RSS\t")
 	for _, x := range r.Results {
 		kb := 0.0
 		if x.Ops > 0 {
 			kb = float64(x.Bytes) / float64(x.Ops) / 1000
 		}
-		rss := "-"
-		if x.PeakRSS > 0 {
-			rss = fmt.Sprintf("%.0f MB", mb(x.PeakRSS))
+		cached := "-"
+		if pc := x.PageCache; pc != nil && pc.Hits+pc.Misses > 0 {
+			cached = fmt.Sprintf("%.1f%%", 100*pc.HitRate())
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d %s\t%.0f\t%s\t%s\t%s\t%.1f\t%s\t\n", x.Name, x.Clients, x.Ops, x.Unit, x.Rate(),
-			ms(x.P50), ms(x.P95), ms(x.P99), kb, rss)
+		fmt.Fprintf(tw, "%s\t%d\t%d %s\t%.0f\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t\n", x.Name, x.Clients, x.Ops, x.Unit, x.Rate(),
+			ms(x.P50), ms(x.P95), ms(x.P99), kb, cached, mbOrDash(x.PeakRSSAnon), mbOrDash(x.PeakRSS))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	b.WriteString("\n")
+	b.WriteString("\nfrom cache: the window pages the relay's page cache served; peak anon and peak RSS: the relay's\n" +
+		"anonymous and whole resident sets at their largest during the measurement (the whole one counts the\n" +
+		"database pages the read connections map, once per connection: the kernel's page cache, not the relay's memory)\n")
 	if pc := r.PageCache; pc.Hits+pc.Misses > 0 {
 		fmt.Fprintf(&b, "page cache under writes (window mixed): %.0f%% of %d pages from the cache while %d messages were written to one of the channels read\n",
 			100*pc.HitRate(), pc.Hits+pc.Misses, pc.Writes)
@@ -146,7 +152,15 @@ func (r Report) verdicts() []string {
 		out = append(out, fmt.Sprintf("%s  ingest %.0f events/s = %.0f%% of the verification limit %.0f/s (%d cores x %.0f); aim %.0f%%",
 			verdict(share >= Targets.IngestShare), in.Rate(), 100*share, limit, r.Cores, r.VerifyPerCore, 100*Targets.IngestShare))
 	}
-	for _, name := range []string{"window head", "window deep", "window head uncached", "window deep uncached"} {
+	if x, ok := r.result("window deep zipf"); ok {
+		share := ""
+		if pc := x.PageCache; pc != nil {
+			share = fmt.Sprintf(", %.1f%% from the cache", 100*pc.HitRate())
+		}
+		out = append(out, fmt.Sprintf("%s  window deep zipf (cached, deep pages skewed as readers ask): %.0f pages/s%s; aim %.0f pages/s",
+			verdict(x.Rate() >= Targets.CachedPages), x.Rate(), share, Targets.CachedPages))
+	}
+	for _, name := range []string{"window head", "window deep", "window head uncached", "window deep uncached", "window deep zipf uncached"} {
 		x, ok := r.result(name)
 		if !ok {
 			continue
@@ -200,6 +214,14 @@ func plural(n int, one, many string) string {
 		return fmt.Sprintf("%d %s", n, one)
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// mbOrDash is n bytes in megabytes, "-" for 0 (not known).
+func mbOrDash(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f MB", mb(n))
 }
 
 // mb is n bytes in megabytes (10^6 bytes, as KB/op is 10^3).

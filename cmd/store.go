@@ -101,7 +101,7 @@ func openStore(ctx context.Context, cfg config.Config, sc storeConfig) (commandS
 			Policy:                 &policy,
 			ThreadRepliesInChannel: threadReplies,
 			RelayKey:               sc.key,
-			PageCache:              pageCacheOption(cfg),
+			PageCacheBytes:         pageCacheOption(cfg),
 			Logger:                 newLogger(cfg),
 		}
 		if sc.serving && !strings.Contains(cfg.Storage.Postgres, "pool_max_conns") {
@@ -148,21 +148,21 @@ func SQLiteOptions(cfg config.Config, key string) (sqlite.Options, error) {
 		return sqlite.Options{}, err
 	}
 	return sqlite.Options{
-		Path:      filepath.Join(cfg.Storage.DataDir, DBFile),
-		Schema:    Schema,
-		Policy:    &policy,
-		RelayKey:  key,
-		PageCache: pageCacheOption(cfg),
-		NoMap:     !cfg.Storage.MapReads,
-		Logger:    newLogger(cfg),
+		Path:           filepath.Join(cfg.Storage.DataDir, DBFile),
+		Schema:         Schema,
+		Policy:         &policy,
+		RelayKey:       key,
+		PageCacheBytes: pageCacheOption(cfg),
+		NoMap:          !cfg.Storage.MapReads,
+		Logger:         newLogger(cfg),
 	}, nil
 }
 
-// pageCacheOption is storage.page_cache in the stores' words: 0 is their
-// default, a negative number off.
-func pageCacheOption(cfg config.Config) int {
-	if cfg.Storage.PageCache == 0 {
+// pageCacheOption is storage.page_cache_bytes in the stores' words: 0 is
+// their default, a negative number off.
+func pageCacheOption(cfg config.Config) int64 {
+	if cfg.Storage.PageCacheBytes == 0 {
 		return -1
 	}
-	return cfg.Storage.PageCache
+	return cfg.Storage.PageCacheBytes
 }

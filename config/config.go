@@ -69,9 +69,9 @@ type Server struct {
 // Storage is where the data lives and what of it is kept in memory.
 type Storage struct {
 	DataDir string `toml:"data_dir"`
-	// PageCache is how many window pages are cached; 0 turns the cache
-	// off.
-	PageCache int `toml:"page_cache"`
+	// PageCacheBytes bounds the window page cache in bytes (the pages'
+	// events, summaries and bookkeeping); 0 turns the cache off.
+	PageCacheBytes int64 `toml:"page_cache_bytes"`
 	// MapReads lets the read connections map the SQLite database file
 	// (64-bit builds): deep pages of a large channel cost a third less.
 	// Off, an I/O error reading the file is an error of the request
@@ -242,7 +242,7 @@ func Default() Config {
 	return Config{
 		Relay:   Relay{Name: "buzz-lite", Description: "A buzz-lite community relay"},
 		Server:  Server{Listen: "127.0.0.1:7777", Metrics: true, MetricsAllow: []string{"127.0.0.0/8", "::1/128"}, Web: true},
-		Storage: Storage{DataDir: "./buzz-lite-data", PageCache: 128, MapReads: true},
+		Storage: Storage{DataDir: "./buzz-lite-data", PageCacheBytes: 16 << 20, MapReads: true},
 		Access:  Access{PublicRead: true, OpenWrite: true, CreateChannels: string(buzz.CreateByAnyone)},
 		Limits:  defaultLimits(),
 		Log:     Log{Level: "info", Format: "text"},
@@ -297,17 +297,54 @@ func Load(path string, getenv func(string) (string, bool)) (Config, error) {
 			return cfg, fmt.Errorf("config file %s: %w", path, err)
 		}
 		if un := md.Undecoded(); len(un) > 0 {
-			keys := make([]string, len(un))
-			for i, k := range un {
-				keys[i] = k.String()
+			var keys, gone []string
+			for _, k := range un {
+				if r, ok := retired[k.String()]; ok {
+					gone = append(gone, fmt.Sprintf("%s is retired: set %s instead, %s", k, r.by, r.why))
+					continue
+				}
+				keys = append(keys, k.String())
 			}
-			return cfg, fmt.Errorf("config file %s: unknown keys: %s", path, strings.Join(keys, ", "))
+			if len(keys) > 0 {
+				gone = append(gone, "unknown keys: "+strings.Join(keys, ", "))
+			}
+			return cfg, fmt.Errorf("config file %s: %s", path, strings.Join(gone, "; "))
 		}
+	}
+	if err := retiredEnv(func(name string) bool { _, ok := getenv(name); return ok }); err != nil {
+		return cfg, err
 	}
 	if err := applyEnv(&cfg, getenv); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// retired are keys buzz-lite took once, with what replaces each: a file
+// or environment that sets one is refused, naming the replacement, where
+// ignoring it would run the relay on a default the operator did not
+// choose.
+var retired = map[string]struct{ by, why string }{
+	"storage.page_cache": {"storage.page_cache_bytes",
+		"a bound in bytes instead of pages (a page is some 100 KB; the default 16777216 is 16 MiB, 0 turns the cache off)"},
+}
+
+// envName is the environment variable of key (section.key), as eachKey
+// names them.
+func envName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// retiredEnv refuses the environment variables of retired keys that are
+// set, naming the replacement of each.
+func retiredEnv(set func(name string) bool) error {
+	var errs []error
+	for key, r := range retired {
+		if name := envName(key); set(name) {
+			errs = append(errs, fmt.Errorf("environment: %s is retired: set %s (%s) instead, %s", name, envName(r.by), r.by, r.why))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ConfigEnv is the variable that names the configuration file, as
@@ -334,24 +371,40 @@ func CheckEnv(environ []string) error {
 		known[env] = true
 		return nil
 	})
+	set := map[string]bool{}
 	var unknown []string
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
+		set[name] = true
 		if !strings.HasPrefix(name, EnvPrefix) || known[name] || isToolEnv(name) {
 			continue
 		}
-		unknown = append(unknown, name)
+		if retiredKey(name) == "" { // a retired one is refused below, naming its replacement
+			unknown = append(unknown, name)
+		}
 	}
+	gone := retiredEnv(func(name string) bool { return set[name] })
 	if len(unknown) == 0 {
-		return nil
+		return gone
 	}
 	slices.Sort(unknown)
 	what := "variable"
 	if len(unknown) > 1 {
 		what = "variables"
 	}
-	return fmt.Errorf("environment: unknown %s %s: a setting is %s<SECTION>_<KEY> of a key in config.example.toml (%s names the file)",
-		what, strings.Join(unknown, ", "), EnvPrefix, ConfigEnv)
+	return errors.Join(gone, fmt.Errorf("environment: unknown %s %s: a setting is %s<SECTION>_<KEY> of a key in config.example.toml (%s names the file)",
+		what, strings.Join(unknown, ", "), EnvPrefix, ConfigEnv))
+}
+
+// retiredKey is the retired key whose environment variable is name, ""
+// if none.
+func retiredKey(name string) string {
+	for key := range retired {
+		if envName(key) == name {
+			return key
+		}
+	}
+	return ""
 }
 
 func isToolEnv(name string) bool {
@@ -460,8 +513,8 @@ func (c *Config) Normalize() error {
 	if c.Storage.DataDir == "" {
 		errs = append(errs, errors.New("storage.data_dir: empty"))
 	}
-	if c.Storage.PageCache < 0 {
-		errs = append(errs, fmt.Errorf("storage.page_cache: must be 0 (off) or more, got %d", c.Storage.PageCache))
+	if c.Storage.PageCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("storage.page_cache_bytes: must be 0 (off) or more, got %d", c.Storage.PageCacheBytes))
 	}
 	for name, v := range map[string]int64{
 		"limits.max_message_bytes":             c.Limits.MaxMessageBytes,

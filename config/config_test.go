@@ -186,7 +186,7 @@ level = "debug"
 			Admins:      []string{envAdmin1npub, envAdmin2},
 		},
 		Server:  Server{Listen: "0.0.0.0:8080", Metrics: true, MetricsAllow: def.Server.MetricsAllow, Web: true},
-		Storage: Storage{DataDir: "/var/lib/buzz", PageCache: def.Storage.PageCache, MapReads: def.Storage.MapReads},
+		Storage: Storage{DataDir: "/var/lib/buzz", PageCacheBytes: def.Storage.PageCacheBytes, MapReads: def.Storage.MapReads},
 		Access:  def.Access,
 		Limits: func() Limits {
 			l := def.Limits
@@ -338,6 +338,46 @@ key = 1
 	}
 }
 
+// Issue 32 item 5: storage.page_cache_bytes bounds the page cache in
+// bytes, 16 MiB by default, set by the file and then by
+// BUZZ_LITE_STORAGE_PAGE_CACHE_BYTES; storage.page_cache, the bound in
+// pages it replaces, is refused naming it, beside any unknown key.
+func TestPageCacheBytes(t *testing.T) {
+	if got := Default().Storage.PageCacheBytes; got != 16<<20 {
+		t.Errorf("default page_cache_bytes %d, want 16 MiB", got)
+	}
+	path := testutil.WriteFile(t, "buzz-lite.toml", "[storage]\npage_cache_bytes = 33554432\n")
+	for _, tc := range []struct {
+		env  env
+		want int64
+	}{{env{}, 32 << 20}, {env{"BUZZ_LITE_STORAGE_PAGE_CACHE_BYTES": " 0 "}, 0}, {env{"BUZZ_LITE_STORAGE_PAGE_CACHE_BYTES": "1048576"}, 1 << 20}} {
+		cfg, err := Load(path, tc.env.get)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.Storage.PageCacheBytes; got != tc.want {
+			t.Errorf("env %v: page_cache_bytes %d, want %d", tc.env, got, tc.want)
+		}
+	}
+	if _, err := Load("", env{"BUZZ_LITE_STORAGE_PAGE_CACHE_BYTES": "16MiB"}.get); err == nil ||
+		!strings.Contains(err.Error(), "BUZZ_LITE_STORAGE_PAGE_CACHE_BYTES: not an integer") {
+		t.Errorf("a size with a unit: %v, want the variable named", err)
+	}
+
+	for _, content := range []string{"[storage]\npage_cache = 128\n", "[storage]\npage_cache = 0\npage_cahce_bytes = 1\n"} {
+		_, err := Load(testutil.WriteFile(t, "buzz-lite.toml", content), env{}.get)
+		if err == nil || !strings.Contains(err.Error(), "storage.page_cache is retired: set storage.page_cache_bytes instead") {
+			t.Errorf("file %q: %v, want the old key refused naming its replacement", content, err)
+		}
+		if strings.Contains(content, "cahce") && (err == nil || !strings.Contains(err.Error(), "unknown keys: storage.page_cahce_bytes")) {
+			t.Errorf("file %q: %v, want the misspelt key named too", content, err)
+		}
+	}
+}
+
 // RL-24, RL-21: Normalize turns npub and uppercase pubkeys into lowercase hex and refuses
 // what cannot work: bad pubkeys, a relay URL that is not ws(s)://,
 // non-positive limits, an unknown log level, an empty listen address or data
@@ -413,7 +453,7 @@ func TestNormalize(t *testing.T) {
 		{"bad log format", func(c *Config) { c.Log.Format = "logfmt" }, "log.format"}, // RL-30
 		{"empty listen", func(c *Config) { c.Server.Listen = "" }, "server.listen"},
 		{"empty data dir", func(c *Config) { c.Storage.DataDir = "" }, "storage.data_dir"},
-		{"negative page cache", func(c *Config) { c.Storage.PageCache = -1 }, "storage.page_cache"},
+		{"negative page cache", func(c *Config) { c.Storage.PageCacheBytes = -1 }, "storage.page_cache_bytes"},
 	} {
 		c := Default()
 		tc.edit(&c)

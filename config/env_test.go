@@ -44,6 +44,30 @@ func TestCheckEnv(t *testing.T) {
 	}
 }
 
+// Issue 32 item 5: the variable of a retired key is refused by CheckEnv
+// and by Load, naming the variable that replaces it, not as an unknown
+// one; an unknown one beside it is named too.
+func TestRetiredEnv(t *testing.T) {
+	const want = "BUZZ_LITE_STORAGE_PAGE_CACHE is retired: set BUZZ_LITE_STORAGE_PAGE_CACHE_BYTES (storage.page_cache_bytes) instead"
+	err := CheckEnv([]string{"BUZZ_LITE_STORAGE_PAGE_CACHE=128"})
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "unknown") {
+		t.Errorf("CheckEnv: %v, want %q alone", err, want)
+	}
+	err = CheckEnv([]string{"BUZZ_LITE_STORAGE_PAGE_CACHE=0", "BUZZ_LITE_STORAGE_PAGE_CASH_BYTES=1"})
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "unknown variable BUZZ_LITE_STORAGE_PAGE_CASH_BYTES: ") {
+		t.Errorf("CheckEnv with a misspelt variable too: %v", err)
+	}
+	_, err = Load("", func(name string) (string, bool) {
+		if name == "BUZZ_LITE_STORAGE_PAGE_CACHE" {
+			return "128", true
+		}
+		return "", false
+	})
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load: %v, want %q", err, want)
+	}
+}
+
 // Issue 29 item 15: every BUZZ_LITE_ variable the repository names (the
 // README, docs, scripts, tests, the Dockerfile) passes CheckEnv: a test or
 // script that starts the relay with one set is never refused. A tool's new

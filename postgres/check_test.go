@@ -21,8 +21,8 @@ func TestRepairMovesPageVersions(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.FreshDatabase(t)
 	clock := func() time.Time { return time.Unix(procT+1000, 0) }
-	open := func(cache int) *Store {
-		s, err := Open(ctx, Options{URL: url, PageCache: cache, Now: clock})
+	open := func(cache int64) *Store {
+		s, err := Open(ctx, Options{URL: url, PageCacheBytes: cache, Now: clock})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,8 +28,8 @@ func TestPageCacheAcrossProcesses(t *testing.T) {
 	url := pgtest.FreshDatabase(t)
 	owner, m, x := testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)
 	clock := func() time.Time { return time.Unix(procT+1000, 0) }
-	open := func(cache int) *Store {
-		s, err := Open(context.Background(), Options{URL: url, Admins: []string{owner.PK}, PageCache: cache, Now: clock})
+	open := func(cache int64) *Store {
+		s, err := Open(context.Background(), Options{URL: url, Admins: []string{owner.PK}, PageCacheBytes: cache, Now: clock})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -46,9 +46,10 @@ type Options struct {
 	// RelayKey is the relay identity secret key (hex) that signs group
 	// state (RL-11); empty means no group state is kept.
 	RelayKey string
-	// PageCache is how many window pages are cached; 0 means the default
-	// (128), a negative number none.
-	PageCache int
+	// PageCacheBytes bounds the window page cache in bytes (pagecache);
+	// 0 means the default (pagecache.DefaultBytes, 16 MiB), a negative
+	// number no cache.
+	PageCacheBytes int64
 	// RequireSchema refuses a database that holds no buzz-lite schema
 	// instead of creating it: an operator's command on a mistyped URL must
 	// say so, not fill the database it names.
@@ -143,7 +144,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s := &Store{log: basics.Log, now: basics.Now, key: opts.RelayKey, pubkey: basics.RelayPubKey, policy: basics.Policy,
 		stop: make(chan struct{}), stopped: make(chan struct{}), writeSlot: make(chan struct{}, 1),
-		pages: pagecache.New(opts.PageCache)}
+		pages: pagecache.New(opts.PageCacheBytes)}
 	if s.origin, err = newOrigin(); err != nil {
 		return nil, err
 	}

@@ -70,8 +70,8 @@ type testStoreOptions struct {
 	Admins                 []string
 	Policy                 *buzz.Policy
 	ThreadRepliesInChannel *bool
-	// PageCache as the stores take it: 0 the default, negative off.
-	PageCache int
+	// PageCacheBytes as the stores take it: 0 the default, negative off.
+	PageCacheBytes int64
 }
 
 // testServer is a real buzz-lite relay on a loopback port, on a store of
@@ -198,7 +198,7 @@ func openTestStore(t *testing.T, key, pgURL, path string, o testStoreOptions) (s
 	if pgURL != "" {
 		store, err = postgres.Open(context.Background(), postgres.Options{
 			URL: pgURL, RelayKey: key,
-			Admins: o.Admins, Policy: o.Policy, ThreadRepliesInChannel: o.ThreadRepliesInChannel, PageCache: o.PageCache,
+			Admins: o.Admins, Policy: o.Policy, ThreadRepliesInChannel: o.ThreadRepliesInChannel, PageCacheBytes: o.PageCacheBytes,
 		})
 	} else {
 		dbPath = path
@@ -207,7 +207,7 @@ func openTestStore(t *testing.T, key, pgURL, path string, o testStoreOptions) (s
 		}
 		store, err = sqlite.Open(context.Background(), sqlite.Options{
 			Path: dbPath, Schema: testutil.Schema(t), RelayKey: key,
-			Admins: o.Admins, Policy: o.Policy, ThreadRepliesInChannel: o.ThreadRepliesInChannel, PageCache: o.PageCache,
+			Admins: o.Admins, Policy: o.Policy, ThreadRepliesInChannel: o.ThreadRepliesInChannel, PageCacheBytes: o.PageCacheBytes,
 		})
 	}
 	if err != nil {

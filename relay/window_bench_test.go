@@ -65,7 +65,7 @@ func benchCommunity(b *testing.B, cache bool, edit ...func(*Config)) (*testServe
 	}
 	s := startServerWith(&testing.T{}, func(o *testStoreOptions) {
 		if !cache {
-			o.PageCache = -1
+			o.PageCacheBytes = -1
 		}
 	}, edit...)
 	b.Cleanup(func() { s.stop() })

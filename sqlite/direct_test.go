@@ -158,7 +158,7 @@ func TestDirectStatementCache(t *testing.T) {
 // once; a page waits for its turn only as long as its context lets it. Filters' reads take no turn: a client whose reads hold every
 // turn holds up no REQ.
 func TestPagesTakeTurnsFiltersDoNot(t *testing.T) {
-	s := qtOpenWith(t, Options{PageCache: -1})
+	s := qtOpenWith(t, Options{PageCacheBytes: -1})
 	sg := testutil.NewSigner(t)
 	root := ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
 	if cap(s.pageSlots) != pageBuilds() || pageBuilds() < 2 {

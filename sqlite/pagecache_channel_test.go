@@ -80,7 +80,7 @@ func (e *pcEnv) pages(t *testing.T) map[string]*buzz.WindowPage {
 // cache: through a store of its own on the same file.
 func (e *pcEnv) truth(t *testing.T) map[string]*buzz.WindowPage {
 	t.Helper()
-	s, err := Open(context.Background(), Options{Path: e.s.path, Schema: testutil.Schema(t), PageCache: -1,
+	s, err := Open(context.Background(), Options{Path: e.s.path, Schema: testutil.Schema(t), PageCacheBytes: -1,
 		Now: e.clock.Now, Admins: []string{e.owner.PK}})
 	if err != nil {
 		t.Fatal(err)

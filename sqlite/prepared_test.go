@@ -99,7 +99,7 @@ func TestPreparedCachesForThePool(t *testing.T) {
 // statement the second time it is asked for (directConn.prepare), and the
 // third page runs the very statements the second one kept.
 func TestDirectStatementsPreparedOnce(t *testing.T) {
-	s := qtOpenWith(t, Options{ReadConns: 1, PageCache: -1})
+	s := qtOpenWith(t, Options{ReadConns: 1, PageCacheBytes: -1})
 	sg := testutil.NewSigner(t)
 	root := ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
 	ttIngest(t, s, sg.Event(t, 9, ttBase+1, "reply", ttH(ttChan), ttRootTag(root.ID), ttReplyTag(root.ID)))

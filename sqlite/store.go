@@ -46,9 +46,10 @@ type Options struct {
 	// RelayKey is the relay identity secret key (hex) that signs group
 	// state (RL-11); empty means no group state is kept.
 	RelayKey string
-	// PageCache is how many window pages are cached; 0 means the default
-	// (128), a negative number none (benchmarks of the database work).
-	PageCache int
+	// PageCacheBytes bounds the window page cache in bytes (pagecache);
+	// 0 means the default (pagecache.DefaultBytes, 16 MiB), a negative
+	// number no cache (benchmarks of the database work).
+	PageCacheBytes int64
 	// ReadConns bounds the read pool; 0 picks a default from the CPU count.
 	ReadConns int
 	// NoMap keeps the read connections from mapping the database file
@@ -135,7 +136,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		readStmts: make(map[string]*cachedStmt),
 		seenOnce:  map[string]bool{},
 		preparing: map[string]bool{},
-		pages:     pagecache.New(opts.PageCache),
+		pages:     pagecache.New(opts.PageCacheBytes),
 		stopPurge: make(chan struct{}),
 		purgeDone: make(chan struct{}),
 	}

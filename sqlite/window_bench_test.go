@@ -21,7 +21,7 @@ func BenchmarkWindowPage(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "w.db"), Schema: testutil.Schema(b), PageCache: -1})
+	s, err := Open(context.Background(), Options{Path: filepath.Join(b.TempDir(), "w.db"), Schema: testutil.Schema(b), PageCacheBytes: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

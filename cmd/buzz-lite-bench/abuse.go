@@ -93,9 +93,10 @@ func runAbuse(ctx context.Context, c *cli.Context, abuse *bench.Abuse, attacks [
 				first = strings.TrimSpace(line)
 			}
 		}}
-		_, err := withRelay(ctx, run, func(t bench.Target, peak func() int64) error {
+		_, err := withRelay(ctx, run, func(t bench.Target, peak func() bench.Peaks) error {
 			var err error
-			res, err = abuse.Run(ctx, t, name, bench.Probe{PeakRSS: peak, WALBytes: probeWAL})
+			anon := func() int64 { return peak().Anon }
+			res, err = abuse.Run(ctx, t, name, bench.Probe{PeakRSS: anon, WALBytes: probeWAL})
 			return err
 		})
 		switch {

@@ -66,10 +66,11 @@ func newApp() *cli.App {
 		Name:  "buzz-lite-bench",
 		Usage: "measure the relay under load on a generated community (see docs/performance.md)",
 		Description: "Generates a community into the data directory unless it holds a database already,\n" +
-			"starts `buzz-lite serve` on it on loopback, and measures ingest over WebSocket, window,\n" +
-			"thread and REQ reads, the home feed, live fan-out and the first screen, then the window again with\n" +
-			"the page cache off. Prints throughput, latency percentiles, the relay's peak anonymous RSS and\n" +
-			"the database size per event, each against its target.\n\n" +
+			"starts `buzz-lite serve` on it on loopback, and measures ingest over WebSocket, window\n" +
+			"(deep pages asked uniformly and skewed as readers ask, Zipf-like), thread and REQ reads, the home\n" +
+			"feed, live fan-out and the first screen, then the window again with the page cache off. Prints\n" +
+			"throughput, latency percentiles, the share of window pages the page cache served, the relay's\n" +
+			"peak anonymous and whole RSS and the database size per event, each against its target.\n\n" +
 			"With --abuse it runs the attacks of issue 13 instead, each against a relay started for it\n" +
 			"with its default limits, while an innocent client on another loopback address publishes\n" +
 			"and REQs; it prints that client's latencies and the relay's peak anonymous RSS during each attack,\n" +

@@ -58,8 +58,8 @@ func TestBenchCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
 		t.Fatalf("report: %v\n%s", err, out.Bytes())
 	}
-	want := []string{"ingest", "window head", "window deep", "thread", "REQ head", "REQ deep", "feed", "feed anonymous", "window mixed", "fan-out",
-		"window head uncached", "window deep uncached"}
+	want := []string{"ingest", "window head", "window deep", "window deep zipf", "thread", "REQ head", "REQ deep", "feed", "feed anonymous",
+		"window mixed", "fan-out", "window head uncached", "window deep uncached", "window deep zipf uncached"}
 	if len(report.Results) != len(want) {
 		t.Fatalf("%d measurements, want %d: %+v", len(report.Results), len(want), report.Results)
 	}
@@ -78,7 +78,28 @@ func TestBenchCommand(t *testing.T) {
 	if pc := report.PageCache; pc.Hits+pc.Misses == 0 || pc.Writes == 0 {
 		t.Errorf("page cache under writes: %+v", pc)
 	}
-	if fan := report.Results[9]; fan.Ops != 10*12 || fan.Clients != 10 {
+	// Issue 32 item 5: every window measurement says how the page cache
+	// served its pages, each counted once; with the cache off, none from
+	// it. Every measurement has the relay's peak memory, both ways.
+	for _, r := range report.Results {
+		pc := r.PageCache
+		switch {
+		case !strings.HasPrefix(r.Name, "window"):
+			if pc != nil {
+				t.Errorf("%s: page cache %+v", r.Name, *pc)
+			}
+		case pc == nil || pc.Hits+pc.Misses != uint64(r.Ops):
+			t.Errorf("%s: %d pages, page cache %+v", r.Name, r.Ops, pc)
+		case strings.HasSuffix(r.Name, "uncached") && pc.Hits != 0:
+			t.Errorf("%s: %d pages from the cache that was off", r.Name, pc.Hits)
+		case r.Name == "window head" && pc.Hits == 0:
+			t.Errorf("%s: none of %d pages from the cache", r.Name, r.Ops)
+		}
+		if runtime.GOOS == "linux" && (r.PeakRSSAnon == 0 || r.PeakRSS < r.PeakRSSAnon) {
+			t.Errorf("%s: peak anonymous RSS %d, peak RSS %d", r.Name, r.PeakRSSAnon, r.PeakRSS)
+		}
+	}
+	if fan := report.Results[10]; fan.Ops != 10*12 || fan.Clients != 10 {
 		t.Errorf("fan-out: %d deliveries to %d subscribers, want 120 to 10", fan.Ops, fan.Clients)
 	}
 	for _, s := range []string{"window cached", "generic cached", "window uncached", "generic uncached"} {
@@ -110,8 +131,9 @@ func TestBenchCommand(t *testing.T) {
 		"--ingest", "100", "--subscribers", "2", "--fanout-events", "2"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"ingest", "window deep uncached", "first screen (uncached pages)",
-		"of the verification limit", "page cache under writes", "peak anonymous RSS of the relay", "B per event", "the generic way takes"} {
+	for _, s := range []string{"ingest", "window deep uncached", "window deep zipf uncached", "first screen (uncached pages)",
+		"of the verification limit", "page cache under writes", "peak anonymous RSS of the relay", "B per event", "the generic way takes",
+		"from cache  peak anon  peak RSS", "window deep zipf (cached, deep pages skewed as readers ask)"} {
 		if !bytes.Contains(out.Bytes(), []byte(s)) {
 			t.Errorf("the report does not mention %q:\n%s", s, out.Bytes())
 		}
@@ -145,8 +167,8 @@ func TestBenchCommandPostgres(t *testing.T) {
 	if report.Store != "postgres" || report.Processes != 2 {
 		t.Errorf("report of %d processes on %q, want 2 on postgres", report.Processes, report.Store)
 	}
-	want := []string{"ingest", "window head", "window deep", "thread", "REQ head", "REQ deep", "feed", "feed anonymous", "window mixed",
-		"fan-out", "fan-out other processes", "window head uncached", "window deep uncached"}
+	want := []string{"ingest", "window head", "window deep", "window deep zipf", "thread", "REQ head", "REQ deep", "feed", "feed anonymous",
+		"window mixed", "fan-out", "fan-out other processes", "window head uncached", "window deep uncached", "window deep zipf uncached"}
 	if len(report.Results) != len(want) {
 		t.Fatalf("%d measurements, want %d: %+v", len(report.Results), len(want), report.Results)
 	}
@@ -157,7 +179,7 @@ func TestBenchCommandPostgres(t *testing.T) {
 	}
 	// Every event reached every subscriber, half of them on the process
 	// the publisher did not use.
-	if fan, other := report.Results[9], report.Results[10]; fan.Ops != 10*12 || other.Ops != 5*12 || other.Clients != 5 {
+	if fan, other := report.Results[10], report.Results[11]; fan.Ops != 10*12 || other.Ops != 5*12 || other.Clients != 5 {
 		t.Errorf("fan-out: %d deliveries, %d to %d subscribers of the other process; want 120, 60 to 5", fan.Ops, other.Ops, other.Clients)
 	}
 	if pc := report.PageCache; pc.Hits+pc.Misses == 0 || pc.Writes == 0 {

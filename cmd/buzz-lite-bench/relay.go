@@ -37,10 +37,13 @@ func withLoadRelay(ctx context.Context, run relayRun, processes int, pageCache b
 	// connection cap per IP would refuse: loopback is exempt here.
 	run.env = append(run.env, "BUZZ_LITE_LIMITS_RATES=false", "BUZZ_LITE_LIMITS_EXEMPT=127.0.0.0/8,::1")
 	if !pageCache {
-		run.env = append(run.env, "BUZZ_LITE_STORAGE_PAGE_CACHE=0")
+		run.env = append(run.env, "BUZZ_LITE_STORAGE_PAGE_CACHE_BYTES=0")
 	}
-	m, err := withRelays(ctx, run, processes, func(t bench.Target, peak func() int64) error {
-		return fn(t, func(r *bench.Result) { r.PeakRSS = peak() })
+	m, err := withRelays(ctx, run, processes, func(t bench.Target, peak func() bench.Peaks) error {
+		return fn(t, func(r *bench.Result) {
+			p := peak()
+			r.PeakRSSAnon, r.PeakRSS = p.Anon, p.RSS
+		})
 	})
 	if m.Peak > report.PeakRSS {
 		report.PeakRSS, report.RSSAnon, report.RSSFile = m.Peak, m.Anon, m.File
@@ -78,9 +81,9 @@ var (
 // withRelay runs `buzz-lite serve` on run.dir on a loopback port, runs fn
 // against it and stops it. It gives the relay's peak resident set (VmHWM)
 // and peak anonymous resident set over the run, and its resident set at
-// the end. fn's peak gives the largest anonymous resident set sampled
-// since its last call (or the start).
-func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak func() int64) error) (bench.Memory, error) {
+// the end. fn's peak gives the largest anonymous and whole resident sets
+// sampled since its last call (or the start).
+func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak func() bench.Peaks) error) (bench.Memory, error) {
 	exe, err := relayExecutable()
 	if err != nil {
 		return bench.Memory{}, fmt.Errorf("the relay program: %w", err)
@@ -118,7 +121,7 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 		relayLog(stderr, addr, run.warn)
 	}()
 	pid := proc.Process.Pid
-	stopSampling, peakSince, peakAnon := bench.SampleAnon(pid)
+	stopSampling, peakSince, peaks := bench.SampleMemory(pid)
 	var runErr error
 	select {
 	case a, ok := <-addr:
@@ -133,7 +136,7 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 	// What shutdown adds is not counted.
 	stopSampling()
 	m := bench.MemoryOf(pid)
-	m.PeakAnon = max(peakAnon(), m.Anon)
+	m.PeakAnon = max(peaks().Anon, m.Anon)
 	if err := proc.Process.Signal(os.Interrupt); err != nil && !errors.Is(err, os.ErrProcessDone) && runErr == nil {
 		runErr = fmt.Errorf("stop the relay: %w", err)
 	}
@@ -164,16 +167,16 @@ func withRelay(ctx context.Context, run relayRun, fn func(t bench.Target, peak f
 // (PostgreSQL), started one after the other: t's peers are the processes
 // after the first, and peak and the memory given are the largest
 // process's.
-func withRelays(ctx context.Context, run relayRun, processes int, fn func(t bench.Target, peak func() int64) error) (bench.Memory, error) {
+func withRelays(ctx context.Context, run relayRun, processes int, fn func(t bench.Target, peak func() bench.Peaks) error) (bench.Memory, error) {
 	if processes <= 1 {
 		return withRelay(ctx, run, fn)
 	}
 	var rest bench.Memory
-	first, err := withRelay(ctx, run, func(t bench.Target, firstPeak func() int64) error {
+	first, err := withRelay(ctx, run, func(t bench.Target, firstPeak func() bench.Peaks) error {
 		var err error
-		rest, err = withRelays(ctx, run, processes-1, func(others bench.Target, othersPeak func() int64) error {
+		rest, err = withRelays(ctx, run, processes-1, func(others bench.Target, othersPeak func() bench.Peaks) error {
 			t.Peers = append([]bench.Target{{WS: others.WS, HTTP: others.HTTP}}, others.Peers...)
-			return fn(t, func() int64 { return max(firstPeak(), othersPeak()) })
+			return fn(t, func() bench.Peaks { return firstPeak().Max(othersPeak()) })
 		})
 		return err
 	})

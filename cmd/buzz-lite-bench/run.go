@@ -302,7 +302,7 @@ func measureCached(ctx context.Context, c *cli.Context, t bench.Target, observe 
 	}
 	observe(&fan[0])
 	for i := 1; i < len(fan); i++ {
-		fan[i].PeakRSS = fan[0].PeakRSS // the same measurement's
+		fan[i].PeakRSSAnon, fan[i].PeakRSS = fan[0].PeakRSSAnon, fan[0].PeakRSS // the same measurement's
 	}
 	report.Results = append(report.Results, fan...)
 	return firstScreen(ctx, t, report.Channel, report.Screens, "cached")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
@@ -25,10 +26,14 @@ import (
 // to another channel was also judged by that channel's access state: it
 // is valid only while the access state it was judged by stands.
 type Cache struct {
-	mu      sync.Mutex
-	max     int
-	order   *list.List // front: most recently used
-	entries map[string]*list.Element
+	mu sync.Mutex
+	// max bounds used, the bytes of the pages kept (entryBytes), the
+	// least recently used evicted to stay under it: pages differ in size
+	// tenfold (a page of long messages with many reactions against one of
+	// short ones), so a bound in pages would not bound memory (issue 32).
+	max, used int64
+	order     *list.List // front: most recently used
+	entries   map[string]*list.Element
 	// hits and misses count the pages served from the cache and read from
 	// the database (buzz.StoreStats).
 	hits, misses atomic.Uint64
@@ -37,6 +42,8 @@ type Cache struct {
 type cachedPage struct {
 	key  string
 	page *buzz.WindowPage
+	// bytes is what the entry counts against the bound (entryBytes).
+	bytes int64
 	Versions
 	// expires is the first NIP-40 expiration of an event on the page:
 	// reads hide it from then on, before the purge writes anything.
@@ -69,16 +76,19 @@ func (v *Versions) Judged(seq int64) func(scope int64) {
 	}
 }
 
-// DefaultSize bounds the cache: a page is some 100 KB.
-const DefaultSize = 128
+// DefaultBytes bounds the cache (storage.page_cache_bytes): some 150
+// deep pages of 100 KB of a million-event community, within the relay's
+// 150 MB bound on its own memory (docs/performance.md).
+const DefaultBytes = 16 << 20
 
-// New makes a cache of max pages: 0 means DefaultSize, a negative number
-// no cache (Get finds nothing, Put keeps nothing).
-func New(max int) *Cache {
-	if max == 0 {
-		max = DefaultSize
+// New makes a cache of at most maxBytes of pages (entryBytes): 0 means
+// DefaultBytes, a negative number no cache (Get finds nothing, Put keeps
+// nothing).
+func New(maxBytes int64) *Cache {
+	if maxBytes == 0 {
+		maxBytes = DefaultBytes
 	}
-	return &Cache{max: max, order: list.New(), entries: map[string]*list.Element{}}
+	return &Cache{max: maxBytes, order: list.New(), entries: map[string]*list.Element{}}
 }
 
 // Counts are the pages served from the cache and read from the database.
@@ -108,8 +118,7 @@ func (c *Cache) Get(key string, cur Versions, now int64) (*buzz.WindowPage, bool
 		return nil, false
 	}
 	if cp := e.Value.(*cachedPage); !cp.serves(cur) || now >= cp.expires {
-		c.order.Remove(e)
-		delete(c.entries, key)
+		c.remove(e)
 		return nil, false
 	}
 	c.order.MoveToFront(e)
@@ -117,44 +126,79 @@ func (c *Cache) Get(key string, cur Versions, now int64) (*buzz.WindowPage, bool
 	return e.Value.(*cachedPage).page, true
 }
 
-// maxCachedPageBytes keeps big pages (long events, many reactions) out of
-// the cache, which is bounded by entries: 128 pages stay some megabytes.
-const maxCachedPageBytes = 512 << 10
+// Bytes is what the pages kept count against the bound.
+func (c *Cache) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
 
 // Put counts a page read from the database and keeps it as the page of
 // key, read at versions v; it replaces the page kept for key, which a
 // reader of an older snapshot may also be replacing: the cache then misses
 // until the page is read again. expires is the first NIP-40 expiration of
-// an event on the page.
+// an event on the page. A page of more than an eighth of the bound is not
+// kept: it would push out many pages to keep one.
 func (c *Cache) Put(key string, page *buzz.WindowPage, v Versions, expires int64) {
 	c.misses.Add(1)
-	if c.max < 0 || pageBytes(page) > maxCachedPageBytes {
+	if c.max < 0 {
+		return
+	}
+	n := entryBytes(key, page)
+	if n > c.max/8 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	entry := &cachedPage{key: key, page: page, Versions: v, expires: expires}
 	if e, ok := c.entries[key]; ok {
-		e.Value = entry
-		c.order.MoveToFront(e)
-		return
+		c.remove(e)
 	}
-	c.entries[key] = c.order.PushFront(entry)
-	for c.order.Len() > c.max {
-		oldest := c.order.Back()
-		c.order.Remove(oldest)
-		delete(c.entries, oldest.Value.(*cachedPage).key)
+	c.entries[key] = c.order.PushFront(&cachedPage{key: key, page: page, bytes: n, Versions: v, expires: expires})
+	c.used += n
+	for c.used > c.max {
+		c.remove(c.order.Back())
 	}
 }
 
-// pageBytes is the size of a page's stored events.
-func pageBytes(p *buzz.WindowPage) int {
-	n := 0
-	for _, ev := range p.Rows {
-		n += len(ev.JSON)
+// remove drops entry e; c.mu is held.
+func (c *Cache) remove(e *list.Element) {
+	cp := e.Value.(*cachedPage)
+	c.order.Remove(e)
+	delete(c.entries, cp.key)
+	c.used -= cp.bytes
+}
+
+// Fixed parts of an entry's bytes: what a kept page holds besides its
+// variable-length data, measured as Go lays the values out (64-bit).
+const (
+	// entryOverhead is the entry itself: its list element and map slot,
+	// cachedPage and the WindowPage with its Next position.
+	entryOverhead = 384
+	// eventOverhead is a RawEvent: its struct (string and slice headers,
+	// date, kind) in the page's slice.
+	eventOverhead = int64(unsafe.Sizeof(buzz.RawEvent{}))
+	// summaryOverhead is a Summary: its struct in the page's slice and
+	// its LastReplyAt.
+	summaryOverhead = int64(unsafe.Sizeof(buzz.Summary{})) + 8
+	// stringOverhead is a string header in a slice (a participant).
+	stringOverhead = int64(unsafe.Sizeof(""))
+)
+
+// entryBytes is what the page of key counts against the cache's bound:
+// its encoded events' JSON and ids, its summaries, its key, and the fixed
+// overhead of each part.
+func entryBytes(key string, p *buzz.WindowPage) int64 {
+	n := int64(entryOverhead + len(key))
+	for _, evs := range [][]buzz.RawEvent{p.Rows, p.Aux} {
+		for _, ev := range evs {
+			n += eventOverhead + int64(len(ev.ID)+len(ev.JSON))
+		}
 	}
-	for _, ev := range p.Aux {
-		n += len(ev.JSON)
+	for _, s := range p.Summaries {
+		n += summaryOverhead + int64(len(s.ID))
+		for _, pk := range s.Participants {
+			n += stringOverhead + int64(len(pk))
+		}
 	}
 	return n
 }
