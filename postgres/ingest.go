@@ -43,6 +43,7 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 	err = s.write(ctx, func(tx *writeTx) error {
 		tx.access.Deferred = true
 		tx.copied = map[int64][]tagCopy{}
+		tx.expect = len(evs)
 		if err := batch.Admit(func(r *record) error {
 			_, err := s.ingest(tx, r, tx.now, true)
 			return err

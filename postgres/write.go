@@ -39,6 +39,10 @@ type writeTx struct {
 	pages map[int64]bool
 	// now is the store's clock when the transaction began.
 	now int64
+	// expect is how many events the transaction's jobs may insert, seqs
+	// the numbers drawn for them and not used yet (nextSeq).
+	expect int
+	seqs   []int64
 	// copied are the tag index rows an import batch or a shared
 	// transaction writes with one COPY before it commits (copyTags), by
 	// event.
@@ -182,6 +186,7 @@ func (s *Store) writeQueued() {
 		// The batch's tag index rows go in one COPY (finish), as an
 		// import's do: a statement a row cost more than the events.
 		tx.copied = map[int64][]tagCopy{}
+		tx.expect = len(batch)
 		errs = make([]error, len(batch))
 		for i, job := range batch {
 			err := s.call(tx, job.fn)

@@ -86,6 +86,8 @@ var writerStatements = map[string]string{
 	"page versions":                        bumpPagesSQL,
 	"notifications":                        notifySQL,
 	"tag row":                              insertTagSQL,
+	"event's row":                          insertEventSQL,
+	"event numbers drawn":                  drawSeqsSQL,
 	"thread changes":                       `JOIN channels c ON c.seq = e.channel WHERE e.seq = ANY($1)`,
 	"channel saved":                        `UPDATE channels SET`,
 	"member put":                           `INSERT INTO members`,
