@@ -93,22 +93,53 @@ func (a *admission) DeleteMember(channel int64, pubkey []byte) error {
 	return err
 }
 
+// insertEventSQL writes an event's row under the number $1 drawn for it
+// (nextSeq).
+const insertEventSQL = `INSERT INTO events
+	(seq, id, pubkey, created_at, kind, tags, content, sig, channel, dkey, expires_at,
+	 parent, root, depth, broadcast, row_class, scope, feed)
+	OVERRIDING SYSTEM VALUE
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,
+	 CASE WHEN $5 IN (9, 11) AND $9::bigint IS NOT NULL THEN feed_stream($9) END)`
+
+// drawSeqsSQL draws $1 event numbers from the events' sequence, in order.
+const drawSeqsSQL = `SELECT nextval(pg_get_serial_sequence('events', 'seq')) FROM generate_series(1, $1) ORDER BY 1`
+
+// nextSeq is the number of the next event the transaction inserts. The
+// numbers are drawn from the events' sequence as the identity column
+// draws them, as many at once as the transaction expects events
+// (writeTx.expect), so that the rows can be queued without a round trip
+// each for their number; one drawn and not used is a gap, as a rolled
+// back insert leaves. They are drawn under the write lock, so events are
+// numbered in the order of their commits across processes, as before.
+func (tx *writeTx) nextSeq() (int64, error) {
+	if len(tx.seqs) == 0 {
+		rows, err := tx.tx.Query(tx.ctx, drawSeqsSQL, max(tx.expect, 1))
+		seqs, err := collect(rows, err, pgx.RowTo[int64])
+		if err != nil {
+			return 0, fmt.Errorf("draw event numbers: %w", err)
+		}
+		tx.seqs = seqs
+	}
+	seq := tx.seqs[0]
+	tx.seqs = tx.seqs[1:]
+	return seq, nil
+}
+
 // InsertEvent writes the event's row and its tag index rows, and notes
 // the pages it changes.
 func (a *admission) InsertEvent(row buzz.EventRow) error {
 	tx, r, ev := a.tx, a.r, a.r.Event
 	cls := columnsOf(row.Class)
 	channel, scope := nilUnlessZero(row.Channel), nilUnlessZero(row.Scope)
-	err := tx.tx.QueryRow(tx.ctx, `INSERT INTO events
-		(id, pubkey, created_at, kind, tags, content, sig, channel, dkey, expires_at,
-		 parent, root, depth, broadcast, row_class, scope, feed)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,
-		 CASE WHEN $4 IN (9, 11) AND $8::bigint IS NOT NULL THEN feed_stream($8) END) RETURNING seq`,
-		r.ID, r.PubKey, int64(ev.CreatedAt), ev.Kind, r.tagsJSON, []byte(ev.Content), r.Sig, channel, r.dkey, r.expiresAt(),
-		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope).Scan(&a.seq)
-	if err != nil {
-		return fmt.Errorf("insert event: %w", err)
+	var err error
+	if a.seq, err = tx.nextSeq(); err != nil {
+		return err
 	}
+	// Queued (pipeTx): every later read of the row comes after it.
+	tx.tx.queue(insertEventSQL, a.seq,
+		r.ID, r.PubKey, int64(ev.CreatedAt), ev.Kind, r.tagsJSON, []byte(ev.Content), r.Sig, channel, r.dkey, r.expiresAt(),
+		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope)
 	if err := tx.insertTags(r.tags, int64(ev.CreatedAt), a.seq, ev.Kind); err != nil {
 		return err
 	}
@@ -116,9 +147,9 @@ func (a *admission) InsertEvent(row buzz.EventRow) error {
 }
 
 func (a *admission) RaiseLastMessage(channel, at int64) error {
-	if _, err := a.tx.tx.Exec(a.tx.ctx, raiseLastMessageSQL, channel, at); err != nil {
-		return fmt.Errorf("channel's last message: %w", err)
-	}
+	// No rule reads it back but through a statement, which the queue
+	// precedes (pipeTx).
+	a.tx.tx.queue(raiseLastMessageSQL, channel, at)
 	return nil
 }
 

@@ -14,9 +14,10 @@ import (
 // maxDepth bounds the walks up a thread's ancestry (CW-10).
 const maxDepth = buzz.MaxDepth
 
-// Admit stores ev, whose id and signature the caller has verified, in one
-// transaction (RL-4), as buzz's rules of ingest decide, and says what
-// became of it. A refusal is a *buzz.Rejection carrying the exact client
+// Admit stores ev, whose id and signature the caller has verified, all or
+// nothing (RL-4), as buzz's rules of ingest decide, and says what became
+// of it: in one transaction with the other events this process is
+// admitting at the time (writeShared). A refusal is a *buzz.Rejection carrying the exact client
 // message.
 func (s *Store) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, error) {
 	r, err := newRecord(ev)
@@ -24,7 +25,7 @@ func (s *Store) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, erro
 		return buzz.Admitted{}, err
 	}
 	var a buzz.Admitted
-	err = s.write(ctx, func(tx *writeTx) error {
+	err = s.writeShared(ctx, func(tx *writeTx) error {
 		var err error
 		a, err = s.ingest(tx, r, tx.now, false)
 		return err
@@ -42,6 +43,7 @@ func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes [
 	err = s.write(ctx, func(tx *writeTx) error {
 		tx.access.Deferred = true
 		tx.copied = map[int64][]tagCopy{}
+		tx.expect = len(evs)
 		if err := batch.Admit(func(r *record) error {
 			_, err := s.ingest(tx, r, tx.now, true)
 			return err
@@ -66,8 +68,9 @@ func (s *Store) ingest(tx *writeTx, r *record, now int64, importing bool) (buzz.
 	return a, err
 }
 
-// insertTags writes the tag index rows of event seq; in an import batch,
-// those that no later event of the batch reads are left for its COPY.
+// insertTags writes the tag index rows of event seq; in an import batch
+// or a shared transaction, those that no later event of it reads are
+// left for its COPY.
 func (tx *writeTx) insertTags(rows []tagRow, createdAt, seq int64, kind int) error {
 	if tx.copied != nil && !tagsReadByIngest(kind) {
 		for _, t := range rows {
@@ -76,13 +79,14 @@ func (tx *writeTx) insertTags(rows []tagRow, createdAt, seq int64, kind int) err
 		return nil
 	}
 	for _, t := range rows {
-		if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO tags (name, value, created_at, seq, kind) VALUES ($1,$2,$3,$4,$5)
-			ON CONFLICT DO NOTHING`, t.name, t.value, createdAt, seq, kind); err != nil {
-			return fmt.Errorf("insert tag: %w", err)
-		}
+		tx.tx.queue(insertTagSQL, t.name, t.value, createdAt, seq, kind)
 	}
 	return nil
 }
+
+// insertTagSQL writes one tag index row.
+const insertTagSQL = `INSERT INTO tags (name, value, created_at, seq, kind) VALUES ($1,$2,$3,$4,$5)
+	ON CONFLICT DO NOTHING`
 
 // tagsReadByIngest reports whether ingest reads back the tag index rows of
 // events of kind: those of deletions (a target arriving after its
@@ -101,7 +105,7 @@ type tagCopy struct {
 	kind      int
 }
 
-// copyTags writes the tag index rows the import batch left for it in one
+// copyTags writes the tag index rows the transaction left for it in one
 // COPY: a statement a row cost an import more than storing the event.
 func (tx *writeTx) copyTags() error {
 	var rows [][]any

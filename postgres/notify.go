@@ -77,22 +77,27 @@ func (tx *writeTx) noted(seq int64) {
 // of up to 19 digits stay under 6,100 bytes.
 const maxNotedThreads = 300
 
-// notify sends the notifications of a write, inside its transaction.
+// notifySQL sends the notifications of a write: each channel of $1 with
+// the payload of $2 at the same place, in order.
+const notifySQL = `SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS n(c, p)`
+
+// notify queues the notifications of a write, inside its transaction, in
+// one statement: the events', then the access state's.
 func (s *Store) notify(tx *writeTx) error {
+	var channels, payloads []string
 	for _, n := range tx.notes {
 		n.Origin = s.origin
 		payload, err := json.Marshal(n)
 		if err != nil {
 			return fmt.Errorf("notify event #%d: %w", n.Seq, err)
 		}
-		if _, err := tx.tx.Exec(tx.ctx, `SELECT pg_notify($1, $2)`, eventsChannel, string(payload)); err != nil {
-			return fmt.Errorf("notify event #%d: %w", n.Seq, err)
-		}
+		channels, payloads = append(channels, eventsChannel), append(payloads, string(payload))
 	}
 	if tx.access.Changed() != nil {
-		if _, err := tx.tx.Exec(tx.ctx, `SELECT pg_notify($1, $2)`, accessChannel, s.origin); err != nil {
-			return fmt.Errorf("notify access change: %w", err)
-		}
+		channels, payloads = append(channels, accessChannel), append(payloads, s.origin)
+	}
+	if len(channels) > 0 {
+		tx.tx.queue(notifySQL, channels, payloads)
 	}
 	return nil
 }

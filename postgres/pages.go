@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -95,13 +97,16 @@ func (s *stored) eTags() ([]string, error) {
 	return ids, nil
 }
 
-// bumpPages bumps the page version of every channel the write marked.
-func (tx *writeTx) bumpPages() error {
-	for c := range tx.pages {
-		if _, err := tx.tx.Exec(tx.ctx, `INSERT INTO page_versions (channel, version) VALUES ($1, 1)
-			ON CONFLICT (channel) DO UPDATE SET version = page_versions.version + 1`, c); err != nil {
-			return fmt.Errorf("bump page version of channel %d: %w", c, err)
-		}
+// bumpPagesSQL bumps the page version of each channel of $1 (distinct
+// numbers: one row may be changed once a statement) by one.
+const bumpPagesSQL = `INSERT INTO page_versions (channel, version) SELECT c, 1 FROM unnest($1::bigint[]) AS c
+	ON CONFLICT (channel) DO UPDATE SET version = page_versions.version + 1`
+
+// bumpPages queues the bump of the page version of every channel the
+// write marked, one statement for them all.
+func (tx *writeTx) bumpPages() {
+	if len(tx.pages) == 0 {
+		return
 	}
-	return nil
+	tx.tx.queue(bumpPagesSQL, slices.Sorted(maps.Keys(tx.pages)))
 }

@@ -98,7 +98,11 @@ type Store struct {
 	// holds, the write lock (write.go).
 	writes    atomic.Int64
 	writeSlot chan struct{}
-	// batches counts the write transactions: each takes one job here
+	// queue holds the write jobs of this process not yet taken by a
+	// transaction, in arrival order (write.go).
+	queueMu sync.Mutex
+	queue   []*writeJob
+	// batches counts the write transactions and the jobs each took
 	// (buzz.StoreStats).
 	batches buzz.BatchCounts
 	// pages caches window pages while no write changes their channel

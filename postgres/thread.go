@@ -80,16 +80,14 @@ func (r *threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
 	if row.HasLastReply {
 		last = &row.LastReplyAt
 	}
-	_, err := r.tx.tx.Exec(r.tx.ctx, `INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants, updated_at)
+	// Queued (pipeTx): the next read of the row comes after it.
+	r.tx.tx.queue(`INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (seq) DO UPDATE SET reply_count = excluded.reply_count,
 		descendant_count = excluded.descendant_count, last_reply_at = excluded.last_reply_at,
 		participants = excluded.participants,
 		updated_at = greatest(coalesce(thread_metadata.updated_at, 0), excluded.updated_at)`,
 		seq, row.Replies, row.Descendants, last, row.Participants, r.tx.now)
-	if err != nil {
-		return fmt.Errorf("write thread counters of #%d: %w", seq, err)
-	}
 	r.tx.recounted = append(r.tx.recounted, seq)
 	if seq == r.readSeq {
 		r.tx.touch(r.readChannel)

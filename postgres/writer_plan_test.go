@@ -35,6 +35,22 @@ func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pg
 
 func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// The writes a transaction queues go in batches (pipeTx): each statement
+// of a batch is recorded too.
+func (l *statementLog) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (l *statementLog) TraceBatchQuery(_ context.Context, _ *pgx.Conn, data pgx.TraceBatchQueryData) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.on {
+		l.ran = append(l.ran, sqlQuery{sql: data.SQL, args: slices.Clone(data.Args)})
+	}
+}
+
+func (l *statementLog) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 func (l *statementLog) record(on bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -67,7 +83,11 @@ var writerStatements = map[string]string{
 	"replies probe of a removal":           `SELECT seq FROM events WHERE parent = $1 LIMIT 1`,
 	"removal's tag rows":                   `DELETE FROM tags WHERE seq = $1`,
 	"removal's event":                      `DELETE FROM events WHERE seq = $1`,
-	"page version":                         `INSERT INTO page_versions`,
+	"page versions":                        bumpPagesSQL,
+	"notifications":                        notifySQL,
+	"tag row":                              insertTagSQL,
+	"event's row":                          insertEventSQL,
+	"event numbers drawn":                  drawSeqsSQL,
 	"thread changes":                       `JOIN channels c ON c.seq = e.channel WHERE e.seq = ANY($1)`,
 	"channel saved":                        `UPDATE channels SET`,
 	"member put":                           `INSERT INTO members`,
