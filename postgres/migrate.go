@@ -43,15 +43,16 @@ var migrations = []string{
 	narrowReadIndexesMigration,
 }
 
-// narrowReadIndexesMigration keys the read indexes of kinds, channels and
-// the window's two row modes by (group, created_at) alone, read backward
+// narrowReadIndexesMigration keys the read indexes of kinds, channels, the
+// window's two row modes and the feed's streams by (group, created_at) alone, read backward
 // for created_at DESC; the ties of one second are put in id order by an
 // incremental sort of that second's rows. Keyed (group, created_at DESC,
 // id), each entry carried a 32-byte id, and an event arriving last went to
 // the front of its group's range, splitting pages in halves that stayed
-// half empty; in ascending order it goes to the end of the range, where a
-// full page splits off whole. Smaller indexes are fewer pages to read and
-// keep cached (issue 32).
+// half empty; in ascending order it goes to the end of the range, where
+// the split leaves the page before it full. And the entries of one second
+// of a group share a key, which btree deduplication stores once. Smaller
+// indexes are fewer pages to read and keep cached (issue 32).
 const narrowReadIndexesMigration = `DROP INDEX events_kind;
 	CREATE INDEX events_kind ON events (kind, created_at);
 	DROP INDEX events_channel;
@@ -59,7 +60,9 @@ const narrowReadIndexesMigration = `DROP INDEX events_kind;
 	DROP INDEX events_toplevel;
 	CREATE INDEX events_toplevel ON events (channel, created_at) WHERE row_class = 2 AND deleted_at IS NULL;
 	DROP INDEX events_projection;
-	CREATE INDEX events_projection ON events (channel, created_at) WHERE row_class >= 1 AND deleted_at IS NULL;`
+	CREATE INDEX events_projection ON events (channel, created_at) WHERE row_class >= 1 AND deleted_at IS NULL;
+	DROP INDEX events_feed;
+	CREATE INDEX events_feed ON events (feed, created_at) WHERE feed IS NOT NULL AND deleted_at IS NULL;`
 
 // invitesMigration holds the invite codes (RL-36; see the SQLite schema):
 // the code each live 9009 create-invite gives its channel. A 9009 stored

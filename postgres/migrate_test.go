@@ -246,7 +246,8 @@ func TestMigrateNarrowReadIndexes(t *testing.T) {
 		DROP INDEX events_toplevel; CREATE INDEX events_toplevel ON events (channel, created_at DESC, id)
 			WHERE row_class = 2 AND deleted_at IS NULL;
 		DROP INDEX events_projection; CREATE INDEX events_projection ON events (channel, created_at DESC, id)
-			WHERE row_class >= 1 AND deleted_at IS NULL`); err != nil {
+			WHERE row_class >= 1 AND deleted_at IS NULL;
+		DROP INDEX events_feed; CREATE INDEX events_feed ON events (feed, created_at DESC, id) WHERE feed IS NOT NULL AND deleted_at IS NULL`); err != nil {
 		t.Fatal(err)
 	}
 	version := slices.Index(migrations, narrowReadIndexesMigration) + 1
@@ -281,14 +282,14 @@ func TestMigrateNarrowReadIndexes(t *testing.T) {
 	s := suiteOpen(t, url, storetest.Config{})
 	var defs []string
 	rows, err := s.pool.Query(ctx, `SELECT indexdef FROM pg_indexes
-		WHERE indexname IN ('events_kind', 'events_channel', 'events_toplevel', 'events_projection') ORDER BY indexname`)
+		WHERE indexname IN ('events_kind', 'events_channel', 'events_toplevel', 'events_projection', 'events_feed') ORDER BY indexname`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if defs, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		t.Fatal(err)
 	}
-	if len(defs) != 4 {
+	if len(defs) != 5 {
 		t.Fatalf("indexes after the migration: %q", defs)
 	}
 	for _, def := range defs {

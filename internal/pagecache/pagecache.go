@@ -158,3 +158,12 @@ func pageBytes(p *buzz.WindowPage) int {
 	}
 	return n
 }
+
+// Holds reports whether a page of key is kept, at whatever versions: a
+// store reads a page's rows along with its versions when none is.
+func (c *Cache) Holds(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.entries[key]
+	return ok
+}
