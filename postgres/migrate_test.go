@@ -222,10 +222,10 @@ func TestMigrateSubgroups(t *testing.T) {
 }
 
 // Issue 32: a database of the schema version before
-// narrowReadIndexesMigration, its read indexes keyed (group, created_at
-// DESC, id), gets them keyed (group, created_at), and serves the same
-// window page and REQ answer from them, ties of one second in id order
-// (CW-15).
+// narrowReadIndexesMigration, its REQ indexes by kind and by channel keyed
+// (group, created_at DESC, id), gets them keyed (group, created_at), and
+// serves the same REQ answer from them, ties of one second in id order
+// (RL-19), as the window serves them (CW-15).
 func TestMigrateNarrowReadIndexes(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.FreshDatabase(t)
@@ -242,12 +242,7 @@ func TestMigrateNarrowReadIndexes(t *testing.T) {
 		}
 	}
 	if _, err := old.pool.Exec(ctx, `DROP INDEX events_kind; CREATE INDEX events_kind ON events (kind, created_at DESC, id);
-		DROP INDEX events_channel; CREATE INDEX events_channel ON events (channel, created_at DESC, id) WHERE channel IS NOT NULL;
-		DROP INDEX events_toplevel; CREATE INDEX events_toplevel ON events (channel, created_at DESC, id)
-			WHERE row_class = 2 AND deleted_at IS NULL;
-		DROP INDEX events_projection; CREATE INDEX events_projection ON events (channel, created_at DESC, id)
-			WHERE row_class >= 1 AND deleted_at IS NULL;
-		DROP INDEX events_feed; CREATE INDEX events_feed ON events (feed, created_at DESC, id) WHERE feed IS NOT NULL AND deleted_at IS NULL`); err != nil {
+		DROP INDEX events_channel; CREATE INDEX events_channel ON events (channel, created_at DESC, id) WHERE channel IS NOT NULL`); err != nil {
 		t.Fatal(err)
 	}
 	version := slices.Index(migrations, narrowReadIndexesMigration) + 1
@@ -282,14 +277,14 @@ func TestMigrateNarrowReadIndexes(t *testing.T) {
 	s := suiteOpen(t, url, storetest.Config{})
 	var defs []string
 	rows, err := s.pool.Query(ctx, `SELECT indexdef FROM pg_indexes
-		WHERE indexname IN ('events_kind', 'events_channel', 'events_toplevel', 'events_projection', 'events_feed') ORDER BY indexname`)
+		WHERE indexname IN ('events_kind', 'events_channel') ORDER BY indexname`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if defs, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		t.Fatal(err)
 	}
-	if len(defs) != 5 {
+	if len(defs) != 2 {
 		t.Fatalf("indexes after the migration: %q", defs)
 	}
 	for _, def := range defs {
