@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -217,5 +218,82 @@ func TestMigrateSubgroups(t *testing.T) {
 	if n := count(`SELECT count(*) FROM channels c JOIN channels p ON p.seq = c.parent
 		WHERE c.h = $1 AND p.h = $2 AND c.picture = 'https://example.com/n.png'`, child, parent); n != 1 {
 		t.Fatal("the migrated channel kept no parent or picture")
+	}
+}
+
+// Issue 32: a database of the schema version before
+// narrowReadIndexesMigration, its REQ indexes by kind and by channel keyed
+// (group, created_at DESC, id), gets them keyed (group, created_at), and
+// serves the same REQ answer from them, ties of one second in id order
+// (RL-19), as the window serves them (CW-15).
+func TestMigrateNarrowReadIndexes(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.FreshDatabase(t)
+	owner := testutil.NewSigner(t)
+	const ch, at = "general", 1700000000
+	old := suiteOpen(t, url, storetest.Config{})
+	if _, err := old.Admit(ctx, owner.Event(t, 9007, at, "", nostr.Tag{"h", ch})); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		// Three seconds of two messages each.
+		if _, err := old.Admit(ctx, owner.Event(t, 9, int64(at+1+i/2), fmt.Sprint("m", i), nostr.Tag{"h", ch})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.pool.Exec(ctx, `DROP INDEX events_kind; CREATE INDEX events_kind ON events (kind, created_at DESC, id);
+		DROP INDEX events_channel; CREATE INDEX events_channel ON events (channel, created_at DESC, id) WHERE channel IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	version := slices.Index(migrations, narrowReadIndexesMigration) + 1
+	if _, err := old.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version >= $1`, version); err != nil {
+		t.Fatal(err)
+	}
+	read := func(s suiteStore) (window, req []string) {
+		t.Helper()
+		page, err := s.Window(ctx, buzz.WindowQuery{Channel: ch, Limit: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range page.Rows {
+			window = append(window, ev.ID)
+		}
+		evs, err := s.Query(ctx, nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {ch}}, Limit: 4}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			req = append(req, ev.ID)
+		}
+		return window, req
+	}
+	window, req := read(old)
+	if len(window) != 4 || !slices.Equal(window, req) {
+		t.Fatalf("before the migration: window %v, REQ %v, want the same 4 newest", window, req)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := suiteOpen(t, url, storetest.Config{})
+	var defs []string
+	rows, err := s.pool.Query(ctx, `SELECT indexdef FROM pg_indexes
+		WHERE indexname IN ('events_kind', 'events_channel') ORDER BY indexname`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if defs, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) != 2 {
+		t.Fatalf("indexes after the migration: %q", defs)
+	}
+	for _, def := range defs {
+		if strings.Contains(def, "DESC") || strings.Contains(def, " id") {
+			t.Errorf("after the migration: %s, want it keyed (group, created_at)", def)
+		}
+	}
+	afterWindow, afterReq := read(s)
+	if !slices.Equal(afterWindow, window) || !slices.Equal(afterReq, req) {
+		t.Fatalf("after the migration: window %v, REQ %v, want %v", afterWindow, afterReq, window)
 	}
 }

@@ -366,3 +366,12 @@ func (s *Store) sendBarrier(token string) error {
 // barrierWait bounds how long CaughtUp waits for the listener to hear a
 // barrier: longer than any notification takes on a live connection.
 const barrierWait = 2 * queryTimeout
+
+// barrierGap is the least time between barriers. Every REQ asks for one
+// once its stored events are sent (khatru patch 29), and each is a
+// transaction of the server's and a notification every process hears:
+// while REQs came one after another, barriers ran back to back, as many
+// transactions again as the REQs' own (issue 32). Asked for within the
+// gap, they share one; a subscription keeps the ids it sent that much
+// longer.
+const barrierGap = 20 * time.Millisecond

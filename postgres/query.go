@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -65,13 +64,10 @@ func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer,
 		return nil, false, err
 	}
 	size := 0
-	err = s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
-		q, ok := s.translate(f, c, v, before, eventSelect)
-		if !ok {
-			return nil
-		}
+	err = s.readStatement(ctx, func(c *buzz.Community) (sqlQuery, bool) {
+		return s.translate(f, c, v, before, eventSelect)
+	}, func(rows pgx.Rows, err error) error {
 		var cols eventColumns
-		rows, err := tx.Query(ctx, q.sql, q.args...)
 		return eachRow(rows, err, "query events", cols.dest(), func() error {
 			ev, err := cols.raw()
 			if err != nil {
@@ -100,14 +96,11 @@ func (s *Store) Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, be
 		return nil, err
 	}
 	var out []buzz.Position
-	err = s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
-		q, ok := s.translate(f, c, v, before, positionSelect)
-		if !ok {
-			return nil
-		}
+	err = s.readStatement(ctx, func(c *buzz.Community) (sqlQuery, bool) {
+		return s.translate(f, c, v, before, positionSelect)
+	}, func(rows pgx.Rows, err error) error {
 		var p buzz.Position
 		var id []byte
-		rows, err := tx.Query(ctx, q.sql, q.args...)
 		return eachRow(rows, err, "query event positions", []any{&p.CreatedAt, &id}, func() error {
 			p.ID = hex.EncodeToString(id)
 			out = append(out, p)
@@ -127,15 +120,10 @@ func (s *Store) Count(ctx context.Context, f nostr.Filter, v buzz.Viewer) (int64
 		return 0, nil
 	}
 	var n int64
-	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
-		q, ok := s.translate(f, c, v, nil, countSelect)
-		if !ok {
-			return nil
-		}
-		if err := tx.QueryRow(ctx, q.sql, q.args...).Scan(&n); err != nil {
-			return fmt.Errorf("count events: %w", err)
-		}
-		return nil
+	err := s.readStatement(ctx, func(c *buzz.Community) (sqlQuery, bool) {
+		return s.translate(f, c, v, nil, countSelect)
+	}, func(rows pgx.Rows, err error) error {
+		return eachRow(rows, err, "count events", []any{&n}, func() error { return nil })
 	})
 	return n, err
 }

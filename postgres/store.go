@@ -171,7 +171,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	var listenCtx context.Context
 	listenCtx, s.stopListen = context.WithCancel(context.Background())
 	s.listening = make(chan struct{})
-	s.barriers = barrier.New(s.sendBarrier, barrierWait, s.log)
+	s.barriers = barrier.New(s.sendBarrier, barrierWait, barrierGap, s.log)
 	s.barriers.Hearing()
 	go s.listen(listenCtx, conn, s.listening)
 	go s.background(s.stop, s.stopped)

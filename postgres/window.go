@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/pagecache"
@@ -20,40 +21,89 @@ import (
 // access state of that snapshot (CW-3); or the same page from the cache
 // while the snapshot shows no write to its channel since it was read. The
 // page is shared: callers must not modify it.
+//
+// The transaction is read ahead (readahead.go): its page version and,
+// unless the cache holds a page of the request, the page's rows go with
+// its BEGIN in one round trip.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
-	var page *buzz.WindowPage
 	key := pagecache.Key(q)
-	var read pagecache.Versions // what the page is read at; foreign once judged so
-	var expires int64
-	built := false
+	c := s.Community()
+	if _, ch, ok := c.WindowScope(q); ok {
+		now := s.nowUnix()
+		var rows sqlQuery
+		ahead := !s.pages.Holds(key)
+		if ahead {
+			var err error
+			if rows, err = windowSQL(ch.Seq, q, now); err != nil {
+				return nil, err
+			}
+		}
+		var page *buzz.WindowPage
+		done, err := s.readAhead(ctx, c, func(b *pgx.Batch) {
+			b.Queue(pageVersionSQL, ch.Seq)
+			if ahead {
+				b.Queue(rows.sql, rows.args...)
+			}
+		}, func(br pgx.BatchResults, conn *pgxpool.Conn) error {
+			cur := pagecache.Versions{Access: c.Version}
+			if err := br.QueryRow().Scan(&cur.Channel); err != nil {
+				return fmt.Errorf("window: read page version: %w", err)
+			}
+			r := &pageReader{s: s, ctx: ctx, tx: conn}
+			if ahead {
+				r.ahead = br
+			} else if err := br.Close(); err != nil {
+				return fmt.Errorf("window: %w", err)
+			}
+			var err error
+			page, err = s.windowIn(ctx, c, r, q, key, cur, now)
+			return err
+		})
+		if err != nil || done {
+			return page, err
+		}
+	}
+	// Unreadable by the published access state, or that state is older
+	// than the snapshot's: the page is judged by the snapshot's.
+	var page *buzz.WindowPage
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
-		page = &buzz.WindowPage{}
-		scope, ch, ok := c.WindowScope(q)
-		if !ok {
-			page.Unreadable = true
+		if _, _, ok := c.WindowScope(q); !ok {
+			page = &buzz.WindowPage{Unreadable: true}
 			return nil
 		}
 		cur := pagecache.Versions{Access: c.Version}
-		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT version FROM page_versions WHERE channel = $1), 0)`,
-			ch.Seq).Scan(&cur.Channel); err != nil {
+		if err := tx.QueryRow(ctx, pageVersionSQL, c.Channel(q.Channel).Seq).Scan(&cur.Channel); err != nil {
 			return fmt.Errorf("window: read page version: %w", err)
 		}
-		if p, ok := s.pages.Get(key, cur, s.nowUnix()); ok {
-			page = p
-			return nil
-		}
-		read = cur
 		var err error
-		page, expires, err = c.ReadWindow(ctx, &pageReader{s: s, ctx: ctx, tx: tx}, q, scope, ch, read.Judged(ch.Seq))
-		built = err == nil
+		page, err = s.windowIn(ctx, c, &pageReader{s: s, ctx: ctx, tx: tx}, q, key, cur, s.nowUnix())
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if built {
-		s.pages.Put(key, page, read, expires)
+	return page, nil
+}
+
+// pageVersionSQL is the page version of a channel (page_versions).
+const pageVersionSQL = `SELECT coalesce((SELECT version FROM page_versions WHERE channel = $1), 0)`
+
+// windowIn serves the window page q of a channel c's scope reads, in the
+// snapshot r reads, whose access state is c and whose page version of the
+// channel is in cur: from the cache when it holds the page at cur, else
+// read through r and kept in the cache.
+func (s *Store) windowIn(ctx context.Context, c *buzz.Community, r *pageReader, q buzz.WindowQuery, key string,
+	cur pagecache.Versions, now int64) (*buzz.WindowPage, error) {
+	if p, ok := s.pages.Get(key, cur, now); ok {
+		return p, nil
 	}
+	scope, ch, _ := c.WindowScope(q)
+	read := cur // what the page is read at; foreign once judged so
+	page, expires, err := c.ReadWindow(ctx, r, q, scope, ch, read.Judged(ch.Seq))
+	if err != nil {
+		return nil, err
+	}
+	s.pages.Put(key, page, read, expires)
 	return page, nil
 }
 
@@ -62,7 +112,10 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 type pageReader struct {
 	s   *Store
 	ctx context.Context
-	tx  pgx.Tx
+	tx  queryer
+	// ahead, when set, holds the results of a read ahead whose next one is
+	// the rows of the window page WindowRows reads (Window).
+	ahead pgx.BatchResults
 	// The aux hop's names as tags_aux holds them, and the last position
 	// its pages read.
 	names           [][]byte
@@ -79,7 +132,7 @@ const rowColumns = `e.seq, ` + eventSelect
 // CW-13, CW-15, CW-19). It reads limit+1 rows, the extra one for rows.Row
 // (CW-16); a stored event that cannot be rebuilt is counted and skipped
 // (CW-17).
-func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.WindowRows) error {
+func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.WindowRows) (err error) {
 	sq, err := windowSQL(channel, q, r.s.nowUnix())
 	if err != nil {
 		return err
@@ -93,7 +146,19 @@ func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.Wi
 	if q.Summaries {
 		dest = append(dest, sm.dest()...)
 	}
-	rows, err := r.tx.Query(r.ctx, sq.sql, sq.args...)
+	var rows pgx.Rows
+	if r.ahead != nil {
+		// Read ahead with the transaction's BEGIN: the rows of this page.
+		rows, err = r.ahead.Query()
+		defer func() {
+			if cerr := r.ahead.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("window rows: %w", cerr)
+			}
+			r.ahead = nil
+		}()
+	} else {
+		rows, err = r.tx.Query(r.ctx, sq.sql, sq.args...)
+	}
 	return eachRow(rows, err, "window rows", dest, func() error {
 		if !page.Row(cols.createdAt, cols.id, value(exp), exp != nil) {
 			return errStop

@@ -19,6 +19,7 @@ import (
 type Barriers struct {
 	send func(token string) error
 	wait time.Duration
+	gap  time.Duration
 	log  *slog.Logger
 
 	// hearing is set while the listener is connected.
@@ -31,10 +32,12 @@ type Barriers struct {
 }
 
 // New makes barriers that send each token with send, behind everything
-// sent before it, and wait at most wait for the listener to hear it. They
-// start not hearing: Call answers at once until Hearing(true).
-func New(send func(token string) error, wait time.Duration, log *slog.Logger) *Barriers {
-	return &Barriers{send: send, wait: wait, log: log}
+// sent before it, and wait at most wait for the listener to hear it; a
+// token is sent at least gap after the previous one was heard, so that
+// the calls of that time share it. They start not hearing: Call answers
+// at once until Hearing(true).
+func New(send func(token string) error, wait, gap time.Duration, log *slog.Logger) *Barriers {
+	return &Barriers{send: send, wait: wait, gap: gap, log: log}
 }
 
 // Listening reports whether the listener is connected.
@@ -107,6 +110,10 @@ func (b *Barriers) sendLoop() {
 			b.Heard(token)
 		}
 		t.Stop()
+		// Every token is a transaction of the server's: the calls of the
+		// next gap wait for one, rather than one each time the last
+		// came back.
+		time.Sleep(b.gap)
 	}
 }
 

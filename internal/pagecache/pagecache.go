@@ -202,3 +202,12 @@ func entryBytes(key string, p *buzz.WindowPage) int64 {
 	}
 	return n
 }
+
+// Holds reports whether a page of key is kept, at whatever versions: a
+// store reads a page's rows along with its versions when none is.
+func (c *Cache) Holds(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.entries[key]
+	return ok
+}
