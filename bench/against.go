@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
@@ -152,17 +154,23 @@ const seedStep = 2000
 
 // Seed publishes the signed events of r (JSON Lines, oldest first, as
 // export writes them) to the relay at t as they are, over conns
-// connections, and counts those it accepted and those it refused: a
-// relay of other rules may refuse some (a deletion of what it never
-// stored, a kind it does not take), and the loads then compare what each
-// relay serves.
-func Seed(ctx context.Context, t Target, r io.Reader, conns int) (accepted, refused int, err error) {
+// connections, and counts those it accepted and those it refused (or left
+// unanswered), with the first NOTICE it sent: a relay of other rules may
+// refuse some (a deletion of what it never stored, a kind it does not
+// take), and the loads then compare what each relay serves.
+func Seed(ctx context.Context, t Target, r io.Reader, conns int) (accepted, refused int, notice string, err error) {
 	cs := make([]*websocket.Conn, conns)
+	defer func() {
+		for _, c := range cs {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
 	for i := range cs {
 		if cs[i], err = dial(ctx, t); err != nil {
-			return accepted, refused, err
+			return accepted, refused, notice, err
 		}
-		defer cs[i].Close()
 	}
 	dec := json.NewDecoder(r)
 	step := make([]json.RawMessage, 0, seedStep)
@@ -178,10 +186,17 @@ func Seed(ctx context.Context, t Target, r io.Reader, conns int) (accepted, refu
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, no, err := publishRaw(c, mine)
+				ok, no, said, err := publishRaw(c, mine)
+				if errors.Is(err, errUnanswered) {
+					c.Close()
+					cs[i], err = dial(ctx, t)
+				}
 				mu.Lock()
 				defer mu.Unlock()
 				accepted, refused = accepted+ok, refused+no
+				if notice == "" {
+					notice = said
+				}
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
@@ -196,23 +211,50 @@ func Seed(ctx context.Context, t Target, r io.Reader, conns int) (accepted, refu
 		if err := dec.Decode(&ev); err == io.EOF {
 			break
 		} else if err != nil {
-			return accepted, refused, fmt.Errorf("read the events: %w", err)
+			return accepted, refused, notice, fmt.Errorf("read the events: %w", err)
 		}
 		if err := ctx.Err(); err != nil {
-			return accepted, refused, err
+			return accepted, refused, notice, err
 		}
-		if step = append(step, ev); len(step) == seedStep {
+		// A group's moderation event (NIP-29: its creation, its members)
+		// is a step of its own, so that a relay that checks the events of
+		// a group against it has it before them.
+		if moderation(ev) && len(step) > 0 {
 			if err := flush(); err != nil {
-				return accepted, refused, err
+				return accepted, refused, notice, err
+			}
+		}
+		if step = append(step, ev); len(step) == seedStep || moderation(ev) {
+			if err := flush(); err != nil {
+				return accepted, refused, notice, err
 			}
 		}
 	}
-	return accepted, refused, flush()
+	err = flush()
+	return accepted, refused, notice, err
 }
 
+// moderation says whether ev is a NIP-29 moderation event (kinds 9000 to
+// 9030: a group's creation, its members and roles, its deletions).
+func moderation(ev json.RawMessage) bool {
+	var k struct {
+		Kind int `json:"kind"`
+	}
+	return json.Unmarshal(ev, &k) == nil && k.Kind >= 9000 && k.Kind <= 9030
+}
+
+// seedWait bounds the wait for the next answer while publishing the
+// community: a relay that answers some events with a NOTICE, or not at
+// all, has the rest of the step counted as refused rather than the run
+// stopped.
+const seedWait = 20 * time.Second
+
 // publishRaw sends evs (signed events' JSON) as EVENT messages on c, all
-// at once, then reads their OK answers.
-func publishRaw(c *websocket.Conn, evs []json.RawMessage) (accepted, refused int, err error) {
+// at once, then reads their answers: an OK counts as accepted or refused,
+// and so does a NOTICE (khatru answers an EVENT it cannot parse with one,
+// and no OK); what is still unanswered after seedWait is refused too.
+// notice is the first NOTICE or refusal, as the relay sent it.
+func publishRaw(c *websocket.Conn, evs []json.RawMessage) (accepted, refused int, notice string, err error) {
 	errc := make(chan error, 1)
 	go func() {
 		for _, ev := range evs {
@@ -225,13 +267,30 @@ func publishRaw(c *websocket.Conn, evs []json.RawMessage) (accepted, refused int
 		errc <- nil
 	}()
 	for accepted+refused < len(evs) {
-		msg, err := read(c)
+		if err := c.SetReadDeadline(time.Now().Add(seedWait)); err != nil {
+			return accepted, refused, notice, err
+		}
+		_, msg, err := c.ReadMessage()
+		var nerr net.Error
+		if errors.As(err, &nerr) && nerr.Timeout() {
+			// The connection cannot be read after a timeout: the next
+			// step has to dial again.
+			refused = len(evs) - accepted
+			return accepted, refused, notice, errUnanswered
+		}
 		if err != nil {
-			return accepted, refused, fmt.Errorf("read: %w", err)
+			return accepted, refused, notice, fmt.Errorf("read: %w", err)
+		}
+		if label, _, ok := envelope(msg); ok && label == "NOTICE" {
+			if notice == "" {
+				notice = string(msg)
+			}
+			refused++
+			continue
 		}
 		a, ok, err := parseOK(msg)
 		if err != nil {
-			return accepted, refused, err
+			return accepted, refused, notice, err
 		}
 		switch {
 		case !ok:
@@ -239,10 +298,16 @@ func publishRaw(c *websocket.Conn, evs []json.RawMessage) (accepted, refused int
 			accepted++
 		default:
 			refused++
+			if notice == "" {
+				notice = string(msg)
+			}
 		}
 	}
-	return accepted, refused, <-errc
+	return accepted, refused, notice, <-errc
 }
+
+// errUnanswered is a relay leaving events of a step unanswered.
+var errUnanswered = errors.New("events left unanswered")
 
 // Comparison is buzz-lite beside another relay on the same data
 // (`--against`): each load measured on both in alternating rounds.

@@ -224,13 +224,17 @@ func seedOther(ctx context.Context, other bench.Target, roots []string, exported
 	}
 	defer f.Close()
 	start := time.Now()
-	cmp.Seeded, cmp.Refused, err = bench.Seed(ctx, other, f, conns)
+	var notice string
+	cmp.Seeded, cmp.Refused, notice, err = bench.Seed(ctx, other, f, conns)
 	if err != nil {
 		return fmt.Errorf("publish the community to the other relay: %w", err)
 	}
-	progress("%d events accepted, %d refused in %s", cmp.Seeded, cmp.Refused, time.Since(start).Round(time.Second))
+	progress("%d events accepted, %d refused or unanswered in %s", cmp.Seeded, cmp.Refused, time.Since(start).Round(time.Second))
 	if cmp.Refused > 0 {
-		cmp.Notes = append(cmp.Notes, fmt.Sprintf("the other relay refused %d of the community's events: each relay serves what it stored", cmp.Refused))
+		cmp.Notes = append(cmp.Notes, fmt.Sprintf("the other relay refused or left unanswered %d of the community's events: each relay serves what it stored", cmp.Refused))
+	}
+	if notice != "" {
+		cmp.Notes = append(cmp.Notes, "the other relay's first refusal or NOTICE: "+notice)
 	}
 	return nil
 }
