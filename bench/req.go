@@ -238,13 +238,19 @@ func FirstScreen(ctx context.Context, t Target, channel string, runs int) (windo
 // itself, until it has 50 top-level messages, then asks for the replies,
 // reactions, edits and deletions naming them.
 func GenericScreen(c *websocket.Conn, channel string) (Screen, error) {
+	return genericScreen(c, channel, func() string { return "screen" })
+}
+
+// genericScreen is GenericScreen sending each REQ with the subscription
+// id sub gives.
+func genericScreen(c *websocket.Conn, channel string, sub func() string) (Screen, error) {
 	var s Screen
 	var rows []string
 	seen := map[string]bool{}
 	var until *nostr.Timestamp
 	for len(rows) < 50 {
 		f := nostr.Filter{Kinds: []int{9}, Tags: nostr.TagMap{"h": {channel}}, Limit: 50, Until: until}
-		evs, n, err := subscribe(c, "screen", f)
+		evs, n, err := subscribe(c, sub(), f)
 		if err != nil {
 			return s, err
 		}
@@ -269,7 +275,7 @@ func GenericScreen(c *websocket.Conn, channel string) (Screen, error) {
 			*until--
 		}
 	}
-	_, n, err := subscribe(c, "screen", nostr.Filter{Kinds: []int{9, 7, 5, 40003}, Tags: nostr.TagMap{"e": rows}, Limit: 1000})
+	_, n, err := subscribe(c, sub(), nostr.Filter{Kinds: []int{9, 7, 5, 40003}, Tags: nostr.TagMap{"e": rows}, Limit: 1000})
 	if err != nil {
 		return s, err
 	}

@@ -264,7 +264,11 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 	}
 	if p.Driven {
 		from, order = "tags t JOIN events e ON e.seq = t.seq", "t.created_at DESC"
-		add("t.name = ? AND t.value = ?", p.Drive[0], tagValue(p.Drive[1]))
+		name, err := tagNameSQL(p.Drive[0])
+		if err != nil {
+			return q, false, err
+		}
+		add("t.name = "+name+" AND t.value = ?", tagValue(p.Drive[1]))
 		if p.Since != nil {
 			add("t.created_at >= ?", *p.Since)
 		}
@@ -281,12 +285,15 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 			add(col+" IN ("+placeholders(len(t.Channels))+")", anys(t.Channels)...)
 			continue
 		}
-		vals := make([]any, 0, len(t.Values)+3)
-		vals = append(vals, t.Name)
+		name, err := tagNameSQL(t.Name)
+		if err != nil {
+			return q, false, err
+		}
+		vals := make([]any, 0, len(t.Values)+2)
 		for _, v := range t.Values {
 			vals = append(vals, tagValue(v))
 		}
-		cond := "e.seq IN (SELECT t.seq FROM tags t WHERE t.name = ? AND t.value IN (" + placeholders(len(t.Values)) + ")"
+		cond := "e.seq IN (SELECT t.seq FROM tags t WHERE t.name = " + name + " AND t.value IN (" + placeholders(len(t.Values)) + ")"
 		if p.Since != nil {
 			cond += " AND t.created_at >= ?"
 			vals = append(vals, *p.Since)
@@ -306,6 +313,20 @@ func (s *Store) translate(f nostr.Filter, c *buzz.Community, v buzz.Viewer, befo
 		args = append(args, p.Limit)
 	}
 	return sqlQuery{sql: b.String(), args: args}, true, nil
+}
+
+// tagNameSQL is a filter's tag name as an SQL literal. It is written into
+// the statement rather than bound: tags_aux is a partial index on
+// name = 'e', and to know whether it may use it SQLite compares a bound
+// name with 'e' and marks the statement to be prepared again whenever
+// that argument is bound anew, which was every REQ by `#e` or `#p`. A
+// name is one ASCII letter (buzz.IsTagName), so the literal needs no
+// quoting beyond its quotes, and there are at most 52 texts per shape.
+func tagNameSQL(name string) (string, error) {
+	if !buzz.IsTagName(name) {
+		return "", fmt.Errorf("tag name %q is not one letter", name)
+	}
+	return "'" + name + "'", nil
 }
 
 // readScopeSQL is the one read rule, buzz.Scope.Reads, as a condition on

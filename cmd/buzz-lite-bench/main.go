@@ -74,8 +74,10 @@ func newApp() *cli.App {
 			"With --abuse it runs the attacks of issue 13 instead, each against a relay started for it\n" +
 			"with its default limits, while an innocent client on another loopback address publishes\n" +
 			"and REQs; it prints that client's latencies and the relay's peak anonymous RSS during each attack,\n" +
-			"judged against RL-27.",
-		UsageText:       "buzz-lite-bench [options]",
+			"judged against RL-27.\n\n" +
+			"With --against URL it runs the loads any relay answers on buzz-lite and on the relay at URL,\n" +
+			"the same community in both, in alternating rounds, and prints both with their ratio.",
+		UsageText:       "buzz-lite-bench [options]\n   buzz-lite-bench --against ws://HOST:PORT [--rounds N] [options]",
 		HideHelpCommand: true,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data", Usage: "data directory to generate into or reuse (default: a temporary one, removed after); with --postgres it holds only the relay key"},
@@ -100,6 +102,9 @@ func newApp() *cli.App {
 			&cli.IntFlag{Name: "abuse-large", Value: 300, Usage: "events near the event size limit the attacker stores to ask for"},
 			&cli.GenericFlag{Name: "abuse-attack", Value: &attackNames{}, Usage: "run only the attack named, each as in the full run; repeat the flag for several (baseline, \"/query flood\", ...)"},
 			&cli.IntFlag{Name: "abuse-sockets", Value: 3000, Usage: "WebSockets of the many-sockets attack (a sixth as many slowloris connections)"},
+			&cli.StringFlag{Name: "against", Usage: "run the relay-neutral loads (REQ by #h head and deep, REQ by #e, a generic client's first screen, ingest) " +
+				"on buzz-lite and on the relay at this WebSocket `URL` on the same data, publishing the community to it first if it lacks it, and print both with their ratio"},
+			&cli.IntFlag{Name: "rounds", Value: 3, Usage: "alternating rounds of --against; the report gives each load's median"},
 		},
 		Action: runBench,
 		// A mistake in the command line is answered by the error and a

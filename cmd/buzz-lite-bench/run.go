@@ -104,6 +104,9 @@ func runBench(c *cli.Context) error {
 	if abuse != nil {
 		return runAbuse(ctx, c, abuse, attacks, dir, progress)
 	}
+	if c.IsSet("against") {
+		return runAgainst(ctx, c, dir, progress)
+	}
 	return runLoad(ctx, c, dir, progress)
 }
 
@@ -127,7 +130,7 @@ func checkFlags(c *cli.Context) error {
 	if c.Bool("abuse") && pgURL != "" {
 		return errors.New("--abuse runs on the data directory's SQLite file, not with --postgres")
 	}
-	return nil
+	return checkAgainst(c)
 }
 
 // loadEvents is what the load run publishes, signed before any clock
