@@ -19,7 +19,7 @@ import (
 // whenever that argument is bound anew (RL-3: the tag index lookup, and
 // nothing per REQ beyond it).
 func TestReqStatementsNotPreparedAgain(t *testing.T) {
-	s := qtOpenWith(t, Options{ReadConns: 1, PageCache: -1})
+	s := qtOpenWith(t, Options{ReadConns: 1, PageCacheBytes: -1})
 	sg := testutil.NewSigner(t)
 	root := ttIngest(t, s, sg.Event(t, 9, ttBase, "root", ttH(ttChan)))
 	other := ttIngest(t, s, sg.Event(t, 9, ttBase+1, "other", ttH(ttChan)))

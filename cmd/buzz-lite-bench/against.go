@@ -84,7 +84,7 @@ func runAgainst(ctx context.Context, c *cli.Context, dir string, progress func(s
 
 	run := relayRun{dir: dir, config: c.String("config"),
 		env: []string{"BUZZ_LITE_LIMITS_RATES=false", "BUZZ_LITE_LIMITS_EXEMPT=127.0.0.0/8,::1"}}
-	_, err = withRelay(ctx, run, func(mine bench.Target, _ func() int64) error {
+	_, err = withRelay(ctx, run, func(mine bench.Target, _ func() bench.Peaks) error {
 		chans, err := bench.OpenChannels(ctx, mine)
 		if err != nil {
 			return err
