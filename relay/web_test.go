@@ -724,3 +724,28 @@ func TestWebVaryAccept(t *testing.T) {
 		}
 	}
 }
+
+// CW-26: the client's module is served from the binary at its versioned
+// URL, kept for good there and for a day at its bare path; every page
+// loads it as a module and names the relay's URL, which it connects to.
+func TestWebServesClientScript(t *testing.T) {
+	s := startServer(t, webOn)
+	for path, cache := range map[string]string{web.ScriptURL("app"): "public, max-age=31536000, immutable", "/web/app.js": "public, max-age=86400"} {
+		ans := webGet(t, s, path, "")
+		if ans.status != http.StatusOK || !strings.HasPrefix(ans.header.Get("Content-Type"), "text/javascript") || !strings.Contains(ans.body, "window.nostr") {
+			t.Fatalf("GET %s: %d %s", path, ans.status, ans.header.Get("Content-Type"))
+		}
+		if got := ans.header.Get("Cache-Control"); got != cache {
+			t.Errorf("GET %s: Cache-Control %q, want %q", path, got, cache)
+		}
+	}
+	if ans := webGet(t, s, "/web/none-such.js", ""); ans.status != http.StatusNotFound {
+		t.Errorf("GET /web/none-such.js: %d", ans.status)
+	}
+	page := webGet(t, s, "/", "text/html")
+	for _, want := range []string{`<script type="module" src="` + web.ScriptURL("app") + `"></script>`, `<meta name="buzz-relay" content="` + s.wsURL + `">`} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("the index lacks %s", want)
+		}
+	}
+}
