@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,16 +119,23 @@ func (m *browserMember) eval(expr string) string {
 func (m *browserMember) signIn(url string) {
 	m.t.Helper()
 	m.do("loading "+url, chromedp.Navigate(url), chromedp.Click("button.signin"))
-	m.until("the signed-in view", `!!document.querySelector('header .me') && !!document.querySelector('main .compose textarea, main h1')`)
+	m.until("the signed-in view", `!!document.querySelector('header .me') && !!document.querySelector('main[data-view]')`)
 }
 
 // problems is what the page logged that a clean page does not: errors,
-// exceptions and warnings, a refused script or connection among them.
-func (m *browserMember) problems() []string {
+// exceptions and warnings, a refused script or connection among them;
+// but the 404s of the pages at the addresses expected, which a browser
+// logs of its own accord.
+func (m *browserMember) problems(expected404 ...string) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []string
 	for _, s := range m.console {
+		if slices.ContainsFunc(expected404, func(u string) bool {
+			return strings.Contains(s, "status of 404") && strings.HasSuffix(s, " "+u)
+		}) {
+			continue
+		}
 		if strings.HasPrefix(s, "error") || strings.HasPrefix(s, "exception") || strings.HasPrefix(s, "warning") {
 			out = append(out, s)
 		}
@@ -243,10 +251,7 @@ func TestWebInBrowserClient(t *testing.T) {
 			t.Errorf("%s's page logged:\n%s", m.key.PK[:8], strings.Join(p, "\n"))
 		}
 	}
-	m := map[int]int{}
-	for _, k := range a.signed {
-		m[k]++
-	}
+	m := a.signedKinds()
 	for _, k := range []int{22242, 27235, 9, 40003, 5} {
 		if m[k] == 0 {
 			t.Errorf("A signed no kind %d", k)
@@ -264,4 +269,160 @@ func jsString(s string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// signedKinds is the kinds m's signer signed, by count.
+func (m *browserMember) signedKinds() map[int]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[int]int{}
+	for _, k := range m.signed {
+		out[k]++
+	}
+	return out
+}
+
+// CW-26, RL-12, RL-13 in a real browser: a member of a private channel
+// signed in finds it on the index, reads it (its page is a 404 to the
+// server's anonymous view; the client reads it as the member) and posts
+// in it; a signed-in non-member and an anonymous page see nothing of it,
+// neither on the index nor at its address.
+func TestWebInBrowserClientPrivate(t *testing.T) {
+	if os.Getenv("BUZZ_LITE_BROWSER") != "1" {
+		t.Skip("set BUZZ_LITE_BROWSER=1 to run the web client in headless chromium")
+	}
+	s, c, owner := startWithClient(t, webOn)
+	member, stranger := testutil.NewSigner(t), testutil.NewSigner(t)
+	h := newChannelID(t)
+	mustPublish(t, c, owner.Event(t, buzz.KindCreateChannel, now(), "", hTag(h), nostr.Tag{"name", "secret plans"}, nostr.Tag{"private"}))
+	putUser(t, c, owner, h, member.PK, "")
+	const secret = "The surprise party is on Friday."
+	mustPublish(t, c, owner.Event(t, 9, now()-5, secret, hTag(h)))
+	mustPublish(t, c, owner.Event(t, buzz.KindCreateChannel, now(), "", hTag("lobby"), nostr.Tag{"name", "lobby"}))
+
+	browser := newBrowser(t)
+	m, x := openMember(t, browser, member), openMember(t, browser, stranger)
+	m.signIn(s.httpURL + "/")
+	m.until("the private channel on the member's index", `[...document.querySelectorAll('main a.channel')].some((a) => a.textContent === 'secret plans')`)
+	m.do("the member opens it", chromedp.Click(`//main//a[@class="channel" and text()="secret plans"]`))
+	m.until("the private window", rowJS(secret)+` !== undefined`)
+	const mine = "I will bring the cake."
+	m.do("the member posts", chromedp.SetValue("main .compose textarea", mine), chromedp.Click("main .compose button.send"))
+	m.until("the member's message", rowJS(mine)+` !== undefined && !document.querySelector('.status.error')`)
+	m.do("reloading the private channel", chromedp.Navigate(s.httpURL+"/c/"+h))
+	m.until("the private window after a reload (signed in again from the session)", rowJS(mine)+` !== undefined && `+rowJS(secret)+` !== undefined`)
+
+	x.signIn(s.httpURL + "/")
+	x.until("the stranger's index", `[...document.querySelectorAll('main a.channel')].some((a) => a.textContent === 'lobby')`)
+	x.do("the stranger asks for the private channel", chromedp.Navigate(s.httpURL+"/c/"+h))
+	x.until("the stranger's not-found view", `document.querySelector('header .me') && document.querySelector('main h1')?.textContent === 'Not found'`)
+	anon, cancel := chromedp.NewContext(browser)
+	defer cancel()
+	for _, p := range []struct {
+		who  *browserMember
+		ctx  context.Context
+		path string
+	}{{x, x.ctx, "/c/" + h}, {x, x.ctx, "/"}, {nil, anon, "/c/" + h}, {nil, anon, "/"}} {
+		if p.who != nil && p.path == "/" {
+			if err := chromedp.Do(p.ctx, chromedp.Navigate(s.httpURL+"/")); err != nil {
+				t.Fatal(err)
+			}
+			p.who.until("the stranger's index", `[...document.querySelectorAll('main a.channel')].some((a) => a.textContent === 'lobby')`)
+		} else if err := chromedp.Do(p.ctx, chromedp.Navigate(s.httpURL+p.path)); err != nil {
+			t.Fatal(err)
+		}
+		text, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, hidden := range []string{secret, mine, "secret plans"} {
+			if strings.Contains(text, hidden) {
+				t.Errorf("%s (signed in: %v) shows %q", p.path, p.who != nil, hidden)
+			}
+		}
+	}
+	for _, who := range []*browserMember{m, x} {
+		if p := who.problems(s.httpURL + "/c/" + h); len(p) > 0 {
+			t.Errorf("a page logged:\n%s", strings.Join(p, "\n"))
+		}
+	}
+}
+
+// CW-26 in a real browser: hostile content — script tags, an onerror
+// attribute, javascript: links, a link that tries to close its
+// attribute, bidi overrides, markup in a profile name and a channel
+// name, a huge message — shown to a signed-in member adds no element
+// of its own, runs nothing, asks for nothing from another origin and
+// makes the page sign nothing beyond the member's sign-in (AUTH and the
+// /query tokens); the huge message is clipped.
+func TestWebInBrowserClientHostile(t *testing.T) {
+	if os.Getenv("BUZZ_LITE_BROWSER") != "1" {
+		t.Skip("set BUZZ_LITE_BROWSER=1 to run the web client in headless chromium")
+	}
+	s, c, eve := startWithClient(t, webOn)
+	p, err := json.Marshal(map[string]string{"name": `<img src=x onerror="window.pwned='name'">` + "\u202e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustPublish(t, c, eve.Event(t, 0, now(), string(p)))
+	const ch = "hostile"
+	mustPublish(t, c, eve.Event(t, buzz.KindCreateChannel, now(), "", hTag(ch), nostr.Tag{"name", `<script>window.pwned='channel'</script>`},
+		nostr.Tag{"about", `<b onmouseover="window.pwned='about'">about</b>`}))
+	hostile := []string{
+		`<script>window.pwned='script'</script>`,
+		`<img src=x onerror="window.pwned='img'">`,
+		`javascript:window.pwned='js' and <a href="javascript:window.pwned='a'">click</a>`,
+		`see https://example.org/a?b=1&c="><script>window.pwned='attr'</script> now`,
+		"\u202egnp.exe</p><iframe src=//evil.example>",
+		`<form action="/query"><button>sign</button></form><textarea>x</textarea>`,
+		strings.Repeat("huge ", 20000),
+	}
+	for i, content := range hostile {
+		mustPublish(t, c, eve.Event(t, 9, now()-int64(i), content, hTag(ch)))
+	}
+	browser := newBrowser(t)
+	m := openMember(t, browser, testutil.NewSigner(t))
+	m.signIn(s.httpURL + "/c/" + ch)
+	m.until("every hostile row", `document.querySelectorAll('main section.rows > article.msg').length === `+fmt.Sprint(len(hostile)))
+	m.do("hovering and clicking the rows' text", chromedp.Click("main section.rows > article.msg .content"))
+	report, err := chromedp.Run(m.ctx, chromedp.Evaluate[string](`JSON.stringify({
+	  pwned: String(window.pwned),
+	  bad: [...document.querySelectorAll('main *')].filter((e) => !['H1','P','SECTION','ARTICLE','DIV','SPAN','A','TIME','BUTTON','TEXTAREA','NAV'].includes(e.tagName)).map((e) => e.tagName),
+	  attrs: [...document.querySelectorAll('main *')].flatMap((e) => [...e.attributes].map((a) => a.name)).filter((n) => n.startsWith('on') || n === 'src' || n === 'style'),
+	  links: [...document.querySelectorAll('main a')].map((a) => a.getAttribute('href')).filter((h) => !(h.startsWith('/') && !h.startsWith('//')) && !/^https?:\/\//.test(h)),
+	  rels: [...document.querySelectorAll('main .content a[href^="http"]')].filter((a) => a.rel !== 'nofollow noopener ugc').length,
+	  textareas: document.querySelectorAll('main textarea').length,
+	  longest: Math.max(...[...document.querySelectorAll('main .content')].map((e) => e.textContent.length)),
+	  requests: performance.getEntriesByType('resource').map((r) => r.name).filter((n) => !n.startsWith(location.origin) && !n.startsWith(document.querySelector('meta[name=buzz-relay]').content)),
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Pwned     string   `json:"pwned"`
+		Bad       []string `json:"bad"`
+		Attrs     []string `json:"attrs"`
+		Links     []string `json:"links"`
+		Rels      int      `json:"rels"`
+		Textareas int      `json:"textareas"`
+		Longest   int      `json:"longest"`
+		Requests  []string `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(report), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Pwned != "undefined" || len(r.Bad) > 0 || len(r.Attrs) > 0 || len(r.Links) > 0 || r.Rels > 0 || r.Textareas != 1 || len(r.Requests) > 0 {
+		t.Errorf("hostile content took effect: %s", report)
+	}
+	if r.Longest > 8192+len(" the whole message")+1 {
+		t.Errorf("the huge message is shown whole: %d characters", r.Longest)
+	}
+	for k := range m.signedKinds() {
+		if k != 22242 && k != 27235 {
+			t.Errorf("the page signed a kind %d without the member's action", k)
+		}
+	}
+	if p := m.problems(); len(p) > 0 {
+		t.Errorf("the page logged:\n%s", strings.Join(p, "\n"))
+	}
 }

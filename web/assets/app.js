@@ -601,10 +601,12 @@ async function render() {
   const rt = route();
   const gen = ++state.gen;
   const current = () => gen === state.gen;
+  delete main.dataset.view;
   try {
     if (rt.kind === 'index') await index(main, current);
     else if (rt.kind === 'channel') await channel(main, rt.ch, current);
     else if (rt.kind === 'thread') await threadView(main, rt.ch, rt.ev, current);
+    if (current()) main.dataset.view = rt.kind; // the client's view is shown
   } catch (e) {
     if (current()) status(e.message, true);
   }
