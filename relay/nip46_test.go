@@ -91,7 +91,7 @@ func TestNIP46OnClosedRelayFollowsRL29(t *testing.T) {
 func TestWebConnectAllowCSP(t *testing.T) {
 	allow := []string{"wss://bunker.example.com", "ws://127.0.0.1:7778"}
 	s := startServer(t, webOn, func(c *Config) { c.WebConnectAllow = allow })
-	want := web.CSPWith(allow)
+	want := web.CSPWith(s.wsURL, allow)
 	for path, status := range map[string]int{
 		"/":                     http.StatusOK,
 		"/c/" + newChannelID(t): http.StatusNotFound,
@@ -111,7 +111,7 @@ func TestWebConnectAllowCSP(t *testing.T) {
 	}
 
 	plain := startServer(t, webOn)
-	if got := webGet(t, plain, "/", "text/html").header.Get("Content-Security-Policy"); got != web.CSP || strings.Contains(got, "example.com") {
-		t.Errorf("without web_connect_allow: Content-Security-Policy %q, want %q", got, web.CSP)
+	if got := webGet(t, plain, "/", "text/html").header.Get("Content-Security-Policy"); got != web.CSP(plain.wsURL) || strings.Contains(got, "example.com") {
+		t.Errorf("without web_connect_allow: Content-Security-Policy %q, want %q", got, web.CSP(plain.wsURL))
 	}
 }

@@ -18,6 +18,7 @@ func (r *Relay) newWebView() (*web.View, error) {
 		Name:        r.cfg.Info.Name,
 		Description: r.cfg.Info.Description,
 		Key:         r.cfg.Key,
+		URL:         r.publicURL,
 		Store:       r.store,
 		Community:   r.communityFor,
 		Limits:      webLimits{r},

@@ -148,8 +148,14 @@ func webCheckInert(t *testing.T, doc *html.Node) {
 	t.Helper()
 	allowed := map[string]bool{"html": true, "head": true, "body": true, "meta": true, "title": true, "link": true,
 		"header": true, "main": true, "footer": true, "h1": true, "h2": true, "p": true, "a": true, "ul": true,
-		"li": true, "section": true, "article": true, "div": true, "span": true, "time": true, "nav": true}
+		"li": true, "section": true, "article": true, "div": true, "span": true, "time": true, "nav": true,
+		// The client's own controls (CW-26), which it adds in a browser.
+		"button": true, "input": true, "textarea": true, "label": true, "form": true}
 	webWalk(doc, func(n *html.Node) {
+		if n.Data == "script" && n.Parent != nil && n.Parent.Data == "head" && webAttr(n, "src") == web.ScriptURL("app") &&
+			webAttr(n, "type") == "module" && n.FirstChild == nil {
+			return // the page's own module (CW-26)
+		}
 		if !allowed[n.Data] {
 			t.Errorf("element <%s> on the page", n.Data)
 		}
@@ -210,14 +216,17 @@ func TestWebEscapesHostileContent(t *testing.T) {
 		if ans.status != http.StatusOK {
 			t.Fatalf("GET %s: %d %q", path, ans.status, ans.body)
 		}
-		if got := ans.header.Get("Content-Security-Policy"); got != web.CSP || !strings.Contains(got, "default-src 'none'") {
+		if got := ans.header.Get("Content-Security-Policy"); got != web.CSP(s.wsURL) || !strings.Contains(got, "default-src 'none'") ||
+			!strings.Contains(got, "script-src 'self';") || !strings.Contains(got, "connect-src 'self' "+s.wsURL+";") {
 			t.Errorf("GET %s: Content-Security-Policy %q", path, got)
 		}
 		if got := ans.header.Get("Cache-Control"); got != web.CacheControl {
 			t.Errorf("GET %s: Cache-Control %q", path, got)
 		}
+		// The page's own module is its one script (CW-26).
+		body := strings.Replace(ans.body, `<script type="module" src="`+web.ScriptURL("app")+`"></script>`, "", 1)
 		for _, raw := range []string{"<script", "<img", "<iframe", "<b ", `href="javascript`} {
-			if strings.Contains(ans.body, raw) {
+			if strings.Contains(body, raw) {
 				t.Errorf("GET %s: the page holds %q unescaped", path, raw)
 			}
 		}
@@ -712,6 +721,31 @@ func TestWebVaryAccept(t *testing.T) {
 			if !slices.Contains(vary, "Accept") {
 				t.Errorf("GET %s with Accept %q: Vary %q, want Accept", path, accept, got.header.Values("Vary"))
 			}
+		}
+	}
+}
+
+// CW-26: the client's module is served from the binary at its versioned
+// URL, kept for good there and for a day at its bare path; every page
+// loads it as a module and names the relay's URL, which it connects to.
+func TestWebServesClientScript(t *testing.T) {
+	s := startServer(t, webOn)
+	for path, cache := range map[string]string{web.ScriptURL("app"): "public, max-age=31536000, immutable", "/web/app.js": "public, max-age=86400"} {
+		ans := webGet(t, s, path, "")
+		if ans.status != http.StatusOK || !strings.HasPrefix(ans.header.Get("Content-Type"), "text/javascript") || !strings.Contains(ans.body, "window.nostr") {
+			t.Fatalf("GET %s: %d %s", path, ans.status, ans.header.Get("Content-Type"))
+		}
+		if got := ans.header.Get("Cache-Control"); got != cache {
+			t.Errorf("GET %s: Cache-Control %q, want %q", path, got, cache)
+		}
+	}
+	if ans := webGet(t, s, "/web/none-such.js", ""); ans.status != http.StatusNotFound {
+		t.Errorf("GET /web/none-such.js: %d", ans.status)
+	}
+	page := webGet(t, s, "/", "text/html")
+	for _, want := range []string{`<script type="module" src="` + web.ScriptURL("app") + `"></script>`, `<meta name="buzz-relay" content="` + s.wsURL + `">`} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("the index lacks %s", want)
 		}
 	}
 }

@@ -39,11 +39,13 @@ func sourceHost(host string) bool {
 	return true
 }
 
-// CSPWith is the Content-Security-Policy of the web view's answers when
-// its pages may also connect to connectAllow: origins as ConnectOrigin
-// returns them, added to what CSP's connect-src allows (or, without one,
-// to default-src, which connect-src falls back to). With none it is CSP.
-func CSPWith(connectAllow []string) string { return cspWith(CSP, connectAllow) }
+// CSPWith is the Content-Security-Policy of the web view's answers, CSP
+// of the relay whose public URL is relayURL, when its pages may also
+// connect to connectAllow: origins as ConnectOrigin returns them, added to
+// what CSP's connect-src allows. With none it is CSP(relayURL).
+func CSPWith(relayURL string, connectAllow []string) string {
+	return cspWith(CSP(relayURL), connectAllow)
+}
 
 // cspWith is policy with connectAllow added to what it lets a page
 // connect to.

@@ -37,20 +37,24 @@ func TestConnectOrigin(t *testing.T) {
 // the operator's origins are added to connect-src, every other directive
 // stays as it was.
 func TestCSPWith(t *testing.T) {
-	for _, scheme := range []string{"ws:", "wss:", "http", "*"} {
-		if strings.Contains(CSP, scheme) {
-			t.Errorf("CSP %q names %q: the default policy allows no third-party origin", CSP, scheme)
+	const relayURL = "ws://127.0.0.1:7777"
+	base := CSP(relayURL)
+	for _, scheme := range []string{"wss:", "http", "*", "example"} {
+		if strings.Contains(base, scheme) {
+			t.Errorf("CSP %q names %q: the default policy allows no third-party origin", base, scheme)
 		}
 	}
-	if got := CSPWith(nil); got != CSP {
-		t.Errorf("CSPWith(nil) = %q, want CSP %q", got, CSP)
+	if got := CSPWith(relayURL, nil); got != base {
+		t.Errorf("CSPWith(nil) = %q, want CSP %q", got, base)
 	}
 	allow := []string{"wss://bunker.example.com", "ws://127.0.0.1:7777", "wss://bunker.example.com"}
-	got := CSPWith(allow)
-	if !strings.Contains(got, "wss://bunker.example.com") || strings.Count(got, "wss://bunker.example.com") != 1 {
-		t.Errorf("CSPWith(%q) = %q: want the origin once", allow, got)
+	got := CSPWith(relayURL, allow)
+	for _, o := range []string{"wss://bunker.example.com", "ws://127.0.0.1:7777"} {
+		if strings.Count(got, o) != 1 {
+			t.Errorf("CSPWith(%q) = %q: want %s once", allow, got, o)
+		}
 	}
-	for _, d := range strings.Split(CSP, ";") {
+	for _, d := range strings.Split(base, ";") {
 		if d = strings.TrimSpace(d); !strings.HasPrefix(d, "connect-src") && !strings.Contains(got, d) {
 			t.Errorf("CSPWith lost directive %q: %q", d, got)
 		}

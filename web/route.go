@@ -14,6 +14,7 @@ type routeKind int
 const (
 	routeIndex routeKind = iota
 	routeCSS
+	routeScript
 	routeChannel
 	routeThread
 )
@@ -23,9 +24,10 @@ type route struct {
 	kind    routeKind
 	channel string // canonical channel id
 	event   string // lowercase hex event id
+	script  string // an embedded script's name
 }
 
-// parsePath reads `/`, `/web.css`, `/c/<channel id>` and
+// parsePath reads `/`, `/web.css`, `/web/<script>.js`, `/c/<channel id>` and
 // `/c/<channel id>/t/<event id>`, and `/c/` with the channel in the query
 // (`h`, and `t` for a thread's event: see pageLink); false for anything
 // else.
@@ -35,6 +37,13 @@ func parsePath(path string, q url.Values) (route, bool) {
 		return route{kind: routeIndex}, true
 	case CSSPath:
 		return route{kind: routeCSS}, true
+	}
+	if name, ok := strings.CutPrefix(path, ScriptPrefix); ok {
+		name, ok = strings.CutSuffix(name, ".js")
+		if _, embedded := scripts[name]; !ok || !embedded {
+			return route{}, false
+		}
+		return route{kind: routeScript, script: name}, true
 	}
 	rest, ok := strings.CutPrefix(path, "/c/")
 	if !ok {

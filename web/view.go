@@ -17,6 +17,10 @@ import (
 type view struct {
 	Title, Relay, Description string
 	CSS                       string
+	// Script is the client's module, NIP46 the module it imports for a
+	// bunker sign-in, and RelayURL the relay's public ws(s):// URL it
+	// connects to (CW-26).
+	Script, NIP46, RelayURL string
 	// Channels and More are the index: the channels an anonymous reader
 	// can read, and the link to the next page of them.
 	Channels []channelItem

@@ -6,7 +6,12 @@
 // Event content is untrusted text: html/template escapes it in its
 // context, links are made only of http(s) URLs, and the
 // Content-Security-Policy lets a page load nothing but the view's own
-// stylesheet.
+// stylesheet and scripts, and connect to nothing but the relay itself.
+//
+// The pages are also the community's chat client (CW-26): the embedded
+// module assets/app.js, once a member signs in with their own signer,
+// reads and writes through the relay's `/query` and WebSocket as any
+// client does. Without JavaScript every page is the read-only view.
 package web
 
 import (
@@ -30,7 +35,7 @@ import (
 	"github.com/buzz-lite/buzz-lite/buzz"
 )
 
-//go:embed assets/*.html assets/web.css
+//go:embed assets/*.html assets/web.css assets/*.js
 var assets embed.FS
 
 var (
@@ -38,11 +43,21 @@ var (
 	css       = mustReadAsset("assets/web.css")
 	// cssURL names the stylesheet by its content, so that a browser may
 	// keep it long and still gets a changed one at once.
-	cssURL = func() string {
-		sum := sha256.Sum256(css)
-		return CSSPath + "?v=" + hex.EncodeToString(sum[:6])
-	}()
+	cssURL = assetURL(CSSPath, css)
+	// scripts are the embedded modules by name (app for assets/app.js).
+	scripts = readScripts()
 )
+
+// assetURL names an asset by its content, so that a browser may keep it
+// long (immutable) and still gets a changed one at once.
+func assetURL(path string, b []byte) string {
+	return path + "?v=" + assetVersion(b)
+}
+
+func assetVersion(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}
 
 func mustReadAsset(name string) []byte {
 	b, err := assets.ReadFile(name)
@@ -84,8 +99,14 @@ const (
 	nameRunes  = 48
 	aboutRunes = 280
 
-	// CSP is every answer's Content-Security-Policy.
-	CSP = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	// ScriptPrefix is the path below which the embedded scripts are
+	// served, each as <name>.js.
+	ScriptPrefix = "/web/"
+	// immutableCache is how long a browser keeps an asset asked for by
+	// its versioned URL: its content never changes under that URL.
+	immutableCache = "public, max-age=31536000, immutable"
+	// assetCache is how long it keeps one asked for by another URL.
+	assetCache = "public, max-age=86400"
 	// CacheControl lets a proxy or browser keep a page briefly: pages
 	// change with every message, and a reader reloads.
 	CacheControl = "public, max-age=15"
@@ -169,7 +190,12 @@ type Deps struct {
 	Name, Description string
 	// Key is the relay's identity secret key (hex), from which the index
 	// derives the key that seals its links.
-	Key   string
+	Key string
+	// URL is the relay's public ws(s):// URL, as configured or derived
+	// from its loopback listener (never from a request's headers): the
+	// client connects to it, signs NIP-42 AUTH and NIP-98 tokens for it,
+	// and the Content-Security-Policy lets pages connect to its origin.
+	URL   func() string
 	Store Store
 	// Community is the access state a page reads by: the store's, or a
 	// fresher one when admits refuses the store's (a shared store whose
@@ -210,7 +236,7 @@ func Wants(req *http.Request) bool {
 	case path == "/":
 		return strings.Contains(strings.ToLower(req.Header.Get("Accept")), "text/html")
 	default:
-		return path == CSSPath || strings.HasPrefix(path, "/c/")
+		return path == CSSPath || strings.HasPrefix(path, ScriptPrefix) || strings.HasPrefix(path, "/c/")
 	}
 }
 
@@ -221,7 +247,7 @@ func Wants(req *http.Request) bool {
 // the answers share (RL-27, RL-27a).
 func (v *View) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", CSPWith(v.d.ConnectAllow))
+	h.Set("Content-Security-Policy", CSPWith(v.d.URL(), v.d.ConnectAllow))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	if req.Method != http.MethodGet && req.Method != http.MethodHead {
@@ -234,12 +260,12 @@ func (v *View) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		v.notFound(w)
 		return
 	}
-	if rt.kind == routeCSS {
-		h.Set("Content-Type", "text/css; charset=utf-8")
-		h.Set("Cache-Control", "public, max-age=86400")
-		if _, err := w.Write(css); err != nil {
-			v.d.Log.Debug("writing the web stylesheet", "err", err)
-		}
+	switch rt.kind {
+	case routeCSS:
+		v.asset(w, req, "text/css; charset=utf-8", css)
+		return
+	case routeScript:
+		v.asset(w, req, "text/javascript; charset=utf-8", scripts[rt.script])
 		return
 	}
 	client, leave, ok := v.d.Limits.Admit(w, req, func(status int, msg string) { text(w, status, msg) })
@@ -308,7 +334,7 @@ func (v *View) refuse(ctx context.Context, w http.ResponseWriter, req *http.Requ
 // channel, a nonexistent one and a mistyped path alike (CW-25, RL-13).
 func (v *View) notFound(w http.ResponseWriter) {
 	var body bytes.Buffer
-	if err := templates.ExecuteTemplate(&body, "notfound.html", &view{Title: "Not found", Relay: v.d.Name, CSS: cssURL}); err != nil {
+	if err := templates.ExecuteTemplate(&body, "notfound.html", v.newView()); err != nil {
 		v.d.Log.Error("web page failed", "page", "not found", "err", err)
 		text(w, http.StatusInternalServerError, msgInternal)
 		return
@@ -322,6 +348,21 @@ func (v *View) notFound(w http.ResponseWriter) {
 	}
 }
 
+// asset answers the stylesheet or a script, b: for good when asked for
+// by its versioned URL, for a day otherwise.
+func (v *View) asset(w http.ResponseWriter, req *http.Request, contentType string, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	if req.URL.Query().Get("v") == assetVersion(b) {
+		h.Set("Cache-Control", immutableCache)
+	} else {
+		h.Set("Cache-Control", assetCache)
+	}
+	if _, err := w.Write(b); err != nil {
+		v.d.Log.Debug("writing a web asset", "path", req.URL.Path, "err", err)
+	}
+}
+
 // text answers with a line of plain text.
 func text(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -329,9 +370,16 @@ func text(w http.ResponseWriter, status int, msg string) {
 	fmt.Fprintln(w, msg)
 }
 
+// newView is a page with what every page carries: the relay's name, the
+// stylesheet, and what the client script needs (CW-26).
+func (v *View) newView() *view {
+	return &view{Title: "Not found", Relay: v.d.Name, Description: v.d.Description, CSS: cssURL,
+		Script: ScriptURL("app"), NIP46: ScriptURL("nip46"), RelayURL: v.d.URL()}
+}
+
 // page reads what route shows and names its template.
 func (v *View) page(ctx context.Context, rt route, q url.Values, mem Memory) (string, *view, error) {
-	p := &view{Relay: v.d.Name, Description: v.d.Description, CSS: cssURL}
+	p := v.newView()
 	switch rt.kind {
 	case routeIndex:
 		p.Title = v.d.Name
