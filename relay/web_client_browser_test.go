@@ -189,8 +189,15 @@ func TestWebInBrowserClient(t *testing.T) {
 	}
 	s, c, owner := startWithClient(t, webOn, func(cfg *Config) { cfg.Info.Name = "buzz-lite demo" })
 	ada, bo := testutil.NewSigner(t), testutil.NewSigner(t)
+	// CW-26: a picture on another origin is a link, never an image the
+	// page would fetch from a third party.
+	const adaPicture = "https://pictures.example/ada.png"
 	for who, name := range map[*testutil.Signer]string{&ada: "Ada", &bo: "Bo"} {
-		p, err := json.Marshal(map[string]string{"name": name})
+		profile := map[string]string{"name": name}
+		if who == &ada {
+			profile["picture"] = adaPicture
+		}
+		p, err := json.Marshal(profile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,6 +223,10 @@ func TestWebInBrowserClient(t *testing.T) {
 		t.Fatalf("A's row id %q", id)
 	}
 	row := `document.getElementById('m-` + id + `')`
+	b.until("Ada's picture as a link at B", row+`?.querySelector('.avatar a')?.getAttribute('href') === `+jsString(adaPicture))
+	if got := b.eval(`String(document.querySelectorAll('main img').length)`); got != "0" {
+		t.Errorf("B's page shows %s images: a third-party picture must be a link only", got)
+	}
 
 	const reply = "Running it on my Pi 4 now."
 	b.do("B opens the thread", chromedp.Click(`#m-`+id+` button.act-reply`))
@@ -363,7 +374,8 @@ func TestWebInBrowserClientHostile(t *testing.T) {
 		t.Skip("set BUZZ_LITE_BROWSER=1 to run the web client in headless chromium")
 	}
 	s, c, eve := startWithClient(t, webOn)
-	p, err := json.Marshal(map[string]string{"name": `<img src=x onerror="window.pwned='name'">` + "\u202e"})
+	p, err := json.Marshal(map[string]string{"name": `<img src=x onerror="window.pwned='name'">` + "\u202e",
+		"picture": `javascript:window.pwned='picture'`})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ const ROW_TEXT = 8192; // as the server clips a row (RowTextBytes)
 const PAGE_ROWS = 50;
 const AUX_KINDS = [5, 7, 40003];
 
-const state = {signer: null, pubkey: '', names: new Map(), gen: 0, subs: 0, view: null};
+const state = {signer: null, pubkey: '', names: new Map(), pictures: new Map(), gen: 0, subs: 0, view: null};
 
 // ---- small helpers ---------------------------------------------------
 
@@ -353,9 +353,33 @@ async function loadNames(pks) {
       try { p = JSON.parse(ev.content); } catch { continue; }
       const n = clean((p && (p.display_name || p.name)) || '', 48);
       if (n) state.names.set(ev.pubkey, n);
+      const pic = p && pictureURL(p.picture);
+      if (pic) state.pictures.set(ev.pubkey, pic);
     }
   } catch { return; }
   for (const a of document.querySelectorAll('main .author[data-pk]')) a.textContent = nameOf(a.dataset.pk);
+  for (const a of document.querySelectorAll('main .avatar[data-pk]')) drawPicture(a);
+}
+
+// pictureURL is a kind 0 picture as an http(s) URL, or null.
+function pictureURL(s) {
+  if (typeof s !== 'string' || s.length > 2048) return null;
+  try {
+    const u = new URL(s);
+    return u.protocol === 'https:' || u.protocol === 'http:' ? u : null;
+  } catch { return null; }
+}
+
+// drawPicture fills an author's picture slot: an image when the picture
+// is on this relay's own origin (the CSP loads images from nowhere else),
+// otherwise a plain link to it, which the browser fetches only if the
+// reader follows it (CW-26: no third-party request).
+function drawPicture(slot) {
+  const u = state.pictures.get(slot.dataset.pk);
+  if (!u) { slot.replaceChildren(); return; }
+  slot.replaceChildren(u.origin === location.origin
+    ? el('img', {src: u.href, alt: '', width: '20', height: '20', loading: 'lazy', referrerpolicy: 'no-referrer'})
+    : el('a', {href: u.href, rel: 'nofollow noopener noreferrer', target: '_blank', title: 'picture', text: 'picture'}));
 }
 
 // ---- rows --------------------------------------------------------------
@@ -380,6 +404,7 @@ function row(v, ev) {
   }
   r.el = el('article', {class: 'msg', id: 'm-' + ev.id, 'data-id': ev.id},
     el('div', {class: 'meta'},
+      avatar(ev.pubkey),
       el('span', {class: 'author', 'data-pk': ev.pubkey, title: isHex64(ev.pubkey) ? npub(ev.pubkey) : '', text: nameOf(ev.pubkey)}),
       el('a', {class: 'time', href: link(v.ch, ev.id)}, when(ev.created_at))),
     body, marks, acts);
@@ -387,6 +412,12 @@ function row(v, ev) {
   setText(v, r, ev.content);
   v.rows.set(ev.id, r);
   return r;
+}
+
+function avatar(pk) {
+  const slot = el('span', {class: 'avatar', 'data-pk': pk});
+  drawPicture(slot);
+  return slot;
 }
 
 function setText(v, r, text) {
@@ -543,7 +574,10 @@ function live(v, ev) {
     seen(v.ch, ev.created_at);
   } else if (v.kind === 'thread' && t.root === v.root) {
     nestRow(v, ev);
+  } else {
+    return;
   }
+  loadNames([ev.pubkey]); // a live author's name and picture, as a page's
 }
 
 // summary moves a row's reply badge to a 39005's count (CW-19, CW-21).
