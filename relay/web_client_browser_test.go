@@ -441,3 +441,62 @@ func TestWebInBrowserClientHostile(t *testing.T) {
 		t.Errorf("the page logged:\n%s", strings.Join(p, "\n"))
 	}
 }
+
+// CW-26 in a real browser, the client's other actions: older pages by
+// next_cursor until the window is read whole, a reaction, join (9021)
+// and leave (9022) as the relay's member list (39002) says after a
+// reload, and a new channel (9007) opened at once.
+// Opt-in: BUZZ_LITE_BROWSER=1.
+func TestWebInBrowserClientActions(t *testing.T) {
+	if os.Getenv("BUZZ_LITE_BROWSER") != "1" {
+		t.Skip("set BUZZ_LITE_BROWSER=1 to run the web client in headless chromium")
+	}
+	s, c, owner := startWithClient(t, webOn)
+	const ch, messages = "town", 120
+	mustPublish(t, c, owner.Event(t, buzz.KindCreateChannel, now(), "", hTag(ch), nostr.Tag{"name", "town square"}))
+	for i := range messages {
+		mustPublish(t, c, owner.Event(t, 9, now()-int64(messages-i), fmt.Sprintf("message %d", i), hTag(ch)))
+	}
+	browser := newBrowser(t)
+	m := openMember(t, browser, testutil.NewSigner(t))
+	rows := `document.querySelectorAll('main section.rows > article.msg').length`
+	m.signIn(s.httpURL + "/c/" + ch)
+	m.until("the first page", rows+` === 50 && !!document.querySelector('main nav.pager button.older')`)
+	m.do("older", chromedp.Click("main nav.pager button.older"))
+	m.until("the second page", rows+` === 100`)
+	m.do("older again", chromedp.Click("main nav.pager button.older"))
+	m.until("the window read whole", rows+` === `+fmt.Sprint(messages)+` && !document.querySelector('main nav.pager button.older')`)
+	if got := m.eval(`[...document.querySelectorAll('main section.rows > article.msg .content')].map((e) => e.textContent).slice(-1)[0]`); got != "message 0" {
+		t.Errorf("the oldest row shows %q, want message 0", got)
+	}
+
+	newest := rowJS(fmt.Sprintf("message %d", messages-1))
+	m.do("react", chromedp.Click(`main section.rows > article.msg:first-child button.act-react`))
+	m.until("the reaction", newest+`?.querySelector('.reactions')?.textContent === '1 reaction'`)
+
+	join := `document.querySelector('main .chan-acts button.join')?.textContent`
+	m.until("the join button", join+` === 'Join'`)
+	m.do("join", chromedp.Click("main .chan-acts button.join"))
+	m.until("joined", join+` === 'Leave' && !document.querySelector('.status.error')`)
+	m.do("reload", chromedp.Navigate(s.httpURL+"/c/"+ch))
+	m.until("a member after a reload", join+` === 'Leave'`)
+	m.do("leave", chromedp.Click("main .chan-acts button.join"))
+	m.until("left", join+` === 'Join' && !document.querySelector('.status.error')`)
+	m.do("reload", chromedp.Navigate(s.httpURL+"/c/"+ch))
+	m.until("not a member after a reload", join+` === 'Join'`)
+
+	m.do("the index", chromedp.Navigate(s.httpURL+"/"))
+	m.until("the signed-in index", `!!document.querySelector('main .create input.new-name')`)
+	m.do("create a channel", chromedp.SetValue("main .create input.new-name", "book club"), chromedp.Click("main .create button"))
+	m.until("the new channel", `document.querySelector('main h1')?.textContent === 'book club' && !document.querySelector('.status.error')`)
+
+	got := m.signedKinds()
+	for _, k := range []int{7, 9021, 9022, 9007} {
+		if got[k] != 1 {
+			t.Errorf("the page signed %d events of kind %d, want 1 (signed: %v)", got[k], k, got)
+		}
+	}
+	if p := m.problems(); len(p) > 0 {
+		t.Errorf("the page logged:\n%s", strings.Join(p, "\n"))
+	}
+}
