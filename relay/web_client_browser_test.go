@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/nbd-wtf/go-nostr"
+	"github.com/nbd-wtf/go-nostr/nip19"
+	"github.com/nbd-wtf/go-nostr/nip46"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
@@ -499,4 +501,71 @@ func TestWebInBrowserClientActions(t *testing.T) {
 	if p := m.problems(); len(p) > 0 {
 		t.Errorf("the page logged:\n%s", strings.Join(p, "\n"))
 	}
+}
+
+// CW-26 in a real browser, a NIP-46 remote signer: a bunker (go-nostr's
+// nip46 signer with its own key, reached through this relay, as the
+// bunker:// URL names it) signs in the page with its key and signs what
+// the member posts; the page's own NIP-07 signer signs nothing.
+// Opt-in: BUZZ_LITE_BROWSER=1.
+func TestWebInBrowserClientBunker(t *testing.T) {
+	if os.Getenv("BUZZ_LITE_BROWSER") != "1" {
+		t.Skip("set BUZZ_LITE_BROWSER=1 to run the web client in headless chromium")
+	}
+	s, c, owner := startWithClient(t, webOn)
+	const ch = "bunkered"
+	mustPublish(t, c, owner.Event(t, buzz.KindCreateChannel, now(), "", hTag(ch), nostr.Tag{"name", "bunkered"}))
+
+	user := testutil.NewSigner(t)
+	const secret = "bunker-test-secret"
+	signer := nip46.NewStaticKeySigner(user.SK)
+	signer.AuthorizeRequest = func(_ bool, _ string, got string) bool { return got == secret || got == "" }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	bunkerRelay, err := nostr.RelayConnect(ctx, s.wsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bunkerRelay.Close()
+	sub, err := bunkerRelay.Subscribe(ctx, nostr.Filters{{Kinds: []int{nostr.KindNostrConnect}, Tags: nostr.TagMap{"p": {user.PK}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range sub.Events {
+			_, _, resp, err := signer.HandleRequest(ctx, ev)
+			if err != nil {
+				t.Logf("bunker: %v", err)
+				continue
+			}
+			if err := bunkerRelay.Publish(ctx, resp); err != nil && ctx.Err() == nil {
+				t.Logf("bunker: publishing its answer: %v", err)
+			}
+		}
+	}()
+
+	browser := newBrowser(t)
+	m := openMember(t, browser, testutil.NewSigner(t))
+	url := "bunker://" + user.PK + "?relay=" + s.wsURL + "&secret=" + secret
+	m.do("loading the channel", chromedp.Navigate(s.httpURL+"/c/"+ch), chromedp.Click("button.signin-bunker"),
+		chromedp.SetValue("input.bunker-url", url), chromedp.Click("button.bunker-go"))
+	m.until("signed in by the bunker", `document.querySelector('header .me')?.title === `+jsString(must(nip19.EncodePublicKey(user.PK)))+
+		` && !!document.querySelector('main .compose textarea')`)
+	const msg = "Signed far away, posted here."
+	m.do("post", chromedp.SetValue("main .compose textarea", msg), chromedp.Click("main .compose button.send"))
+	m.until("the message", rowJS(msg)+` !== undefined && !document.querySelector('.status.error')`)
+	evs := fetch(t, c, nostr.Filter{Kinds: []int{9}, Authors: []string{user.PK}, Tags: nostr.TagMap{"h": {ch}}})
+	if len(evs) != 1 || evs[0].Content != msg {
+		t.Fatalf("the bunker user's messages: %v, want the one posted", evs)
+	}
+	if got := m.signedKinds(); len(got) != 0 {
+		t.Errorf("the page's NIP-07 signer signed %v: the bunker signs", got)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
