@@ -52,61 +52,6 @@ func envelope(msg []byte) (label, sub string, ok bool) {
 	return label, sub, true
 }
 
-// drainSub sends filter (JSON) as a REQ of a fresh subscription id, reads
-// its answers whole up to EOSE without decoding events, and closes it,
-// returning the bytes read.
-func drainSub(c *websocket.Conn, filter []byte, buf *bytes.Buffer) (int, error) {
-	sub := nextSub()
-	req := make([]byte, 0, len(filter)+32)
-	req = append(append(append(append(req, `["REQ","`...), sub...), `",`...), filter...)
-	req = append(req, ']')
-	if err := c.WriteMessage(websocket.TextMessage, req); err != nil {
-		return 0, fmt.Errorf("send REQ: %w", err)
-	}
-	n := 0
-	for {
-		msg, err := readInto(c, buf)
-		if err != nil {
-			return n, fmt.Errorf("read: %w", err)
-		}
-		n += len(msg)
-		label, id, ok := envelope(msg)
-		if !ok {
-			return n, fmt.Errorf("malformed message %.200s", msg)
-		}
-		if id != sub {
-			continue
-		}
-		switch label {
-		case "EOSE":
-			return n, c.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","`+sub+`"]`))
-		case "CLOSED":
-			return n, fmt.Errorf("REQ closed: %s", msg)
-		}
-	}
-}
-
-// REQEach is REQ with a subscription id of its own for every request.
-func REQEach(ctx context.Context, t Target, name string, filters []nostr.Filter, clients int, d time.Duration) (Result, error) {
-	if len(filters) == 0 {
-		return Result{}, fmt.Errorf("%s: no filters", name)
-	}
-	encoded := make([][]byte, len(filters))
-	for i, f := range filters {
-		encoded[i], _ = json.Marshal(f)
-	}
-	return closedLoop(ctx, t, name, "REQs", clients, d, func(ctx context.Context, process Target) (op, func(), error) {
-		c, err := dial(ctx, process)
-		if err != nil {
-			return nil, nil, err
-		}
-		var buf bytes.Buffer
-		return func(_ context.Context, rng *rand.Rand) (int, error) {
-			return drainSub(c, encoded[rng.IntN(len(encoded))], &buf)
-		}, func() { c.Close() }, nil
-	})
-}
-
 // GenericScreens measures a generic client's first screen of channel
 // (GenericScreen, each REQ with a subscription id of its own) from clients
 // connections for d: first screens a second.

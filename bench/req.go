@@ -72,19 +72,15 @@ func request(c *websocket.Conn, sub string, req []byte) ([]*nostr.Event, int, er
 	}
 }
 
-// The messages of the subscription "bench", told apart by their start:
-// the relay writes them so (a JSON array, no spaces).
-var (
-	benchEvent  = []byte(`["EVENT","bench",`)
-	benchEOSE   = []byte(`["EOSE","bench"]`)
-	benchClosed = []byte(`["CLOSED","bench",`)
-)
-
-// drain sends req, a REQ of the subscription "bench", reads its answers
-// whole (into buf) up to EOSE and closes it, returning the bytes read. Unlike
-// request it decodes no event: on the relay's own cores, decoding 50
-// events a REQ took the measured relay more CPU than answering.
-func drain(c *websocket.Conn, req []byte, buf *bytes.Buffer) (int, error) {
+// drain sends filter (JSON) as a REQ of subscription sub, reads its
+// answers whole (into buf) up to EOSE without decoding events, and closes
+// it, returning the bytes read. Unlike request it decodes no event: on the
+// relay's own cores, decoding 50 events a REQ took the measured relay more
+// CPU than answering.
+func drain(c *websocket.Conn, sub string, filter []byte, buf *bytes.Buffer) (int, error) {
+	req := make([]byte, 0, len(filter)+len(sub)+16)
+	req = append(append(append(append(req, `["REQ","`...), sub...), `",`...), filter...)
+	req = append(req, ']')
 	if err := c.WriteMessage(websocket.TextMessage, req); err != nil {
 		return 0, fmt.Errorf("send REQ: %w", err)
 	}
@@ -95,26 +91,47 @@ func drain(c *websocket.Conn, req []byte, buf *bytes.Buffer) (int, error) {
 			return n, fmt.Errorf("read: %w", err)
 		}
 		n += len(msg)
-		switch {
-		case bytes.HasPrefix(msg, benchEvent):
-		case bytes.Equal(msg, benchEOSE):
-			return n, c.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","bench"]`))
-		case bytes.HasPrefix(msg, benchClosed):
+		label, id, ok := envelope(msg)
+		if !ok {
+			return n, fmt.Errorf("malformed message %.200s", msg)
+		}
+		if id != sub {
+			continue
+		}
+		switch label {
+		case "EOSE":
+			return n, c.WriteMessage(websocket.TextMessage, []byte(`["CLOSE","`+sub+`"]`))
+		case "CLOSED":
 			return n, fmt.Errorf("REQ closed: %s", msg)
 		}
 	}
 }
 
 // REQ measures stored-event queries over WebSocket: clients connections
-// at once, for d, each sending a REQ with a filter picked at random from
-// filters and reading its answers up to EOSE (drain).
+// at once, for d, each sending a REQ of the subscription "bench" with a
+// filter picked at random from filters and reading its answers up to EOSE
+// (drain).
 func REQ(ctx context.Context, t Target, name string, filters []nostr.Filter, clients int, d time.Duration) (Result, error) {
+	return reqLoad(ctx, t, name, filters, clients, d, func() string { return "bench" })
+}
+
+// REQEach is REQ with a subscription id of its own for every request.
+func REQEach(ctx context.Context, t Target, name string, filters []nostr.Filter, clients int, d time.Duration) (Result, error) {
+	return reqLoad(ctx, t, name, filters, clients, d, nextSub)
+}
+
+// reqLoad is REQ with each request's subscription id from sub.
+func reqLoad(ctx context.Context, t Target, name string, filters []nostr.Filter, clients int, d time.Duration, sub func() string) (Result, error) {
 	if len(filters) == 0 {
 		return Result{}, fmt.Errorf("%s: no filters", name)
 	}
-	reqs := make([][]byte, len(filters))
+	encoded := make([][]byte, len(filters))
 	for i, f := range filters {
-		reqs[i], _ = json.Marshal([]any{"REQ", "bench", f})
+		b, err := json.Marshal(f)
+		if err != nil {
+			return Result{}, fmt.Errorf("%s: filter %d: %w", name, i, err)
+		}
+		encoded[i] = b
 	}
 	return closedLoop(ctx, t, name, "REQs", clients, d, func(ctx context.Context, process Target) (op, func(), error) {
 		c, err := dial(ctx, process)
@@ -123,7 +140,7 @@ func REQ(ctx context.Context, t Target, name string, filters []nostr.Filter, cli
 		}
 		var buf bytes.Buffer
 		return func(_ context.Context, rng *rand.Rand) (int, error) {
-			return drain(c, reqs[rng.IntN(len(reqs))], &buf)
+			return drain(c, sub(), encoded[rng.IntN(len(encoded))], &buf)
 		}, func() { c.Close() }, nil
 	})
 }

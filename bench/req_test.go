@@ -52,13 +52,13 @@ func TestDrain(t *testing.T) {
 	for _, a := range answers["ok"] {
 		want += len(a)
 	}
-	if n, err := drain(dial("ok"), []byte(`["REQ","bench",{}]`), new(bytes.Buffer)); err != nil || n != want {
+	if n, err := drain(dial("ok"), "bench", []byte(`{}`), new(bytes.Buffer)); err != nil || n != want {
 		t.Fatalf("drain: %d bytes, %v; want %d", n, err, want)
 	}
 	if got := <-closed; got != `["CLOSE","bench"]` {
 		t.Fatalf("closed with %s", got)
 	}
-	if _, err := drain(dial("closed"), []byte(`["REQ","bench",{}]`), new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "rate-limited") {
+	if _, err := drain(dial("closed"), "bench", []byte(`{}`), new(bytes.Buffer)); err == nil || !strings.Contains(err.Error(), "rate-limited") {
 		t.Fatalf("drain of a refused REQ: %v", err)
 	}
 }
