@@ -110,17 +110,7 @@ func TestGroupCommitAcrossProcesses(t *testing.T) {
 			t.Errorf("process %d: %d transactions of %d jobs, want 1 of %d", p, txs-before[p][0], jobs-before[p][1], perProcess)
 		}
 	}
-	if err := storetest.Verify(context.Background(), a); err != nil {
-		t.Fatal(err)
-	}
-	sums, err := b.Summaries(context.Background(), []string{root.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sums) != 1 || sums[0].ReplyCount != 2*perProcess || sums[0].DescendantCount != 2*perProcess ||
-		len(sums[0].Participants) != len(authors) {
-		t.Fatalf("root summary %+v, want %d replies by %d authors", sums, 2*perProcess, len(authors))
-	}
+	checkCountersExact(t, a, b, root.ID, 2*perProcess, len(authors))
 	channels, err := a.ChannelsByActivity(context.Background(), nil, 10)
 	if err != nil {
 		t.Fatal(err)
