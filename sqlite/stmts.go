@@ -198,7 +198,7 @@ func (s *writeStmts) list() []writeStmt {
 }
 
 func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
-	hot, err := writerEngine(ctx, conn)
+	hot, err := writerEngine(conn)
 	if err != nil {
 		return err
 	}

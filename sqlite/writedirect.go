@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"reflect"
@@ -23,7 +22,7 @@ import (
 // writerEngine is the direct side of the writer connection conn: its
 // engine handle, with a TLS of its own (the engine's calls on a handle do
 // not overlap: the driver opens connections serialized).
-func writerEngine(ctx context.Context, conn *sql.Conn) (*directConn, error) {
+func writerEngine(conn *sql.Conn) (*directConn, error) {
 	var db uintptr
 	// The driver keeps the handle in an unexported field of its
 	// connection, the one way to reach it: a driver that moves it fails
