@@ -26,14 +26,16 @@ type admission struct {
 // deleted (NIP-09) before it arrived, named by a reaction, and for an aux
 // event, named by a deletion.
 func (a *admission) Seen() (buzz.Seen, error) {
-	var s buzz.Seen
-	tx, r := a.tx, a.r
-	err := tx.seen.QueryRowContext(tx.ctx, r.ID, r.PubKey, nipcw.IsAuxKind(r.Event.Kind)).
-		Scan(&s.Stored, &s.DeletedBefore, &a.named, &s.NamedByReaction)
-	if err != nil {
+	st, r := a.tx.seen, a.r
+	defer st.reset()
+	switch found, err := st.first(r.ID, r.PubKey, nipcw.IsAuxKind(r.Event.Kind)); {
+	case err != nil:
 		return buzz.Seen{}, fmt.Errorf("look up event: %w", err)
+	case !found:
+		return buzz.Seen{}, fmt.Errorf("look up event: %w", errNoRow)
 	}
-	return s, nil
+	a.named = st.int64(2) != 0
+	return buzz.Seen{Stored: st.int64(0) != 0, DeletedBefore: st.int64(1) != 0, NamedByReaction: st.int64(3) != 0}, nil
 }
 
 func (a *admission) AddressDeleted(addr string) (bool, error) {
@@ -89,21 +91,18 @@ func (a *admission) InsertEvent(row buzz.EventRow) error {
 	tx, r, ev := a.tx, a.r, a.r.Event
 	cls := columnsOf(row.Class)
 	channel, scope := nullUnlessZero(row.Channel), nullUnlessZero(row.Scope)
-	res, err := tx.insertEvent.ExecContext(tx.ctx, r.ID, r.PubKey, int64(ev.CreatedAt), ev.Kind,
+	err := tx.insertEvent.exec(r.ID, r.PubKey, int64(ev.CreatedAt), ev.Kind,
 		r.tagsJSON, ev.Content, r.Sig, channel, r.dtag, r.expiresAt(),
 		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope, a.named)
 	if err != nil {
 		return fmt.Errorf("insert event: %w", err)
 	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("insert event: %w", err)
-	}
+	seq := tx.insertEvent.lastInsertID()
 	a.seq = seq
 	tx.storedIn(channel, scope)
 	deletion := ev.Kind == buzz.KindDeletion || ev.Kind == buzz.KindGroupDelete
 	for _, t := range r.tags {
-		if _, err := tx.insertTag.ExecContext(tx.ctx, t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
+		if err := tx.insertTag.exec(t.name, t.value, int64(ev.CreatedAt), seq, ev.Kind); err != nil {
 			return fmt.Errorf("insert tag: %w", err)
 		}
 		if id, ok := t.value.([]byte); ok && deletion && t.name == "e" {
@@ -116,7 +115,7 @@ func (a *admission) InsertEvent(row buzz.EventRow) error {
 }
 
 func (a *admission) RaiseLastMessage(channel, at int64) error {
-	if _, err := a.tx.raiseLastMessage.ExecContext(a.tx.ctx, channel, at); err != nil {
+	if err := a.tx.raiseLastMessage.exec(channel, at); err != nil {
 		return fmt.Errorf("channel's last message: %w", err)
 	}
 	return nil

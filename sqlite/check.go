@@ -230,7 +230,7 @@ func repairTags(r checkRepair, missing, extra []tagFix, marks bool) error {
 		} else if t == nil || t.createdAt != m.createdAt {
 			continue // removed since the check read it
 		}
-		if _, err := w.insertTag.ExecContext(w.ctx, m.name, m.value, m.createdAt, m.seq, m.kind); err != nil {
+		if err := w.insertTag.exec(m.name, m.value, m.createdAt, m.seq, m.kind); err != nil {
 			return fmt.Errorf("repair tags of #%d: %w", m.seq, err)
 		}
 	}

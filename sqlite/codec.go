@@ -108,19 +108,6 @@ func (s *stored) Fact() *buzz.StoredEvent {
 // Tags are the tags of s (buzz.StoredRow).
 func (s *stored) Tags() (nostr.Tags, error) { return tagjson.Parse(s.tagsJSON) }
 
-func scanStored(row *sql.Row) (*stored, error) {
-	var s stored
-	err := row.Scan(&s.seq, &s.id, &s.pubkey, &s.createdAt, &s.kind, &s.tagsJSON,
-		&s.channel, &s.depth, &s.parent, &s.root, &s.deletedAt, &s.expiresAt, &s.scope)
-	if err == sql.ErrNoRows {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &s, nil
-}
-
 // eventSelect is the column list that rebuilds a signed event.
 const eventSelect = `e.id, e.pubkey, e.created_at, e.kind, e.tags, e.content, e.sig`
 

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -96,11 +97,21 @@ func (c *directConn) errorOf(rc int32) error {
 	if c.db != 0 {
 		msg = libc.GoString(sqlite3.Xsqlite3_errmsg(c.tls, c.db))
 	}
+	err := &engineError{code: rc, msg: msg}
 	if rc&0xff == sqlite3.SQLITE_INTERRUPT {
-		return fmt.Errorf("%s (%d): %w", msg, rc, errInterrupted)
+		return fmt.Errorf("%w: %w", err, errInterrupted)
 	}
-	return fmt.Errorf("%s (%d)", msg, rc)
+	return err
 }
+
+// engineError is a result code of the engine with its message, so that
+// callers can tell a full disk (isFull) as they do the driver's errors.
+type engineError struct {
+	code int32
+	msg  string
+}
+
+func (e *engineError) Error() string { return fmt.Sprintf("%s (%d)", e.msg, e.code) }
 
 // errInterrupted is a statement ended by its read's context.
 var errInterrupted = errors.New("interrupted")
@@ -135,20 +146,11 @@ func (c *directConn) prepare(query string) (*directStmt, error) {
 	if again {
 		flags = sqlite3.SQLITE_PREPARE_PERSISTENT
 	}
-	z, err := libc.CString(query)
+	p, err := c.compile(query, flags)
 	if err != nil {
-		return nil, fmt.Errorf("prepare: %w", err)
+		return nil, err
 	}
-	defer libc.Xfree(c.tls, z)
-	pp := libc.Xmalloc(c.tls, 8)
-	if pp == 0 {
-		return nil, errors.New("prepare: out of memory")
-	}
-	defer libc.Xfree(c.tls, pp)
-	if rc := sqlite3.Xsqlite3_prepare_v3(c.tls, c.db, z, -1, flags, pp, 0); rc != sqlite3.SQLITE_OK {
-		return nil, fmt.Errorf("prepare: %w", c.errorOf(rc))
-	}
-	st := &directStmt{c: c, p: *(*uintptr)(cMem(pp)), inUse: true, used: c.clock}
+	st := &directStmt{c: c, p: p, inUse: true, used: c.clock}
 	if !again {
 		if len(c.seen) >= 4*maxReadStmts {
 			clear(c.seen)
@@ -163,6 +165,24 @@ func (c *directConn) prepare(query string) (*directStmt, error) {
 	st.kept = true
 	c.stmts[query] = st
 	return st, nil
+}
+
+// compile prepares query on c with the flags of sqlite3_prepare_v3.
+func (c *directConn) compile(query string, flags uint32) (uintptr, error) {
+	z, err := libc.CString(query)
+	if err != nil {
+		return 0, fmt.Errorf("prepare: %w", err)
+	}
+	defer libc.Xfree(c.tls, z)
+	pp := libc.Xmalloc(c.tls, 8)
+	if pp == 0 {
+		return 0, errors.New("prepare: out of memory")
+	}
+	defer libc.Xfree(c.tls, pp)
+	if rc := sqlite3.Xsqlite3_prepare_v3(c.tls, c.db, z, -1, flags, pp, 0); rc != sqlite3.SQLITE_OK {
+		return 0, fmt.Errorf("prepare: %w", c.errorOf(rc))
+	}
+	return *(*uintptr)(cMem(pp)), nil
 }
 
 // evictOldest finalizes the least recently used kept statement that no
@@ -183,21 +203,39 @@ func (c *directConn) evictOldest() {
 
 // close finalizes c's statements and closes it.
 func (c *directConn) close() {
-	for _, st := range c.stmts {
-		sqlite3.Xsqlite3_finalize(c.tls, st.p)
-	}
+	c.finalizeKept()
 	if c.db != 0 {
 		sqlite3.Xsqlite3_close_v2(c.tls, c.db)
 	}
 	c.tls.Close()
 }
 
+// finalizeKept finalizes the statements c keeps.
+func (c *directConn) finalizeKept() {
+	for _, st := range c.stmts {
+		sqlite3.Xsqlite3_finalize(c.tls, st.p)
+	}
+	clear(c.stmts)
+}
+
 // bind binds args to ?1, ?2, ...: int, int64, bool (as 0 or 1), []byte
-// (nil binds NULL), string and nil.
+// (nil binds NULL), string, sql.NullInt64, sql.NullString and nil.
 func (st *directStmt) bind(args ...any) error {
 	tls := st.c.tls
 	for i, a := range args {
 		n := int32(i + 1)
+		switch v := a.(type) {
+		case sql.NullInt64:
+			a = nil
+			if v.Valid {
+				a = v.Int64
+			}
+		case sql.NullString:
+			a = nil
+			if v.Valid {
+				a = v.String
+			}
+		}
 		var rc int32
 		switch v := a.(type) {
 		case nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -86,14 +87,10 @@ func (tx *writeTx) recountedThreads() ([]buzz.ThreadChange, error) {
 			continue
 		}
 		seen[seq] = true
-		var id []byte
-		var c buzz.ThreadChange
-		var rowClass int
-		if err := tx.summaryTarget.QueryRowContext(tx.ctx, seq).Scan(&id, &c.Channel, &c.Root, &rowClass); err != nil {
+		c, err := tx.threadChange(seq)
+		if err != nil {
 			return nil, fmt.Errorf("read thread of #%d: %w", seq, err)
 		}
-		c.ID = hex.EncodeToString(id)
-		c.TopLevel = rowClass == rowTopLevel
 		out = append(out, c)
 	}
 	return out, nil
@@ -132,8 +129,26 @@ type lookup = buzz.WriteRows[*stored]
 
 func (tx *writeTx) newLookup() *lookup { return buzz.NewWriteRows(tx.rows, tx.access) }
 
+// threadChange reads the summary target seq (a channel event) of a
+// recounted thread.
+func (tx *writeTx) threadChange(seq int64) (buzz.ThreadChange, error) {
+	st := tx.summaryTarget
+	defer st.reset()
+	switch found, err := st.first(seq); {
+	case err != nil:
+		return buzz.ThreadChange{}, err
+	case !found:
+		return buzz.ThreadChange{}, errNoRow
+	}
+	return buzz.ThreadChange{ID: hex.EncodeToString(st.bytes(0)), Channel: string(st.bytes(1)),
+		Root: st.int64(2) != 0, TopLevel: int(st.int64(3)) == rowTopLevel}, nil
+}
+
+// errNoRow is a row the writer reads by number and does not find.
+var errNoRow = errors.New("no row")
+
 func (tx *writeTx) byID(id []byte) (*stored, error) {
-	s, err := scanStored(tx.eventByID.QueryRowContext(tx.ctx, id))
+	s, err := readStored(tx.eventByID, id)
 	if err != nil {
 		return nil, fmt.Errorf("look up event %x: %w", id, err)
 	}
@@ -141,11 +156,25 @@ func (tx *writeTx) byID(id []byte) (*stored, error) {
 }
 
 func (tx *writeTx) bySeq(seq int64) (*stored, error) {
-	s, err := scanStored(tx.eventBySeq.QueryRowContext(tx.ctx, seq))
+	s, err := readStored(tx.eventBySeq, seq)
 	if err != nil {
 		return nil, fmt.Errorf("look up event #%d: %w", seq, err)
 	}
 	return s, nil
+}
+
+// readStored runs st (eventColumns of one event) with key: nil when no
+// event matches.
+func readStored(st *directStmt, key any) (*stored, error) {
+	defer st.reset()
+	found, err := st.first(key)
+	if err != nil || !found {
+		return nil, err
+	}
+	return &stored{seq: st.int64(0), id: st.bytesCopy(1), pubkey: st.bytesCopy(2), createdAt: st.int64(3),
+		kind: int(st.int64(4)), tagsJSON: string(st.bytes(5)), channel: st.nullInt64Col(6),
+		depth: st.nullInt64Col(7), parent: st.nullInt64Col(8), root: st.nullInt64Col(9),
+		deletedAt: st.nullInt64Col(10), expiresAt: st.nullInt64Col(11), scope: st.nullInt64Col(12)}, nil
 }
 
 // exists runs a `SELECT 1 ... LIMIT 1` statement.

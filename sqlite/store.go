@@ -418,10 +418,13 @@ func describeOpenError(err error) error {
 	return err
 }
 
-// isFull reports whether err is SQLite running out of disk.
+// isFull reports whether err is SQLite running out of disk, through the
+// driver or stepped directly (engineError).
 func isFull(err error) bool {
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL
+	var ee *engineError
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_FULL ||
+		errors.As(err, &ee) && ee.code&0xff == sqlite3.SQLITE_FULL
 }
 
 // The store implements the interface the relay reads and writes through.

@@ -44,21 +44,22 @@ type threadRows struct {
 }
 
 func (r threadRows) ReadThreadRow(seq int64) (buzz.ThreadRow, error) {
-	var (
-		row  buzz.ThreadRow
-		up   sql.NullInt64
-		last sql.NullInt64
-	)
-	if err := r.tx.threadRow.QueryRowContext(r.tx.ctx, seq).Scan(&up, &row.Replies, &row.Descendants, &last, &row.Participants); err != nil {
-		return row, fmt.Errorf("read thread counters of #%d: %w", seq, err)
+	st := r.tx.threadRow
+	defer st.reset()
+	switch found, err := st.first(seq); {
+	case err != nil:
+		return buzz.ThreadRow{}, fmt.Errorf("read thread counters of #%d: %w", seq, err)
+	case !found:
+		return buzz.ThreadRow{}, fmt.Errorf("read thread counters of #%d: %w", seq, errNoRow)
 	}
-	row.Up, row.LastReplyAt, row.HasLastReply = up.Int64, last.Int64, last.Valid
-	return row, nil
+	last, hasLast := st.nullInt64(3)
+	return buzz.ThreadRow{Up: st.int64(0), Replies: st.int64(1), Descendants: st.int64(2),
+		LastReplyAt: last, HasLastReply: hasLast, Participants: st.bytesCopy(4)}, nil
 }
 
 func (r threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
 	last := sql.NullInt64{Int64: row.LastReplyAt, Valid: row.HasLastReply}
-	if _, err := r.tx.upsertThread.ExecContext(r.tx.ctx, seq, row.Replies, row.Descendants, last, row.Participants, r.tx.now); err != nil {
+	if err := r.tx.upsertThread.exec(seq, row.Replies, row.Descendants, last, row.Participants, r.tx.now); err != nil {
 		return fmt.Errorf("write thread counters of #%d: %w", seq, err)
 	}
 	r.tx.recounted = append(r.tx.recounted, seq)
