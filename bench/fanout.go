@@ -179,6 +179,7 @@ func (f *fanout) read(c *websocket.Conn, at []time.Time) error {
 
 // publish sends msgs in rounds and waits for each round's deliveries.
 func (f *fanout) publish(ctx context.Context, pub *websocket.Conn, msgs [][]byte, subscribers, round int) error {
+	var buf bytes.Buffer
 	for first := 0; first < len(msgs); first += round {
 		last := min(first+round, len(msgs))
 		f.target.Store(int64(last * subscribers))
@@ -189,7 +190,7 @@ func (f *fanout) publish(ctx context.Context, pub *websocket.Conn, msgs [][]byte
 			}
 		}
 		for range last - first {
-			if _, _, err := nextOK(pub); err != nil {
+			if _, _, err := nextOK(pub, &buf); err != nil {
 				return fmt.Errorf("publish: %w", err)
 			}
 		}

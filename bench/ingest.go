@@ -58,11 +58,11 @@ type okAnswer struct {
 	message  string
 }
 
-// nextOK reads c up to the next OK answer and returns the id it accepts;
-// a refusal is an error.
-func nextOK(c *websocket.Conn) (id string, n int, err error) {
+// nextOK reads c, into buf, up to the next OK answer and returns the id
+// it accepts; a refusal is an error.
+func nextOK(c *websocket.Conn, buf *bytes.Buffer) (id string, n int, err error) {
 	for {
-		msg, err := read(c)
+		msg, err := readInto(c, buf)
 		if err != nil {
 			return "", 0, fmt.Errorf("read: %w", err)
 		}
@@ -140,19 +140,22 @@ func Ingest(ctx context.Context, t Target, name string, evs []*nostr.Event, conn
 
 	p := &pipeline{acked: make([]bool, len(evs)), sent: make([]time.Time, len(evs)),
 		latency: make([]time.Duration, 0, len(evs)), index: index,
-		streamOf: make([]int, len(evs)), outstanding: make([]int, len(streams))}
+		streamOf: make([]int, len(evs)), outstanding: make([]int, len(streams)),
+		acks: make([]*sync.Cond, len(streams))}
 	for s, stream := range streams {
+		p.acks[s] = sync.NewCond(&p.mu)
 		for _, i := range stream {
 			p.streamOf[i] = s
 		}
 	}
-	p.cond = sync.NewCond(&p.mu)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(ctx, func() {
 		p.mu.Lock()
 		p.failed = true
-		p.cond.Broadcast()
+		for _, ack := range p.acks {
+			ack.Broadcast()
+		}
 		p.mu.Unlock()
 		for _, c := range sockets {
 			c.Close()
@@ -261,8 +264,12 @@ func interleave(units [][]int, conns, lanes int) [][]int {
 
 // pipeline is the shared state of an ingest run's connections.
 type pipeline struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
+	mu sync.Mutex
+	// acks wakes each stream's sender when one of its events is
+	// acknowledged or the run fails. An event waits only for events of
+	// its own stream (dependencies puts them in one unit), so an OK wakes
+	// one sender, not every connection's.
+	acks    []*sync.Cond
 	index   map[string]int
 	acked   []bool
 	sent    []time.Time
@@ -281,7 +288,7 @@ func (p *pipeline) send(c *websocket.Conn, s int, stream []int, deps [][]int, ms
 	for _, i := range stream {
 		p.mu.Lock()
 		for !p.failed && !p.ready(s, deps[i], window) {
-			p.cond.Wait()
+			p.acks[s].Wait()
 		}
 		if p.failed {
 			p.mu.Unlock()
@@ -310,8 +317,9 @@ func (p *pipeline) ready(s int, deps []int, window int) bool {
 
 // receive reads the OK of each of n events.
 func (p *pipeline) receive(c *websocket.Conn, n int) error {
+	var buf bytes.Buffer
 	for n > 0 {
-		id, size, err := nextOK(c)
+		id, size, err := nextOK(c, &buf)
 		if err != nil {
 			p.mu.Lock()
 			failed := p.failed
@@ -331,7 +339,7 @@ func (p *pipeline) receive(c *websocket.Conn, n int) error {
 		p.outstanding[p.streamOf[i]]--
 		p.latency = append(p.latency, time.Since(p.sent[i]))
 		p.bytes += int64(size)
-		p.cond.Broadcast()
+		p.acks[p.streamOf[i]].Broadcast()
 		p.mu.Unlock()
 		n--
 	}

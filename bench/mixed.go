@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -125,6 +126,7 @@ func Mixed(ctx context.Context, t Target, name string, bodies [][]byte, clients 
 		defer wg.Done()
 		tick := time.NewTicker(pace)
 		defer tick.Stop()
+		var buf bytes.Buffer
 		for _, ev := range writes {
 			select {
 			case <-wctx.Done():
@@ -136,7 +138,7 @@ func Mixed(ctx context.Context, t Target, name string, bodies [][]byte, clients 
 				err = conn.WriteMessage(1, msg)
 			}
 			if err == nil {
-				_, _, err = nextOK(conn)
+				_, _, err = nextOK(conn, &buf)
 			}
 			if err != nil {
 				werr = fmt.Errorf("publish: %w", err)
