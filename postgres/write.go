@@ -47,6 +47,10 @@ type writeTx struct {
 	// transaction writes with one COPY before it commits (copyTags), by
 	// event.
 	copied map[int64][]tagCopy
+	// cache answers the rules' reads of an import batch or a shared
+	// transaction from what it read ahead and wrote (prefetch.go); nil
+	// in any other write.
+	cache *writeCache
 }
 
 // maxBatch bounds the jobs one write transaction takes: one commit
@@ -60,6 +64,9 @@ type writeJob struct {
 	// alone runs the job in a transaction of its own: an import batch,
 	// a repair, a setting; only the live ingest of one event shares.
 	alone bool
+	// admits is the event a shared job admits, whose reads a transaction
+	// of several jobs makes ahead for all of them (writeTx.prefetch).
+	admits *record
 	done  chan error
 }
 
@@ -71,15 +78,16 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 	return s.submit(ctx, &writeJob{ctx: ctx, fn: fn, alone: true, done: make(chan error, 1)})
 }
 
-// writeShared runs fn in the next write transaction with the other jobs
-// waiting in this process (group commit), and returns its outcome once
+// writeShared runs fn, the admission of r, in the next write transaction
+// with the other jobs waiting in this process (group commit), and returns
+// its outcome once
 // that transaction is committed or rolled back. fn is one event's
 // ingest: a *buzz.Rejection from it leaves the transaction as it was
 // (buzz.Admit writes nothing before its refusals), so the others are
 // committed and the rejection is fn's alone; any other failure undoes
 // the transaction, and its jobs run again one a transaction.
-func (s *Store) writeShared(ctx context.Context, fn func(tx *writeTx) error) error {
-	return s.submit(ctx, &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)})
+func (s *Store) writeShared(ctx context.Context, r *record, fn func(tx *writeTx) error) error {
+	return s.submit(ctx, &writeJob{ctx: ctx, fn: fn, admits: r, done: make(chan error, 1)})
 }
 
 // submit queues job and waits for its outcome. The goroutine that takes
@@ -187,6 +195,13 @@ func (s *Store) writeQueued() {
 		// import's do: a statement a row cost more than the events.
 		tx.copied = map[int64][]tagCopy{}
 		tx.expect = len(batch)
+		recs := make([]*record, len(batch))
+		for i, job := range batch {
+			recs[i] = job.admits
+		}
+		if err := tx.prefetch(recs); err != nil {
+			return err
+		}
 		errs = make([]error, len(batch))
 		for i, job := range batch {
 			err := s.call(tx, job.fn)
