@@ -148,14 +148,15 @@ func (a *admission) InsertEvent(row buzz.EventRow) error {
 	}
 	s := &stored{seq: a.seq, id: r.ID, pubkey: r.PubKey, createdAt: int64(ev.CreatedAt), kind: ev.Kind, tagsJSON: r.tagsJSON,
 		channel: channel, depth: cls.depth, parent: cls.parent, root: cls.root, expiresAt: r.expiresAt(), scope: scope}
-	tx.cache.inserted(r, s)
+	tx.cache.inserted(r, s, cls.rowClass)
 	return tx.touchEvent(s)
 }
 
 func (a *admission) RaiseLastMessage(channel, at int64) error {
-	// No rule reads it back but through a statement, which the queue
-	// precedes (pipeTx).
-	a.tx.tx.queue(raiseLastMessageSQL, channel, at)
+	if a.tx.raised == nil {
+		a.tx.raised = map[int64]int64{}
+	}
+	a.tx.raised[channel] = max(a.tx.raised[channel], at)
 	return nil
 }
 
@@ -187,6 +188,9 @@ func (a *admission) SetScope(ref, scope int64) error {
 }
 
 func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) {
+	if changes, ok := a.tx.cache.threadChanges(a.tx.recounted, a.Community()); ok {
+		return changes, nil
+	}
 	return threadChanges(a.tx.ctx, a.tx.tx, a.tx.recounted)
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"encoding/hex"
 	"fmt"
 	"slices"
 
@@ -41,6 +42,17 @@ type writeCache struct {
 	// threads are the parent, channel and counters of events, as
 	// ReadThreadRow reads them.
 	threads map[int64]threadEntry
+	// places are what a notice of a recounted thread says of events
+	// (threadChanges), by number: nil for an event of no channel.
+	places map[int64]*threadPlace
+}
+
+// threadPlace is what threadChanges reads of an event of a channel.
+type threadPlace struct {
+	id       []byte
+	channel  int64
+	root     bool
+	rowClass int16
 }
 
 // threadEntry is what ReadThreadRow reads of an event.
@@ -51,15 +63,17 @@ type threadEntry struct {
 
 func newWriteCache() *writeCache {
 	return &writeCache{rows: map[string]*stored{}, numbered: map[int64]*stored{}, probed: map[string]bool{},
-		deleters: map[string][][]byte{}, reacted: map[string]bool{}, threads: map[int64]threadEntry{}}
+		deleters: map[string][][]byte{}, reacted: map[string]bool{}, threads: map[int64]threadEntry{},
+		places: map[int64]*threadPlace{}}
 }
 
 // prefetchRowsSQL reads the events of ids $1 (32 bytes each), with the
-// counters of each, locked as ReadThreadRow locks them: the batch's own
-// events (stored already?), the parents and roots its replies name.
+// counters and row class of each, locked as ReadThreadRow locks them:
+// the batch's own events (stored already?), the parents and roots its
+// replies name.
 const prefetchRowsSQL = `SELECT e.*, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
 		t.last_reply_at, t.participants
-	FROM (SELECT ` + storedColumns + ` FROM events WHERE id = ANY($1) FOR UPDATE) e
+	FROM (SELECT ` + storedColumns + `, row_class FROM events WHERE id = ANY($1) FOR UPDATE) e
 	LEFT JOIN thread_metadata t ON t.seq = e.seq`
 
 // prefetchProbeSQL reads the live kind 5 deletions naming ids $1 (tagKey
@@ -72,7 +86,8 @@ const prefetchProbeSQL = `SELECT t.value, d.pubkey FROM tags t JOIN events d ON 
 
 // prefetch reads ahead, in one round trip, what the rules will read for
 // recs, the events the transaction is about to admit, and starts the
-// transaction's cache with it.
+// transaction's cache with it; the numbers of the events it expects
+// (nextSeq) are drawn with it.
 func (tx *writeTx) prefetch(recs []*record) error {
 	c := newWriteCache()
 	var ids, probes [][]byte
@@ -90,12 +105,17 @@ func (tx *writeTx) prefetch(recs []*record) error {
 	b := &pgx.Batch{}
 	b.Queue(prefetchRowsSQL, ids)
 	b.Queue(prefetchProbeSQL, probes)
+	b.Queue(drawSeqsSQL, max(tx.expect, 1))
 	br := tx.tx.SendBatch(tx.ctx, b)
 	if err := c.readRows(br); err != nil {
 		return joinClose(err, br)
 	}
 	if err := c.readProbes(br); err != nil {
 		return joinClose(err, br)
+	}
+	rows, err := br.Query()
+	if tx.seqs, err = collect(rows, err, pgx.RowTo[int64]); err != nil {
+		return fmt.Errorf("draw event numbers: %w", joinClose(err, br))
 	}
 	if err := br.Close(); err != nil {
 		return fmt.Errorf("read the batch's events ahead: %w", err)
@@ -123,13 +143,15 @@ func (c *writeCache) readRows(br pgx.BatchResults) error {
 	for rows.Next() {
 		var row buzz.ThreadRow
 		var last *int64
-		s, err := scanStored(rows, &row.Replies, &row.Descendants, &last, &row.Participants)
+		var rowClass int16
+		s, err := scanStored(rows, &rowClass, &row.Replies, &row.Descendants, &last, &row.Participants)
 		if err != nil {
 			return fmt.Errorf("read the batch's events ahead: %w", err)
 		}
 		row.Up, row.LastReplyAt, row.HasLastReply = value(s.parent), value(last), last != nil
 		c.rows[string(s.id)], c.numbered[s.seq] = s, s
 		c.threads[s.seq] = threadEntry{channel: s.channel, row: row}
+		c.placed(s, rowClass)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read the batch's events ahead: %w", err)
@@ -207,14 +229,16 @@ func (c *writeCache) read(id []byte, s *stored) {
 	}
 }
 
-// inserted holds s, the row of r the transaction inserted: its counters
-// are none yet, and a deletion or reaction adds the ids it names.
-func (c *writeCache) inserted(r *record, s *stored) {
+// inserted holds s, the row of r the transaction inserted with row class
+// rowClass: its counters are none yet, and a deletion or reaction adds
+// the ids it names.
+func (c *writeCache) inserted(r *record, s *stored, rowClass int16) {
 	if c == nil {
 		return
 	}
 	c.read(s.id, s)
 	c.threads[s.seq] = threadEntry{channel: s.channel, row: buzz.ThreadRow{Up: value(s.parent)}}
+	c.placed(s, rowClass)
 	if c.probed == nil || (s.kind != buzz.KindDeletion && s.kind != buzz.KindReaction) {
 		return
 	}
@@ -247,6 +271,7 @@ func (c *writeCache) deleted(t *stored, gone bool) {
 	c.changed(t)
 	if gone {
 		delete(c.threads, t.seq)
+		delete(c.places, t.seq)
 	}
 	if t.kind == buzz.KindDeletion || (gone && t.kind == buzz.KindReaction) {
 		c.probed = nil
@@ -278,6 +303,42 @@ func (c *writeCache) counted(seq int64, channel *int64, row buzz.ThreadRow, writ
 	}
 	row.Participants = slices.Clone(row.Participants)
 	c.threads[seq] = threadEntry{channel: channel, row: row}
+}
+
+// placed holds what threadChanges reads of s, of row class rowClass.
+func (c *writeCache) placed(s *stored, rowClass int16) {
+	if s.channel == nil {
+		c.places[s.seq] = nil
+		return
+	}
+	c.places[s.seq] = &threadPlace{id: s.id, channel: *s.channel, root: s.parent == nil, rowClass: rowClass}
+}
+
+// threadChanges are threadChanges(seqs) as held, if the cache holds every
+// one of seqs and their channels are in the access state community.
+func (c *writeCache) threadChanges(seqs []int64, community *buzz.Community) ([]buzz.ThreadChange, bool) {
+	if c == nil {
+		return nil, false
+	}
+	var out []buzz.ThreadChange
+	seen := make(map[int64]bool, len(seqs))
+	for _, seq := range seqs {
+		p, ok := c.places[seq]
+		if !ok {
+			return nil, false
+		}
+		if p == nil || seen[seq] {
+			continue
+		}
+		seen[seq] = true
+		ch := community.ChannelBySeq(p.channel)
+		if ch == nil {
+			return nil, false
+		}
+		out = append(out, buzz.ThreadChange{ID: hex.EncodeToString(p.id), Channel: ch.H, Root: p.root,
+			TopLevel: buzz.RowClass(p.rowClass) == buzz.RowTopLevel})
+	}
+	return out, true
 }
 
 // clone is a copy of s whose pointers the caller may replace.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -160,7 +162,22 @@ const rereadLastMessageSQL = `UPDATE channels SET last_message_at = coalesce((SE
 		WHERE e.channel = $1 AND e.row_class >= 1 AND e.deleted_at IS NULL), 0)
 	WHERE seq = $1 AND last_message_at = $2`
 
+// raiseLastMessages queues the last messages the transaction raised, one
+// statement a channel: each event of a busy channel updating its row made
+// a new version of the row and of its index entries, and a transaction
+// updating one row again and again walks every version it left (issue
+// 32). Every statement that reads channels.last_message_at in the
+// transaction (rereadLastMessageSQL) comes after them.
+func (tx *writeTx) raiseLastMessages() {
+	channels := slices.Sorted(maps.Keys(tx.raised))
+	for _, ch := range channels {
+		tx.tx.queue(raiseLastMessageSQL, ch, tx.raised[ch])
+	}
+	tx.raised = nil
+}
+
 func (r *threadRows) RereadLastMessage(channel, at int64) error {
+	r.tx.raiseLastMessages()
 	if _, err := r.tx.tx.Exec(r.tx.ctx, rereadLastMessageSQL, channel, at); err != nil {
 		return fmt.Errorf("last message of channel #%d: %w", channel, err)
 	}

@@ -47,6 +47,9 @@ type writeTx struct {
 	// transaction writes with one COPY before it commits (copyTags), by
 	// event.
 	copied map[int64][]tagCopy
+	// raised are the last messages of channels the transaction raises
+	// (RaiseLastMessage), written once a channel (raiseLastMessages).
+	raised map[int64]int64
 	// cache answers the rules' reads of an import batch or a shared
 	// transaction from what it read ahead and wrote (prefetch.go); nil
 	// in any other write.
@@ -252,10 +255,11 @@ func (s *Store) call(tx *writeTx, fn func(*writeTx) error) (err error) {
 func (s *Store) inTx(ctx context.Context, fn func(tx *writeTx) error) error {
 	var done *writeTx
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLock)); err != nil {
-			return fmt.Errorf("take the write lock: %w", err)
+		version, err := lockWrites(ctx, tx)
+		if err != nil {
+			return err
 		}
-		base, err := s.communityIn(ctx, tx)
+		base, err := s.communityAt(ctx, tx, version)
 		if err != nil {
 			return err
 		}
@@ -278,6 +282,26 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *writeTx) error) error {
 	return nil
 }
 
+// lockWrites takes the write lock in tx and then reads the access
+// version, in one round trip: the version is read by a statement of its
+// own, whose snapshot is taken once the lock is had.
+func lockWrites(ctx context.Context, tx pgx.Tx) (version int64, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(writeLock))
+	b.Queue(accessVersionSQL)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		return 0, fmt.Errorf("take the write lock: %w", joinClose(err, br))
+	}
+	if err := br.QueryRow().Scan(&version); err != nil {
+		return 0, fmt.Errorf("read access version: %w", joinClose(err, br))
+	}
+	if err := br.Close(); err != nil {
+		return 0, fmt.Errorf("take the write lock: %w", err)
+	}
+	return version, nil
+}
+
 // finish ends a write before its commit: the access state and group
 // state it changed, the tag index rows left for COPY, the page versions,
 // and the notifications to other processes, the last two in the round
@@ -289,6 +313,7 @@ func (s *Store) finish(tx *writeTx) error {
 	if err := tx.copyTags(); err != nil {
 		return err
 	}
+	tx.raiseLastMessages()
 	tx.bumpPages()
 	if err := s.notify(tx); err != nil {
 		return err
