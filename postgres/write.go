@@ -70,7 +70,7 @@ type writeJob struct {
 	// admits is the event a shared job admits, whose reads a transaction
 	// of several jobs makes ahead for all of them (writeTx.prefetch).
 	admits *record
-	done  chan error
+	done   chan error
 }
 
 // write runs fn in a write transaction of its own and commits it unless
