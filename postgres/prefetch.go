@@ -162,25 +162,15 @@ func (c *writeCache) readRows(br pgx.BatchResults) error {
 // readProbes reads prefetchProbeSQL's result.
 func (c *writeCache) readProbes(br pgx.BatchResults) error {
 	rows, err := br.Query()
-	if err != nil {
-		return fmt.Errorf("read the batch's probes ahead: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var probe, deleter []byte
-		if err := rows.Scan(&probe, &deleter); err != nil {
-			return fmt.Errorf("read the batch's probes ahead: %w", err)
-		}
+	var probe, deleter []byte
+	return eachRow(rows, err, "read the batch's probes ahead", []any{&probe, &deleter}, func() error {
 		if deleter == nil {
 			c.reacted[string(probe)] = true
 		} else {
 			c.deleters[string(probe)] = append(c.deleters[string(probe)], deleter)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read the batch's probes ahead: %w", err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // seen answers Seen for r when the cache holds its probes.
