@@ -83,11 +83,10 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 
 // writeShared runs fn, the admission of r, in the next write transaction
 // with the other jobs waiting in this process (group commit), and returns
-// its outcome once
-// that transaction is committed or rolled back. fn is one event's
-// ingest: a *buzz.Rejection from it leaves the transaction as it was
-// (buzz.Admit writes nothing before its refusals), so the others are
-// committed and the rejection is fn's alone; any other failure undoes
+// its outcome once that transaction is committed or rolled back. fn is
+// one event's ingest: a *buzz.Rejection from it leaves the transaction as
+// it was (buzz.Admit writes nothing before its refusals), so the others
+// are committed and the rejection is fn's alone; any other failure undoes
 // the transaction, and its jobs run again one a transaction.
 func (s *Store) writeShared(ctx context.Context, r *record, fn func(tx *writeTx) error) error {
 	return s.submit(ctx, &writeJob{ctx: ctx, fn: fn, admits: r, done: make(chan error, 1)})
