@@ -21,8 +21,11 @@ type admission struct {
 
 // Seen asks in one round trip what every event raises: stored already,
 // deleted (NIP-09) by its author before it arrived, named by a reaction.
-// An import pays one round trip per statement.
+// A batch's are read ahead (writeCache).
 func (a *admission) Seen() (buzz.Seen, error) {
+	if s, ok := a.tx.cache.seen(a.r); ok {
+		return s, nil
+	}
 	var s buzz.Seen
 	err := a.tx.tx.QueryRow(a.tx.ctx, `SELECT EXISTS (SELECT 1 FROM events WHERE id = $1),
 		EXISTS (SELECT 1 FROM tags t JOIN events d ON d.seq = t.seq
@@ -143,13 +146,17 @@ func (a *admission) InsertEvent(row buzz.EventRow) error {
 	if err := tx.insertTags(r.tags, int64(ev.CreatedAt), a.seq, ev.Kind); err != nil {
 		return err
 	}
-	return tx.touchEvent(&stored{seq: a.seq, kind: ev.Kind, tagsJSON: r.tagsJSON, channel: channel, scope: scope})
+	s := &stored{seq: a.seq, id: r.ID, pubkey: r.PubKey, createdAt: int64(ev.CreatedAt), kind: ev.Kind, tagsJSON: r.tagsJSON,
+		channel: channel, depth: cls.depth, parent: cls.parent, root: cls.root, expiresAt: r.expiresAt(), scope: scope}
+	tx.cache.inserted(r, s, cls.rowClass)
+	return tx.touchEvent(s)
 }
 
 func (a *admission) RaiseLastMessage(channel, at int64) error {
-	// No rule reads it back but through a statement, which the queue
-	// precedes (pipeTx).
-	a.tx.tx.queue(raiseLastMessageSQL, channel, at)
+	if a.tx.raised == nil {
+		a.tx.raised = map[int64]int64{}
+	}
+	a.tx.raised[channel] = max(a.tx.raised[channel], at)
 	return nil
 }
 
@@ -175,11 +182,15 @@ func (a *admission) SetScope(ref, scope int64) error {
 		return fmt.Errorf("set scope: %w", err)
 	}
 	t := a.Row(ref)
+	a.tx.cache.changed(t)
 	t.scope = &scope
 	return a.tx.touchEvent(t)
 }
 
 func (a *admission) RecountedThreads() ([]buzz.ThreadChange, error) {
+	if changes, ok := a.tx.cache.threadChanges(a.tx.recounted, a.Community()); ok {
+		return changes, nil
+	}
 	return threadChanges(a.tx.ctx, a.tx.tx, a.tx.recounted)
 }
 

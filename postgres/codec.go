@@ -134,12 +134,14 @@ const storedColumns = `seq, id, pubkey, created_at, kind, tags, channel, depth, 
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanStored(sc scanner) (*stored, error) {
+// scanStored scans a row of storedColumns, then the columns after them
+// into extra.
+func scanStored(sc scanner, extra ...any) (*stored, error) {
 	var s stored
 	var depth *int32
 	var kind int32
-	err := sc.Scan(&s.seq, &s.id, &s.pubkey, &s.createdAt, &kind, &s.tagsJSON,
-		&s.channel, &depth, &s.parent, &s.root, &s.deletedAt, &s.expiresAt, &s.scope)
+	err := sc.Scan(append([]any{&s.seq, &s.id, &s.pubkey, &s.createdAt, &kind, &s.tagsJSON,
+		&s.channel, &depth, &s.parent, &s.root, &s.deletedAt, &s.expiresAt, &s.scope}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -68,11 +68,17 @@ func (s *Store) OnPublish(fn func([]*nostr.Event)) { s.onPublish.Store(&fn) }
 // private channel another process just created would let them through
 // (RL-13).
 func (s *Store) communityIn(ctx context.Context, tx pgx.Tx) (*buzz.Community, error) {
-	cur := s.Community()
 	var version int64
-	if err := tx.QueryRow(ctx, `SELECT value FROM settings WHERE key = 'access_version'`).Scan(&version); err != nil {
+	if err := tx.QueryRow(ctx, accessVersionSQL).Scan(&version); err != nil {
 		return nil, fmt.Errorf("read access version: %w", err)
 	}
+	return s.communityAt(ctx, tx, version)
+}
+
+// communityAt is communityIn once the transaction read the access
+// version, version.
+func (s *Store) communityAt(ctx context.Context, tx pgx.Tx, version int64) (*buzz.Community, error) {
+	cur := s.Community()
 	if version <= cur.Version {
 		return cur, nil
 	}

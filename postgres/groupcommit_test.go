@@ -163,11 +163,12 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		brokenErr = s.writeShared(context.Background(), func(tx *writeTx) error {
-			r, err := newRecord(broken)
-			if err != nil {
-				return err
-			}
+		r, err := newRecord(broken)
+		if err != nil {
+			brokenErr = err
+			return
+		}
+		brokenErr = s.writeShared(context.Background(), r, func(tx *writeTx) error {
 			if _, err := s.ingest(tx, r, tx.now, false); err != nil {
 				return err
 			}

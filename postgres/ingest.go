@@ -25,7 +25,7 @@ func (s *Store) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, erro
 		return buzz.Admitted{}, err
 	}
 	var a buzz.Admitted
-	err = s.writeShared(ctx, func(tx *writeTx) error {
+	err = s.writeShared(ctx, r, func(tx *writeTx) error {
 		var err error
 		a, err = s.ingest(tx, r, tx.now, false)
 		return err
@@ -39,11 +39,21 @@ func (s *Store) Admit(ctx context.Context, ev *nostr.Event) (buzz.Admitted, erro
 // (nil when stored, else a *buzz.Rejection); err is a failure of the batch
 // as a whole, after which nothing of it is stored.
 func (s *Store) ImportBatch(ctx context.Context, evs []*nostr.Event) (outcomes []error, err error) {
-	batch := buzz.PrepareBatch(evs, newRecord)
+	var recs []*record
+	batch := buzz.PrepareBatch(evs, func(ev *nostr.Event) (*record, error) {
+		r, err := newRecord(ev)
+		if err == nil {
+			recs = append(recs, r)
+		}
+		return r, err
+	})
 	err = s.write(ctx, func(tx *writeTx) error {
 		tx.access.Deferred = true
 		tx.copied = map[int64][]tagCopy{}
 		tx.expect = len(evs)
+		if err := tx.prefetch(recs); err != nil {
+			return err
+		}
 		if err := batch.Admit(func(r *record) error {
 			_, err := s.ingest(tx, r, tx.now, true)
 			return err
@@ -166,17 +176,27 @@ func (tx *writeTx) storedOne(query string, arg any) (*stored, error) {
 }
 
 func (tx *writeTx) byID(id []byte) (*stored, error) {
+	if s, found := tx.cache.byID(id); found {
+		return s, nil
+	}
 	s, err := tx.storedOne(`SELECT `+storedColumns+` FROM events WHERE id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("look up event %x: %w", id, err)
 	}
+	tx.cache.read(id, s)
 	return s, nil
 }
 
 func (tx *writeTx) bySeq(seq int64) (*stored, error) {
+	if s := tx.cache.bySeq(seq); s != nil {
+		return s, nil
+	}
 	s, err := tx.storedOne(`SELECT `+storedColumns+` FROM events WHERE seq = $1`, seq)
 	if err != nil {
 		return nil, fmt.Errorf("look up event #%d: %w", seq, err)
+	}
+	if s != nil {
+		tx.cache.read(s.id, s)
 	}
 	return s, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -57,11 +59,17 @@ func (tx *writeTx) threadRows(target *stored) *threadRows {
 // ReadThreadRow reads an event's parent and counters (zero without a
 // row). The row of the event is locked: the write lock orders writers
 // already, the row lock keeps the counters exact should a write ever run
-// without it.
+// without it. A batch's ancestors are held by its cache, locked when
+// read ahead (writeCache).
 func (r *threadRows) ReadThreadRow(seq int64) (buzz.ThreadRow, error) {
+	r.readSeq = seq
+	if e, ok := r.tx.cache.thread(seq); ok {
+		r.readChannel = e.channel
+		return e.row, nil
+	}
 	var row buzz.ThreadRow
 	var up, last *int64
-	r.readSeq, r.readChannel = seq, nil
+	r.readChannel = nil
 	err := r.tx.tx.QueryRow(r.tx.ctx, `SELECT e.parent, e.channel, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
 		t.last_reply_at, t.participants
 		FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq WHERE e.seq = $1 FOR UPDATE OF e`, seq).
@@ -70,6 +78,7 @@ func (r *threadRows) ReadThreadRow(seq int64) (buzz.ThreadRow, error) {
 		return row, fmt.Errorf("read thread counters of #%d: %w", seq, err)
 	}
 	row.Up, row.LastReplyAt, row.HasLastReply = value(up), value(last), last != nil
+	r.tx.cache.counted(seq, r.readChannel, row, false)
 	return row, nil
 }
 
@@ -88,6 +97,7 @@ func (r *threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
 		participants = excluded.participants,
 		updated_at = greatest(coalesce(thread_metadata.updated_at, 0), excluded.updated_at)`,
 		seq, row.Replies, row.Descendants, last, row.Participants, r.tx.now)
+	r.tx.cache.counted(seq, nil, row, true)
 	r.tx.recounted = append(r.tx.recounted, seq)
 	if seq == r.readSeq {
 		r.tx.touch(r.readChannel)
@@ -137,6 +147,7 @@ func (r *threadRows) MarkDeleted(seq, now int64) (bool, error) {
 	if tag.RowsAffected() == 0 {
 		return false, nil
 	}
+	r.tx.cache.deleted(r.target, false)
 	return true, r.tx.touchEvent(r.target)
 }
 
@@ -151,7 +162,22 @@ const rereadLastMessageSQL = `UPDATE channels SET last_message_at = coalesce((SE
 		WHERE e.channel = $1 AND e.row_class >= 1 AND e.deleted_at IS NULL), 0)
 	WHERE seq = $1 AND last_message_at = $2`
 
+// raiseLastMessages queues the last messages the transaction raised, one
+// statement a channel: each event of a busy channel updating its row made
+// a new version of the row and of its index entries, and a transaction
+// updating one row again and again walks every version it left (issue
+// 32). Every statement that reads channels.last_message_at in the
+// transaction (rereadLastMessageSQL) comes after them.
+func (tx *writeTx) raiseLastMessages() {
+	channels := slices.Sorted(maps.Keys(tx.raised))
+	for _, ch := range channels {
+		tx.tx.queue(raiseLastMessageSQL, ch, tx.raised[ch])
+	}
+	tx.raised = nil
+}
+
 func (r *threadRows) RereadLastMessage(channel, at int64) error {
+	r.tx.raiseLastMessages()
 	if _, err := r.tx.tx.Exec(r.tx.ctx, rereadLastMessageSQL, channel, at); err != nil {
 		return fmt.Errorf("last message of channel #%d: %w", channel, err)
 	}
@@ -174,6 +200,7 @@ func (r *threadRows) KeepAnchor(seq int64) error {
 	if _, err := r.tx.tx.Exec(r.tx.ctx, `UPDATE events SET expires_at = NULL WHERE seq = $1`, seq); err != nil {
 		return fmt.Errorf("keep event #%d as a thread anchor: %w", seq, err)
 	}
+	r.tx.cache.changed(r.target)
 	return r.tx.touchEvent(r.target)
 }
 
@@ -182,6 +209,7 @@ func (r *threadRows) Drop(seq int64) error {
 		return err
 	}
 	delete(r.tx.copied, seq) // an event of this import batch, replaced within it
+	r.tx.cache.deleted(r.target, true)
 	if _, err := r.tx.tx.Exec(r.tx.ctx, `DELETE FROM tags WHERE seq = $1`, seq); err != nil {
 		return fmt.Errorf("remove tags of #%d: %w", seq, err)
 	}

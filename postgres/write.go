@@ -47,6 +47,13 @@ type writeTx struct {
 	// transaction writes with one COPY before it commits (copyTags), by
 	// event.
 	copied map[int64][]tagCopy
+	// raised are the last messages of channels the transaction raises
+	// (RaiseLastMessage), written once a channel (raiseLastMessages).
+	raised map[int64]int64
+	// cache answers the rules' reads of an import batch or a shared
+	// transaction from what it read ahead and wrote (prefetch.go); nil
+	// in any other write.
+	cache *writeCache
 }
 
 // maxBatch bounds the jobs one write transaction takes: one commit
@@ -60,7 +67,10 @@ type writeJob struct {
 	// alone runs the job in a transaction of its own: an import batch,
 	// a repair, a setting; only the live ingest of one event shares.
 	alone bool
-	done  chan error
+	// admits is the event a shared job admits, whose reads a transaction
+	// of several jobs makes ahead for all of them (writeTx.prefetch).
+	admits *record
+	done   chan error
 }
 
 // write runs fn in a write transaction of its own and commits it unless
@@ -71,15 +81,15 @@ func (s *Store) write(ctx context.Context, fn func(tx *writeTx) error) error {
 	return s.submit(ctx, &writeJob{ctx: ctx, fn: fn, alone: true, done: make(chan error, 1)})
 }
 
-// writeShared runs fn in the next write transaction with the other jobs
-// waiting in this process (group commit), and returns its outcome once
-// that transaction is committed or rolled back. fn is one event's
-// ingest: a *buzz.Rejection from it leaves the transaction as it was
-// (buzz.Admit writes nothing before its refusals), so the others are
-// committed and the rejection is fn's alone; any other failure undoes
+// writeShared runs fn, the admission of r, in the next write transaction
+// with the other jobs waiting in this process (group commit), and returns
+// its outcome once that transaction is committed or rolled back. fn is
+// one event's ingest: a *buzz.Rejection from it leaves the transaction as
+// it was (buzz.Admit writes nothing before its refusals), so the others
+// are committed and the rejection is fn's alone; any other failure undoes
 // the transaction, and its jobs run again one a transaction.
-func (s *Store) writeShared(ctx context.Context, fn func(tx *writeTx) error) error {
-	return s.submit(ctx, &writeJob{ctx: ctx, fn: fn, done: make(chan error, 1)})
+func (s *Store) writeShared(ctx context.Context, r *record, fn func(tx *writeTx) error) error {
+	return s.submit(ctx, &writeJob{ctx: ctx, fn: fn, admits: r, done: make(chan error, 1)})
 }
 
 // submit queues job and waits for its outcome. The goroutine that takes
@@ -187,6 +197,13 @@ func (s *Store) writeQueued() {
 		// import's do: a statement a row cost more than the events.
 		tx.copied = map[int64][]tagCopy{}
 		tx.expect = len(batch)
+		recs := make([]*record, len(batch))
+		for i, job := range batch {
+			recs[i] = job.admits
+		}
+		if err := tx.prefetch(recs); err != nil {
+			return err
+		}
 		errs = make([]error, len(batch))
 		for i, job := range batch {
 			err := s.call(tx, job.fn)
@@ -237,10 +254,11 @@ func (s *Store) call(tx *writeTx, fn func(*writeTx) error) (err error) {
 func (s *Store) inTx(ctx context.Context, fn func(tx *writeTx) error) error {
 	var done *writeTx
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(writeLock)); err != nil {
-			return fmt.Errorf("take the write lock: %w", err)
+		version, err := lockWrites(ctx, tx)
+		if err != nil {
+			return err
 		}
-		base, err := s.communityIn(ctx, tx)
+		base, err := s.communityAt(ctx, tx, version)
 		if err != nil {
 			return err
 		}
@@ -263,6 +281,26 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *writeTx) error) error {
 	return nil
 }
 
+// lockWrites takes the write lock in tx and then reads the access
+// version, in one round trip: the version is read by a statement of its
+// own, whose snapshot is taken once the lock is had.
+func lockWrites(ctx context.Context, tx pgx.Tx) (version int64, err error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(writeLock))
+	b.Queue(accessVersionSQL)
+	br := tx.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		return 0, fmt.Errorf("take the write lock: %w", joinClose(err, br))
+	}
+	if err := br.QueryRow().Scan(&version); err != nil {
+		return 0, fmt.Errorf("read access version: %w", joinClose(err, br))
+	}
+	if err := br.Close(); err != nil {
+		return 0, fmt.Errorf("take the write lock: %w", err)
+	}
+	return version, nil
+}
+
 // finish ends a write before its commit: the access state and group
 // state it changed, the tag index rows left for COPY, the page versions,
 // and the notifications to other processes, the last two in the round
@@ -274,6 +312,7 @@ func (s *Store) finish(tx *writeTx) error {
 	if err := tx.copyTags(); err != nil {
 		return err
 	}
+	tx.raiseLastMessages()
 	tx.bumpPages()
 	if err := s.notify(tx); err != nil {
 		return err

@@ -97,6 +97,8 @@ var writerStatements = map[string]string{
 	"invite code revoked":                  `DELETE FROM invites WHERE event = $1`,
 	"subgroups of a deleted channel":       childChannelsSQL,
 	"expired events":                       `WHERE expires_at <= $1 LIMIT $2`,
+	"a batch's events read ahead":          prefetchRowsSQL,
+	"a batch's probes read ahead":          prefetchProbeSQL,
 }
 
 // RL-27a, issue 18 (sqlite's TestWriterPlans): no statement a write runs
@@ -107,7 +109,8 @@ var writerStatements = map[string]string{
 // reaction, deletions before their targets by id and by address,
 // replaced addressable and replaceable events, channels created by a
 // 9007 and by a first event, members put and removed, a subgroup made a
-// root by its parent's 9008, the relay's group state renewed) and the purge of an expired event. The statements are
+// root by its parent's 9008, the relay's group state renewed), an import
+// batch's reads ahead and the purge of an expired event. The statements are
 // the ones the store ran (a tracer on its pool), so that one added later
 // is checked too; each is explained with the arguments it ran with, and
 // as the generic plan PostgreSQL turns to once a prepared statement has
@@ -161,6 +164,16 @@ func TestWriterPlans(t *testing.T) {
 	reaction := b.Event(t, 7, at+3, "+", nostr.Tag{"e", late.ID})
 	for _, ev := range []*nostr.Event{m, r1, r2, reaction, late} {
 		admit(ev, nil)
+	}
+	// Issue 32: an import batch reads its events, the events its replies
+	// name with their counters, and its probes ahead (prefetch.go).
+	imported := b.Event(t, 9, at+3, "imported", ch)
+	outcomes, err := s.ImportBatch(ctx, []*nostr.Event{imported,
+		a.Event(t, 9, at+4, "imported reply", ch, root(imported.ID), reply(imported.ID)),
+		b.Event(t, 9, at+4, "imported reply below a stored one", ch, root(m.ID), reply(r2.ID)),
+		b.Event(t, 7, at+4, "+", nostr.Tag{"e", late.ID})})
+	if err := errors.Join(append(outcomes, err)...); err != nil {
+		t.Fatalf("import batch: %v", err)
 	}
 	admit(a.Event(t, 5, at+5, "", nostr.Tag{"e", r2.ID}), nil)
 	// Event 6 of the fill is a root in ch7 with 300 replies by 3 authors:
