@@ -48,8 +48,14 @@ func writerEngine(conn *sql.Conn) (*directConn, error) {
 	return &directConn{tls: libc.NewTLS(), db: db, stmts: map[string]*directStmt{}}, nil
 }
 
-// keep prepares query on c for the life of c.
+// keep prepares query on c for the life of c; a text kept already is the
+// statement kept for it, so that no prepared statement is left out of
+// finalizeKept (one left would keep the handle open past the driver's
+// close).
 func (c *directConn) keep(query string) (*directStmt, error) {
+	if st, ok := c.stmts[query]; ok {
+		return st, nil
+	}
 	p, err := c.compile(query, sqlite3.SQLITE_PREPARE_PERSISTENT)
 	if err != nil {
 		return nil, err

@@ -44,3 +44,29 @@ func TestWriterDirectStorageFull(t *testing.T) {
 		t.Fatalf("ingest once there is room again: %v", err)
 	}
 }
+
+// A statement text kept twice on the writer's engine handle is one
+// prepared statement, so that closing the store finalizes every one and
+// the driver's close releases the handle.
+func TestWriterDirectKeepsATextOnce(t *testing.T) {
+	s := ttOpen(t)
+	err := s.writer.do(context.Background(), func(tx *writeTx) error {
+		hot := s.writer.stmts.hot
+		kept := len(hot.stmts)
+		first, err := hot.keep(`SELECT 1`)
+		if err != nil {
+			return err
+		}
+		again, err := hot.keep(`SELECT 1`)
+		if err != nil {
+			return err
+		}
+		if first != again || len(hot.stmts) != kept+1 {
+			t.Errorf("keeping a text twice: %p and %p, %d statements kept after %d", first, again, len(hot.stmts), kept)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
