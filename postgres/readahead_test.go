@@ -93,7 +93,7 @@ func TestWindowReadAheadClosure(t *testing.T) {
 			wantIDs[i] = ev.ID
 		}
 		slices.Sort(wantIDs)
-		// 3 rows: the page ends at the row that cannot be rebuilt.
+		// A page of 3 holds the three rows and says no more follow.
 		for _, limit := range []int{10, 3} {
 			page, err := s.Window(ctx, buzz.WindowQuery{Channel: procChan, Limit: limit, Aux: true})
 			if err != nil {

@@ -79,9 +79,7 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			page, err = s.windowIn(ctx, c, r, q, key, cur, now)
 			return err
 		})
-		if errors.Is(err, errBehind) {
-			done = false
-		} else if err != nil || done {
+		if (err != nil || done) && !errors.Is(err, errBehind) {
 			return page, err
 		}
 	}
