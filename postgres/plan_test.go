@@ -65,6 +65,7 @@ func TestPlans(t *testing.T) {
 		{"window, projection", mustWindow(t, buzz.WindowQuery{Limit: 50, Projection: true, Summaries: true}, now), "events_projection"},
 		{"window, deep page", mustWindow(t, buzz.WindowQuery{Limit: 50,
 			Before: &buzz.Position{CreatedAt: 1700000000 + planEvents/2, ID: someIDs[0]}}, now), "events_toplevel"},
+		{"aux closure read ahead", mustAuxAhead(t, buzz.WindowQuery{Limit: 50, Aux: true}, now), "tags_aux"},
 		{"aux closure", sqlQuery{sql: hop1SQL, args: []any{now, [][]byte{tagKey(someIDs[0]), tagKey(someIDs[1])}, []byte{}, int64(0), int64(0)}}, "tags_aux"},
 		{"query #p", mustTranslate(t, s.Store, nostr.Filter{Tags: nostr.TagMap{"p": {author}}, Limit: 100}), "Scan Backward using tags_pkey"},
 		{"query #p, an author rarely named", mustTranslate(t, s.Store, nostr.Filter{Tags: nostr.TagMap{"p": {planID(4)}}, Limit: 100}), "tags_pkey"},
@@ -298,7 +299,18 @@ func planID(g uint64) string {
 // mustWindow is the statement of a window page of channel 1.
 func mustWindow(t *testing.T, q buzz.WindowQuery, now int64) sqlQuery {
 	t.Helper()
-	sq, err := windowSQL(1, q, now)
+	sq, err := windowSQL(1, q, now, q.Limit+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sq
+}
+
+// mustAuxAhead is the first hop of the aux closure of a window page of
+// channel 1 read ahead (auxAheadSQL).
+func mustAuxAhead(t *testing.T, q buzz.WindowQuery, now int64) sqlQuery {
+	t.Helper()
+	sq, err := auxAheadSQL(1, q, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,7 @@ func (s *Store) QueryBounded(ctx context.Context, f nostr.Filter, v buzz.Viewer,
 	err = s.readStatement(ctx, func(c *buzz.Community) (sqlQuery, bool) {
 		return s.translate(f, c, v, before, eventSelect)
 	}, func(rows pgx.Rows, err error) error {
+		evs, truncated, size = nil, false, 0
 		var cols eventColumns
 		return eachRow(rows, err, "query events", cols.dest(), func() error {
 			ev, err := cols.raw()
@@ -99,6 +100,7 @@ func (s *Store) Positions(ctx context.Context, f nostr.Filter, v buzz.Viewer, be
 	err = s.readStatement(ctx, func(c *buzz.Community) (sqlQuery, bool) {
 		return s.translate(f, c, v, before, positionSelect)
 	}, func(rows pgx.Rows, err error) error {
+		out = nil
 		var p buzz.Position
 		var id []byte
 		return eachRow(rows, err, "query event positions", []any{&p.CreatedAt, &id}, func() error {

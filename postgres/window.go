@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,29 +23,49 @@ import (
 // while the snapshot shows no write to its channel since it was read. The
 // page is shared: callers must not modify it.
 //
-// The transaction is read ahead (readahead.go): its page version and,
-// unless the cache holds a page of the request, the page's rows go with
-// its BEGIN in one round trip.
+// The transaction is read ahead (readahead.go): its access version, page
+// version and, unless the cache holds a page of the request, the page's
+// rows, the first page of each hop of its aux closure (auxAheadSQL) and
+// its COMMIT go with its BEGIN in one round trip. A page whose closure
+// needs more than those (errBehind: a hop of more than a page) is read
+// again in a transaction of its own.
 func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPage, error) {
 	key := pagecache.Key(q)
 	c := s.Community()
 	if _, ch, ok := c.WindowScope(q); ok {
 		now := s.nowUnix()
-		var rows sqlQuery
+		var rows, aux sqlQuery
 		ahead := !s.pages.Holds(key)
 		if ahead {
 			var err error
-			if rows, err = windowSQL(ch.Seq, q, now); err != nil {
+			if rows, err = windowSQL(ch.Seq, q, now, q.Limit+1); err != nil {
+				return nil, err
+			}
+			if aux, err = auxAheadSQL(ch.Seq, q, now); err != nil {
 				return nil, err
 			}
 		}
 		var page *buzz.WindowPage
-		done, err := s.readAhead(ctx, c, func(b *pgx.Batch) {
+		done := false
+		err := s.readAhead(ctx, func(b *pgx.Batch) {
+			b.Queue(beginRead)
+			b.Queue(accessVersionSQL)
 			b.Queue(pageVersionSQL, ch.Seq)
 			if ahead {
 				b.Queue(rows.sql, rows.args...)
+				if q.Aux {
+					b.Queue(aux.sql, aux.args...)
+				}
+				b.Queue(`COMMIT`)
 			}
 		}, func(br pgx.BatchResults, conn *pgxpool.Conn) error {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("window: begin read: %w", err)
+			}
+			var err error
+			if done, err = current(br, c); err != nil || !done {
+				return err
+			}
 			cur := pagecache.Versions{Access: c.Version}
 			if err := br.QueryRow().Scan(&cur.Channel); err != nil {
 				return fmt.Errorf("window: read page version: %w", err)
@@ -55,16 +76,16 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			} else if err := br.Close(); err != nil {
 				return fmt.Errorf("window: %w", err)
 			}
-			var err error
 			page, err = s.windowIn(ctx, c, r, q, key, cur, now)
 			return err
 		})
-		if err != nil || done {
+		if (err != nil || done) && !errors.Is(err, errBehind) {
 			return page, err
 		}
 	}
 	// Unreadable by the published access state, or that state is older
-	// than the snapshot's: the page is judged by the snapshot's.
+	// than the snapshot's, or the page needs more than was read ahead: the
+	// page is read in a transaction, judged by the snapshot's state.
 	var page *buzz.WindowPage
 	err := s.read(ctx, func(tx pgx.Tx, c *buzz.Community) error {
 		if _, _, ok := c.WindowScope(q); !ok {
@@ -84,6 +105,10 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 	}
 	return page, nil
 }
+
+// errBehind says that a page needs a statement its read ahead did not
+// send, once the read ahead's transaction has ended.
+var errBehind = errors.New("the page needs more than its read ahead")
 
 // pageVersionSQL is the page version of a channel (page_versions).
 const pageVersionSQL = `SELECT coalesce((SELECT version FROM page_versions WHERE channel = $1), 0)`
@@ -113,9 +138,13 @@ type pageReader struct {
 	s   *Store
 	ctx context.Context
 	tx  queryer
-	// ahead, when set, holds the results of a read ahead whose next one is
-	// the rows of the window page WindowRows reads (Window).
-	ahead pgx.BatchResults
+	// ahead, when set, holds the rest of a read ahead (Window): the rows
+	// of the window page WindowRows reads, then, when the page asks for
+	// its aux events, the first page of each hop for every name it may be
+	// asked for (auxAheadSQL), then the COMMIT. aheadAux are those pages,
+	// by hop, once AuxPage has read them.
+	ahead    pgx.BatchResults
+	aheadAux map[int][]aheadRow
 	// The aux hop's names as tags_aux holds them, and the last position
 	// its pages read.
 	names           [][]byte
@@ -132,11 +161,8 @@ const rowColumns = `e.seq, ` + eventSelect
 // CW-13, CW-15, CW-19). It reads limit+1 rows, the extra one for rows.Row
 // (CW-16); a stored event that cannot be rebuilt is counted and skipped
 // (CW-17).
-func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.WindowRows) (err error) {
-	sq, err := windowSQL(channel, q, r.s.nowUnix())
-	if err != nil {
-		return err
-	}
+func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.WindowRows) error {
+	var err error
 	var seq int64
 	var cols eventColumns
 	var sm counterColumns
@@ -148,15 +174,12 @@ func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.Wi
 	}
 	var rows pgx.Rows
 	if r.ahead != nil {
-		// Read ahead with the transaction's BEGIN: the rows of this page.
 		rows, err = r.ahead.Query()
-		defer func() {
-			if cerr := r.ahead.Close(); err == nil && cerr != nil {
-				err = fmt.Errorf("window rows: %w", cerr)
-			}
-			r.ahead = nil
-		}()
 	} else {
+		var sq sqlQuery
+		if sq, err = windowSQL(channel, q, r.s.nowUnix(), q.Limit+1); err != nil {
+			return err
+		}
 		rows, err = r.tx.Query(r.ctx, sq.sql, sq.args...)
 	}
 	return eachRow(rows, err, "window rows", dest, func() error {
@@ -178,12 +201,13 @@ func (r *pageReader) WindowRows(channel int64, q buzz.WindowQuery, page *buzz.Wi
 	})
 }
 
-// windowSQL selects the rows of a window page of channel at now, from the
-// partial index of the row mode (events_toplevel, events_projection) whose
-// order is the window order, so that a page costs the same in any
-// channel, however many replies and aux events it holds (CW-9, CW-13,
-// CW-15), with each row's counters when q asks for summaries (CW-19).
-func windowSQL(channel int64, q buzz.WindowQuery, now int64) (sqlQuery, error) {
+// windowSQL selects the first limit rows of a window page of channel at
+// now, from the partial index of the row mode (events_toplevel,
+// events_projection) whose order is the window order, so that a page
+// costs the same in any channel, however many replies and aux events it
+// holds (CW-9, CW-13, CW-15), with each row's counters when q asks for
+// summaries (CW-19).
+func windowSQL(channel int64, q buzz.WindowQuery, now int64, limit int) (sqlQuery, error) {
 	var sq sqlQuery
 	var b strings.Builder
 	b.WriteString(`SELECT ` + rowColumns + `, e.expires_at`)
@@ -211,7 +235,7 @@ func windowSQL(channel int64, q buzz.WindowQuery, now int64) (sqlQuery, error) {
 	if len(q.Kinds) > 0 {
 		b.WriteString(` AND e.kind = ANY(` + sq.arg(q.Kinds) + `::bigint[])`)
 	}
-	b.WriteString(` ORDER BY e.created_at DESC, e.id ASC LIMIT ` + sq.arg(int64(q.Limit+1)))
+	b.WriteString(` ORDER BY e.created_at DESC, e.id ASC LIMIT ` + sq.arg(int64(limit)))
 	sq.sql = b.String()
 	return sq, nil
 }
@@ -234,32 +258,71 @@ func (c *counterColumns) summary(id string) buzz.Summary {
 }
 
 // auxSQL finds, one keyset page at a time, the events of kinds whose `e`
-// tag names one of a list of ids, in the order of tags_aux (target,
-// created_at, event). Each event found says whether a deletion names it:
-// hop 2 asks only for those.
-func auxSQL(kinds []int) string {
+// tag names one of names (the SQL of a bytea[]), in the order of tags_aux
+// (target, created_at, event), live at now, after the position after puts
+// in SQL ("": the first page). Each event found says whether a deletion
+// names it: hop 2 asks only for those.
+func auxSQL(kinds []int, now, names, after string) string {
 	list := make([]string, len(kinds))
 	for i, k := range kinds {
 		list[i] = strconv.Itoa(k)
 	}
-	return `SELECT ` + rowColumns + `, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > $1), e.scope, e.expires_at,
-		t.value, t.created_at,
+	return `SELECT ` + rowColumns + `, e.deleted_at IS NULL AND (e.expires_at IS NULL OR e.expires_at > ` + now + `) AS live, e.scope, e.expires_at,
+		t.value, t.created_at AS tagged_at,
 		EXISTS (SELECT 1 FROM tags d WHERE d.name = 'e' AND d.kind IN (5, 7, 9005, 40003)
-			AND d.value = convert_to(encode(e.id, 'hex'), 'UTF8') AND d.kind IN (5, 9005))
+			AND d.value = convert_to(encode(e.id, 'hex'), 'UTF8') AND d.kind IN (5, 9005)) AS named
 		FROM tags t JOIN events e ON e.seq = t.seq
-		WHERE t.name = 'e' AND t.kind IN (5, 7, 9005, 40003) AND t.value = ANY($2::bytea[])
-		AND t.kind IN (` + strings.Join(list, ",") + `) AND (t.value, t.created_at, t.seq) > ($3, $4, $5)
+		WHERE t.name = 'e' AND t.kind IN (5, 7, 9005, 40003) AND t.value = ANY(` + names + `)
+		AND t.kind IN (` + strings.Join(list, ",") + `)` + after + `
 		ORDER BY t.value, t.created_at, t.seq LIMIT ` + strconv.Itoa(buzz.AuxPageSize)
 }
 
 var (
-	hop1SQL = auxSQL([]int{buzz.KindDeletion, buzz.KindReaction, buzz.KindGroupDelete, buzz.KindEdit})
-	hop2SQL = auxSQL([]int{buzz.KindDeletion, buzz.KindGroupDelete})
+	hop1Kinds = []int{buzz.KindDeletion, buzz.KindReaction, buzz.KindGroupDelete, buzz.KindEdit}
+	hop2Kinds = []int{buzz.KindDeletion, buzz.KindGroupDelete}
+	auxAfter  = ` AND (t.value, t.created_at, t.seq) > ($3, $4, $5)`
+	hop1SQL   = auxSQL(hop1Kinds, "$1", "$2::bytea[]", auxAfter)
+	hop2SQL   = auxSQL(hop2Kinds, "$1", "$2::bytea[]", auxAfter)
 )
+
+// auxAheadSQL is the first page of each hop of the aux closure of the
+// window page q of channel at now, as Window reads it ahead, before the
+// page's rows are known, in one statement, each event with its hop, in
+// hop and tags_aux order: hop 1's for every row the page may serve, hop
+// 2's for every event of hop 1 a deletion names. What the closure asks for
+// is among these (a row that cannot be rebuilt is not served, an event
+// of hop 1 another scope hides names nothing); AuxPage keeps the events
+// that name what it asks for.
+func auxAheadSQL(channel int64, q buzz.WindowQuery, now int64) (sqlQuery, error) {
+	q.Summaries = false
+	rows, err := windowSQL(channel, q, now, q.Limit)
+	if err != nil {
+		return rows, err
+	}
+	aux := rows
+	at := aux.arg(now)
+	hop1 := auxSQL(hop1Kinds, at, `ARRAY(SELECT convert_to(encode(w.id, 'hex'), 'UTF8') FROM (`+rows.sql+`) w)`, "")
+	hop2 := auxSQL(hop2Kinds, at, `ARRAY(SELECT convert_to(encode(h1.id, 'hex'), 'UTF8') FROM h1 WHERE h1.named)`, "")
+	aux.sql = `WITH h1 AS MATERIALIZED (` + hop1 + `)
+		SELECT ` + strconv.Itoa(buzz.AuxHopTargets) + ` AS hop, * FROM h1
+		UNION ALL SELECT ` + strconv.Itoa(buzz.AuxHopDeletions) + `, * FROM (` + hop2 + `) h2
+		ORDER BY hop, value, tagged_at, seq`
+	return aux, nil
+}
+
+// aheadRow is an event of an aux hop read ahead, with the name it was
+// found by (tagKey form).
+type aheadRow struct {
+	name []byte
+	row  buzz.AuxRow
+}
 
 // AuxPage reads one keyset page of hop (hop1SQL, hop2SQL) for names and
 // leaves r at its last position. Page 0 turns names into the values
-// tags_aux holds and starts before every one.
+// tags_aux holds and starts before every one. Read ahead, page 0 is the
+// hop's page of auxAheadSQL with the events of other names left out; a
+// later page, or a page 0 that may not hold all of names' events, is
+// errBehind.
 func (r *pageReader) AuxPage(hop int, names []string, page int, fn func(buzz.AuxRow) error) (n int, err error) {
 	if page == 0 {
 		r.names = r.names[:0]
@@ -268,20 +331,80 @@ func (r *pageReader) AuxPage(hop int, names []string, page int, fn func(buzz.Aux
 		}
 		r.lastValue, r.lastAt, r.lastSeq = []byte{}, math.MinInt64, math.MinInt64
 	}
+	if r.ahead != nil {
+		return r.auxAhead(hop, page, fn)
+	}
 	query := hop1SQL
 	if hop == buzz.AuxHopDeletions {
 		query = hop2SQL
 	}
+	rows, err := r.tx.Query(r.ctx, query, r.s.nowUnix(), r.names, r.lastValue, r.lastAt, r.lastSeq)
+	err = r.eachAux(rows, err, nil, func(a buzz.AuxRow) error {
+		n++
+		r.lastSeq = a.Ref
+		return fn(a)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// auxAhead is AuxPage read ahead: the first time, it reads the hops'
+// pages of auxAheadSQL from r.ahead.
+func (r *pageReader) auxAhead(hop, page int, fn func(buzz.AuxRow) error) (int, error) {
+	if page > 0 {
+		return 0, errBehind
+	}
+	if r.aheadAux == nil {
+		r.aheadAux = map[int][]aheadRow{}
+		var at int
+		rows, err := r.ahead.Query()
+		err = r.eachAux(rows, err, &at, func(a buzz.AuxRow) error {
+			a.ID = slices.Clone(a.ID)
+			r.aheadAux[at] = append(r.aheadAux[at], aheadRow{name: slices.Clone(r.lastValue), row: a})
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	found := r.aheadAux[hop]
+	if len(found) == buzz.AuxPageSize {
+		return 0, errBehind
+	}
+	want := make(map[string]bool, len(r.names))
+	for _, n := range r.names {
+		want[string(n)] = true
+	}
+	n := 0
+	for _, a := range found {
+		if want[string(a.name)] {
+			n++
+			if err := fn(a.row); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// eachAux calls fn with each event of an aux hop's rows (rows and err as
+// Query returns them), each row's name and position left in r; hop, when
+// set, is the first column, the hop of auxAheadSQL.
+func (r *pageReader) eachAux(rows pgx.Rows, err error, hop *int, fn func(buzz.AuxRow) error) error {
 	var ref int64
 	var live, named bool
 	var cols eventColumns
 	var scope, expires *int64
-	dest := append([]any{&ref}, cols.dest()...)
+	var dest []any
+	if hop != nil {
+		dest = append(dest, hop)
+	}
+	dest = append(dest, &ref)
+	dest = append(dest, cols.dest()...)
 	dest = append(dest, &live, &scope, &expires, &r.lastValue, &r.lastAt, &named)
-	rows, err := r.tx.Query(r.ctx, query, r.s.nowUnix(), r.names, r.lastValue, r.lastAt, r.lastSeq)
-	err = eachRow(rows, err, "aux closure", dest, func() (err error) {
-		n++
-		r.lastSeq = ref
+	return eachRow(rows, err, "aux closure", dest, func() (err error) {
 		a := buzz.AuxRow{Ref: ref, ID: cols.id, Live: live, Named: named,
 			Scope: value(scope), Scoped: scope != nil, Expires: value(expires), Expiring: expires != nil}
 		if a.Live {
@@ -292,10 +415,6 @@ func (r *pageReader) AuxPage(hop int, names []string, page int, fn func(buzz.Aux
 		}
 		return fn(a)
 	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
 }
 
 // AuxCapped logs a hop that reached the aux closure's page cap.
