@@ -22,9 +22,10 @@ func (c *BatchCounts) Count(jobs int) {
 }
 
 // PageCounts are the window pages a store served from its page cache and
-// read from its database.
+// read from its database, and the bytes of the pages the cache keeps.
 type PageCounts interface {
 	Counts() (fromCache, fromDatabase uint64)
+	Bytes() int64
 }
 
 // WriterStats are the StoreStats of a writer with queue writes waiting,
@@ -33,6 +34,7 @@ type PageCounts interface {
 func WriterStats(queue int, c *BatchCounts, pages PageCounts) StoreStats {
 	st := StoreStats{WriterQueue: queue, BatchJobs: c.jobs.Load()}
 	st.PagesFromCache, st.PagesFromDatabase = pages.Counts()
+	st.PageCacheBytes = pages.Bytes()
 	for i := range st.BatchSizes {
 		st.BatchSizes[i] = c.sizes[i].Load()
 	}

@@ -13,6 +13,10 @@ type StoreStats struct {
 	// PagesFromCache and PagesFromDatabase count the window pages served
 	// from the page cache and read from the database.
 	PagesFromCache, PagesFromDatabase uint64
+	// PageCacheBytes is what the pages the cache keeps count against its
+	// bound (storage.page_cache_bytes): memory of the relay's own that an
+	// operator sizes the bound by.
+	PageCacheBytes int64
 	// DatabaseBytes and WALBytes are the sizes of the database file and
 	// of its write-ahead log.
 	DatabaseBytes, WALBytes int64

@@ -202,6 +202,8 @@ var (
 		"Jobs per batch (one transaction, one commit) the writer took.", nil, nil)
 	descPages = prometheus.NewDesc("buzz_lite_window_pages_total",
 		"Window pages served, from the page cache (cache) or read from the database (database).", []string{"source"}, nil)
+	descPageCacheBytes = prometheus.NewDesc("buzz_lite_page_cache_bytes",
+		"Bytes of the window pages the page cache keeps, against storage.page_cache_bytes.", nil, nil)
 	descDatabaseBytes = prometheus.NewDesc("buzz_lite_database_bytes",
 		"Size of the database file.", nil, nil)
 	descWALBytes = prometheus.NewDesc("buzz_lite_wal_bytes",
@@ -209,7 +211,7 @@ var (
 )
 
 func (c storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descWriterQueue, descBatchSize, descPages, descDatabaseBytes, descWALBytes} {
+	for _, d := range []*prometheus.Desc{descWriterQueue, descBatchSize, descPages, descPageCacheBytes, descDatabaseBytes, descWALBytes} {
 		ch <- d
 	}
 }
@@ -230,6 +232,7 @@ func (c storeCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstHistogram(descBatchSize, batches, float64(st.BatchJobs), buckets)
 	ch <- prometheus.MustNewConstMetric(descPages, prometheus.CounterValue, float64(st.PagesFromCache), "cache")
 	ch <- prometheus.MustNewConstMetric(descPages, prometheus.CounterValue, float64(st.PagesFromDatabase), "database")
+	ch <- prometheus.MustNewConstMetric(descPageCacheBytes, prometheus.GaugeValue, float64(st.PageCacheBytes))
 	ch <- prometheus.MustNewConstMetric(descDatabaseBytes, prometheus.GaugeValue, float64(st.DatabaseBytes))
 	ch <- prometheus.MustNewConstMetric(descWALBytes, prometheus.GaugeValue, float64(st.WALBytes))
 }

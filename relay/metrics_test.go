@@ -92,7 +92,7 @@ func TestMetrics(t *testing.T) {
 	if n := metricValue(fams, "buzz_lite_connections"); n != 0 {
 		t.Fatalf("connections before any: %v", n)
 	}
-	for _, name := range []string{"go_goroutines", "buzz_lite_writer_queue", "buzz_lite_database_bytes", "buzz_lite_wal_bytes"} {
+	for _, name := range []string{"go_goroutines", "buzz_lite_writer_queue", "buzz_lite_page_cache_bytes", "buzz_lite_database_bytes", "buzz_lite_wal_bytes"} {
 		if _, ok := fams[name]; !ok {
 			t.Errorf("no %s", name)
 		}

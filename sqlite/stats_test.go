@@ -44,6 +44,9 @@ func TestPingWritesNothing(t *testing.T) {
 	if got := after.BatchJobs - before.BatchJobs; got != pings {
 		t.Errorf("the writer took %d jobs for %d pings", got, pings)
 	}
+	if after.PageCacheBytes <= 0 || after.PageCacheBytes != before.PageCacheBytes {
+		t.Errorf("page cache bytes %d -> %d: want the one page kept, counted", before.PageCacheBytes, after.PageCacheBytes)
+	}
 	if after.PagesFromCache != before.PagesFromCache+1 || after.PagesFromDatabase != 1 {
 		t.Errorf("pages from cache %d -> %d, from the database %d; want one more, and 1",
 			before.PagesFromCache, after.PagesFromCache, after.PagesFromDatabase)
