@@ -123,6 +123,7 @@ func Seed(ctx context.Context, t Target, r io.Reader, conns int) (accepted, refu
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		var firstErr error
+		answered := stepDeadlines(slices.Clone(cs))
 		for i, c := range cs {
 			var mine []json.RawMessage
 			for j := i; j < len(step); j += len(cs) {
@@ -131,7 +132,7 @@ func Seed(ctx context.Context, t Target, r io.Reader, conns int) (accepted, refu
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				ok, no, said, err := publishRaw(c, mine)
+				ok, no, said, err := publishRaw(c, mine, answered)
 				if errors.Is(err, errUnanswered) {
 					c.Close()
 					cs[i], err = dial(ctx, t)
@@ -188,18 +189,39 @@ func moderation(ev json.RawMessage) bool {
 	return json.Unmarshal(ev, &k) == nil && k.Kind >= 9000 && k.Kind <= 9030
 }
 
-// seedWait bounds the wait for the next answer while publishing the
-// community: a relay that answers some events with a NOTICE, or not at
-// all, has the rest of the step counted as refused rather than the run
-// stopped.
-const seedWait = 20 * time.Second
+// seedWait bounds how long a step of the publication waits while the
+// relay answers on none of its connections: a relay that answers some
+// events with a NOTICE, or not at all, has the rest of the step counted
+// as refused rather than the run stopped. A variable so that tests can
+// wait less.
+var seedWait = 20 * time.Second
+
+// stepDeadlines gives the connections of a step until seedWait from now
+// to answer, and returns what moves that on whenever any of them answers:
+// a relay that is slow but answering (khatru checks every event against
+// every deletion it holds, and answers a connection's events in a burst)
+// keeps the events it would store, where a wait per connection gave up
+// on a connection while the relay was still answering the others. A
+// connection closed meanwhile refuses the new deadline, and its reader
+// has failed already.
+func stepDeadlines(cs []*websocket.Conn) (answered func()) {
+	answered = func() {
+		until := time.Now().Add(seedWait)
+		for _, c := range cs {
+			c.SetReadDeadline(until)
+		}
+	}
+	answered()
+	return answered
+}
 
 // publishRaw sends evs (signed events' JSON) as EVENT messages on c, all
 // at once, then reads their answers: an OK counts as accepted or refused,
 // and so does a NOTICE (khatru answers an EVENT it cannot parse with one,
-// and no OK); what is still unanswered after seedWait is refused too.
-// notice is the first NOTICE or refusal, as the relay sent it.
-func publishRaw(c *websocket.Conn, evs []json.RawMessage) (accepted, refused int, notice string, err error) {
+// and no OK); what is still unanswered when c's read deadline passes
+// (stepDeadlines) is refused too, and each answer calls answered. notice
+// is the first NOTICE or refusal, as the relay sent it.
+func publishRaw(c *websocket.Conn, evs []json.RawMessage, answered func()) (accepted, refused int, notice string, err error) {
 	errc := make(chan error, 1)
 	go func() {
 		for _, ev := range evs {
@@ -212,9 +234,6 @@ func publishRaw(c *websocket.Conn, evs []json.RawMessage) (accepted, refused int
 		errc <- nil
 	}()
 	for accepted+refused < len(evs) {
-		if err := c.SetReadDeadline(time.Now().Add(seedWait)); err != nil {
-			return accepted, refused, notice, err
-		}
 		_, msg, err := c.ReadMessage()
 		var nerr net.Error
 		if errors.As(err, &nerr) && nerr.Timeout() {
@@ -226,6 +245,7 @@ func publishRaw(c *websocket.Conn, evs []json.RawMessage) (accepted, refused int
 		if err != nil {
 			return accepted, refused, notice, fmt.Errorf("read: %w", err)
 		}
+		answered()
 		if label, _, ok := envelope(msg); ok && label == "NOTICE" {
 			if notice == "" {
 				notice = string(msg)
