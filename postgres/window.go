@@ -41,8 +41,10 @@ func (s *Store) Window(ctx context.Context, q buzz.WindowQuery) (*buzz.WindowPag
 			if rows, err = windowSQL(ch.Seq, q, now, q.Limit+1); err != nil {
 				return nil, err
 			}
-			if aux, err = auxAheadSQL(ch.Seq, q, now); err != nil {
-				return nil, err
+			if q.Aux {
+				if aux, err = auxAheadSQL(ch.Seq, q, now); err != nil {
+					return nil, err
+				}
 			}
 		}
 		var page *buzz.WindowPage
