@@ -3,6 +3,7 @@ package buzz
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -67,7 +68,19 @@ type WindowPage struct {
 	// Unreadable is set when the viewer may not read the channel in the
 	// snapshot the page was read from: no rows, no overlays (CW-3).
 	Unreadable bool
+	// served is what a server made of the page for its answers (Keep).
+	served atomic.Value
 }
+
+// Keep keeps v with the page, for whoever serves it next: a page a store
+// serves from its cache is the same *WindowPage to every reader until it
+// is dropped, and what a server derives from it alone (the relay's signed
+// summary overlays) need not be made again for each. It is the one change
+// a reader may make to a shared page; v is always of the same type.
+func (p *WindowPage) Keep(v any) { p.served.Store(v) }
+
+// Kept is what Keep kept with the page, nil if nothing.
+func (p *WindowPage) Kept() any { return p.served.Load() }
 
 // ThreadQuery asks for the replies below an event (RL-20).
 type ThreadQuery struct {

@@ -23,6 +23,12 @@ type Bounds struct {
 	ThreadRepliesInChannel bool    `json:"thread_replies_in_channel"`
 }
 
+// Equal reports whether b and c say the same.
+func (b Bounds) Equal(c Bounds) bool {
+	return b.HasMore == c.HasMore && b.ThreadRepliesInChannel == c.ThreadRepliesInChannel &&
+		(b.NextCursor == nil) == (c.NextCursor == nil) && (b.NextCursor == nil || *b.NextCursor == *c.NextCursor)
+}
+
 // Summary is the content of a thread summary overlay (CW-19).
 type Summary struct {
 	ReplyCount      int64    `json:"reply_count"`

@@ -15,6 +15,7 @@ import (
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/pagecache"
 	"github.com/buzz-lite/buzz-lite/internal/sign"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
 	"github.com/buzz-lite/buzz-lite/nipcw"
@@ -365,4 +366,93 @@ func summaryEvent(channel string, sm buzz.Summary, now int64) (*nostr.Event, err
 		Tags:      summaryTags(sm.ID, channel),
 		Content:   string(b),
 	}, nil
+}
+
+// Issue 32, CW-19, CW-20: the overlays of a page are kept with it, so that
+// a page served from the store's cache is not encoded again: its
+// summaries when every one is dated by its thread, its bounds for answers
+// within the same second and to the same cursor. A page with a summary
+// dated by now has it made for each answer. What is kept stays within
+// what the page cache counts for it (pagecache.KeptSummaryBytes), for the
+// longest channel id and participants that need escapes.
+func TestWindowOverlaysKeptWithThePage(t *testing.T) {
+	key, err := sign.NewKey(strings.Repeat("01", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOverlaySigner(key)
+	channel := strings.Repeat("g.~-_", 128/5) + "abc"
+	last := int64(1_700_000_100)
+	summary := func(i int, updated int64) buzz.Summary {
+		sm := buzz.Summary{ID: fmt.Sprintf("%064x", i), UpdatedAt: updated,
+			Summary: nipcw.Summary{ReplyCount: 1 << 40, DescendantCount: 1 << 41, LastReplyAt: &last}}
+		for p := range 10 {
+			sm.Participants = append(sm.Participants, fmt.Sprintf("%064x", p))
+		}
+		sm.Participants[9] = strings.Repeat(`"\`, 32)
+		return sm
+	}
+	const now = 1_800_000_000
+	next := &nipcw.Cursor{CreatedAt: 1_700_000_000, ID: strings.Repeat("ef", 32)}
+	b := nipcw.Bounds{HasMore: true, NextCursor: next}
+	overlays := func(page *buzz.WindowPage, cursor *nipcw.Cursor, at int64) ([][]byte, []byte) {
+		t.Helper()
+		sums, bounds, err := o.windowOverlays(channel, cursor, page, b, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sums, bounds
+	}
+	boundsOf := func(j []byte) nostr.Event {
+		t.Helper()
+		var ev nostr.Event
+		if err := json.Unmarshal(j, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := ev.CheckSignature(); !ok || err != nil {
+			t.Fatalf("%s does not verify: %v", j, err)
+		}
+		return ev
+	}
+
+	dated := &buzz.WindowPage{Summaries: []buzz.Summary{summary(1, 1_700_000_200), summary(2, 1_700_000_300)}}
+	first, firstBounds := overlays(dated, nil, now)
+	again, againBounds := overlays(dated, nil, now)
+	later, laterBounds := overlays(dated, nil, now+5)
+	if kept, ok := dated.Kept().(*pageOverlays); !ok || kept.summaries.Load() == nil {
+		t.Fatal("a page of summaries dated by their threads kept none")
+	}
+	keyLen := len(pagecache.Key(buzz.WindowQuery{Channel: channel}))
+	for i, sm := range dated.Summaries {
+		if want := o.encodeSummary(channel, sm, sm.UpdatedAt); !bytes.Equal(first[i], want) {
+			t.Errorf("summary %d: %s, want %s", i, first[i], want)
+		}
+		if &again[i][0] != &first[i][0] || &later[i][0] != &first[i][0] {
+			t.Errorf("summary %d encoded again for a page served again", i)
+		}
+		if n := int64(len(first[i])); n > pagecache.KeptSummaryBytes(sm, keyLen) {
+			t.Errorf("summary %d keeps %d bytes, the cache counts %d", i, n, pagecache.KeptSummaryBytes(sm, keyLen))
+		}
+	}
+	if &againBounds[0] != &firstBounds[0] {
+		t.Error("bounds made again within the same second")
+	}
+	if ev := boundsOf(laterBounds); ev.CreatedAt != now+5 {
+		t.Errorf("bounds served later dated %d, want %d", ev.CreatedAt, now+5)
+	}
+	cursor := &nipcw.Cursor{CreatedAt: 1_700_000_400, ID: strings.Repeat("ab", 32)}
+	_, otherBounds := overlays(dated, cursor, now+5)
+	if ev := boundsOf(otherBounds); ev.Tags.GetD() != nipcw.BoundsD(channel, cursor) {
+		t.Errorf("bounds to another cursor tagged %q, want %q", ev.Tags.GetD(), nipcw.BoundsD(channel, cursor))
+	}
+
+	undated := &buzz.WindowPage{Summaries: []buzz.Summary{summary(3, 1_700_000_200), summary(4, 0)}}
+	overlays(undated, nil, now)
+	undatedLater, _ := overlays(undated, nil, now+5)
+	if kept, ok := undated.Kept().(*pageOverlays); !ok || kept.summaries.Load() != nil {
+		t.Error("a page with a summary dated by now kept its summaries")
+	}
+	if ev := boundsOf(undatedLater[1]); ev.CreatedAt != now+5 {
+		t.Errorf("undated summary served again dated %d, want %d", ev.CreatedAt, now+5)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nbd-wtf/go-nostr"
 
@@ -112,6 +113,66 @@ func (o *overlaySigner) summaryJSON(channel string, sm buzz.Summary, now int64) 
 	o.keepSummary(sm.ID, e)
 	o.summariesMu.Unlock()
 	return j
+}
+
+// windowOverlays is the overlays of a window page of channel answering
+// the request cursor: its rows' summary overlays in its order
+// (summaryJSON) and its one bounds overlay (CW-19, CW-20). A page served
+// from the store's cache is the same page each time, and making its
+// overlays again was half of what a cached deep page cost the relay and
+// most of the garbage it made (issue 32), so they are kept with the page
+// (WindowPage.Keep): the summaries once made, when every one is dated by
+// its thread rather than by now, and the bounds, dated when served, for
+// answers within the same second.
+func (o *overlaySigner) windowOverlays(channel string, cursor *nipcw.Cursor, page *buzz.WindowPage, b nipcw.Bounds, now int64) (summaries [][]byte, bounds []byte, err error) {
+	kept, ok := page.Kept().(*pageOverlays)
+	if !ok || kept.channel != channel {
+		kept = &pageOverlays{channel: channel}
+		page.Keep(kept)
+	}
+	if made := kept.summaries.Load(); made != nil {
+		summaries = *made
+	} else {
+		summaries = make([][]byte, len(page.Summaries))
+		dated := true
+		for i, sm := range page.Summaries {
+			summaries[i] = o.summaryJSON(channel, sm, now)
+			dated = dated && sm.UpdatedAt > 0
+		}
+		if dated {
+			kept.summaries.Store(&summaries)
+		}
+	}
+	d := nipcw.BoundsD(channel, cursor)
+	if made := kept.bounds.Load(); made != nil && made.at == now && made.d == d && made.bounds.Equal(b) {
+		return summaries, made.json, nil
+	}
+	ev, err := boundsEvent(channel, d, b, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	o.sign(ev)
+	if bounds, err = ev.MarshalJSON(); err != nil {
+		return nil, nil, fmt.Errorf("encode window bounds: %w", err)
+	}
+	kept.bounds.Store(&servedBounds{at: now, d: d, bounds: b, json: bounds})
+	return summaries, bounds, nil
+}
+
+// pageOverlays is what windowOverlays keeps with a page of channel.
+type pageOverlays struct {
+	channel   string
+	summaries atomic.Pointer[[][]byte]
+	bounds    atomic.Pointer[servedBounds]
+}
+
+// servedBounds is a bounds overlay served at a second: its d tag, its
+// content and its JSON.
+type servedBounds struct {
+	at     int64
+	d      string
+	bounds nipcw.Bounds
+	json   []byte
 }
 
 // encodeSummary is the summary overlay of sm in channel dated at, signed
@@ -252,8 +313,8 @@ func summaryTags(id, channel string) nostr.Tags {
 }
 
 // boundsEvent is the window bounds overlay of a page (CW-20): tags exactly
-// d and h, the d suffix naming the request cursor the page answers.
-func boundsEvent(channel string, request *nipcw.Cursor, b nipcw.Bounds, at int64) (*nostr.Event, error) {
+// d and h, d (nipcw.BoundsD) naming the request cursor the page answers.
+func boundsEvent(channel, d string, b nipcw.Bounds, at int64) (*nostr.Event, error) {
 	content, err := json.Marshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("window bounds: %w", err)
@@ -261,7 +322,7 @@ func boundsEvent(channel string, request *nipcw.Cursor, b nipcw.Bounds, at int64
 	return &nostr.Event{
 		Kind:      nipcw.KindWindowBounds,
 		CreatedAt: nostr.Timestamp(at),
-		Tags:      nostr.Tags{{"d", nipcw.BoundsD(channel, request)}, {"h", channel}},
+		Tags:      nostr.Tags{{"d", d}, {"h", channel}},
 		Content:   string(content),
 	}, nil
 }

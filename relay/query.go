@@ -597,19 +597,18 @@ func (r *Relay) window(ctx context.Context, p *queryPlan, pw plannedWindow, out 
 	if page.Unreadable {
 		return nil // access changed since planQuery: as for any unreadable channel
 	}
-	now := r.now().Unix()
-	out.raw(page.Rows)
-	out.raw(page.Aux)
-	for _, sm := range page.Summaries {
-		out.encoded(r.overlays.summaryJSON(pw.req.Channel, sm, now))
-	}
 	bounds := nipcw.Bounds{HasMore: page.HasMore, NextCursor: page.Next, ThreadRepliesInChannel: projection}
-	ev, err := boundsEvent(pw.req.Channel, pw.cursor, bounds, now)
+	summaries, boundsJSON, err := r.overlays.windowOverlays(pw.req.Channel, pw.cursor, page, bounds, r.now().Unix())
 	if err != nil {
 		return err
 	}
-	r.overlays.sign(ev)
-	return out.events([]*nostr.Event{ev})
+	out.raw(page.Rows)
+	out.raw(page.Aux)
+	for _, j := range summaries {
+		out.encoded(j)
+	}
+	out.encoded(boundsJSON)
+	return nil
 }
 
 // queryError answers a `/query` request with an error (writeError), which

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
+	"github.com/buzz-lite/buzz-lite/internal/tagjson"
 )
 
 // Cache keeps recently served window pages. Every client that opens a
@@ -185,8 +186,8 @@ const (
 )
 
 // entryBytes is what the page of key counts against the cache's bound:
-// its encoded events' JSON and ids, its summaries, its key, and the fixed
-// overhead of each part.
+// its encoded events' JSON and ids, its summaries and what a server keeps
+// of them with the page, its key, and the fixed overhead of each part.
 func entryBytes(key string, p *buzz.WindowPage) int64 {
 	n := int64(entryOverhead + len(key))
 	for _, evs := range [][]buzz.RawEvent{p.Rows, p.Aux} {
@@ -195,9 +196,27 @@ func entryBytes(key string, p *buzz.WindowPage) int64 {
 		}
 	}
 	for _, s := range p.Summaries {
-		n += summaryOverhead + int64(len(s.ID))
+		n += summaryOverhead + int64(len(s.ID)) + KeptSummaryBytes(s, len(key))
 		for _, pk := range s.Participants {
 			n += stringOverhead + int64(len(pk))
+		}
+	}
+	return n
+}
+
+// KeptSummaryBytes bounds what a server keeps with a page for summary s
+// (buzz.WindowPage.Keep: the relay's signed summary overlay, about 600
+// bytes, the channel's name in it bounded by the page's key of keyLen
+// bytes, and each participant quoted within a quoted string: a hex key as
+// it is, anything else four bytes a byte at worst), so that the bound on
+// the cache covers it.
+func KeptSummaryBytes(s buzz.Summary, keyLen int) int64 {
+	n := int64(700 + keyLen)
+	for _, p := range s.Participants {
+		if tagjson.Plain(p) {
+			n += int64(8 + len(p))
+		} else {
+			n += int64(8 + 4*len(p))
 		}
 	}
 	return n
