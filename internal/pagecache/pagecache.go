@@ -195,8 +195,9 @@ func entryBytes(key string, p *buzz.WindowPage) int64 {
 			n += eventOverhead + int64(len(ev.ID)+len(ev.JSON))
 		}
 	}
+	channel, _, _ := strings.Cut(key, "|") // Key begins with it
 	for _, s := range p.Summaries {
-		n += summaryOverhead + int64(len(s.ID)) + KeptSummaryBytes(s, len(key))
+		n += summaryOverhead + int64(len(s.ID)) + KeptSummaryBytes(s, channel)
 		for _, pk := range s.Participants {
 			n += stringOverhead + int64(len(pk))
 		}
@@ -204,17 +205,17 @@ func entryBytes(key string, p *buzz.WindowPage) int64 {
 	return n
 }
 
-// KeptSummaryBytes bounds what a server keeps with a page for summary s
-// (buzz.WindowPage.Keep: the relay's signed summary overlay, about 600
-// bytes, the channel's name in it bounded by the page's key of keyLen
-// bytes, and each participant quoted within a quoted string: a hex key as
-// it is, anything else four bytes a byte at worst), so that the bound on
-// the cache covers it.
-func KeptSummaryBytes(s buzz.Summary, keyLen int) int64 {
-	n := int64(700 + keyLen)
+// KeptSummaryBytes bounds what a server keeps with a page of channel for
+// summary s (buzz.WindowPage.Keep: the relay's signed summary overlay, at
+// most 630 bytes with counters of 19 digits besides the channel's name
+// and the participants, each quoted within a quoted string: a hex key as
+// 69 bytes, anything else four bytes a byte at worst; and its slice
+// header), so that the bound on the cache covers it.
+func KeptSummaryBytes(s buzz.Summary, channel string) int64 {
+	n := int64(660 + len(channel))
 	for _, p := range s.Participants {
 		if tagjson.Plain(p) {
-			n += int64(8 + len(p))
+			n += int64(5 + len(p))
 		} else {
 			n += int64(8 + 4*len(p))
 		}
