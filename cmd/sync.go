@@ -365,7 +365,7 @@ func syncToData(ctx context.Context, c *cli.Context, src *client.Syncer, f nostr
 	// forges one (nipcw.VerifyEvents).
 	now := time.Now()
 	evs = slices.DeleteFunc(evs, func(ev *nostr.Event) bool {
-		refused := importer.Refusal(ev, nil, true, now)
+		refused := importer.Refusal(ev, now)
 		if refused != "" {
 			sum.Rejected[refused]++
 		}

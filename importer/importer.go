@@ -232,20 +232,40 @@ func readLines(ctx context.Context, r io.Reader, lines chan<- line) error {
 // parseLines parses lines into results, in no order, and closes results
 // when lines is closed and parsed or ctx is done. Verification is the
 // cost of an import: every core does it, with one hash for id and
-// signature and the parsed keys of authors seen.
+// signature and the parsed keys of authors seen, and each worker verifies
+// the lines it takes together (verifyBatch).
 func parseLines(ctx context.Context, lines <-chan line, results chan<- parsed, noVerify bool, now func() time.Time) {
 	var wg sync.WaitGroup
 	verifier := &verify.Verifier{}
+	most := verifyBatch
+	if noVerify {
+		most = 1 // a line held back for others only delays the writer
+	}
 	for range runtime.NumCPU() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			batch := make([]line, 0, most)
 			for l := range lines {
-				p := parse(l, verifier, noVerify, now())
-				select {
-				case results <- p:
-				case <-ctx.Done():
-					return
+				batch = append(batch[:0], l)
+			fill:
+				for len(batch) < most {
+					select {
+					case l, ok := <-lines:
+						if !ok {
+							break fill
+						}
+						batch = append(batch, l)
+					default:
+						break fill
+					}
+				}
+				for _, p := range parseBatch(batch, verifier, noVerify, now()) {
+					select {
+					case results <- p:
+					case <-ctx.Done():
+						return
+					}
 				}
 			}
 		}()
@@ -254,9 +274,38 @@ func parseLines(ctx context.Context, lines <-chan line, results chan<- parsed, n
 	close(results)
 }
 
-// parse decodes and checks one line: JSON, the submission rules every
-// surface applies (CW-22, RL-9), then id and signature.
-func parse(l line, verifier *verify.Verifier, noVerify bool, now time.Time) parsed {
+// verifyBatch is how many lines a worker takes, when the reader is ahead,
+// to verify their signatures together (verify.Verifier.Events): 64 cost
+// an event about half of a verification of its own
+// (internal/verify's BenchmarkVerifyBatch).
+const verifyBatch = 64
+
+// parseBatch parses and checks lines as parse does each, their ids and
+// signatures verified together.
+func parseBatch(lines []line, verifier *verify.Verifier, noVerify bool, now time.Time) []parsed {
+	out := make([]parsed, len(lines))
+	var evs []*nostr.Event
+	var at []int
+	for i, l := range lines {
+		out[i] = parse(l, now)
+		if out[i].ev != nil && !noVerify {
+			evs = append(evs, out[i].ev)
+			at = append(at, i)
+		}
+	}
+	errs := make([]error, len(evs))
+	verifier.Events(evs, errs)
+	for j, err := range errs {
+		if reason := verifyRefusal(err); reason != "" {
+			out[at[j]].ev, out[at[j]].err = nil, reason
+		}
+	}
+	return out
+}
+
+// parse decodes and checks one line: JSON and the submission rules every
+// surface applies (CW-22, RL-9); its id and signature are parseBatch's.
+func parse(l line, now time.Time) parsed {
 	p := parsed{n: l.n}
 	if l.overlong {
 		p.err = fmt.Sprintf("invalid: line longer than %d bytes", maxLine)
@@ -270,7 +319,7 @@ func parse(l line, verifier *verify.Verifier, noVerify bool, now time.Time) pars
 		p.err = "invalid: not a JSON event"
 		return p
 	}
-	if p.err = Refusal(ev, verifier, noVerify, now); p.err != "" {
+	if p.err = Refusal(ev, now); p.err != "" {
 		return p
 	}
 	p.ev = ev
@@ -278,22 +327,26 @@ func parse(l line, verifier *verify.Verifier, noVerify bool, now time.Time) pars
 }
 
 // Refusal is why an event from outside (a file, another relay) is not
-// stored, or "" when it may be: the submission rules every surface applies
-// (CW-22, RL-9), then, unless noVerify, its id and signature (verifier is
-// not used when noVerify).
-func Refusal(ev *nostr.Event, verifier *verify.Verifier, noVerify bool, now time.Time) string {
+// stored by the submission rules every surface applies (CW-22, RL-9), or
+// "" when it may be; its id and signature are checked apart.
+func Refusal(ev *nostr.Event, now time.Time) string {
 	if err := buzz.CheckSubmission(ev, now); err != nil {
 		return err.Error()
 	}
-	if noVerify {
+	return ""
+}
+
+// verifyRefusal is the refusal of an event whose id and signature check
+// said err, "" for nil.
+func verifyRefusal(err error) string {
+	switch {
+	case err == nil:
 		return ""
-	}
-	if err := verifier.Event(ev); errors.Is(err, verify.ErrID) {
+	case errors.Is(err, verify.ErrID):
 		return "invalid: id is computed incorrectly"
-	} else if err != nil {
+	default:
 		return "invalid: signature is invalid"
 	}
-	return ""
 }
 
 // readLine reads one line; a line over maxLine is skipped and reported

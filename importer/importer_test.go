@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailru/easyjson"
 	"github.com/nbd-wtf/go-nostr"
 
 	"github.com/buzz-lite/buzz-lite/buzz"
 	"github.com/buzz-lite/buzz-lite/internal/testutil"
+	"github.com/buzz-lite/buzz-lite/internal/verify"
 	"github.com/buzz-lite/buzz-lite/sqlite"
 )
 
@@ -187,5 +189,47 @@ func TestRunOverlongLine(t *testing.T) {
 	sum, err := Run(context.Background(), strings.NewReader(file), s, Options{Problem: func(b BadLine) { bad = append(bad, b) }})
 	if err != nil || sum.Accepted != 1 || len(bad) != 1 || bad[0].Line != 1 || !strings.Contains(bad[0].Reason, "longer than") {
 		t.Fatalf("%+v %v %v", sum, bad, err)
+	}
+}
+
+// Issue 32, RL-9: lines verified together (parseBatch) are judged line by
+// line: a forged signature, a signature of another event or a tampered id
+// among valid lines refuses that line alone, with its reason, whatever
+// its place in the batch.
+func TestParseBatchJudgesEachLine(t *testing.T) {
+	signers := []testutil.Signer{testutil.NewSigner(t), testutil.NewSigner(t), testutil.NewSigner(t)}
+	ch := "66666666-6666-4666-8666-666666666666"
+	var lines []line
+	var evs []*nostr.Event
+	for i := range verifyBatch {
+		ev := signers[i%3].Event(t, 9, int64(1000+i), "message", nostr.Tag{"h", ch})
+		evs = append(evs, ev)
+	}
+	want := map[int]string{}
+	for _, broken := range []struct {
+		at     int
+		reason string
+		spoil  func(ev *nostr.Event)
+	}{
+		{0, "invalid: signature is invalid", func(ev *nostr.Event) { ev.Sig = evs[1].Sig }},
+		{17, "invalid: signature is invalid", func(ev *nostr.Event) {
+			ev.Sig = ev.Sig[:127] + map[bool]string{true: "1", false: "0"}[ev.Sig[127] == '0']
+		}},
+		{40, "invalid: id is computed incorrectly", func(ev *nostr.Event) { ev.Content = "changed" }},
+		{verifyBatch - 1, "invalid: signature is invalid", func(ev *nostr.Event) { ev.PubKey = evs[1].PubKey; ev.ID = ev.GetID() }},
+	} {
+		broken.spoil(evs[broken.at])
+		want[broken.at] = broken.reason
+	}
+	for i, ev := range evs {
+		lines = append(lines, line{n: i + 1, text: []byte(jsonLine(t, ev))})
+	}
+	for i, p := range parseBatch(lines, &verify.Verifier{}, false, time.Unix(2000, 0)) {
+		if p.n != i+1 {
+			t.Fatalf("result %d is line %d", i, p.n)
+		}
+		if p.err != want[i] || (p.ev == nil) != (want[i] != "") {
+			t.Errorf("line %d: refused %q (event %v), want %q", p.n, p.err, p.ev != nil, want[i])
+		}
 	}
 }
