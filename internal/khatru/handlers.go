@@ -288,8 +288,9 @@ func (rl *Relay) handleEventEnvelope(ctx context.Context, ws *WebSocket, env *no
 	}
 
 	// buzz-lite patch: the id and the signature are checked with
-	// one serialization and one hash, and authors' parsed keys are
-	// kept (internal/verify); the answers are upstream's.
+	// one serialization and one hash, authors' parsed keys are kept,
+	// and the EVENTs that wait at once are verified together
+	// (internal/verify); the answers are upstream's.
 	switch err := rl.verifier.Event(&env.Event); {
 	case errors.Is(err, verify.ErrID):
 		rl.answerEvent(ctx, ws, &env.Event, false, "invalid: id is computed incorrectly")

@@ -21,7 +21,8 @@ func NewRelay() *Relay {
 	ctx := context.Background()
 
 	rl := &Relay{
-		Log: log.New(os.Stderr, "[khatru-relay] ", log.LstdFlags),
+		Log:      log.New(os.Stderr, "[khatru-relay] ", log.LstdFlags),
+		verifier: verify.NewGroup(&verify.Verifier{}),
 
 		Info: &nip11.RelayInformationDocument{
 			Software:      "https://github.com/fiatjaf/khatru",
@@ -55,8 +56,9 @@ type Relay struct {
 	// setting this variable overwrites the hackish workaround we do to try to figure out our own base URL
 	ServiceURL string
 
-	// verifier checks EVENTs' ids and signatures. buzz-lite patch.
-	verifier verify.Verifier
+	// verifier checks EVENTs' ids and signatures, those of connections
+	// that wait at once together. buzz-lite patch.
+	verifier *verify.Group
 
 	// RejectUnverifiedEvent hooks are asked about an EVENT before its id
 	// and signature are checked, so they must decide nothing on what the

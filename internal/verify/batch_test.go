@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/btcsuite/btcd/btcec/v2"
@@ -242,5 +243,51 @@ func BenchmarkVerifyBatch(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
 		})
+	}
+}
+
+// Issue 32: events checked by many goroutines at once get Event's
+// verdicts, each its own, whether they are verified alone or in groups,
+// and every goroutine returns.
+func TestGroupVerdicts(t *testing.T) {
+	sks := authors(4)
+	ways := brokenWays(t)
+	var evs []*nostr.Event
+	var want []error
+	var v Verifier
+	for i := range 400 {
+		ev := signed(t, sks[i%len(sks)], fmt.Sprint("message ", i))
+		if i%7 == 3 {
+			for _, spoil := range ways {
+				spoil(ev)
+				break
+			}
+		}
+		evs = append(evs, ev)
+		want = append(want, v.Event(ev))
+	}
+	for _, goroutines := range []int{16, 100} {
+		g := NewGroup(&Verifier{})
+		g.cores = 2
+		got := make([]error, len(evs))
+		var wg sync.WaitGroup
+		for w := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(evs); i += goroutines {
+					got[i] = g.Event(evs[i])
+				}
+			}()
+		}
+		wg.Wait()
+		for i := range evs {
+			if !same(got[i], want[i]) {
+				t.Errorf("%d goroutines, event %d: %v, Event says %v", goroutines, i, got[i], want[i])
+			}
+		}
+		if g.working != 0 || len(g.waiting) != 0 {
+			t.Errorf("%d goroutines, after all returned: %d verifying, %d waiting", goroutines, g.working, len(g.waiting))
+		}
 	}
 }
