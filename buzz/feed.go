@@ -74,6 +74,22 @@ func (c *Community) FeedStreams(v Viewer, candidates []int64) []int64 {
 	return streams
 }
 
+// FeedStream is the stream of the home feed (RL-35) that an event of
+// kind in channel seq (0: none) is in, as a store writes it with the
+// event; ok is false when it is in none: only ActivityKinds of a channel
+// are. A channel's events are in stream 0 while it is open, and in the
+// channel's own stream while it is private or deleted (a store moves them
+// when that changes).
+func (c *Community) FeedStream(kind int, seq int64) (stream int64, ok bool) {
+	if seq == 0 || !slices.Contains(ActivityKinds, kind) {
+		return 0, false
+	}
+	if ch := c.ChannelBySeq(seq); ch != nil && hides(ch) {
+		return seq, true
+	}
+	return 0, true
+}
+
 // FeedArms is how many streams one store read of the feed takes at most:
 // a reader of more streams has them read FeedArms at a time, and Feed
 // merges the answers.

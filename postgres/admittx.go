@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -96,14 +97,16 @@ func (a *admission) DeleteMember(channel int64, pubkey []byte) error {
 	return err
 }
 
+// eventRowColumns are the columns of an event's row as a write gives them,
+// in the order of insertEventSQL's parameters and of copyEvents' rows.
+var eventRowColumns = []string{"seq", "id", "pubkey", "created_at", "kind", "tags", "content", "sig", "channel", "dkey", "expires_at",
+	"parent", "root", "depth", "broadcast", "row_class", "scope", "feed"}
+
 // insertEventSQL writes an event's row under the number $1 drawn for it
 // (nextSeq).
-const insertEventSQL = `INSERT INTO events
-	(seq, id, pubkey, created_at, kind, tags, content, sig, channel, dkey, expires_at,
-	 parent, root, depth, broadcast, row_class, scope, feed)
+var insertEventSQL = `INSERT INTO events (` + strings.Join(eventRowColumns, ", ") + `)
 	OVERRIDING SYSTEM VALUE
-	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,
-	 CASE WHEN $5 IN (9, 11) AND $9::bigint IS NOT NULL THEN feed_stream($9) END)`
+	VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18)`
 
 // drawSeqsSQL draws $1 event numbers from the events' sequence, in order.
 const drawSeqsSQL = `SELECT nextval(pg_get_serial_sequence('events', 'seq')) FROM generate_series(1, $1) ORDER BY 1`
@@ -139,10 +142,20 @@ func (a *admission) InsertEvent(row buzz.EventRow) error {
 	if a.seq, err = tx.nextSeq(); err != nil {
 		return err
 	}
-	// Queued (pipeTx): every later read of the row comes after it.
-	tx.tx.queue(insertEventSQL, a.seq,
-		r.ID, r.PubKey, int64(ev.CreatedAt), ev.Kind, r.tagsJSON, []byte(ev.Content), r.Sig, channel, r.dkey, r.expiresAt(),
-		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope)
+	var feed *int64
+	if stream, ok := tx.access.Community().FeedStream(ev.Kind, row.Channel); ok {
+		feed = &stream
+	}
+	columns := []any{a.seq, r.ID, r.PubKey, int64(ev.CreatedAt), int32(ev.Kind), r.tagsJSON, []byte(ev.Content), r.Sig, channel, r.dkey, r.expiresAt(),
+		cls.parent, cls.root, cls.depth, cls.broadcast, cls.rowClass, scope, feed}
+	// Every later read of the row comes after it (pipeTx): a transaction
+	// of several events writes their rows with one COPY, a statement a
+	// row costing the server more than the row's index entries.
+	if tx.expect > 1 {
+		tx.tx.copyEvent(columns)
+	} else {
+		tx.tx.queue(insertEventSQL, columns...)
+	}
 	if err := tx.insertTags(r.tags, int64(ev.CreatedAt), a.seq, ev.Kind); err != nil {
 		return err
 	}

@@ -41,7 +41,39 @@ var migrations = []string{
 	invitesMigration,
 	subgroupsMigration,
 	narrowReadIndexesMigration,
+	writeOrderIndexesMigration,
 }
+
+// writeOrderIndexesMigration keys the indexes every channel message
+// enters so that a new entry goes to the end of its group's range, where
+// the busiest group's is the end of the index (issue 32: each event's
+// INSERT cost its entries in up to 15 indexes, and a half-empty page split
+// leaves its pages to the size of the database).
+//
+// The window's (events_toplevel, events_projection) are keyed (channel,
+// created_at, id DESC) and the feed's (events_feed) (feed DESC,
+// created_at, id DESC): read backward, a range is in window and feed
+// order (created_at DESC, id ASC) as before, with no sort. Keyed
+// created_at DESC, a new message went to the front of its range: each
+// split left a page half empty behind it. At the end of the range, the
+// range at the end of the index splits leaving its pages full (a
+// rightmost split keeps the leaf fillfactor); the feed's stream 0, every
+// open channel's messages, sorts last.
+//
+// events_root drops the id, (root, created_at): a thread's replies in
+// created_at order, the ties of one second put in id order by an
+// incremental sort of that second's replies; the entries of a thread are
+// as narrow as the tuples btree's split after an ascending insertion
+// applies to (two 8-byte keys), so its pages stay full, and the entries
+// of one second share their key.
+const writeOrderIndexesMigration = `DROP INDEX events_toplevel;
+	CREATE INDEX events_toplevel ON events (channel, created_at, id DESC) WHERE row_class = 2 AND deleted_at IS NULL;
+	DROP INDEX events_projection;
+	CREATE INDEX events_projection ON events (channel, created_at, id DESC) WHERE row_class >= 1 AND deleted_at IS NULL;
+	DROP INDEX events_feed;
+	CREATE INDEX events_feed ON events (feed DESC, created_at, id DESC) WHERE feed IS NOT NULL AND deleted_at IS NULL;
+	DROP INDEX events_root;
+	CREATE INDEX events_root ON events (root, created_at) WHERE root IS NOT NULL;`
 
 // narrowReadIndexesMigration keys the indexes of a REQ by kinds and by
 // channel by (group, created_at) alone, read backward for created_at DESC;

@@ -297,3 +297,104 @@ func TestMigrateNarrowReadIndexes(t *testing.T) {
 		t.Fatalf("after the migration: window %v, REQ %v, want %v", afterWindow, afterReq, window)
 	}
 }
+
+// Migration 9 keys the window's and the feed's indexes to be read
+// backward and drops the id from events_root: the window, the feed and a
+// thread page read the same events in the same order before and after.
+func TestMigrateWriteOrderIndexes(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.FreshDatabase(t)
+	owner := testutil.NewSigner(t)
+	const ch, at = "general", 1700000000
+	old := suiteOpen(t, url, storetest.Config{})
+	if _, err := old.Admit(ctx, owner.Event(t, 9007, at, "", nostr.Tag{"h", ch})); err != nil {
+		t.Fatal(err)
+	}
+	root := owner.Event(t, 9, at+1, "root", nostr.Tag{"h", ch})
+	if _, err := old.Admit(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		// Three seconds of two messages and two replies each.
+		if _, err := old.Admit(ctx, owner.Event(t, 9, int64(at+2+i/2), fmt.Sprint("m", i), nostr.Tag{"h", ch})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := old.Admit(ctx, owner.Event(t, 9, int64(at+2+i/2), fmt.Sprint("r", i), nostr.Tag{"h", ch},
+			nostr.Tag{"e", root.ID, "", "root"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := old.pool.Exec(ctx, `DROP INDEX events_toplevel;
+		CREATE INDEX events_toplevel ON events (channel, created_at DESC, id) WHERE row_class = 2 AND deleted_at IS NULL;
+		DROP INDEX events_projection;
+		CREATE INDEX events_projection ON events (channel, created_at DESC, id) WHERE row_class >= 1 AND deleted_at IS NULL;
+		DROP INDEX events_feed;
+		CREATE INDEX events_feed ON events (feed, created_at DESC, id) WHERE feed IS NOT NULL AND deleted_at IS NULL;
+		DROP INDEX events_root;
+		CREATE INDEX events_root ON events (root, created_at, id) WHERE root IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	version := slices.Index(migrations, writeOrderIndexesMigration) + 1
+	if _, err := old.pool.Exec(ctx, `DELETE FROM schema_migrations WHERE version >= $1`, version); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(evs []buzz.RawEvent) (out []string) {
+		for _, ev := range evs {
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	read := func(s suiteStore) (reads [][]string) {
+		t.Helper()
+		for _, projection := range []bool{false, true} {
+			page, err := s.Window(ctx, buzz.WindowQuery{Channel: ch, Limit: 5, Projection: projection})
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads = append(reads, ids(page.Rows))
+		}
+		thread, err := s.Thread(ctx, buzz.ThreadQuery{Root: root.ID, DepthLimit: 1, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads = append(reads, ids(thread.Replies))
+		feed, err := s.Feed(ctx, buzz.FeedQuery{Viewer: buzz.Viewer(owner.PK), Types: []buzz.FeedType{buzz.FeedActivity}, Limit: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fed []string
+		for _, ev := range feed {
+			fed = append(fed, ev.ID)
+		}
+		return append(reads, fed)
+	}
+	before := read(old)
+	for i, ids := range before {
+		if len(ids) != 5 {
+			t.Fatalf("before the migration, read %d: %v, want 5 events", i, ids)
+		}
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := suiteOpen(t, url, storetest.Config{})
+	rows, err := s.pool.Query(ctx, `SELECT indexname, indexdef FROM pg_indexes
+		WHERE indexname IN ('events_toplevel', 'events_projection', 'events_feed', 'events_root') ORDER BY indexname`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]string{}
+	var name, def string
+	if _, err := pgx.ForEachRow(rows, []any{&name, &def}, func() error { defs[name] = def; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range map[string]string{"events_toplevel": "(channel, created_at, id DESC)", "events_projection": "(channel, created_at, id DESC)",
+		"events_feed": "(feed DESC, created_at, id DESC)", "events_root": "(root, created_at)"} {
+		if !strings.Contains(defs[name], key) {
+			t.Errorf("after the migration: %s is %q, want it keyed %s", name, defs[name], key)
+		}
+	}
+	if after := read(s); !slices.EqualFunc(after, before, slices.Equal) {
+		t.Fatalf("after the migration: %v, want %v", after, before)
+	}
+}

@@ -21,6 +21,31 @@ import (
 type pipeTx struct {
 	pgx.Tx
 	queued *pgx.Batch
+	// events are event rows (eventRowColumns) written with one COPY before
+	// anything else is sent: the writes queued after them may read them
+	// (the mentions trigger of a tag row, a counter row's foreign key),
+	// and those queued before them do not touch them.
+	events [][]any
+}
+
+// copyEvent adds an event's row to the next COPY.
+func (p *pipeTx) copyEvent(columns []any) { p.events = append(p.events, columns) }
+
+// copyEvents writes the event rows waiting for their COPY.
+func (p *pipeTx) copyEvents(ctx context.Context) error {
+	if len(p.events) == 0 {
+		return nil
+	}
+	rows := p.events
+	p.events = nil
+	n, err := p.Tx.CopyFrom(ctx, pgx.Identifier{"events"}, eventRowColumns, pgx.CopyFromRows(rows))
+	if err != nil {
+		return fmt.Errorf("copy event rows: %w", err)
+	}
+	if n != int64(len(rows)) {
+		return fmt.Errorf("copy event rows: %d of %d written", n, len(rows))
+	}
+	return nil
 }
 
 // queue adds a write whose result is not read to the next round trip.
@@ -57,6 +82,9 @@ func joinClose(err error, br pgx.BatchResults) error {
 
 // flush sends the queued writes.
 func (p *pipeTx) flush(ctx context.Context) error {
+	if err := p.copyEvents(ctx); err != nil {
+		return err
+	}
 	if p.queued == nil || p.queued.Len() == 0 {
 		return nil
 	}
@@ -68,6 +96,9 @@ func (p *pipeTx) flush(ctx context.Context) error {
 }
 
 func (p *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := p.copyEvents(ctx); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	if p.queued == nil || p.queued.Len() == 0 {
 		return p.Tx.Exec(ctx, sql, args...)
 	}
@@ -83,6 +114,9 @@ func (p *pipeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 }
 
 func (p *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := p.copyEvents(ctx); err != nil {
+		return errRow{err}
+	}
 	if p.queued == nil || p.queued.Len() == 0 {
 		return p.Tx.QueryRow(ctx, sql, args...)
 	}
@@ -94,6 +128,9 @@ func (p *pipeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 }
 
 func (p *pipeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := p.copyEvents(ctx); err != nil {
+		return nil, err
+	}
 	if p.queued == nil || p.queued.Len() == 0 {
 		return p.Tx.Query(ctx, sql, args...)
 	}
@@ -116,6 +153,9 @@ func (p *pipeTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []s
 }
 
 func (p *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := p.copyEvents(ctx); err != nil {
+		return errBatch{err}
+	}
 	if p.queued != nil && p.queued.Len() > 0 {
 		for _, q := range b.QueuedQueries {
 			p.queued.Queue(q.SQL, q.Arguments...)

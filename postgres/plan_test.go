@@ -92,14 +92,18 @@ func TestPlans(t *testing.T) {
 		{"thread of a root", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_root"},
 		{"thread of a root, a later page", threadSQL(1, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100, After: threadAfter}, now), "events_root"},
 		{"thread below an inner event", threadSQL(planEvents+1, 1, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_parent"},
+		{"thread of a long root", threadSQL(6, 0, buzz.ThreadQuery{DepthLimit: 4, Limit: 100}, now), "events_root"},
+		{"root's newest replies", sqlQuery{sql: newestInThreadSQL, args: []any{int64(6), 20}}, "Index Scan Backward using events_root"},
 		{"thread below an inner event, a later page", threadSQL(planEvents+1, 1, buzz.ThreadQuery{DepthLimit: 4, Limit: 100, After: threadAfter}, now), "events_parent"},
 	}
 	// These take the rows in the index's order, so that a LIMIT stops the
-	// range early, with no sort of every row it matched (events_kind and
-	// events_channel, keyed (group, created_at), leave an incremental sort
-	// of each second's ties).
+	// range early, with no sort of every row it matched (events_kind,
+	// events_channel and events_root, keyed (group, created_at), leave an
+	// incremental sort of each second's ties); the window's and the feed's
+	// read backward an index keyed (group, created_at, id DESC).
 	ordered := map[string]bool{"window, default row mode": true, "window, projection": true, "window, deep page": true, "query #h": true, "query kinds + #h": true, "query kinds, a common one": true, "query kinds, a rare one": true,
-		"feed activity": true, "feed activity, 16 streams": true, "feed mentions": true, "feed mentions, 16 streams": true}
+		"feed activity": true, "feed activity, 16 streams": true, "feed mentions": true, "feed mentions, 16 streams": true,
+		"thread of a long root": true, "root's newest replies": true}
 	generic := genericConn(t, s.url)
 	for _, p := range plans {
 		if plan := genericPlan(t, generic, p.sql.sql); len(planScans(plan)) > 0 {

@@ -2,9 +2,11 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/nbd-wtf/go-nostr"
@@ -104,5 +106,54 @@ func TestImportBatchReadAheadExact(t *testing.T) {
 		if together.outcomes[i] != fmt.Sprint(want) {
 			t.Errorf("outcome %d: %s, want %v", i, together.outcomes[i], want)
 		}
+	}
+}
+
+// Issue 32: the events of a transaction of several are written by COPY
+// with their feed stream (RL-35) computed from the access state
+// (buzz.Community.FeedStream), and each is the stream the schema's
+// feed_stream gives its channel at the end: in a batch that creates a
+// channel, writes to it, makes it private and writes again, and writes to
+// an open one beside it, a group commit too.
+func TestCopiedFeedStreams(t *testing.T) {
+	ctx := context.Background()
+	admin, a := testutil.NewSigner(t), testutil.NewSigner(t)
+	s := suiteOpen(t, pgtest.FreshDatabase(t), storetest.Config{Admins: []string{admin.PK}})
+	const private, open = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	at := procT
+	next := func() int64 { at++; return at }
+	batch := []*nostr.Event{
+		admin.Event(t, buzz.KindCreateChannel, next(), "", nostr.Tag{"h", private}),
+		admin.Event(t, 9, next(), "while open", nostr.Tag{"h", private}),
+		a.Event(t, 9, next(), "open channel", nostr.Tag{"h", open}),
+		admin.Event(t, buzz.KindEditMetadata, next(), "", nostr.Tag{"h", private}, nostr.Tag{"private"}),
+		admin.Event(t, 9, next(), "while private", nostr.Tag{"h", private}),
+		admin.Event(t, 11, next(), "a thread", nostr.Tag{"h", private}),
+		a.Event(t, 7, next(), "+", nostr.Tag{"h", open}),
+		a.Event(t, 1, next(), "no channel"),
+	}
+	outcomes, err := s.ImportBatch(ctx, batch)
+	if err := errors.Join(append(outcomes, err)...); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		ev := a.Event(t, 9, next(), fmt.Sprint("live ", i), nostr.Tag{"h", open})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.Admit(ctx, ev); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	var streams, wrong int
+	if err := s.pool.QueryRow(ctx, `SELECT count(feed), count(*) FILTER (WHERE feed IS DISTINCT FROM
+		CASE WHEN kind IN (9, 11) AND channel IS NOT NULL THEN feed_stream(channel) END) FROM events`).Scan(&streams, &wrong); err != nil {
+		t.Fatal(err)
+	}
+	if streams != 12 || wrong != 0 {
+		t.Fatalf("%d events in a feed stream, %d of them in the wrong one; want 12 and none", streams, wrong)
 	}
 }

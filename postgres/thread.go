@@ -70,6 +70,7 @@ func (r *threadRows) ReadThreadRow(seq int64) (buzz.ThreadRow, error) {
 	var row buzz.ThreadRow
 	var up, last *int64
 	r.readChannel = nil
+	r.tx.writeCounters()
 	err := r.tx.tx.QueryRow(r.tx.ctx, `SELECT e.parent, e.channel, coalesce(t.reply_count, 0), coalesce(t.descendant_count, 0),
 		t.last_reply_at, t.participants
 		FROM events e LEFT JOIN thread_metadata t ON t.seq = e.seq WHERE e.seq = $1 FOR UPDATE OF e`, seq).
@@ -83,20 +84,17 @@ func (r *threadRows) ReadThreadRow(seq int64) (buzz.ThreadRow, error) {
 }
 
 // WriteThreadRow stores the counters of seq; the row read last renews
-// its channel's pages (summaries).
+// its channel's pages (summaries). The row is written once the
+// transaction ends (writeCounters): a reply counts on every ancestor, so
+// an import batch or a group of a busy thread rewrote its root's row once
+// an event, each time a new version of the row that, with autovacuum
+// off, stayed (issue 32).
 func (r *threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
-	var last *int64
-	if row.HasLastReply {
-		last = &row.LastReplyAt
+	if r.tx.counters == nil {
+		r.tx.counters = map[int64]buzz.ThreadRow{}
 	}
-	// Queued (pipeTx): the next read of the row comes after it.
-	r.tx.tx.queue(`INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (seq) DO UPDATE SET reply_count = excluded.reply_count,
-		descendant_count = excluded.descendant_count, last_reply_at = excluded.last_reply_at,
-		participants = excluded.participants,
-		updated_at = greatest(coalesce(thread_metadata.updated_at, 0), excluded.updated_at)`,
-		seq, row.Replies, row.Descendants, last, row.Participants, r.tx.now)
+	row.Participants = slices.Clone(row.Participants)
+	r.tx.counters[seq] = row
 	r.tx.cache.counted(seq, nil, row, true)
 	r.tx.recounted = append(r.tx.recounted, seq)
 	if seq == r.readSeq {
@@ -105,10 +103,46 @@ func (r *threadRows) WriteThreadRow(seq int64, row buzz.ThreadRow) error {
 	return nil
 }
 
+// writeCountersSQL writes the counter rows of a transaction, the $1
+// events' with their counts ($2, $3), last replies ($4) and participants
+// ($5), at $6: one statement, each row once.
+const writeCountersSQL = `INSERT INTO thread_metadata (seq, reply_count, descendant_count, last_reply_at, participants, updated_at)
+	SELECT c.seq, c.replies, c.descendants, c.last, c.participants, $6
+	FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bytea[]) AS c(seq, replies, descendants, last, participants)
+	ON CONFLICT (seq) DO UPDATE SET reply_count = excluded.reply_count,
+	descendant_count = excluded.descendant_count, last_reply_at = excluded.last_reply_at,
+	participants = excluded.participants,
+	updated_at = greatest(coalesce(thread_metadata.updated_at, 0), excluded.updated_at)`
+
+// writeCounters queues the counter rows the transaction wrote
+// (WriteThreadRow), in the order of their events. Every statement that
+// reads thread_metadata in the transaction comes after it.
+func (tx *writeTx) writeCounters() {
+	if len(tx.counters) == 0 {
+		return
+	}
+	seqs := slices.Sorted(maps.Keys(tx.counters))
+	replies, descendants := make([]int64, len(seqs)), make([]int64, len(seqs))
+	last, participants := make([]*int64, len(seqs)), make([][]byte, len(seqs))
+	for i, seq := range seqs {
+		row := tx.counters[seq]
+		replies[i], descendants[i], participants[i] = row.Replies, row.Descendants, row.Participants
+		if row.HasLastReply {
+			last[i] = &row.LastReplyAt
+		}
+	}
+	tx.counters = nil
+	tx.tx.queue(writeCountersSQL, seqs, replies, descendants, last, participants, tx.now)
+}
+
+// newestInThreadSQL reads the $2 newest live replies of thread $1,
+// backward along events_root.
+const newestInThreadSQL = `SELECT pubkey, created_at FROM events
+	WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`
+
 func (r *threadRows) NewestInThread(root int64, limit int, each func(threadcount.Participant) bool) error {
 	var p threadcount.Participant
-	rows, err := r.tx.tx.Query(r.tx.ctx, `SELECT pubkey, created_at FROM events
-		WHERE root = $1 AND deleted_at IS NULL ORDER BY created_at DESC LIMIT $2`, root, limit)
+	rows, err := r.tx.tx.Query(r.tx.ctx, newestInThreadSQL, root, limit)
 	return eachRow(rows, err, fmt.Sprintf("read thread #%d", root), []any{&p.PubKey, &p.At}, func() error {
 		if !each(p) {
 			return errStop
@@ -208,7 +242,8 @@ func (r *threadRows) Drop(seq int64) error {
 	if err := r.tx.touchEvent(r.target); err != nil {
 		return err
 	}
-	delete(r.tx.copied, seq) // an event of this import batch, replaced within it
+	delete(r.tx.copied, seq)   // an event of this import batch, replaced within it
+	delete(r.tx.counters, seq) // its row goes with it (ON DELETE CASCADE)
 	r.tx.cache.deleted(r.target, true)
 	if _, err := r.tx.tx.Exec(r.tx.ctx, `DELETE FROM tags WHERE seq = $1`, seq); err != nil {
 		return fmt.Errorf("remove tags of #%d: %w", seq, err)

@@ -50,6 +50,9 @@ type writeTx struct {
 	// raised are the last messages of channels the transaction raises
 	// (RaiseLastMessage), written once a channel (raiseLastMessages).
 	raised map[int64]int64
+	// counters are the thread counter rows the transaction wrote, by
+	// event, written once it ends (writeCounters).
+	counters map[int64]buzz.ThreadRow
 	// cache answers the rules' reads of an import batch or a shared
 	// transaction from what it read ahead and wrote (prefetch.go); nil
 	// in any other write.
@@ -313,6 +316,7 @@ func (s *Store) finish(tx *writeTx) error {
 		return err
 	}
 	tx.raiseLastMessages()
+	tx.writeCounters()
 	tx.bumpPages()
 	if err := s.notify(tx); err != nil {
 		return err
