@@ -290,12 +290,18 @@ func (rl *Relay) handleEventEnvelope(ctx context.Context, ws *WebSocket, env *no
 	// buzz-lite patch: the id and the signature are checked with
 	// one serialization and one hash, authors' parsed keys are kept,
 	// and the EVENTs that wait at once are verified together
-	// (internal/verify); the answers are upstream's.
-	switch err := rl.verifier.Event(&env.Event); {
+	// (internal/verify), those of a peer that sent a bad signature
+	// alone; the answers are upstream's.
+	check := rl.verifier.Event
+	if ws.forged.Load() {
+		check = rl.verifier.Alone
+	}
+	switch err := check(&env.Event); {
 	case errors.Is(err, verify.ErrID):
 		rl.answerEvent(ctx, ws, &env.Event, false, "invalid: id is computed incorrectly")
 		return
 	case errors.Is(err, verify.ErrSignature):
+		ws.forged.Store(true)
 		rl.answerEvent(ctx, ws, &env.Event, false, "invalid: signature is invalid")
 		return
 	case err != nil:

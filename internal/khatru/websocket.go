@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -32,6 +33,11 @@ type WebSocket struct {
 	// buzz-lite patch: the open subscriptions by id (see subscription).
 	subsMu sync.Mutex
 	subs   map[string]*subscription
+
+	// buzz-lite patch: set once the peer sent an EVENT whose signature
+	// failed; its EVENTs are verified alone from then on, so that it
+	// cannot make others' groups fail (handleEventEnvelope).
+	forged atomic.Bool
 
 	// buzz-lite patch: every message to the peer is queued and written by
 	// one goroutine per connection (writeLoop), so that a peer that stops

@@ -38,30 +38,33 @@ func (v *Verifier) Events(evs []*nostr.Event, errs []error) {
 		return
 	}
 	for _, t := range terms {
-		errs[t.index] = v.Event(evs[t.index])
+		errs[t.index] = v.hashed(evs[t.index], t.hash)
 	}
 }
 
-// batchTerm is one event's part of a batch: its signature's r and s, its
-// author's point, and the challenge e of BIP-340.
+// batchTerm is one event's part of a batch: its hash, its signature's R
+// (lifted from r with an even y, as BIP-340 fixes it) and s, its author's
+// point, and the challenge e of BIP-340.
 type batchTerm struct {
 	index int
-	r     btcec.FieldVal
+	hash  [32]byte
+	r     btcec.JacobianPoint
 	s     btcec.ModNScalar
 	e     btcec.ModNScalar
 	p     btcec.JacobianPoint
 }
 
 // term is ev's part of a batch, false when anything about ev (its id,
-// its pubkey or signature as text) is not as a valid event's: Event then
-// says what.
+// its pubkey or signature as text, an r that is no point's x) is not as
+// a valid event's: Event then says what. Such an event is left out of the
+// batch: it cannot make the others' batch fail.
 func (v *Verifier) term(ev *nostr.Event) (batchTerm, bool) {
 	var t batchTerm
 	if len(ev.PubKey) != 64 || len(ev.Sig) != 128 {
 		return t, false
 	}
-	hash := sha256.Sum256(ev.Serialize())
-	if ev.ID != hex.EncodeToString(hash[:]) {
+	t.hash = sha256.Sum256(ev.Serialize())
+	if ev.ID != hex.EncodeToString(t.hash[:]) {
 		return t, false
 	}
 	var pk [32]byte
@@ -76,13 +79,17 @@ func (v *Verifier) term(ev *nostr.Event) (batchTerm, bool) {
 	if _, err := hex.Decode(sig[:], []byte(ev.Sig)); err != nil {
 		return t, false
 	}
-	if overflow := t.r.SetByteSlice(sig[:32]); overflow {
+	if overflow := t.r.X.SetByteSlice(sig[:32]); overflow {
 		return t, false
 	}
+	if !btcec.DecompressY(&t.r.X, false, &t.r.Y) {
+		return t, false
+	}
+	t.r.Z.SetInt(1)
 	// As btcec's verification (go-nostr's CheckSignature) reads s: modulo
 	// the group order.
 	t.s.SetByteSlice(sig[32:])
-	t.e.SetBytes(challenge(sig[:32], pk[:], hash[:]))
+	t.e.SetBytes(challenge(sig[:32], pk[:], t.hash[:]))
 	key.AsJacobian(&t.p)
 	return t, true
 }
@@ -105,10 +112,8 @@ func challenge(r, p, m []byte) *[32]byte {
 	return &e
 }
 
-// batchHolds reports whether every term's signature holds: each R_i
-// lifted from r_i with an even y (a signature's R as BIP-340 fixes it),
-// and for random a_i of 128 bits (a_0 = 1), which an attacker cannot
-// foresee,
+// batchHolds reports whether every term's signature holds: for random
+// a_i of 128 bits (a_0 = 1), which an attacker cannot foresee,
 //
 //	(Σ a_i·s_i)·G = Σ a_i·R_i + Σ (a_i·e_i)·P_i
 //
@@ -133,16 +138,10 @@ func batchHolds(terms []batchTerm) bool {
 			rng.Read(b[:])
 			a.SetByteSlice(b[:])
 		}
-		var R btcec.JacobianPoint
-		R.X.Set(&t.r)
-		if !btcec.DecompressY(&R.X, false, &R.Y) {
-			return false
-		}
-		R.Z.SetInt(1)
 		var as, ae btcec.ModNScalar
 		sum.Add(as.Mul2(&a, &t.s))
 		ae.Mul2(&a, &t.e)
-		points = append(points, newScaledPoint(&R, &a), newScaledPoint(&t.p, &ae))
+		points = append(points, newScaledPoint(&t.r, &a), newScaledPoint(&t.p, &ae))
 	}
 	normalizeTables(points)
 	var rhs, lhs btcec.JacobianPoint

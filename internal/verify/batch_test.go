@@ -148,6 +148,13 @@ func TestBatchHolds(t *testing.T) {
 	if batchHolds(terms()) {
 		t.Fatal("a broken signature holds with 39 valid ones")
 	}
+	// An r that is no point's x is found before any batch: such an event
+	// cannot make the batch of others fail.
+	offCurve := *evs[0]
+	offCurve.Sig = offCurveX(t) + offCurve.Sig[64:]
+	if _, ok := v.term(&offCurve); ok {
+		t.Fatal("an r off the curve made a batch term")
+	}
 }
 
 // wnaf's digits are k again, each zero or odd within the window, and

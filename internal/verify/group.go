@@ -26,7 +26,8 @@ const maxGroup = 64
 // value is not ready: use NewGroup. It is safe for concurrent use.
 type Group struct {
 	verifier *Verifier
-	// cores is how many goroutines verify at once.
+	// cores is how many goroutines verify at once; 0: as many as Go runs
+	// at once, read for each event (the runtime may change it).
 	cores int
 
 	mu      sync.Mutex
@@ -58,14 +59,22 @@ type groupCall struct {
 	err  error
 	done bool
 	lead bool
-	wake chan struct{}
+	// taken is set once a goroutine took the call into its group.
+	taken bool
+	wake  chan struct{}
 }
 
 // NewGroup is a Group over verifier, verifying with as many goroutines at
 // once as Go runs at once.
 func NewGroup(verifier *Verifier) *Group {
-	return &Group{verifier: verifier, cores: runtime.GOMAXPROCS(0)}
+	return &Group{verifier: verifier}
 }
+
+// Alone reports what Verifier.Event reports of ev, verified on its own:
+// for the events of a sender whose signatures failed before, which would
+// make a group fail and cost every event in it a verification of its own
+// besides the group's.
+func (g *Group) Alone(ev *nostr.Event) error { return g.verifier.Event(ev) }
 
 // Event reports what Verifier.Event reports of ev, verified with the
 // events of other goroutines that wait at the same time.
@@ -80,7 +89,11 @@ func (g *Group) Event(ev *nostr.Event) error {
 		close(g.gathered)
 		g.gathered = nil
 	}
-	if g.working < g.cores {
+	cores := g.cores
+	if cores == 0 {
+		cores = runtime.GOMAXPROCS(0)
+	}
+	if g.working < cores {
 		g.working++
 		call.lead = true // it verifies: none is to hand it the work
 	} else {
@@ -93,9 +106,11 @@ func (g *Group) Event(ev *nostr.Event) error {
 		}
 		// Led: this goroutine verifies in the place of one that left.
 	}
-	g.gather()
+	if !call.taken {
+		g.gather()
+	}
 	for !call.done {
-		if len(g.waiting) == 0 {
+		if call.taken {
 			// Another goroutine took this event into its group: wait
 			// for its verdict, leaving the work to that one.
 			g.working--
@@ -110,7 +125,12 @@ func (g *Group) Event(ev *nostr.Event) error {
 		n := min(len(g.waiting), maxGroup)
 		calls := make([]*groupCall, n)
 		copy(calls, g.waiting)
-		g.waiting = append(g.waiting[:0], g.waiting[n:]...)
+		for _, c := range calls {
+			c.taken = true
+		}
+		left := copy(g.waiting, g.waiting[n:])
+		clear(g.waiting[left:])
+		g.waiting = g.waiting[:left]
 		g.mu.Unlock()
 		verdicts := g.verify(calls)
 		g.mu.Lock()

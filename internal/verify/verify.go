@@ -41,7 +41,11 @@ type Verifier struct {
 // ErrSignature, or another error for a pubkey or signature that cannot be
 // parsed. It agrees with go-nostr's CheckID and CheckSignature together.
 func (v *Verifier) Event(ev *nostr.Event) error {
-	hash := sha256.Sum256(ev.Serialize())
+	return v.hashed(ev, sha256.Sum256(ev.Serialize()))
+}
+
+// hashed is Event of ev whose serialization's hash is hash.
+func (v *Verifier) hashed(ev *nostr.Event, hash [32]byte) error {
 	if ev.ID != hex.EncodeToString(hash[:]) {
 		return ErrID
 	}
